@@ -1,0 +1,178 @@
+//! The briefing compiler: `compile(state, assignment, worker, budget) -> HandoffPackage`.
+//!
+//! Deterministic (invariant 7), bounded by the token count of the *rendered* package,
+//! and honest about what it left out (invariant 6).
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{RunId, WorkerId};
+
+/// What a worker is asked to do this turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Assignment {
+    pub kind: AssignmentKind,
+    /// The plan step (`T3`) for a step assignment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_id: Option<String>,
+    /// The task as the worker will read it.
+    pub task: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AssignmentKind {
+    /// Do one step of the plan.
+    Step,
+    /// Every step is done or taken: advance the objective from the record (open issues,
+    /// next action) without a step of its own.
+    Continuation,
+}
+
+/// The worker as the compiler sees it: no credentials, no gateway.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerProfile {
+    pub id: WorkerId,
+    pub model: String,
+    pub family: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+}
+
+/// The 13 sections of a briefing, in fixed priority order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Section {
+    AssignedTask,
+    Objective,
+    Progress,
+    CurrentTaskState,
+    Decisions,
+    CompletedWork,
+    Artifacts,
+    UnresolvedIssues,
+    FailedAttempts,
+    Assumptions,
+    LastAction,
+    NextAction,
+    PreviousWorkerNotes,
+}
+
+impl Section {
+    pub const ALL: [Section; 13] = [
+        Section::AssignedTask,
+        Section::Objective,
+        Section::Progress,
+        Section::CurrentTaskState,
+        Section::Decisions,
+        Section::CompletedWork,
+        Section::Artifacts,
+        Section::UnresolvedIssues,
+        Section::FailedAttempts,
+        Section::Assumptions,
+        Section::LastAction,
+        Section::NextAction,
+        Section::PreviousWorkerNotes,
+    ];
+
+    /// The heading used in the rendered package.
+    pub fn title(self) -> &'static str {
+        match self {
+            Section::AssignedTask => "Assigned task",
+            Section::Objective => "Objective",
+            Section::Progress => "Progress",
+            Section::CurrentTaskState => "Current task state",
+            Section::Decisions => "Decisions",
+            Section::CompletedWork => "Completed work",
+            Section::Artifacts => "Artifacts",
+            Section::UnresolvedIssues => "Unresolved issues",
+            Section::FailedAttempts => "Failed attempts",
+            Section::Assumptions => "Assumptions",
+            Section::LastAction => "Last action",
+            Section::NextAction => "Next action",
+            Section::PreviousWorkerNotes => "Previous worker's notes",
+        }
+    }
+}
+
+/// What happened to one section.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SectionReport {
+    pub section: Section,
+    /// Items the record had for this section.
+    pub items_available: usize,
+    /// Items that made it into the package.
+    pub items_included: usize,
+    /// Tokens of the rendered section (heading included); 0 when omitted.
+    pub tokens: usize,
+    /// False when the section had content but none of it fit.
+    pub included: bool,
+    /// True when the text was shortened (task/objective as a last resort, long items).
+    #[serde(default)]
+    pub shortened: bool,
+}
+
+/// An item left out, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DroppedItem {
+    pub section: Section,
+    /// The record id (`D3`, `F1`) or a short label.
+    pub item: String,
+    pub reason: DropReason,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DropReason {
+    /// Beyond the section's per-category cap.
+    Cap,
+    /// Did not fit the token budget.
+    Budget,
+}
+
+/// One compiled briefing: the only thing a worker ever receives about the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandoffPackage {
+    pub run_id: RunId,
+    pub turn: u32,
+    pub worker: WorkerId,
+    pub assignment: Assignment,
+    pub budget: usize,
+    /// Tokens of `text`, counted on the rendered text by `estimator`.
+    pub tokens: usize,
+    pub estimator: String,
+    pub text: String,
+    /// One report per section, in section order.
+    pub sections: Vec<SectionReport>,
+    pub omitted_sections: Vec<Section>,
+    pub dropped: Vec<DroppedItem>,
+    /// True only when even the shortened task and objective exceed the budget.
+    pub over_budget: bool,
+}
+
+// TEMPORARY placeholder until the real compiler lands (replaced in this session).
+pub fn compile(
+    state: &crate::state::ExecutionState,
+    assignment: &Assignment,
+    worker: &WorkerProfile,
+    budget: usize,
+    estimator: &dyn crate::tokens::TokenEstimator,
+) -> HandoffPackage {
+    let text = format!(
+        "# Briefing\n## Assigned task\n{}\n## Objective\n{}\n",
+        assignment.task, state.objective
+    );
+    HandoffPackage {
+        run_id: state.run_id.clone(),
+        turn: state.turns,
+        worker: worker.id.clone(),
+        assignment: assignment.clone(),
+        budget,
+        tokens: estimator.count(&text),
+        estimator: estimator.name().to_string(),
+        text,
+        sections: Vec::new(),
+        omitted_sections: Vec::new(),
+        dropped: Vec::new(),
+        over_budget: false,
+    }
+}

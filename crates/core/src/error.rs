@@ -1,0 +1,30 @@
+use thiserror::Error;
+
+/// Errors of the pure core. Callers act on the variant, never on the message text.
+#[derive(Debug, Error)]
+pub enum Error {
+    /// Model output that is not the JSON object the schema asks for.
+    #[error("{claim} is not valid JSON: {detail}")]
+    Unparseable { claim: &'static str, detail: String },
+    /// JSON that parses but does not match the claim schema.
+    #[error("{claim} does not match its schema: {detail}")]
+    SchemaViolation { claim: &'static str, detail: String },
+    /// A record that cannot be decoded (corrupt row, bad snapshot).
+    #[error("corrupt {what}: {detail}")]
+    Corrupt { what: String, detail: String },
+    /// An assignment that names a step the plan does not have.
+    #[error("step {index} does not exist (the plan has {len} steps)")]
+    NoSuchStep { index: usize, len: usize },
+}
+
+impl Error {
+    /// Output that a model produced wrongly; a retry or repair call could fix it.
+    pub fn is_model_output_error(&self) -> bool {
+        matches!(
+            self,
+            Error::Unparseable { .. } | Error::SchemaViolation { .. }
+        )
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,21 @@
+//! baton's pure core: the typed record of the work (`state`), what models may claim
+//! (`claims`), the briefing compiler (`compiler`), the reconciler that is the only write
+//! path into state (`reconciler`), and the one `Event` type every consumer shares.
+//!
+//! Nothing here does I/O: no files, no clock, no network. Time and identity are passed in
+//! by the engine, which is what makes provenance engine-stamped (invariant 5) and
+//! compilation deterministic (invariant 7).
+
+pub mod claims;
+pub mod compiler;
+pub mod error;
+pub mod events;
+pub mod ids;
+pub mod prompt;
+pub mod reconciler;
+pub mod state;
+pub mod text;
+pub mod tokens;
+pub mod turn;
+
+pub use error::{Error, Result};

@@ -1,0 +1,707 @@
+//! The reconciler: the only write path from claims into canonical state (invariant 1).
+//!
+//! It merges a turn's `WorkerResult` and `HandoffReport` under the invariants: claims
+//! never close issues (2), artifacts gain versions and start unverified (3), failed
+//! attempts only grow (4), and provenance comes from the engine's `TurnContext` (5).
+//! Restatements become reaffirmations, discrepancies become persisted warnings.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::claims::{DecisionClaim, HandoffReport, IssueClaim, Refusal, WorkerResult};
+use crate::compiler::{Assignment, WorkerProfile};
+use crate::ids::Timestamp;
+use crate::state::{
+    Artifact, ArtifactVersion, Assumption, CompletedWork, Decision, ExecutionState, FailedAttempt,
+    HandoffRecord, Issue, IssueStatus, Provenance, Reaffirmation, RecordKind, ResolutionClaim,
+    Stamped, WorkerRecord,
+};
+use crate::text::{normalize, same_statement};
+
+/// The engine's facts about the turn being reconciled.
+#[derive(Debug, Clone)]
+pub struct TurnContext<'a> {
+    pub worker: &'a WorkerProfile,
+    pub turn: u32,
+    pub at: Timestamp,
+    pub assignment: &'a Assignment,
+}
+
+impl TurnContext<'_> {
+    fn provenance(&self) -> Provenance {
+        Provenance {
+            recorded_by: self.worker.id.clone(),
+            model: self.worker.model.clone(),
+            turn: self.turn,
+            recorded_at: self.at,
+        }
+    }
+    fn reaffirmation(&self, record_text: &str, wording: &str) -> Reaffirmation {
+        Reaffirmation {
+            by: self.worker.id.clone(),
+            turn: self.turn,
+            wording: (normalize(record_text) != normalize(wording)).then(|| wording.to_string()),
+        }
+    }
+}
+
+/// What a verifier concluded about a claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verification {
+    /// Checked and confirmed; `by` names the check (verifier, gate, commit).
+    Verified { by: String },
+    /// Not checked (the default): recorded, `verified` stays false.
+    Unverified,
+    /// Checked and false: the claim is refused.
+    Rejected { reason: String },
+}
+
+/// The seam through which checks set `verified`. Later issues implement it with files
+/// on disk, content hashes and gates; this crate ships only `NoVerifier`.
+pub trait Verifier: Send + Sync {
+    fn verify_artifact(&self, artifact: &Artifact, version: &ArtifactVersion) -> Verification;
+    fn verify_resolution(&self, issue: &Issue, claim: &ResolutionClaim) -> Verification;
+}
+
+/// Verifies nothing: every claim stays unverified.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoVerifier;
+
+impl Verifier for NoVerifier {
+    fn verify_artifact(&self, _: &Artifact, _: &ArtifactVersion) -> Verification {
+        Verification::Unverified
+    }
+    fn verify_resolution(&self, _: &Issue, _: &ResolutionClaim) -> Verification {
+        Verification::Unverified
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    Created,
+    NewVersion,
+    Mentioned,
+    Reaffirmed,
+    ResolutionClaimed,
+    Verified,
+}
+
+/// One change the reconciler made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Accepted {
+    pub kind: RecordKind,
+    pub id: String,
+    pub action: Action,
+}
+
+/// What reconciling a turn did; persisted with the turn.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ReconcileOutcome {
+    pub accepted: Vec<Accepted>,
+    pub refusals: Vec<Refusal>,
+    pub warnings: Vec<String>,
+}
+
+impl ReconcileOutcome {
+    pub fn count(&self, action: Action) -> usize {
+        self.accepted.iter().filter(|a| a.action == action).count()
+    }
+    fn push(&mut self, kind: RecordKind, id: &str, action: Action) {
+        self.accepted.push(Accepted {
+            kind,
+            id: id.to_string(),
+            action,
+        });
+    }
+    fn refuse(&mut self, claim: String, reason: String) {
+        self.refusals.push(Refusal { claim, reason });
+    }
+}
+
+/// Merges one turn's claims into `state`. `refusals` are what parsing already refused
+/// (engine-only fields); they are carried into the outcome.
+pub fn reconcile(
+    state: &mut ExecutionState,
+    ctx: &TurnContext<'_>,
+    result: &WorkerResult,
+    report: &HandoffReport,
+    refusals: Vec<Refusal>,
+    verifier: &dyn Verifier,
+) -> ReconcileOutcome {
+    let mut out = ReconcileOutcome {
+        refusals,
+        ..ReconcileOutcome::default()
+    };
+    record_worker(state, ctx);
+
+    for (i, d) in result.decisions.iter().enumerate() {
+        merge_decision(state, ctx, d, &format!("result.decisions[{i}]"), &mut out);
+    }
+    for (i, d) in report.decisions.iter().enumerate() {
+        merge_decision(state, ctx, d, &format!("report.decisions[{i}]"), &mut out);
+    }
+
+    for text in &result.completed {
+        merge_completed(state, ctx, text, &mut out);
+    }
+    check_step_claims(state, ctx, result, &mut out);
+
+    merge_artifacts(state, ctx, result, report, verifier, &mut out);
+
+    for issue in result.issues.iter().chain(&report.issues) {
+        merge_issue(state, ctx, issue, &mut out);
+    }
+    let resolutions = result
+        .resolved_issues
+        .iter()
+        .map(|r| ("result", r))
+        .chain(report.resolved_issues.iter().map(|r| ("report", r)));
+    for (i, (from, r)) in resolutions.enumerate() {
+        merge_resolution(
+            state,
+            ctx,
+            &r.issue,
+            r.note.as_deref(),
+            from,
+            i,
+            verifier,
+            &mut out,
+        );
+    }
+
+    for f in result.failed_attempts.iter().chain(&report.failed_attempts) {
+        merge_failed_attempt(state, ctx, &f.what, &f.why, &mut out);
+    }
+    for a in result.assumptions.iter().chain(&report.assumptions) {
+        merge_assumption(state, ctx, a, &mut out);
+    }
+
+    merge_actions(state, ctx, result, report, &mut out);
+    merge_handoff(state, ctx, report, &mut out);
+    out
+}
+
+fn record_worker(state: &mut ExecutionState, ctx: &TurnContext<'_>) {
+    match state.workers.iter_mut().find(|w| w.id == ctx.worker.id) {
+        Some(w) => {
+            if !w.turns.contains(&ctx.turn) {
+                w.turns.push(ctx.turn);
+            }
+        }
+        None => state.workers.push(WorkerRecord {
+            id: ctx.worker.id.clone(),
+            model: ctx.worker.model.clone(),
+            family: ctx.worker.family.clone(),
+            turns: vec![ctx.turn],
+        }),
+    }
+}
+
+fn push_reaffirmation(list: &mut Vec<Reaffirmation>, r: Reaffirmation) -> bool {
+    // One reaffirmation per worker per turn, however often the turn restates it.
+    if list.iter().any(|x| x.by == r.by && x.turn == r.turn) {
+        return false;
+    }
+    list.push(r);
+    true
+}
+
+fn merge_decision(
+    state: &mut ExecutionState,
+    ctx: &TurnContext<'_>,
+    claim: &DecisionClaim,
+    path: &str,
+    out: &mut ReconcileOutcome,
+) {
+    let text = claim.text.trim();
+    if text.is_empty() {
+        out.refuse(path.to_string(), "a decision needs text".into());
+        return;
+    }
+    if let Some(d) = state
+        .decisions
+        .iter_mut()
+        .find(|d| same_statement(&d.text, text))
+    {
+        if d.reason.is_none() {
+            if let Some(reason) = nonempty(claim.reason.as_deref()) {
+                // A restatement may supply the reason the first statement lacked; the
+                // original text and provenance stay.
+                d.reason = Some(reason.to_string());
+            }
+        }
+        let id = d.id.clone();
+        if push_reaffirmation(&mut d.reaffirmed, ctx.reaffirmation(&d.text, text)) {
+            out.push(RecordKind::Decision, &id, Action::Reaffirmed);
+        }
+        return;
+    }
+    let reason = nonempty(claim.reason.as_deref()).map(str::to_string);
+    if reason.is_none() {
+        out.warnings.push(format!(
+            "decision \"{}\" was recorded without a reason ({path})",
+            clip(text, 80)
+        ));
+    }
+    let id = format!("D{}", state.decisions.len() + 1);
+    state.decisions.push(Decision {
+        id: id.clone(),
+        text: text.to_string(),
+        reason,
+        provenance: ctx.provenance(),
+        reaffirmed: Vec::new(),
+    });
+    out.push(RecordKind::Decision, &id, Action::Created);
+}
+
+fn merge_completed(
+    state: &mut ExecutionState,
+    ctx: &TurnContext<'_>,
+    text: &str,
+    out: &mut ReconcileOutcome,
+) {
+    let text = text.trim();
+    if text.is_empty()
+        || state
+            .completed
+            .iter()
+            .any(|c| same_statement(&c.text, text))
+    {
+        return;
+    }
+    let id = format!("C{}", state.completed.len() + 1);
+    state.completed.push(CompletedWork {
+        id: id.clone(),
+        text: text.to_string(),
+        step: ctx.assignment.step_id.clone(),
+        provenance: ctx.provenance(),
+    });
+    out.push(RecordKind::Completed, &id, Action::Created);
+}
+
+fn check_step_claims(
+    state: &ExecutionState,
+    ctx: &TurnContext<'_>,
+    result: &WorkerResult,
+    out: &mut ReconcileOutcome,
+) {
+    for step in &result.steps_completed {
+        let step = step.trim();
+        if ctx.assignment.step_id.as_deref() == Some(step) {
+            continue;
+        }
+        let assigned = ctx
+            .assignment
+            .step_id
+            .as_deref()
+            .unwrap_or("no step (continuation)");
+        let known = state.plan.iter().any(|s| s.id == step);
+        out.warnings.push(format!(
+            "claimed completion of {} which was not assigned (assigned: {assigned}); ignored, \
+             the plan cursor belongs to the orchestrator",
+            if known {
+                step.to_string()
+            } else {
+                format!("unknown step \"{}\"", clip(step, 40))
+            }
+        ));
+    }
+}
+
+fn content_hash(content: &str) -> String {
+    let digest = Sha256::digest(content.as_bytes());
+    let mut hex = String::with_capacity(64);
+    for b in digest {
+        hex.push_str(&format!("{b:02x}"));
+    }
+    hex
+}
+
+fn same_artifact_name(a: &str, b: &str) -> bool {
+    a.trim().eq_ignore_ascii_case(b.trim())
+}
+
+fn merge_artifacts(
+    state: &mut ExecutionState,
+    ctx: &TurnContext<'_>,
+    result: &WorkerResult,
+    report: &HandoffReport,
+    verifier: &dyn Verifier,
+    out: &mut ReconcileOutcome,
+) {
+    for (i, claim) in result.artifacts.iter().enumerate() {
+        let name = claim.name.trim();
+        if name.is_empty() {
+            out.refuse(
+                format!("result.artifacts[{i}]"),
+                "an artifact needs a name".into(),
+            );
+            continue;
+        }
+        let hash = claim.content.as_deref().map(content_hash);
+        let existing = state
+            .artifacts
+            .iter()
+            .position(|a| same_artifact_name(&a.name, name));
+        let (index, version) = match existing {
+            Some(idx) => {
+                let art = &state.artifacts[idx];
+                let latest = art.latest();
+                let unchanged = latest.description == claim.description
+                    && (hash.is_none() || hash == latest.content_hash);
+                if unchanged {
+                    let id = art.id.clone();
+                    let r = ctx.reaffirmation("", "");
+                    if push_reaffirmation(&mut state.artifacts[idx].mentions, r) {
+                        out.push(RecordKind::Artifact, &id, Action::Mentioned);
+                    }
+                    continue;
+                }
+                (idx, latest.version + 1)
+            }
+            None => {
+                state.artifacts.push(Artifact {
+                    id: format!("A{}", state.artifacts.len() + 1),
+                    name: name.to_string(),
+                    kind: claim.kind.clone().unwrap_or_else(|| "document".into()),
+                    versions: Vec::new(),
+                    mentions: Vec::new(),
+                });
+                (state.artifacts.len() - 1, 1)
+            }
+        };
+        let mut v = ArtifactVersion {
+            version,
+            description: claim.description.trim().to_string(),
+            content_hash: hash,
+            content: claim.content.clone(),
+            provenance: ctx.provenance(),
+            verified: false,
+            verified_by: None,
+        };
+        match verifier.verify_artifact(&state.artifacts[index], &v) {
+            Verification::Verified { by } => {
+                v.verified = true;
+                v.verified_by = Some(by);
+            }
+            Verification::Unverified => {}
+            Verification::Rejected { reason } => {
+                out.refuse(format!("result.artifacts[{i}]"), reason);
+                if state.artifacts[index].versions.is_empty() {
+                    state.artifacts.pop();
+                }
+                continue;
+            }
+        }
+        let art = &mut state.artifacts[index];
+        let verified = v.verified;
+        art.versions.push(v);
+        let id = art.id.clone();
+        let action = if version == 1 {
+            Action::Created
+        } else {
+            Action::NewVersion
+        };
+        out.push(RecordKind::Artifact, &id, action);
+        if verified {
+            out.push(RecordKind::Artifact, &id, Action::Verified);
+        }
+    }
+
+    for (i, mention) in report.artifacts.iter().enumerate() {
+        let name = mention.name.trim();
+        let in_result = result
+            .artifacts
+            .iter()
+            .any(|a| same_artifact_name(&a.name, name));
+        if in_result {
+            continue;
+        }
+        match state
+            .artifacts
+            .iter_mut()
+            .find(|a| same_artifact_name(&a.name, name))
+        {
+            Some(art) => {
+                out.warnings.push(format!(
+                    "handoff report names artifact \"{}\" that this turn's result did not list; \
+                     recorded as a mention, its content and description unchanged",
+                    clip(name, 80)
+                ));
+                let id = art.id.clone();
+                if push_reaffirmation(&mut art.mentions, ctx.reaffirmation("", "")) {
+                    out.push(RecordKind::Artifact, &id, Action::Mentioned);
+                }
+            }
+            None => {
+                out.warnings.push(format!(
+                    "handoff report names artifact \"{}\" that no result ever produced",
+                    clip(name, 80)
+                ));
+                out.refuse(
+                    format!("report.artifacts[{i}]"),
+                    format!(
+                        "artifact \"{}\" does not exist; a report can only mention artifacts, \
+                         not create them",
+                        clip(name, 80)
+                    ),
+                );
+            }
+        }
+    }
+}
+
+fn merge_issue(
+    state: &mut ExecutionState,
+    ctx: &TurnContext<'_>,
+    claim: &IssueClaim,
+    out: &mut ReconcileOutcome,
+) {
+    let title = claim.title.trim();
+    if title.is_empty() {
+        return;
+    }
+    if let Some(issue) = state
+        .issues
+        .iter_mut()
+        .find(|i| i.status == IssueStatus::Open && same_statement(&i.title, title))
+    {
+        let id = issue.id.clone();
+        if push_reaffirmation(
+            &mut issue.reaffirmed,
+            ctx.reaffirmation(&issue.title, title),
+        ) {
+            out.push(RecordKind::Issue, &id, Action::Reaffirmed);
+        }
+        return;
+    }
+    let id = format!("I{}", state.issues.len() + 1);
+    state.issues.push(Issue {
+        id: id.clone(),
+        title: title.to_string(),
+        detail: claim.detail.clone().unwrap_or_default(),
+        severity: claim.severity,
+        status: IssueStatus::Open,
+        provenance: ctx.provenance(),
+        resolution_claimed_by: None,
+        verified_by: None,
+        reaffirmed: Vec::new(),
+    });
+    out.push(RecordKind::Issue, &id, Action::Created);
+}
+
+#[allow(clippy::too_many_arguments)]
+fn merge_resolution(
+    state: &mut ExecutionState,
+    ctx: &TurnContext<'_>,
+    reference: &str,
+    note: Option<&str>,
+    from: &str,
+    index: usize,
+    verifier: &dyn Verifier,
+    out: &mut ReconcileOutcome,
+) {
+    let reference = reference.trim();
+    let found = state
+        .issues
+        .iter()
+        .position(|i| i.id.eq_ignore_ascii_case(reference))
+        .or_else(|| {
+            state
+                .issues
+                .iter()
+                .position(|i| same_statement(&i.title, reference))
+        });
+    let Some(idx) = found else {
+        out.refuse(
+            format!("{from}.resolved_issues"),
+            format!("no issue matches \"{}\"", clip(reference, 80)),
+        );
+        return;
+    };
+    if state.issues[idx].status == IssueStatus::Resolved {
+        return;
+    }
+    let claim = ResolutionClaim {
+        by: ctx.worker.id.clone(),
+        turn: ctx.turn,
+        at: ctx.at,
+        note: nonempty(note).map(str::to_string),
+    };
+    let verification = verifier.verify_resolution(&state.issues[idx], &claim);
+    let issue = &mut state.issues[idx];
+    let id = issue.id.clone();
+    if issue
+        .resolution_claimed_by
+        .as_ref()
+        .map(|c| (&c.by, c.turn))
+        != Some((&claim.by, claim.turn))
+    {
+        issue.resolution_claimed_by = Some(claim);
+        out.push(RecordKind::Issue, &id, Action::ResolutionClaimed);
+    }
+    match verification {
+        Verification::Verified { by } => {
+            issue.status = IssueStatus::Resolved;
+            issue.verified_by = Some(by);
+            out.push(RecordKind::Issue, &id, Action::Verified);
+        }
+        Verification::Unverified => out.warnings.push(format!(
+            "{id} claimed resolved by {} but nothing verified it; it stays open ({from}.resolved_issues[{index}])",
+            ctx.worker.id
+        )),
+        Verification::Rejected { reason } => {
+            out.refuse(format!("{from}.resolved_issues[{index}]"), reason);
+        }
+    }
+}
+
+fn merge_failed_attempt(
+    state: &mut ExecutionState,
+    ctx: &TurnContext<'_>,
+    what: &str,
+    why: &str,
+    out: &mut ReconcileOutcome,
+) {
+    let what = what.trim();
+    if what.is_empty() {
+        return;
+    }
+    let combined = format!("{what} {why}");
+    if let Some(f) = state.failed_attempts.iter_mut().find(|f| {
+        same_statement(&f.what, what) || same_statement(&format!("{} {}", f.what, f.why), &combined)
+    }) {
+        let id = f.id.clone();
+        if push_reaffirmation(&mut f.reaffirmed, ctx.reaffirmation(&f.what, what)) {
+            out.push(RecordKind::FailedAttempt, &id, Action::Reaffirmed);
+        }
+        return;
+    }
+    let id = format!("F{}", state.failed_attempts.len() + 1);
+    state.failed_attempts.push(FailedAttempt {
+        id: id.clone(),
+        what: what.to_string(),
+        why: why.trim().to_string(),
+        provenance: ctx.provenance(),
+        reaffirmed: Vec::new(),
+    });
+    out.push(RecordKind::FailedAttempt, &id, Action::Created);
+}
+
+fn merge_assumption(
+    state: &mut ExecutionState,
+    ctx: &TurnContext<'_>,
+    text: &str,
+    out: &mut ReconcileOutcome,
+) {
+    let text = text.trim();
+    if text.is_empty() {
+        return;
+    }
+    if let Some(a) = state
+        .assumptions
+        .iter_mut()
+        .find(|a| same_statement(&a.text, text))
+    {
+        let id = a.id.clone();
+        if push_reaffirmation(&mut a.reaffirmed, ctx.reaffirmation(&a.text, text)) {
+            out.push(RecordKind::Assumption, &id, Action::Reaffirmed);
+        }
+        return;
+    }
+    let id = format!("S{}", state.assumptions.len() + 1);
+    state.assumptions.push(Assumption {
+        id: id.clone(),
+        text: text.to_string(),
+        provenance: ctx.provenance(),
+        reaffirmed: Vec::new(),
+    });
+    out.push(RecordKind::Assumption, &id, Action::Created);
+}
+
+fn merge_actions(
+    state: &mut ExecutionState,
+    ctx: &TurnContext<'_>,
+    result: &WorkerResult,
+    report: &HandoffReport,
+    out: &mut ReconcileOutcome,
+) {
+    let result_last = result.last_action.trim();
+    let report_last = report.last_action.trim();
+    if !result_last.is_empty()
+        && !report_last.is_empty()
+        && !same_statement(result_last, report_last)
+    {
+        out.warnings.push(format!(
+            "last action differs between result (\"{}\") and handoff report (\"{}\"); the result's is recorded",
+            clip(result_last, 60),
+            clip(report_last, 60)
+        ));
+    }
+    // The execute call did the work, so its account of the last action wins.
+    let last = if result_last.is_empty() {
+        report_last
+    } else {
+        result_last
+    };
+    if !last.is_empty() {
+        state.last_action = Some(Stamped {
+            text: last.to_string(),
+            provenance: ctx.provenance(),
+        });
+    }
+    // The handoff call is written for the next worker, so its next action wins.
+    let next =
+        nonempty(Some(report.next_action.as_str())).or(nonempty(result.next_action.as_deref()));
+    if let Some(next) = next {
+        state.next_action = Some(Stamped {
+            text: next.to_string(),
+            provenance: ctx.provenance(),
+        });
+    }
+}
+
+fn merge_handoff(
+    state: &mut ExecutionState,
+    ctx: &TurnContext<'_>,
+    report: &HandoffReport,
+    out: &mut ReconcileOutcome,
+) {
+    let notes = report.notes.trim();
+    if notes.is_empty() {
+        out.warnings
+            .push("handoff report has no notes for the next worker".into());
+    }
+    let warnings: Vec<String> = report
+        .warnings
+        .iter()
+        .map(|w| w.trim().to_string())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let id = format!("H{}", state.handoffs.len() + 1);
+    state.handoffs.push(HandoffRecord {
+        id: id.clone(),
+        notes: notes.to_string(),
+        warnings,
+        provenance: ctx.provenance(),
+    });
+    out.push(RecordKind::Handoff, &id, Action::Created);
+}
+
+fn nonempty(s: Option<&str>) -> Option<&str> {
+    s.map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// At most `max` characters, with an ellipsis when cut.
+pub fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,326 @@
+use super::*;
+use crate::claims::{
+    ArtifactClaim, ArtifactMention, FailedAttemptClaim, ResolutionClaimInput, parse_worker_result,
+};
+use crate::compiler::AssignmentKind;
+use crate::ids::{RunId, WorkerId};
+use crate::state::Severity;
+
+fn worker(id: &str) -> WorkerProfile {
+    WorkerProfile {
+        id: WorkerId::new(id),
+        model: format!("mock/{id}"),
+        family: "mock".into(),
+        role: None,
+    }
+}
+
+fn step(id: &str) -> Assignment {
+    Assignment {
+        kind: AssignmentKind::Step,
+        step_id: Some(id.into()),
+        task: "do it".into(),
+    }
+}
+
+fn state() -> ExecutionState {
+    ExecutionState::new(
+        RunId("r1".into()),
+        "Build an API",
+        &["one".into(), "two".into()],
+    )
+}
+
+fn result(last: &str) -> WorkerResult {
+    WorkerResult {
+        summary: "did it".into(),
+        last_action: last.into(),
+        ..WorkerResult::default()
+    }
+}
+
+fn report(last: &str, next: &str) -> HandoffReport {
+    HandoffReport {
+        notes: "notes".into(),
+        last_action: last.into(),
+        next_action: next.into(),
+        ..HandoffReport::default()
+    }
+}
+
+fn run_turn(
+    s: &mut ExecutionState,
+    who: &str,
+    turn: u32,
+    res: &WorkerResult,
+    rep: &HandoffReport,
+    verifier: &dyn Verifier,
+) -> ReconcileOutcome {
+    let w = worker(who);
+    let a = step("T1");
+    let ctx = TurnContext {
+        worker: &w,
+        turn,
+        at: Timestamp(1000 + i64::from(turn)),
+        assignment: &a,
+    };
+    reconcile(s, &ctx, res, rep, Vec::new(), verifier)
+}
+
+#[test]
+fn provenance_is_stamped_by_the_engine_not_the_claim() {
+    let mut s = state();
+    let raw = r#"{"summary":"s","last_action":"wrote schema",
+        "decisions":[{"text":"Use PostgreSQL","reason":"relational data","recorded_by":"the-model"}]}"#;
+    let parsed = parse_worker_result(raw).unwrap();
+    let w = worker("w7");
+    let a = step("T1");
+    let ctx = TurnContext {
+        worker: &w,
+        turn: 3,
+        at: Timestamp(42),
+        assignment: &a,
+    };
+    let out = reconcile(
+        &mut s,
+        &ctx,
+        &parsed.claim,
+        &report("wrote schema", "next"),
+        parsed.refusals,
+        &NoVerifier,
+    );
+    let d = &s.decisions[0];
+    assert_eq!(d.provenance.recorded_by, WorkerId::new("w7"));
+    assert_eq!(d.provenance.model, "mock/w7");
+    assert_eq!(d.provenance.turn, 3);
+    assert_eq!(d.provenance.recorded_at, Timestamp(42));
+    assert_eq!(out.refusals.len(), 1);
+    assert!(out.refusals[0].claim.ends_with("recorded_by"));
+}
+
+#[test]
+fn a_claimed_resolution_never_closes_an_issue() {
+    let mut s = state();
+    let mut r = result("found a bug");
+    r.issues.push(IssueClaim {
+        title: "Refresh token rotation is not specified".into(),
+        severity: Severity::High,
+        detail: None,
+    });
+    run_turn(
+        &mut s,
+        "w1",
+        0,
+        &r,
+        &report("found a bug", "fix"),
+        &NoVerifier,
+    );
+
+    let mut r2 = result("fixed");
+    r2.resolved_issues.push(ResolutionClaimInput {
+        issue: "I1".into(),
+        note: Some("done".into()),
+    });
+    let out = run_turn(
+        &mut s,
+        "w2",
+        1,
+        &r2,
+        &report("fixed", "review"),
+        &NoVerifier,
+    );
+    let issue = &s.issues[0];
+    assert_eq!(issue.status, IssueStatus::Open);
+    assert_eq!(
+        issue.resolution_claimed_by.as_ref().unwrap().by,
+        WorkerId::new("w2")
+    );
+    assert!(issue.verified_by.is_none());
+    assert_eq!(out.count(Action::ResolutionClaimed), 1);
+    assert!(out.warnings.iter().any(|w| w.contains("stays open")));
+}
+
+struct ConfirmAll;
+impl Verifier for ConfirmAll {
+    fn verify_artifact(&self, _: &Artifact, _: &ArtifactVersion) -> Verification {
+        Verification::Verified {
+            by: "test-verifier".into(),
+        }
+    }
+    fn verify_resolution(&self, _: &Issue, _: &ResolutionClaim) -> Verification {
+        Verification::Verified {
+            by: "gate:tests".into(),
+        }
+    }
+}
+
+#[test]
+fn only_a_verifier_sets_verified_and_closes_issues() {
+    let mut s = state();
+    let mut r = result("x");
+    r.issues.push(IssueClaim {
+        title: "Flaky test".into(),
+        severity: Severity::Low,
+        detail: None,
+    });
+    r.artifacts.push(ArtifactClaim {
+        name: "a.md".into(),
+        kind: None,
+        description: "d".into(),
+        content: None,
+    });
+    run_turn(&mut s, "w1", 0, &r, &report("x", "y"), &NoVerifier);
+    assert!(!s.artifacts[0].latest().verified);
+
+    let mut r2 = result("x");
+    r2.resolved_issues.push(ResolutionClaimInput {
+        issue: "Flaky test".into(),
+        note: None,
+    });
+    r2.artifacts.push(ArtifactClaim {
+        name: "a.md".into(),
+        kind: None,
+        description: "d2".into(),
+        content: None,
+    });
+    run_turn(&mut s, "w2", 1, &r2, &report("x", "y"), &ConfirmAll);
+    assert_eq!(s.issues[0].status, IssueStatus::Resolved);
+    assert_eq!(s.issues[0].verified_by.as_deref(), Some("gate:tests"));
+    assert!(s.artifacts[0].latest().verified);
+    assert!(
+        !s.artifacts[0].versions[0].verified,
+        "old versions keep their own status"
+    );
+}
+
+#[test]
+fn artifacts_gain_versions_and_mentions_never_overwrite() {
+    let mut s = state();
+    let claim = |d: &str| ArtifactClaim {
+        name: "schema.sql".into(),
+        kind: Some("sql".into()),
+        description: d.into(),
+        content: Some(d.into()),
+    };
+    let mut r = result("x");
+    r.artifacts.push(claim("v1"));
+    run_turn(&mut s, "w1", 0, &r, &report("x", "y"), &NoVerifier);
+    let mut r = result("x");
+    r.artifacts.push(claim("v2"));
+    run_turn(&mut s, "w2", 1, &r, &report("x", "y"), &NoVerifier);
+
+    let mut rep = report("x", "y");
+    rep.artifacts.push(ArtifactMention {
+        name: "SCHEMA.sql".into(),
+        note: Some("totally rewritten".into()),
+    });
+    let out = run_turn(&mut s, "w3", 2, &result("x"), &rep, &NoVerifier);
+    let art = &s.artifacts[0];
+    assert_eq!(art.versions.len(), 2);
+    assert_eq!(art.latest().description, "v2");
+    assert_eq!(art.versions[0].description, "v1");
+    assert_eq!(art.creator(), &WorkerId::new("w1"));
+    assert_eq!(art.modifiers(), vec![&WorkerId::new("w2")]);
+    assert_eq!(art.mentions.len(), 1);
+    assert!(out.warnings.iter().any(|w| w.contains("did not list")));
+}
+
+#[test]
+fn a_report_cannot_invent_an_artifact() {
+    let mut s = state();
+    let mut rep = report("x", "y");
+    rep.artifacts.push(ArtifactMention {
+        name: "ghost.md".into(),
+        note: None,
+    });
+    let out = run_turn(&mut s, "w1", 0, &result("x"), &rep, &NoVerifier);
+    assert!(s.artifacts.is_empty());
+    assert_eq!(out.refusals.len(), 1);
+}
+
+#[test]
+fn restatements_are_reaffirmations_not_new_records() {
+    let mut s = state();
+    let mut r = result("x");
+    r.decisions.push(DecisionClaim {
+        text: "Use PostgreSQL 16 as the primary datastore".into(),
+        reason: Some("relational".into()),
+    });
+    r.failed_attempts.push(FailedAttemptClaim {
+        what: "Storing sessions in process memory".into(),
+        why: "lost on restart".into(),
+    });
+    run_turn(&mut s, "w1", 0, &r, &report("x", "y"), &NoVerifier);
+
+    let mut r2 = result("x");
+    r2.decisions.push(DecisionClaim {
+        text: "use postgresql 16 as the primary datastore.".into(),
+        reason: None,
+    });
+    let mut rep2 = report("x", "y");
+    rep2.failed_attempts.push(FailedAttemptClaim {
+        what: "Sessions stored in process memory".into(),
+        why: "they vanish on restart".into(),
+    });
+    let out = run_turn(&mut s, "w2", 1, &r2, &rep2, &NoVerifier);
+    assert_eq!(s.decisions.len(), 1);
+    assert_eq!(s.failed_attempts.len(), 1);
+    assert_eq!(s.decisions[0].reaffirmed.len(), 1);
+    assert_eq!(
+        s.failed_attempts[0].reaffirmed[0].wording.as_deref(),
+        Some("Sessions stored in process memory")
+    );
+    assert_eq!(out.count(Action::Reaffirmed), 2);
+    assert!(
+        out.warnings.is_empty(),
+        "a restatement without reason is not a reasonless decision: {:?}",
+        out.warnings
+    );
+}
+
+#[test]
+fn discrepancies_become_warnings() {
+    let mut s = state();
+    let mut r = result("wrote the schema");
+    r.decisions.push(DecisionClaim {
+        text: "Use UUID primary keys".into(),
+        reason: None,
+    });
+    r.steps_completed.push("T2".into());
+    let mut rep = report("designed the login endpoint", "next");
+    rep.notes = String::new();
+    let out = run_turn(&mut s, "w1", 0, &r, &rep, &NoVerifier);
+    let joined = out.warnings.join("\n");
+    assert!(joined.contains("without a reason"), "{joined}");
+    assert!(joined.contains("last action differs"), "{joined}");
+    assert!(joined.contains("no notes"), "{joined}");
+    assert!(joined.contains("T2 which was not assigned"), "{joined}");
+    assert_eq!(s.last_action.as_ref().unwrap().text, "wrote the schema");
+}
+
+#[test]
+fn failed_attempts_are_append_only() {
+    let mut s = state();
+    let mut r = result("x");
+    r.failed_attempts.push(FailedAttemptClaim {
+        what: "Tried SQLite".into(),
+        why: "no row locks".into(),
+    });
+    run_turn(&mut s, "w1", 0, &r, &report("x", "y"), &NoVerifier);
+    let before = s.failed_attempts.clone();
+    // No claim type can express deletion; a later turn with none leaves them intact.
+    run_turn(
+        &mut s,
+        "w2",
+        1,
+        &result("x"),
+        &report("x", "y"),
+        &NoVerifier,
+    );
+    assert_eq!(s.failed_attempts, before);
+    // A claim that tries to smuggle a deletion field is a schema violation.
+    assert!(
+        parse_worker_result(r#"{"summary":"s","last_action":"a","delete_failed_attempts":["F1"]}"#)
+            .is_err()
+    );
+}

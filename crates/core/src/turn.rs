@@ -1,0 +1,115 @@
+//! What a turn leaves behind: its model calls, transfer audit and status. The store
+//! persists a `TurnRecord` together with the state changes in one transaction.
+
+use serde::{Deserialize, Serialize};
+
+use crate::compiler::{Assignment, HandoffPackage};
+use crate::ids::{RunId, Timestamp, WorkerId};
+use crate::reconciler::ReconcileOutcome;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallKind {
+    Execute,
+    Handoff,
+}
+
+impl CallKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallKind::Execute => "execute",
+            CallKind::Handoff => "handoff",
+        }
+    }
+}
+
+/// One model call as it happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallRecord {
+    pub call: CallKind,
+    pub worker: WorkerId,
+    pub model: String,
+    /// Messages sent: always 2 (`[system, user]`); recorded, not assumed.
+    pub messages: u32,
+    /// sha256 of exactly what was sent (system, then user).
+    pub request_hash: String,
+    /// Tokens sent, system prompt included.
+    pub tokens_sent: usize,
+    pub tokens_received: usize,
+    /// The model's raw output, when the call returned one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    /// What went wrong, when the call or its parsing failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub started_at: Timestamp,
+    pub duration_ms: u64,
+}
+
+/// Measured evidence that no conversation crossed the handoff.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct TransferAudit {
+    /// Messages per call, as sent.
+    pub messages_per_call: Vec<u32>,
+    /// Hashes of each request, as sent.
+    pub request_hashes: Vec<String>,
+    /// Earlier turns' raw outputs found verbatim in this turn's requests outside the
+    /// compiled package. Must be 0.
+    pub prior_outputs_leaked: u32,
+    /// Earlier raw outputs checked against this turn's requests.
+    pub prior_outputs_checked: u32,
+    /// True when every request was `[system, user]` built from this turn's package.
+    pub package_only: bool,
+}
+
+impl TransferAudit {
+    /// Conversations that crossed the handoff, as measured: calls that were not exactly
+    /// `[system, user]` from the package, plus leaked prior outputs.
+    pub fn conversations_passed(&self) -> u32 {
+        let non_pair = self.messages_per_call.iter().filter(|m| **m != 2).count() as u32;
+        non_pair + self.prior_outputs_leaked + u32::from(!self.package_only)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnStatus {
+    /// Both claims parsed and were reconciled.
+    Committed,
+    /// A call failed or its output was unusable; nothing was merged.
+    Failed,
+}
+
+impl TurnStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnStatus::Committed => "committed",
+            TurnStatus::Failed => "failed",
+        }
+    }
+}
+
+/// Everything about one turn except the state changes it made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnRecord {
+    pub run_id: RunId,
+    pub turn: u32,
+    pub worker: WorkerId,
+    pub model: String,
+    pub family: String,
+    pub assignment: Assignment,
+    pub status: TurnStatus,
+    pub package: HandoffPackage,
+    pub calls: Vec<CallRecord>,
+    /// The parsed claims as merged (engine-only fields already refused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<serde_json::Value>,
+    pub outcome: ReconcileOutcome,
+    pub audit: TransferAudit,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub started_at: Timestamp,
+    pub finished_at: Timestamp,
+}
