@@ -1,1 +1,187 @@
+//! Model gateways: the only layer that knows providers (invariant 10).
+//!
+//! A `Gateway` takes one normalised request — exactly a system and a user message — and
+//! returns one normalised response. Providers in this crate: `mock` (deterministic,
+//! offline, used by the demo) and `scripted` (replays recorded responses from a JSONL
+//! file keyed by turn and call). Network providers arrive in a later issue behind the
+//! same trait.
 
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton_core::turn::CallKind;
+use thiserror::Error;
+
+pub mod mock;
+pub mod scripted;
+
+pub use mock::MockGateway;
+pub use scripted::ScriptedGateway;
+
+/// One model call: exactly `[system, user]`, plus what the gateway needs to route it.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelRequest<'a> {
+    /// The model after its provider prefix (`gpt-4.1-mini`, `demo`).
+    pub model: &'a str,
+    pub system: &'a str,
+    pub user: &'a str,
+    /// Which call of the turn this is; scripted replays are keyed on it.
+    pub call: CallKind,
+    /// The run's turn number; scripted replays are keyed on it.
+    pub turn: u32,
+    /// The JSON Schema the answer must match.
+    pub schema: &'a serde_json::Value,
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f32>,
+}
+
+/// Token usage as the provider reported it (the mock reports its own estimate).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cached_tokens: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelResponse {
+    pub text: String,
+    pub usage: Usage,
+}
+
+/// Failure classes callers act on.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum Error {
+    #[error("rate limited{}", retry_after.map(|d| format!(" (retry after {:.1}s)", d.as_secs_f64())).unwrap_or_default())]
+    RateLimited { retry_after: Option<Duration> },
+    #[error("provider overloaded: {message}")]
+    Overloaded { message: String },
+    #[error("authentication failed: {message}")]
+    Auth { message: String },
+    #[error("request too long for the model's context: {message}")]
+    ContextTooLong { message: String },
+    #[error("bad request: {message}")]
+    BadRequest { message: String },
+    #[error("server error: {message}")]
+    Server { message: String },
+    #[error("timed out after {0:?}")]
+    Timeout(Duration),
+    /// A scripted replay has no response for this turn and call.
+    #[error(
+        "{path}: no scripted response for turn {turn}, {call} call; the script has {available} entries — record a longer run or extend the file"
+    )]
+    ScriptExhausted {
+        path: String,
+        turn: u32,
+        call: &'static str,
+        available: usize,
+    },
+    #[error("script {path}, line {line}: {detail}")]
+    BadScript {
+        path: String,
+        line: usize,
+        detail: String,
+    },
+    #[error("unknown provider \"{provider}\" in model \"{model}\"; this build knows: {known}")]
+    UnknownProvider {
+        provider: String,
+        model: String,
+        known: &'static str,
+    },
+    #[error("model \"{model}\" needs a provider prefix, e.g. \"mock/{model}\"")]
+    MissingProvider { model: String },
+    #[error("worker configuration: {0}")]
+    Config(String),
+}
+
+impl Error {
+    /// Worth retrying with the same request.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Error::RateLimited { .. }
+                | Error::Overloaded { .. }
+                | Error::Server { .. }
+                | Error::Timeout(_)
+        )
+    }
+
+    /// A short class name for records and summaries.
+    pub fn class(&self) -> &'static str {
+        match self {
+            Error::RateLimited { .. } => "rate_limited",
+            Error::Overloaded { .. } => "overloaded",
+            Error::Auth { .. } => "auth",
+            Error::ContextTooLong { .. } => "context_too_long",
+            Error::BadRequest { .. } => "bad_request",
+            Error::Server { .. } => "server_error",
+            Error::Timeout(_) => "timeout",
+            Error::ScriptExhausted { .. } | Error::BadScript { .. } => "script",
+            Error::UnknownProvider { .. } | Error::MissingProvider { .. } | Error::Config(_) => {
+                "config"
+            }
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A model client. Dyn-compatible; held as `Arc<dyn Gateway>`.
+pub trait Gateway: Send + Sync + fmt::Debug {
+    fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelResponse>;
+}
+
+/// Provider options for a worker, as the roster gives them.
+pub type Options = serde_json::Map<String, serde_json::Value>;
+
+/// The providers this build knows, for error messages.
+pub const KNOWN_PROVIDERS: &str = "mock, scripted";
+
+/// Splits `provider/model`.
+pub fn split_model(model: &str) -> Result<(&str, &str)> {
+    match model.split_once('/') {
+        Some((p, m)) if !p.is_empty() && !m.is_empty() => Ok((p, m)),
+        _ => Err(Error::MissingProvider {
+            model: model.to_string(),
+        }),
+    }
+}
+
+/// Builds the gateway for a worker's `provider/model`. The prefix picks the provider.
+pub fn for_model(model: &str, options: &Options) -> Result<Arc<dyn Gateway>> {
+    let (provider, _) = split_model(model)?;
+    match provider {
+        "mock" => Ok(Arc::new(MockGateway::from_options(options)?)),
+        "scripted" => {
+            let path = options
+                .get("script")
+                .and_then(|v| v.as_str())
+                .ok_or_else(|| {
+                    Error::Config(format!(
+                        "model \"{model}\" needs options.script = \"path/to/run.jsonl\""
+                    ))
+                })?;
+            Ok(Arc::new(ScriptedGateway::open(std::path::Path::new(path))?))
+        }
+        other => Err(Error::UnknownProvider {
+            provider: other.to_string(),
+            model: model.to_string(),
+            known: KNOWN_PROVIDERS,
+        }),
+    }
+}
+
+/// Checks a worker's model string without building anything.
+pub fn validate_model(model: &str) -> Result<()> {
+    let (provider, _) = split_model(model)?;
+    if KNOWN_PROVIDERS.split(", ").any(|p| p == provider) {
+        Ok(())
+    } else {
+        Err(Error::UnknownProvider {
+            provider: provider.to_string(),
+            model: model.to_string(),
+            known: KNOWN_PROVIDERS,
+        })
+    }
+}

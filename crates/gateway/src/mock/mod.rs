@@ -1,0 +1,175 @@
+//! A deterministic offline model. Its text is the only simulated thing in baton: the
+//! same request always gets the same answer, so demo runs and tests are reproducible.
+//!
+//! It reads the assigned task from the briefing the way a model would and answers with
+//! a `WorkerResult` (execute call) or a `HandoffReport` (handoff call). The built-in
+//! demonstration scenario (`demo`) gets scripted, realistic claims; any other task gets
+//! plausible generic ones derived from the task's wording.
+
+use std::time::Duration;
+
+use baton_core::turn::CallKind;
+use serde_json::{Value, json};
+
+use crate::{Error, Gateway, ModelRequest, ModelResponse, Options, Result, Usage};
+
+pub mod demo;
+
+#[derive(Debug, Clone, Default)]
+pub struct MockGateway {
+    /// Simulated latency per call (for progress displays and crash tests).
+    delay: Duration,
+}
+
+impl MockGateway {
+    pub fn new() -> Self {
+        MockGateway::default()
+    }
+
+    /// Options: `delay_ms` (integer, simulated latency per call).
+    pub fn from_options(options: &Options) -> Result<Self> {
+        let delay = match options.get("delay_ms") {
+            None => Duration::ZERO,
+            Some(v) => Duration::from_millis(v.as_u64().ok_or_else(|| {
+                Error::Config(format!(
+                    "mock option delay_ms must be a non-negative integer, got {v}"
+                ))
+            })?),
+        };
+        Ok(MockGateway { delay })
+    }
+}
+
+impl Gateway for MockGateway {
+    fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelResponse> {
+        if !self.delay.is_zero() {
+            std::thread::sleep(self.delay);
+        }
+        let task = assigned_task(request.user);
+        let answer = match demo::step_of(task) {
+            Some(step) => match request.call {
+                CallKind::Execute => demo::result(step),
+                CallKind::Handoff => demo::report(step),
+            },
+            None => match request.call {
+                CallKind::Execute => generic_result(task),
+                CallKind::Handoff => generic_report(task),
+            },
+        };
+        let text = answer.to_string();
+        Ok(ModelResponse {
+            usage: Usage {
+                input_tokens: ((request.system.len() + request.user.len()) / 4) as u64,
+                output_tokens: (text.len() / 4) as u64,
+                cached_tokens: 0,
+            },
+            text,
+        })
+    }
+}
+
+/// The text of the briefing's "Assigned task" section, as a model would read it.
+pub fn assigned_task(user: &str) -> &str {
+    let Some(start) = user.find("Assigned task") else {
+        return "";
+    };
+    let rest = &user[start..];
+    let body = rest.find('\n').map(|i| &rest[i + 1..]).unwrap_or("");
+    let end = body
+        .find("\n#")
+        .or_else(|| body.find("\n---"))
+        .unwrap_or(body.len());
+    body[..end].trim()
+}
+
+fn first_words(text: &str, n: usize) -> String {
+    text.split_whitespace()
+        .take(n)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn slug(text: &str) -> String {
+    let words: Vec<String> = baton_core::text::normalize(text)
+        .split(' ')
+        .filter(|w| w.len() > 2)
+        .take(4)
+        .map(str::to_string)
+        .collect();
+    if words.is_empty() {
+        "notes".to_string()
+    } else {
+        words.join("-")
+    }
+}
+
+fn generic_result(task: &str) -> Value {
+    let short = first_words(task, 8);
+    let file = format!("{}.md", slug(task));
+    json!({
+        "summary": format!("Worked on: {short}. Wrote up the approach and the open questions."),
+        "completed": [format!("First complete pass at: {short}")],
+        "decisions": [{
+            "text": format!("Approach for \"{short}\": start from the smallest version that meets the objective"),
+            "reason": "keeps the work reviewable and leaves room to extend it in later steps"
+        }],
+        "artifacts": [{
+            "name": file,
+            "kind": "document",
+            "description": format!("Notes and result for: {short}")
+        }],
+        "assumptions": [format!("The scope of \"{short}\" is what the task text says, nothing more")],
+        "last_action": format!("Wrote {file}"),
+        "next_action": "Continue with the next step of the plan"
+    })
+}
+
+fn generic_report(task: &str) -> Value {
+    let short = first_words(task, 8);
+    let file = format!("{}.md", slug(task));
+    json!({
+        "notes": format!("{file} holds the result for \"{short}\"; read it before building on it."),
+        "warnings": [],
+        "last_action": format!("Wrote {file}"),
+        "next_action": "Continue with the next step of the plan"
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_assigned_task_section() {
+        let user = "# Briefing\n\n## Assigned task\nDesign the schema\nwith care\n\n## Objective\nBuild it\n";
+        assert_eq!(assigned_task(user), "Design the schema\nwith care");
+        assert_eq!(assigned_task("no sections"), "");
+    }
+
+    #[test]
+    fn answers_are_deterministic_and_parse_as_claims() {
+        let g = MockGateway::new();
+        let schema = Value::Null;
+        let user = "## Assigned task\nWrite a haiku about databases\n## Objective\nPoetry\n";
+        let req = ModelRequest {
+            model: "demo",
+            system: "s",
+            user,
+            call: CallKind::Execute,
+            turn: 0,
+            schema: &schema,
+            max_tokens: None,
+            temperature: None,
+        };
+        let a = g.complete(&req).unwrap();
+        assert_eq!(a, g.complete(&req).unwrap());
+        baton_core::claims::parse_worker_result(&a.text).unwrap();
+        let h = g
+            .complete(&ModelRequest {
+                call: CallKind::Handoff,
+                ..req
+            })
+            .unwrap();
+        baton_core::claims::parse_handoff_report(&h.text).unwrap();
+    }
+}

@@ -1,0 +1,195 @@
+//! Replays model responses from a JSONL file, keyed by turn and call, so any run —
+//! including adversarial ones — can be reproduced exactly and offline.
+//!
+//! One line per response:
+//!
+//! ```text
+//! {"turn": 0, "call": "execute", "output": "{\"summary\": …}"}
+//! {"turn": 0, "call": "handoff", "output": "…"}
+//! {"turn": 1, "call": "execute", "error": {"class": "rate_limited", "message": "slow down"}}
+//! ```
+//!
+//! `baton export RUN --format script` writes this format from a recorded run.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use baton_core::turn::CallKind;
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, Gateway, ModelRequest, ModelResponse, Result, Usage};
+
+/// One line of a script.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptLine {
+    pub turn: u32,
+    pub call: CallKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ScriptedError>,
+}
+
+/// A failure to replay instead of an output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedError {
+    /// `rate_limited`, `overloaded`, `auth`, `context_too_long`, `bad_request`,
+    /// `server_error` or `timeout`.
+    pub class: String,
+    #[serde(default)]
+    pub message: String,
+}
+
+impl ScriptedError {
+    fn to_error(&self) -> Error {
+        let message = self.message.clone();
+        match self.class.as_str() {
+            "rate_limited" => Error::RateLimited { retry_after: None },
+            "overloaded" => Error::Overloaded { message },
+            "auth" => Error::Auth { message },
+            "context_too_long" => Error::ContextTooLong { message },
+            "bad_request" => Error::BadRequest { message },
+            "timeout" => Error::Timeout(std::time::Duration::from_secs(0)),
+            _ => Error::Server { message },
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct ScriptedGateway {
+    path: String,
+    entries: BTreeMap<(u32, &'static str), ScriptLine>,
+}
+
+impl ScriptedGateway {
+    /// Reads and validates the whole script up front, so a bad line fails the run
+    /// before any turn, with its line number.
+    pub fn open(path: &Path) -> Result<Self> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| Error::BadScript {
+            path: shown.clone(),
+            line: 0,
+            detail: format!("cannot read: {e}"),
+        })?;
+        Self::parse(&shown, &text)
+    }
+
+    pub fn parse(path: &str, text: &str) -> Result<Self> {
+        let mut entries = BTreeMap::new();
+        for (i, line) in text.lines().enumerate() {
+            let line_no = i + 1;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let bad = |detail: String| Error::BadScript {
+                path: path.to_string(),
+                line: line_no,
+                detail,
+            };
+            let entry: ScriptLine = serde_json::from_str(line).map_err(|e| bad(e.to_string()))?;
+            if entry.output.is_some() == entry.error.is_some() {
+                return Err(bad(
+                    "each line needs exactly one of \"output\" or \"error\"".into(),
+                ));
+            }
+            let key = (entry.turn, entry.call.as_str());
+            if entries.insert(key, entry).is_some() {
+                return Err(bad(format!("turn {} {} appears twice", key.0, key.1)));
+            }
+        }
+        Ok(ScriptedGateway {
+            path: path.to_string(),
+            entries,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+impl Gateway for ScriptedGateway {
+    fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelResponse> {
+        let entry = self
+            .entries
+            .get(&(request.turn, request.call.as_str()))
+            .ok_or_else(|| Error::ScriptExhausted {
+                path: self.path.clone(),
+                turn: request.turn,
+                call: request.call.as_str(),
+                available: self.entries.len(),
+            })?;
+        if let Some(err) = &entry.error {
+            return Err(err.to_error());
+        }
+        let text = entry.output.clone().unwrap_or_default();
+        Ok(ModelResponse {
+            usage: Usage {
+                input_tokens: ((request.system.len() + request.user.len()) / 4) as u64,
+                output_tokens: (text.len() / 4) as u64,
+                cached_tokens: 0,
+            },
+            text,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(turn: u32, call: CallKind) -> ModelRequest<'static> {
+        static SCHEMA: serde_json::Value = serde_json::Value::Null;
+        ModelRequest {
+            model: "replay",
+            system: "s",
+            user: "u",
+            call,
+            turn,
+            schema: &SCHEMA,
+            max_tokens: None,
+            temperature: None,
+        }
+    }
+
+    #[test]
+    fn replays_by_turn_and_call_including_errors() {
+        let script = r#"{"turn":0,"call":"execute","output":"A"}
+{"turn":0,"call":"handoff","output":"B"}
+{"turn":1,"call":"execute","error":{"class":"rate_limited","message":"slow"}}
+"#;
+        let g = ScriptedGateway::parse("t.jsonl", script).unwrap();
+        assert_eq!(
+            g.complete(&request(0, CallKind::Handoff)).unwrap().text,
+            "B"
+        );
+        assert_eq!(
+            g.complete(&request(0, CallKind::Execute)).unwrap().text,
+            "A"
+        );
+        assert!(matches!(
+            g.complete(&request(1, CallKind::Execute)),
+            Err(Error::RateLimited { .. })
+        ));
+        let missing = g.complete(&request(5, CallKind::Execute)).unwrap_err();
+        assert!(missing.to_string().contains("turn 5"), "{missing}");
+    }
+
+    #[test]
+    fn bad_lines_are_reported_with_their_number() {
+        let err = ScriptedGateway::parse(
+            "t.jsonl",
+            "{\"turn\":0,\"call\":\"execute\",\"output\":\"a\"}\nnot json\n",
+        )
+        .unwrap_err();
+        assert!(matches!(err, Error::BadScript { line: 2, .. }), "{err}");
+        let dup = "{\"turn\":0,\"call\":\"execute\",\"output\":\"a\"}\n{\"turn\":0,\"call\":\"execute\",\"output\":\"b\"}\n";
+        assert!(ScriptedGateway::parse("t", dup).is_err());
+    }
+}
