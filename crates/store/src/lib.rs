@@ -1,1 +1,158 @@
+//! Durable storage of runs, turns and events.
+//!
+//! `Store` is object-safe and held as `Arc<dyn Store>`. A turn is committed in one
+//! transaction (invariant 8): its record (package, calls, claims, outcome, audit), the
+//! state records it changed, the new state header and its events, or nothing. The commit
+//! is fenced on the turn number, so no turn is ever committed twice.
+//!
+//! Backends live in their own modules with their own SQL and migrations: `sqlite` now,
+//! PostgreSQL in a later issue.
 
+use baton_core::events::Event;
+use baton_core::ids::{RunId, Timestamp};
+use baton_core::state::{ExecutionState, RecordChange, StateHeader};
+use baton_core::turn::TurnRecord;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+pub mod sqlite;
+
+pub use sqlite::SqliteStore;
+
+#[derive(Debug, Error)]
+pub enum Error {
+    #[error("no run matches \"{prefix}\"; `baton runs` lists the runs in this database")]
+    RunNotFound { prefix: String },
+    #[error("\"{prefix}\" matches {} runs ({}); type more of the id", candidates.len(), candidates.join(", "))]
+    AmbiguousRun {
+        prefix: String,
+        candidates: Vec<String>,
+    },
+    #[error("run {run} already exists")]
+    RunExists { run: String },
+    /// The fence: the turn was already committed, or the state moved on under us.
+    #[error("turn {turn} of run {run} was not committed: {reason}")]
+    TurnConflict {
+        run: String,
+        turn: u32,
+        reason: String,
+    },
+    #[error("corrupt {what}: {detail}")]
+    Corrupt { what: String, detail: String },
+    #[error("database {path}: {source}")]
+    Open {
+        path: String,
+        source: rusqlite::Error,
+    },
+    #[error(
+        "database schema version {found} is newer than this baton understands ({supported}); upgrade baton"
+    )]
+    SchemaTooNew { found: i64, supported: i64 },
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Has steps or turns left to run.
+    Active,
+    /// Every turn the policy planned has committed.
+    Finished,
+    /// Stopped to ask a human (e.g. three consecutive failed turns).
+    Blocked,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Active => "active",
+            RunStatus::Finished => "finished",
+            RunStatus::Blocked => "blocked",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "active" => Some(RunStatus::Active),
+            "finished" => Some(RunStatus::Finished),
+            "blocked" => Some(RunStatus::Blocked),
+            _ => None,
+        }
+    }
+}
+
+/// A run's row: identity, status and the configuration it was created with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    pub id: RunId,
+    pub objective: String,
+    pub status: RunStatus,
+    /// Committed turns (successful and failed).
+    pub turns: u32,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    /// The run's settings (roster, budgets, policy) as the engine stored them.
+    pub config: serde_json::Value,
+}
+
+/// Everything one turn writes, committed atomically.
+#[derive(Debug, Clone)]
+pub struct TurnCommit {
+    pub record: TurnRecord,
+    /// State header after the turn (plan, counters, last/next action, workers).
+    pub header: StateHeader,
+    /// Records the turn created or changed (see `ExecutionState::diff`).
+    pub changes: Vec<RecordChange>,
+    pub events: Vec<Event>,
+    /// Run status after the turn.
+    pub status: RunStatus,
+}
+
+/// A stored event with its position in the run's append-only log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredEvent {
+    pub seq: i64,
+    pub event: Event,
+}
+
+/// The durable store. Object-safe: the engine holds `Arc<dyn Store>`.
+pub trait Store: Send + Sync {
+    /// Creates a run with its initial state (no turns yet) and its `RunCreated` events.
+    fn create_run(&self, info: &RunInfo, state: &ExecutionState, events: &[Event]) -> Result<()>;
+
+    /// Every run, newest first.
+    fn list_runs(&self) -> Result<Vec<RunInfo>>;
+
+    /// The run whose id is `prefix` or starts with it; an error when none or several do.
+    fn resolve_run(&self, prefix: &str) -> Result<RunId>;
+
+    fn run_info(&self, run: &RunId) -> Result<RunInfo>;
+
+    /// The canonical state after the last committed turn.
+    fn load_state(&self, run: &RunId) -> Result<ExecutionState>;
+
+    /// Commits one turn atomically. Fenced: succeeds only if `record.turn` equals the
+    /// number of turns committed so far; otherwise `Error::TurnConflict` and nothing
+    /// is written.
+    fn commit_turn(&self, commit: &TurnCommit) -> Result<()>;
+
+    /// Appends events outside a turn (run finished, blocked) and sets the run status.
+    fn update_run(&self, run: &RunId, status: RunStatus, events: &[Event]) -> Result<()>;
+
+    /// Every committed turn of a run, in order.
+    fn turns(&self, run: &RunId) -> Result<Vec<TurnRecord>>;
+
+    /// One committed turn.
+    fn turn(&self, run: &RunId, turn: u32) -> Result<Option<TurnRecord>>;
+
+    /// The state changes a turn made (its per-turn snapshot, as a delta).
+    fn turn_changes(&self, run: &RunId, turn: u32) -> Result<Vec<RecordChange>>;
+
+    /// Events with `seq > after`, in order.
+    fn events(&self, run: &RunId, after: i64) -> Result<Vec<StoredEvent>>;
+
+    /// Raw model outputs of all committed turns before `turn`, for the transfer audit.
+    fn prior_outputs(&self, run: &RunId, before_turn: u32) -> Result<Vec<String>>;
+}

@@ -1,0 +1,139 @@
+//! Schema migrations, keyed on `PRAGMA user_version`.
+//!
+//! `MIGRATIONS[i]` takes a database from version `i` to `i + 1`. Released migrations are
+//! never edited; a schema change is a new entry at the end.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::{Error, Result};
+
+const MIGRATIONS: &[&str] = &[
+    // 1: runs, current records, per-turn rows and deltas, raw call outputs, events.
+    r#"
+    CREATE TABLE runs (
+        id          TEXT PRIMARY KEY NOT NULL,
+        objective   TEXT NOT NULL,
+        status      TEXT NOT NULL,
+        -- Committed turns; the fence of `commit_turn`.
+        turns       INTEGER NOT NULL,
+        created_at  INTEGER NOT NULL,
+        updated_at  INTEGER NOT NULL,
+        config      TEXT NOT NULL,
+        -- StateHeader JSON: small, rewritten by every turn.
+        header      TEXT NOT NULL
+    ) STRICT;
+
+    -- The current version of every state record. A turn upserts only what it changed.
+    CREATE TABLE records (
+        run_id   TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        kind     TEXT NOT NULL,
+        ordinal  INTEGER NOT NULL,
+        id       TEXT NOT NULL,
+        body     TEXT NOT NULL,
+        -- The turn that last wrote the record; NULL for the run's initial state.
+        turn     INTEGER,
+        PRIMARY KEY (run_id, kind, ordinal)
+    ) STRICT, WITHOUT ROWID;
+
+    -- One row per committed turn: the TurnRecord JSON without its calls' raw outputs,
+    -- which live in `call_outputs`.
+    CREATE TABLE turns (
+        run_id       TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        turn         INTEGER NOT NULL,
+        worker       TEXT NOT NULL,
+        model        TEXT NOT NULL,
+        status       TEXT NOT NULL,
+        started_at   INTEGER NOT NULL,
+        finished_at  INTEGER NOT NULL,
+        record       TEXT NOT NULL,
+        PRIMARY KEY (run_id, turn)
+    ) STRICT;
+
+    -- The per-turn snapshot as a delta: the records a turn created or changed.
+    CREATE TABLE record_changes (
+        run_id   TEXT NOT NULL,
+        turn     INTEGER NOT NULL,
+        kind     TEXT NOT NULL,
+        ordinal  INTEGER NOT NULL,
+        id       TEXT NOT NULL,
+        body     TEXT NOT NULL,
+        PRIMARY KEY (run_id, turn, kind, ordinal),
+        FOREIGN KEY (run_id, turn) REFERENCES turns(run_id, turn) ON DELETE CASCADE
+    ) STRICT, WITHOUT ROWID;
+
+    -- Raw model outputs, kept apart so the transfer audit reads them without parsing
+    -- every earlier turn's record.
+    CREATE TABLE call_outputs (
+        run_id  TEXT NOT NULL,
+        turn    INTEGER NOT NULL,
+        call    INTEGER NOT NULL,
+        output  TEXT NOT NULL,
+        PRIMARY KEY (run_id, turn, call),
+        FOREIGN KEY (run_id, turn) REFERENCES turns(run_id, turn) ON DELETE CASCADE
+    ) STRICT, WITHOUT ROWID;
+
+    -- Append-only. AUTOINCREMENT so a seq is never reused, even after deletes.
+    CREATE TABLE events (
+        seq     INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id  TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        turn    INTEGER,
+        at      INTEGER NOT NULL,
+        type    TEXT NOT NULL,
+        body    TEXT NOT NULL
+    ) STRICT;
+    CREATE INDEX events_by_run ON events(run_id, seq);
+    "#,
+];
+
+/// The schema version this build writes.
+pub(crate) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Brings the database up to `SCHEMA_VERSION`, or refuses one written by a newer baton.
+pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
+    if user_version(conn)? == SCHEMA_VERSION {
+        return Ok(());
+    }
+    // IMMEDIATE takes the write lock before reading the version, so two processes
+    // opening a fresh file do not both run migration 1.
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let found = user_version(&tx)?;
+    if found > SCHEMA_VERSION {
+        return Err(Error::SchemaTooNew {
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    for (from, sql) in MIGRATIONS.iter().enumerate().skip(found.max(0) as usize) {
+        tx.execute_batch(sql)?;
+        // user_version lives in the database header and is written by this transaction.
+        tx.pragma_update(None, "user_version", from as i64 + 1)?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+pub(crate) fn user_version(conn: &Connection) -> Result<i64> {
+    Ok(conn.pragma_query_value(None, "user_version", |row| row.get(0))?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrating_twice_is_a_no_op_and_newer_schemas_are_refused() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrate(&mut conn).unwrap();
+        migrate(&mut conn).unwrap();
+        assert_eq!(user_version(&conn).unwrap(), SCHEMA_VERSION);
+
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+            .unwrap();
+        let err = migrate(&mut conn).unwrap_err();
+        assert!(
+            matches!(err, Error::SchemaTooNew { found, supported }
+                if found == SCHEMA_VERSION + 1 && supported == SCHEMA_VERSION),
+            "{err}"
+        );
+    }
+}

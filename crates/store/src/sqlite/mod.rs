@@ -1,0 +1,239 @@
+//! SQLite backend (embedded default): one file, WAL journal, every commit synced.
+//!
+//! Layout: `runs` holds each run's row and its state header (rewritten per turn),
+//! `records` the current version of every state record, and each turn adds one `turns`
+//! row, its `record_changes` (the per-turn snapshot as a delta), its `call_outputs` and
+//! its `events`. So a turn's storage cost is what it changed, never the whole state.
+//!
+//! The connection sits behind a `Mutex`: SQLite serialises writers anyway, and one
+//! connection keeps the prepared-statement cache warm.
+
+mod migrations;
+mod read;
+mod write;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use baton_core::events::Event;
+use baton_core::ids::RunId;
+use baton_core::state::{ExecutionState, RecordChange};
+use baton_core::turn::TurnRecord;
+use rusqlite::{Connection, Transaction, TransactionBehavior};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::{Error, Result, RunInfo, RunStatus, Store, StoredEvent, TurnCommit};
+
+/// How long a statement waits for another process's write lock before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Distinct statements the store prepares; the cache must hold them all to stay warm.
+const STATEMENT_CACHE: usize = 64;
+
+/// The SQLite store. `Send + Sync`; share it as `Arc<dyn Store>`.
+pub struct SqliteStore {
+    conn: Mutex<Connection>,
+    /// `None` for an in-memory database.
+    path: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// Opens (creating it and its parent directories if needed) the database at `path`
+    /// and migrates it to the current schema.
+    pub fn open(path: &Path) -> Result<SqliteStore> {
+        let open_err = |source| Error::Open {
+            path: path.display().to_string(),
+            source,
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                open_err(cannot_open(format!(
+                    "cannot create directory {}: {e}",
+                    dir.display()
+                )))
+            })?;
+        }
+        let conn = Connection::open(path).map_err(open_err)?;
+        Self::init(conn, Some(path.to_path_buf())).map_err(|e| match e {
+            Error::Sqlite(source) => open_err(source),
+            other => other,
+        })
+    }
+
+    /// A private database that lives as long as the store (tests, dry runs).
+    pub fn open_in_memory() -> Result<SqliteStore> {
+        Self::init(Connection::open_in_memory()?, None)
+    }
+
+    /// The database file, or `None` in memory.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    fn init(mut conn: Connection, path: Option<PathBuf>) -> Result<SqliteStore> {
+        // Set first, so the pragmas below already wait for another process's lock.
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        // WAL: readers never block the writer. An in-memory database answers "memory",
+        // and a file system without shared memory keeps its old mode; both are still
+        // correct, only slower to share, so the answer is not checked.
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        // FULL syncs the WAL on every commit: a committed turn survives power loss.
+        // (NORMAL, the usual WAL setting, may lose the last commits.)
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.pragma_update(None, "foreign_keys", true)?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        migrations::migrate(&mut conn)?;
+        Ok(SqliteStore {
+            conn: Mutex::new(conn),
+            path,
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        // A panic while the lock was held left no transaction open (an unfinished
+        // `Transaction` rolls back when dropped during unwinding), so the connection is
+        // still consistent and the poison flag carries no information.
+        self.conn.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `f` in one read transaction, so queries spanning tables see one snapshot
+    /// even while another process commits.
+    fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
+        let out = f(&tx)?;
+        tx.commit()?;
+        Ok(out)
+    }
+
+    /// Runs `f` in one write transaction: committed when `f` succeeds, rolled back (when
+    /// the transaction is dropped) when it fails.
+    fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut conn = self.lock();
+        // IMMEDIATE takes the write lock up front: a deferred transaction that reads and
+        // then writes can fail with SQLITE_BUSY without waiting for the busy timeout.
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let out = f(&tx)?;
+        tx.commit()?;
+        Ok(out)
+    }
+}
+
+impl Store for SqliteStore {
+    fn create_run(&self, info: &RunInfo, state: &ExecutionState, events: &[Event]) -> Result<()> {
+        let run = write::EncodedRun::new(info, state, events)?;
+        self.write(|tx| write::create_run(tx, &run))
+    }
+
+    fn list_runs(&self) -> Result<Vec<RunInfo>> {
+        self.read(read::list_runs)
+    }
+
+    fn resolve_run(&self, prefix: &str) -> Result<RunId> {
+        self.read(|conn| read::resolve_run(conn, prefix))
+    }
+
+    fn run_info(&self, run: &RunId) -> Result<RunInfo> {
+        self.read(|conn| read::run_info(conn, run))
+    }
+
+    fn load_state(&self, run: &RunId) -> Result<ExecutionState> {
+        self.read(|conn| read::load_state(conn, run))
+    }
+
+    fn commit_turn(&self, commit: &TurnCommit) -> Result<()> {
+        // Encoding happens before the lock: the lock covers database work only.
+        let turn = write::EncodedTurn::new(commit)?;
+        self.write(|tx| write::commit_turn(tx, &turn))
+    }
+
+    fn update_run(&self, run: &RunId, status: RunStatus, events: &[Event]) -> Result<()> {
+        let events = write::encode_events(events)?;
+        self.write(|tx| write::update_run(tx, run, status, &events))
+    }
+
+    fn turns(&self, run: &RunId) -> Result<Vec<TurnRecord>> {
+        self.read(|conn| read::turns(conn, run, None))
+    }
+
+    fn turn(&self, run: &RunId, turn: u32) -> Result<Option<TurnRecord>> {
+        self.read(|conn| Ok(read::turns(conn, run, Some(turn))?.pop()))
+    }
+
+    fn turn_changes(&self, run: &RunId, turn: u32) -> Result<Vec<RecordChange>> {
+        self.read(|conn| read::turn_changes(conn, run, turn))
+    }
+
+    fn events(&self, run: &RunId, after: i64) -> Result<Vec<StoredEvent>> {
+        self.read(|conn| read::events(conn, run, after))
+    }
+
+    fn prior_outputs(&self, run: &RunId, before_turn: u32) -> Result<Vec<String>> {
+        self.read(|conn| read::prior_outputs(conn, run, before_turn))
+    }
+}
+
+/// An SQLite "cannot open" error carrying `message`, for failures before SQLite runs.
+fn cannot_open(message: String) -> rusqlite::Error {
+    rusqlite::Error::SqliteFailure(
+        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+        Some(message),
+    )
+}
+
+fn to_json<T: Serialize + ?Sized>(value: &T, what: impl FnOnce() -> String) -> Result<String> {
+    serde_json::to_string(value).map_err(|e| Error::Corrupt {
+        what: what(),
+        detail: format!("cannot be encoded: {e}"),
+    })
+}
+
+fn from_json<T: DeserializeOwned>(text: &str, what: impl FnOnce() -> String) -> Result<T> {
+    serde_json::from_str(text).map_err(|e| Error::Corrupt {
+        what: what(),
+        detail: e.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_is_shareable_across_threads() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<SqliteStore>();
+        let store: std::sync::Arc<dyn Store> =
+            std::sync::Arc::new(SqliteStore::open_in_memory().unwrap());
+        assert!(store.list_runs().unwrap().is_empty());
+    }
+
+    #[test]
+    fn open_creates_parent_directories_and_uses_wal() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a/b/baton.db");
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(store.path(), Some(path.as_path()));
+        let conn = store.lock();
+        let mode: String = conn
+            .pragma_query_value(None, "journal_mode", |r| r.get(0))
+            .unwrap();
+        let sync: i64 = conn
+            .pragma_query_value(None, "synchronous", |r| r.get(0))
+            .unwrap();
+        let fk: bool = conn
+            .pragma_query_value(None, "foreign_keys", |r| r.get(0))
+            .unwrap();
+        assert_eq!((mode.as_str(), sync, fk), ("wal", 2, true));
+    }
+}

@@ -1,0 +1,248 @@
+//! The read paths. Every function runs inside the read transaction `SqliteStore::read`
+//! opened, so multi-query reads see one snapshot.
+//!
+//! A row that does not decode is `Error::Corrupt` naming the run, turn and record; it is
+//! never skipped.
+
+use baton_core::events::Event;
+use baton_core::ids::{RunId, Timestamp};
+use baton_core::state::{ExecutionState, RecordChange, RecordKind, StateHeader};
+use baton_core::turn::TurnRecord;
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use super::from_json;
+use crate::{Error, Result, RunInfo, RunStatus, StoredEvent};
+
+const RUN_COLUMNS: &str = "id, objective, status, turns, created_at, updated_at, config";
+
+pub(super) fn list_runs(conn: &Connection) -> Result<Vec<RunInfo>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {RUN_COLUMNS} FROM runs ORDER BY created_at DESC, id DESC"
+    ))?;
+    let rows = stmt.query_map([], raw_run)?;
+    rows.map(|row| decode_run(row?)).collect()
+}
+
+pub(super) fn run_info(conn: &Connection, run: &RunId) -> Result<RunInfo> {
+    let row = conn
+        .prepare_cached(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"))?
+        .query_row([&run.0], raw_run)
+        .optional()?;
+    decode_run(row.ok_or_else(|| not_found(run))?)
+}
+
+pub(super) fn resolve_run(conn: &Connection, prefix: &str) -> Result<RunId> {
+    let not_found = || Error::RunNotFound {
+        prefix: prefix.to_string(),
+    };
+    if prefix.is_empty() {
+        return Err(not_found());
+    }
+    let exact: Option<String> = conn
+        .prepare_cached("SELECT id FROM runs WHERE id = ?1")?
+        .query_row([prefix], |row| row.get(0))
+        .optional()?;
+    if let Some(id) = exact {
+        return Ok(RunId(id));
+    }
+    // substr, not LIKE: LIKE is case-insensitive and treats `%` and `_` as wildcards.
+    let mut candidates = conn
+        .prepare_cached("SELECT id FROM runs WHERE substr(id, 1, length(?1)) = ?1 ORDER BY id")?
+        .query_map([prefix], |row| row.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    match candidates.len() {
+        0 => Err(not_found()),
+        1 => Ok(RunId(candidates.remove(0))),
+        _ => Err(Error::AmbiguousRun {
+            prefix: prefix.to_string(),
+            candidates,
+        }),
+    }
+}
+
+pub(super) fn load_state(conn: &Connection, run: &RunId) -> Result<ExecutionState> {
+    let header: String = conn
+        .prepare_cached("SELECT header FROM runs WHERE id = ?1")?
+        .query_row([&run.0], |row| row.get(0))
+        .optional()?
+        .ok_or_else(|| not_found(run))?;
+    let header: StateHeader = from_json(&header, || format!("state header of run {run}"))?;
+
+    let mut stmt = conn.prepare_cached(
+        "SELECT kind, ordinal, id, body, turn FROM records WHERE run_id = ?1
+         ORDER BY kind, ordinal",
+    )?;
+    let mut rows = stmt.query([&run.0])?;
+    let mut records = Vec::new();
+    // Records keep their position forever, so each kind's ordinals must be 0, 1, 2, ...
+    // A gap would shift every later record into the wrong place.
+    let mut expected: Option<(RecordKind, u32)> = None;
+    while let Some(row) = rows.next()? {
+        let turn: Option<u32> = row.get(4)?;
+        let change = decode_change(run, turn, row)?;
+        let next = match expected {
+            Some((kind, n)) if kind == change.kind => n,
+            _ => 0,
+        };
+        if change.ordinal != next {
+            return Err(Error::Corrupt {
+                what: format!("{} records of run {run}", change.kind.as_str()),
+                detail: format!("record {next} is missing (found {})", change.ordinal),
+            });
+        }
+        expected = Some((change.kind, next + 1));
+        records.push(change);
+    }
+    ExecutionState::from_parts(header, records).map_err(|e| Error::Corrupt {
+        what: format!("state of run {run}"),
+        detail: e.to_string(),
+    })
+}
+
+/// Committed turns of `run` in order: all of them, or only turn `only`.
+pub(super) fn turns(conn: &Connection, run: &RunId, only: Option<u32>) -> Result<Vec<TurnRecord>> {
+    let mut records = Vec::new();
+    let mut stmt = conn.prepare_cached(
+        "SELECT turn, record FROM turns WHERE run_id = ?1 AND (?2 IS NULL OR turn = ?2)
+         ORDER BY turn",
+    )?;
+    let mut rows = stmt.query(params![run.0, only])?;
+    while let Some(row) = rows.next()? {
+        let turn: u32 = row.get(0)?;
+        let text: String = row.get(1)?;
+        let record: TurnRecord = from_json(&text, || format!("turn {turn} of run {run}"))?;
+        records.push(record);
+    }
+
+    let mut stmt = conn.prepare_cached(
+        "SELECT turn, call, output FROM call_outputs
+         WHERE run_id = ?1 AND (?2 IS NULL OR turn = ?2) ORDER BY turn, call",
+    )?;
+    let mut rows = stmt.query(params![run.0, only])?;
+    while let Some(row) = rows.next()? {
+        let turn: u32 = row.get(0)?;
+        let call: u32 = row.get(1)?;
+        let slot = records
+            .iter_mut()
+            .find(|r| r.turn == turn)
+            .and_then(|r| r.calls.get_mut(call as usize))
+            .ok_or_else(|| Error::Corrupt {
+                what: format!("output of call {call} in turn {turn} of run {run}"),
+                detail: "the turn has no such call".to_string(),
+            })?;
+        slot.output = Some(row.get(2)?);
+    }
+    Ok(records)
+}
+
+pub(super) fn turn_changes(conn: &Connection, run: &RunId, turn: u32) -> Result<Vec<RecordChange>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT kind, ordinal, id, body FROM record_changes WHERE run_id = ?1 AND turn = ?2",
+    )?;
+    let mut rows = stmt.query(params![run.0, turn])?;
+    let mut changes = Vec::new();
+    while let Some(row) = rows.next()? {
+        changes.push(decode_change(run, Some(turn), row)?);
+    }
+    // The order `ExecutionState::diff` produces: by kind in declaration order, then
+    // by position.
+    changes.sort_by_key(|c| (RecordKind::ALL.iter().position(|k| *k == c.kind), c.ordinal));
+    Ok(changes)
+}
+
+pub(super) fn events(conn: &Connection, run: &RunId, after: i64) -> Result<Vec<StoredEvent>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT seq, body FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq",
+    )?;
+    let mut rows = stmt.query(params![run.0, after])?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        let seq: i64 = row.get(0)?;
+        let body: String = row.get(1)?;
+        let event: Event = from_json(&body, || format!("event {seq} of run {run}"))?;
+        out.push(StoredEvent { seq, event });
+    }
+    Ok(out)
+}
+
+pub(super) fn prior_outputs(
+    conn: &Connection,
+    run: &RunId,
+    before_turn: u32,
+) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT output FROM call_outputs WHERE run_id = ?1 AND turn < ?2 ORDER BY turn, call",
+    )?;
+    let rows = stmt.query_map(params![run.0, before_turn], |row| row.get(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+fn not_found(run: &RunId) -> Error {
+    Error::RunNotFound {
+        prefix: run.0.clone(),
+    }
+}
+
+/// A `runs` row before its JSON and enum columns are decoded.
+struct RawRun {
+    id: String,
+    objective: String,
+    status: String,
+    turns: u32,
+    created_at: i64,
+    updated_at: i64,
+    config: String,
+}
+
+fn raw_run(row: &Row<'_>) -> rusqlite::Result<RawRun> {
+    Ok(RawRun {
+        id: row.get(0)?,
+        objective: row.get(1)?,
+        status: row.get(2)?,
+        turns: row.get(3)?,
+        created_at: row.get(4)?,
+        updated_at: row.get(5)?,
+        config: row.get(6)?,
+    })
+}
+
+fn decode_run(raw: RawRun) -> Result<RunInfo> {
+    let status = RunStatus::parse(&raw.status).ok_or_else(|| Error::Corrupt {
+        what: format!("status of run {}", raw.id),
+        detail: format!("unknown status {:?}", raw.status),
+    })?;
+    let config = from_json(&raw.config, || format!("config of run {}", raw.id))?;
+    Ok(RunInfo {
+        id: RunId(raw.id),
+        objective: raw.objective,
+        status,
+        turns: raw.turns,
+        created_at: Timestamp(raw.created_at),
+        updated_at: Timestamp(raw.updated_at),
+        config,
+    })
+}
+
+/// Decodes `kind, ordinal, id, body` (the first four columns) of a record row.
+fn decode_change(run: &RunId, turn: Option<u32>, row: &Row<'_>) -> Result<RecordChange> {
+    let kind: String = row.get(0)?;
+    let ordinal: u32 = row.get(1)?;
+    let id: String = row.get(2)?;
+    let body: String = row.get(3)?;
+    let what = || {
+        let turn = turn.map_or_else(|| "the initial state".to_string(), |t| format!("turn {t}"));
+        format!("{kind} record {id} (#{ordinal}) of run {run}, written by {turn}")
+    };
+    let Some(parsed) = RecordKind::parse(&kind) else {
+        return Err(Error::Corrupt {
+            what: what(),
+            detail: format!("unknown record kind {kind:?}"),
+        });
+    };
+    Ok(RecordChange {
+        kind: parsed,
+        ordinal,
+        body: from_json(&body, what)?,
+        id,
+    })
+}

@@ -1,0 +1,275 @@
+//! The write paths: creating a run, committing a turn (fenced), updating a run.
+//!
+//! Values are encoded to JSON before the connection is locked (`Encoded*`), so the lock
+//! and the write transaction cover only database work.
+
+use baton_core::events::Event;
+use baton_core::ids::RunId;
+use baton_core::state::{ExecutionState, RecordChange};
+use rusqlite::{OptionalExtension, Transaction, params};
+
+use super::to_json;
+use crate::{Error, Result, RunInfo, RunStatus, TurnCommit};
+
+pub(super) struct EncodedRecord {
+    kind: &'static str,
+    ordinal: u32,
+    id: String,
+    body: String,
+}
+
+pub(super) struct EncodedEvent {
+    run_id: String,
+    turn: Option<u32>,
+    at: i64,
+    kind: &'static str,
+    body: String,
+}
+
+pub(super) struct EncodedRun<'a> {
+    info: &'a RunInfo,
+    /// From the state, not `info`: the fence compares against the state's turn count.
+    turns: u32,
+    config: String,
+    header: String,
+    records: Vec<EncodedRecord>,
+    events: Vec<EncodedEvent>,
+}
+
+impl<'a> EncodedRun<'a> {
+    pub(super) fn new(
+        info: &'a RunInfo,
+        state: &ExecutionState,
+        events: &[Event],
+    ) -> Result<EncodedRun<'a>> {
+        let run = &info.id;
+        // Diffing against an empty state yields every record with its ordinal.
+        let empty = ExecutionState::new(state.run_id.clone(), state.objective.clone(), &[]);
+        Ok(EncodedRun {
+            info,
+            turns: state.turns,
+            config: to_json(&info.config, || format!("config of run {run}"))?,
+            header: to_json(&state.header(), || format!("state header of run {run}"))?,
+            records: encode_records(run, &state.diff(&empty))?,
+            events: encode_events(events)?,
+        })
+    }
+}
+
+pub(super) struct EncodedTurn<'a> {
+    commit: &'a TurnCommit,
+    /// The `TurnRecord` without its calls' raw outputs, which are stored apart.
+    record: String,
+    /// `(call index, raw output)` for the calls that returned one.
+    outputs: Vec<(u32, String)>,
+    header: String,
+    changes: Vec<EncodedRecord>,
+    events: Vec<EncodedEvent>,
+}
+
+impl<'a> EncodedTurn<'a> {
+    pub(super) fn new(commit: &'a TurnCommit) -> Result<EncodedTurn<'a>> {
+        let rec = &commit.record;
+        let (run, turn) = (&rec.run_id, rec.turn);
+        let mut stripped = rec.clone();
+        let outputs = stripped
+            .calls
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, call)| call.output.take().map(|out| (i as u32, out)))
+            .collect();
+        Ok(EncodedTurn {
+            commit,
+            record: to_json(&stripped, || format!("turn {turn} of run {run}"))?,
+            outputs,
+            header: to_json(&commit.header, || {
+                format!("state header after turn {turn} of run {run}")
+            })?,
+            changes: encode_records(run, &commit.changes)?,
+            events: encode_events(&commit.events)?,
+        })
+    }
+}
+
+fn encode_records(run: &RunId, changes: &[RecordChange]) -> Result<Vec<EncodedRecord>> {
+    changes
+        .iter()
+        .map(|c| {
+            Ok(EncodedRecord {
+                kind: c.kind.as_str(),
+                ordinal: c.ordinal,
+                id: c.id.clone(),
+                body: to_json(&c.body, || {
+                    format!("{} record {} of run {run}", c.kind.as_str(), c.id)
+                })?,
+            })
+        })
+        .collect()
+}
+
+pub(super) fn encode_events(events: &[Event]) -> Result<Vec<EncodedEvent>> {
+    events
+        .iter()
+        .map(|e| {
+            Ok(EncodedEvent {
+                run_id: e.run_id.0.clone(),
+                turn: e.turn,
+                at: e.at.0,
+                kind: e.kind.name(),
+                body: to_json(e, || format!("{} event of run {}", e.kind.name(), e.run_id))?,
+            })
+        })
+        .collect()
+}
+
+pub(super) fn create_run(tx: &Transaction<'_>, run: &EncodedRun<'_>) -> Result<()> {
+    let info = run.info;
+    let inserted = tx
+        .prepare_cached(
+            "INSERT INTO runs (id, objective, status, turns, created_at, updated_at, config, header)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+             ON CONFLICT (id) DO NOTHING",
+        )?
+        .execute(params![
+            info.id.0,
+            info.objective,
+            info.status.as_str(),
+            run.turns,
+            info.created_at.0,
+            info.updated_at.0,
+            run.config,
+            run.header,
+        ])?;
+    if inserted == 0 {
+        return Err(Error::RunExists {
+            run: info.id.0.clone(),
+        });
+    }
+    upsert_records(tx, &info.id, None, &run.records)?;
+    insert_events(tx, &run.events)
+}
+
+/// One transaction: the fence, then the turn row, its outputs, its changed records (both
+/// as current versions and as the turn's delta) and its events. Any failure returns
+/// before the caller commits, so the transaction rolls back and nothing is written.
+pub(super) fn commit_turn(tx: &Transaction<'_>, turn: &EncodedTurn<'_>) -> Result<()> {
+    let commit = turn.commit;
+    let rec = &commit.record;
+    let run = &rec.run_id;
+    let fenced = tx
+        .prepare_cached(
+            "UPDATE runs SET turns = turns + 1, header = ?1, status = ?2, updated_at = ?3
+             WHERE id = ?4 AND turns = ?5",
+        )?
+        .execute(params![
+            turn.header,
+            commit.status.as_str(),
+            rec.finished_at.0,
+            run.0,
+            rec.turn,
+        ])?;
+    if fenced == 0 {
+        let committed: Option<u32> = tx
+            .prepare_cached("SELECT turns FROM runs WHERE id = ?1")?
+            .query_row([&run.0], |row| row.get(0))
+            .optional()?;
+        return Err(match committed {
+            None => Error::RunNotFound {
+                prefix: run.0.clone(),
+            },
+            Some(n) => Error::TurnConflict {
+                run: run.0.clone(),
+                turn: rec.turn,
+                reason: format!("the run has {n} committed turns, so the next turn is {n}"),
+            },
+        });
+    }
+
+    tx.prepare_cached(
+        "INSERT INTO turns (run_id, turn, worker, model, status, started_at, finished_at, record)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?
+    .execute(params![
+        run.0,
+        rec.turn,
+        rec.worker.as_str(),
+        rec.model,
+        rec.status.as_str(),
+        rec.started_at.0,
+        rec.finished_at.0,
+        turn.record,
+    ])?;
+
+    let mut output = tx.prepare_cached(
+        "INSERT INTO call_outputs (run_id, turn, call, output) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    for (call, text) in &turn.outputs {
+        output.execute(params![run.0, rec.turn, call, text])?;
+    }
+
+    upsert_records(tx, run, Some(rec.turn), &turn.changes)?;
+    // A plain INSERT: a turn that lists one record twice is a bug upstream, and the
+    // primary key turns it into a failed (rolled back) commit.
+    let mut change = tx.prepare_cached(
+        "INSERT INTO record_changes (run_id, turn, kind, ordinal, id, body)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    for c in &turn.changes {
+        change.execute(params![run.0, rec.turn, c.kind, c.ordinal, c.id, c.body])?;
+    }
+
+    insert_events(tx, &turn.events)
+}
+
+pub(super) fn update_run(
+    tx: &Transaction<'_>,
+    run: &RunId,
+    status: RunStatus,
+    events: &[EncodedEvent],
+) -> Result<()> {
+    // The store has no clock of its own (time is the engine's): the run was last
+    // updated when its newest event happened; without events the time stays.
+    let at = events.iter().map(|e| e.at).max();
+    let updated = tx
+        .prepare_cached(
+            "UPDATE runs SET status = ?1, updated_at = max(updated_at, coalesce(?2, updated_at))
+             WHERE id = ?3",
+        )?
+        .execute(params![status.as_str(), at, run.0])?;
+    if updated == 0 {
+        return Err(Error::RunNotFound {
+            prefix: run.0.clone(),
+        });
+    }
+    insert_events(tx, events)
+}
+
+fn upsert_records(
+    tx: &Transaction<'_>,
+    run: &RunId,
+    turn: Option<u32>,
+    records: &[EncodedRecord],
+) -> Result<()> {
+    let mut upsert = tx.prepare_cached(
+        "INSERT INTO records (run_id, kind, ordinal, id, body, turn)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (run_id, kind, ordinal)
+         DO UPDATE SET id = excluded.id, body = excluded.body, turn = excluded.turn",
+    )?;
+    for r in records {
+        upsert.execute(params![run.0, r.kind, r.ordinal, r.id, r.body, turn])?;
+    }
+    Ok(())
+}
+
+/// Events are stored under their own run id; the foreign key refuses an event for a run
+/// that does not exist (and with it the whole transaction).
+fn insert_events(tx: &Transaction<'_>, events: &[EncodedEvent]) -> Result<()> {
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO events (run_id, turn, at, type, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    for e in events {
+        insert.execute(params![e.run_id, e.turn, e.at, e.kind, e.body])?;
+    }
+    Ok(())
+}
