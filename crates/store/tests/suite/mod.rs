@@ -1,0 +1,116 @@
+//! The store conformance suite and the backends it runs against.
+//!
+//! `conformance` holds backend-agnostic checks written against `&dyn Store`; the few
+//! that must look beneath the trait (count rows, measure them, corrupt one) also take a
+//! `&dyn Backend`. Each backend module implements `Backend` and expands
+//! `conformance_tests!` once, so every backend runs every check.
+
+pub mod conformance;
+pub mod fixtures;
+mod sqlite;
+
+use baton_core::ids::RunId;
+use baton_store::Store;
+
+/// Tables whose rows the suite counts.
+#[derive(Debug, Clone, Copy)]
+pub enum Table {
+    Turns,
+    /// Current versions of state records.
+    Records,
+    /// Per-turn deltas.
+    RecordChanges,
+    CallOutputs,
+    Events,
+}
+
+/// A row to damage, to check that damage is reported and never skipped.
+#[derive(Debug, Clone)]
+pub enum Damage {
+    RecordBody {
+        run: RunId,
+        kind: &'static str,
+        ordinal: u32,
+    },
+    TurnRecord {
+        run: RunId,
+        turn: u32,
+    },
+    EventBody {
+        run: RunId,
+        seq: i64,
+    },
+    Header {
+        run: RunId,
+    },
+}
+
+/// Raw access to a backend's database beneath `Store`.
+pub trait Backend {
+    fn store(&self) -> &dyn Store;
+    /// A new store on the same database, as another process would open it.
+    fn reopen(&self) -> Box<dyn Store>;
+    fn count(&self, table: Table, run: &RunId) -> i64;
+    /// Bytes of payload one turn stored: its record, changes, outputs and events.
+    fn turn_bytes(&self, run: &RunId, turn: u32) -> i64;
+    /// Bytes of payload stored for the run's current records.
+    fn record_bytes(&self, run: &RunId) -> i64;
+    fn damage(&self, damage: &Damage);
+}
+
+/// Expands to one `#[test]` per conformance check, each on a fresh backend from `$new`.
+macro_rules! conformance_tests {
+    ($new:expr) => {
+        use $crate::suite::conformance as c;
+
+        #[test]
+        fn create_and_load_roundtrip() {
+            c::create_and_load_roundtrip($new.store());
+        }
+        #[test]
+        fn creating_a_run_twice_is_refused() {
+            c::creating_a_run_twice_is_refused($new.store());
+        }
+        #[test]
+        fn committed_turns_load_as_the_state_after_them() {
+            c::committed_turns_load_as_the_state_after_them($new.store());
+        }
+        #[test]
+        fn a_turn_is_never_committed_twice() {
+            c::a_turn_is_never_committed_twice(&$new);
+        }
+        #[test]
+        fn a_failing_commit_writes_nothing() {
+            c::a_failing_commit_writes_nothing(&$new);
+        }
+        #[test]
+        fn a_new_store_on_the_same_database_sees_identical_state() {
+            c::a_new_store_on_the_same_database_sees_identical_state(&$new);
+        }
+        #[test]
+        fn runs_resolve_by_exact_id_or_unique_prefix() {
+            c::runs_resolve_by_exact_id_or_unique_prefix($new.store());
+        }
+        #[test]
+        fn runs_list_newest_first_and_update_their_status() {
+            c::runs_list_newest_first_and_update_their_status($new.store());
+        }
+        #[test]
+        fn events_are_append_only_ordered_and_paginated() {
+            c::events_are_append_only_ordered_and_paginated($new.store());
+        }
+        #[test]
+        fn prior_outputs_are_the_earlier_turns_raw_outputs() {
+            c::prior_outputs_are_the_earlier_turns_raw_outputs($new.store());
+        }
+        #[test]
+        fn storage_grows_with_what_turns_changed() {
+            c::storage_grows_with_what_turns_changed(&$new);
+        }
+        #[test]
+        fn corrupt_rows_are_errors_with_context() {
+            c::corrupt_rows_are_errors_with_context(&$new);
+        }
+    };
+}
+use conformance_tests;

@@ -1,0 +1,113 @@
+//! The conformance suite against `SqliteStore` on a real file.
+
+use std::path::PathBuf;
+
+use baton_core::ids::RunId;
+use baton_store::{SqliteStore, Store};
+use rusqlite::{Connection, params};
+use tempfile::TempDir;
+
+use super::{Backend, Damage, Table};
+
+pub struct Sqlite {
+    store: SqliteStore,
+    path: PathBuf,
+    // Dropped last: removes the database file.
+    _dir: TempDir,
+}
+
+impl Sqlite {
+    pub fn new() -> Sqlite {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs").join("baton.db");
+        Sqlite {
+            store: SqliteStore::open(&path).unwrap(),
+            path,
+            _dir: dir,
+        }
+    }
+
+    fn raw(&self) -> Connection {
+        Connection::open(&self.path).unwrap()
+    }
+
+    fn scalar(&self, sql: &str, run: &RunId, turn: Option<u32>) -> i64 {
+        self.raw()
+            .query_row(sql, params![run.0, turn], |row| row.get(0))
+            .unwrap()
+    }
+}
+
+impl Backend for Sqlite {
+    fn store(&self) -> &dyn Store {
+        &self.store
+    }
+
+    fn reopen(&self) -> Box<dyn Store> {
+        Box::new(SqliteStore::open(&self.path).unwrap())
+    }
+
+    fn count(&self, table: Table, run: &RunId) -> i64 {
+        let table = match table {
+            Table::Turns => "turns",
+            Table::Records => "records",
+            Table::RecordChanges => "record_changes",
+            Table::CallOutputs => "call_outputs",
+            Table::Events => "events",
+        };
+        self.scalar(
+            &format!("SELECT count(*) FROM {table} WHERE run_id = ?1 AND ?2 IS NULL"),
+            run,
+            None,
+        )
+    }
+
+    fn turn_bytes(&self, run: &RunId, turn: u32) -> i64 {
+        self.scalar(
+            "SELECT (SELECT coalesce(sum(length(record)), 0) FROM turns
+                     WHERE run_id = ?1 AND turn = ?2)
+                  + (SELECT coalesce(sum(length(body)), 0) FROM record_changes
+                     WHERE run_id = ?1 AND turn = ?2)
+                  + (SELECT coalesce(sum(length(output)), 0) FROM call_outputs
+                     WHERE run_id = ?1 AND turn = ?2)
+                  + (SELECT coalesce(sum(length(body)), 0) FROM events
+                     WHERE run_id = ?1 AND turn = ?2)",
+            run,
+            Some(turn),
+        )
+    }
+
+    fn record_bytes(&self, run: &RunId) -> i64 {
+        self.scalar(
+            "SELECT coalesce(sum(length(body)), 0) FROM records WHERE run_id = ?1 AND ?2 IS NULL",
+            run,
+            None,
+        )
+    }
+
+    fn damage(&self, damage: &Damage) {
+        let conn = self.raw();
+        let changed = match damage {
+            Damage::RecordBody { run, kind, ordinal } => conn.execute(
+                "UPDATE records SET body = '{\"id\": truncated' WHERE run_id = ?1 AND kind = ?2 AND ordinal = ?3",
+                params![run.0, kind, ordinal],
+            ),
+            Damage::TurnRecord { run, turn } => conn.execute(
+                "UPDATE turns SET record = '{\"turn\": 1' WHERE run_id = ?1 AND turn = ?2",
+                params![run.0, turn],
+            ),
+            Damage::EventBody { run, seq } => conn.execute(
+                "UPDATE events SET body = '[]' WHERE run_id = ?1 AND seq = ?2",
+                params![run.0, seq],
+            ),
+            Damage::Header { run } => conn.execute(
+                "UPDATE runs SET header = 'null' WHERE id = ?1",
+                params![run.0],
+            ),
+        }
+        .unwrap();
+        assert_eq!(changed, 1, "{damage:?} matched no row");
+    }
+}
+
+super::conformance_tests!(Sqlite::new());
