@@ -236,6 +236,9 @@ pub struct ExecutionState {
     pub plan: Vec<PlanStep>,
     /// Committed turns so far; the next turn is number `turns`.
     pub turns: u32,
+    /// Failed turns in a row since the last committed one (orchestrator bookkeeping).
+    #[serde(default)]
+    pub consecutive_failures: u32,
     #[serde(default)]
     pub decisions: Vec<Decision>,
     #[serde(default)]
@@ -276,6 +279,7 @@ impl ExecutionState {
                 })
                 .collect(),
             turns: 0,
+            consecutive_failures: 0,
             decisions: Vec::new(),
             completed: Vec::new(),
             artifacts: Vec::new(),
@@ -384,6 +388,7 @@ impl ExecutionState {
             objective: self.objective.clone(),
             plan: self.plan.clone(),
             turns: self.turns,
+            consecutive_failures: self.consecutive_failures,
             last_action: self.last_action.clone(),
             next_action: self.next_action.clone(),
             workers: self.workers.clone(),
@@ -397,6 +402,7 @@ impl ExecutionState {
             objective: header.objective,
             plan: header.plan,
             turns: header.turns,
+            consecutive_failures: header.consecutive_failures,
             decisions: Vec::new(),
             completed: Vec::new(),
             artifacts: Vec::new(),
@@ -471,6 +477,8 @@ pub struct StateHeader {
     pub objective: String,
     pub plan: Vec<PlanStep>,
     pub turns: u32,
+    #[serde(default)]
+    pub consecutive_failures: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_action: Option<Stamped>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

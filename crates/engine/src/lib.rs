@@ -1,1 +1,51 @@
+//! The orchestrator: runs turns, switches workers, commits every turn durably.
+//!
+//! `state = store.load(run)`, `pkg = compile(...)`, two model calls, `reconcile(...)`,
+//! `store.commit_turn(...)` — one transaction per turn, before the next one begins.
 
+pub mod audit;
+pub mod bench;
+pub mod clock;
+pub mod config;
+pub mod demo;
+pub mod export;
+pub mod orchestrator;
+pub mod policy;
+pub mod report;
+pub mod retry;
+
+pub use clock::{Clock, SystemClock};
+pub use config::{Roster, RunSettings, WorkerConfig};
+pub use orchestrator::{Engine, RunEnd, RunSpec, Session, StepOutcome, TurnSummary};
+pub use policy::{RotatingPolicy, SwitchPolicy, TurnPlan};
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum Error {
+    #[error(transparent)]
+    Store(#[from] baton_store::Error),
+    #[error(transparent)]
+    Core(#[from] baton_core::Error),
+    #[error("worker {worker}: {source}")]
+    Gateway {
+        worker: String,
+        source: baton_gateway::Error,
+    },
+    #[error("{path}: {detail}")]
+    ConfigFile { path: String, detail: String },
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    #[error("run {run} is {status}; {hint}")]
+    NotRunnable {
+        run: String,
+        status: &'static str,
+        hint: &'static str,
+    },
+    #[error("no worker \"{id}\" in the roster (workers: {known})")]
+    NoSuchWorker { id: String, known: String },
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

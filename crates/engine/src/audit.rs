@@ -1,0 +1,151 @@
+//! The transfer audit: measured evidence that no conversation crossed a handoff.
+//!
+//! For every call it records the number of messages and a hash of exactly what was
+//! sent, checks that the request was built from this turn's package alone, and searches
+//! the request for every earlier turn's raw model output. The search hashes each window
+//! of the request once, so checking a hundred prior outputs costs one pass over the
+//! request rather than a hundred.
+
+use std::collections::HashSet;
+
+use baton_core::compiler::HandoffPackage;
+use baton_core::prompt::Prompt;
+use baton_core::turn::TransferAudit;
+use sha2::{Digest, Sha256};
+
+/// Prior outputs shorter than this are too generic to identify a transcript.
+const WINDOW: usize = 48;
+
+pub fn request_hash(prompt: &Prompt) -> String {
+    let mut h = Sha256::new();
+    h.update(prompt.system.as_bytes());
+    h.update([0u8]);
+    h.update(prompt.user.as_bytes());
+    hex(&h.finalize())
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 15) as usize] as char);
+    }
+    s
+}
+
+const BASE: u64 = 0x0000_0100_0000_01b3;
+
+/// Polynomial hash of a window, consistent with `Rolling`.
+fn window_hash(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0u64, |h, &b| {
+        h.wrapping_mul(BASE).wrapping_add(u64::from(b) + 1)
+    })
+}
+
+/// Finds which `needles` occur in `hay`, by Rabin-Karp over `WINDOW`-byte prefixes.
+fn count_occurring(hay: &str, needles: &[&str]) -> u32 {
+    let bytes = hay.as_bytes();
+    let candidates: Vec<&&str> = needles
+        .iter()
+        .filter(|n| n.len() >= WINDOW && n.len() <= hay.len())
+        .collect();
+    if candidates.is_empty() || bytes.len() < WINDOW {
+        return 0;
+    }
+    let mut prefixes: HashSet<u64> = HashSet::with_capacity(candidates.len());
+    // A 64 Kibit filter in front of the set keeps the per-byte cost to a shift and a load.
+    let mut filter = vec![0u64; 1024];
+    for n in &candidates {
+        let h = window_hash(&n.as_bytes()[..WINDOW]);
+        prefixes.insert(h);
+        let bit = (h >> 48) as usize;
+        filter[bit >> 6] |= 1 << (bit & 63);
+    }
+    let top = (0..WINDOW - 1).fold(1u64, |p, _| p.wrapping_mul(BASE));
+    let mut found: HashSet<usize> = HashSet::new();
+    let mut h = window_hash(&bytes[..WINDOW]);
+    let mut pos = 0;
+    loop {
+        let bit = (h >> 48) as usize;
+        if filter[bit >> 6] & (1 << (bit & 63)) != 0 && prefixes.contains(&h) {
+            let rest = &hay.as_bytes()[pos..];
+            for (i, n) in candidates.iter().enumerate() {
+                if rest.starts_with(n.as_bytes()) {
+                    found.insert(i);
+                }
+            }
+        }
+        if pos + WINDOW >= bytes.len() {
+            break;
+        }
+        h = h
+            .wrapping_sub((u64::from(bytes[pos]) + 1).wrapping_mul(top))
+            .wrapping_mul(BASE)
+            .wrapping_add(u64::from(bytes[pos + WINDOW]) + 1);
+        pos += 1;
+    }
+    found.len() as u32
+}
+
+/// Audits a turn's requests. `own_output` is this turn's execute output, which the
+/// handoff call legitimately quotes; `prior_outputs` are every earlier turn's outputs.
+pub fn audit(
+    package: &HandoffPackage,
+    prompts: &[&Prompt],
+    own_output: Option<&str>,
+    prior_outputs: &[String],
+) -> TransferAudit {
+    let needles: Vec<&str> = prior_outputs.iter().map(String::as_str).collect();
+    let mut leaked = 0u32;
+    let mut package_only = true;
+    for (i, prompt) in prompts.iter().enumerate() {
+        // Built from the package: call 1's user message starts with the package, call 2's
+        // with call 1's user message.
+        let prefix_ok = if i == 0 {
+            prompt.user.starts_with(&package.text)
+        } else {
+            prompt.user.starts_with(prompts[0].user.as_str())
+        };
+        package_only &= prefix_ok;
+        // The whole request is searched, package included: a compiler that pasted a
+        // transcript would be caught too. Only this turn's own output is exempt.
+        let user = match own_output {
+            Some(own) if i > 0 && !own.is_empty() => prompt.user.replacen(own, "", 1),
+            _ => prompt.user.clone(),
+        };
+        leaked += count_occurring(&prompt.system, &needles) + count_occurring(&user, &needles);
+    }
+    TransferAudit {
+        messages_per_call: prompts.iter().map(|_| Prompt::MESSAGES).collect(),
+        request_hashes: prompts.iter().map(|p| request_hash(p)).collect(),
+        prior_outputs_leaked: leaked,
+        prior_outputs_checked: needles.iter().filter(|n| n.len() >= WINDOW).count() as u32,
+        package_only,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_every_prior_output_present_and_no_other() {
+        let a = "{\"summary\":\"first worker output that is long enough to count\"}".to_string();
+        let b =
+            "{\"summary\":\"second worker output, also long enough to count here\"}".to_string();
+        let c =
+            "{\"summary\":\"third worker output that never appears anywhere at all\"}".to_string();
+        let hay = format!("prefix text {a} middle {b} end");
+        let needles = [a.as_str(), b.as_str(), c.as_str()];
+        assert_eq!(count_occurring(&hay, &needles), 2);
+        assert_eq!(
+            count_occurring(
+                "nothing to see here, just a long enough haystack text",
+                &needles
+            ),
+            0
+        );
+        assert_eq!(count_occurring(&a, &needles), 1);
+    }
+}

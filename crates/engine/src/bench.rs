@@ -1,0 +1,114 @@
+//! `baton bench`: what briefings cost against replaying transcripts, and how fast the
+//! engine is, on runs of the offline mock model.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use baton_core::turn::TurnRecord;
+use baton_gateway::mock::demo;
+use baton_store::{SqliteStore, Store};
+use serde::Serialize;
+
+use crate::config::{Roster, RunSettings};
+use crate::orchestrator::{Engine, RunEnd, RunSpec};
+use crate::{Error, Result};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchRow {
+    pub turns: u32,
+    /// Tokens baton actually sent (both calls of every turn, system prompts included).
+    pub tokens_sent: u64,
+    /// Tokens the same turns would send if each call carried every earlier worker's raw
+    /// output instead of a compiled briefing (a lower bound: instructions are counted
+    /// once per call, as baton sends them).
+    pub transcript_tokens: u64,
+    pub engine_time_per_turn: Duration,
+    pub engine_time_max: Duration,
+    /// Opening the run from the database and compiling the next package.
+    pub resume_to_package: Duration,
+    pub db_bytes: u64,
+}
+
+/// The plan for an `n`-turn run: the demo's five steps, then refinement steps.
+pub fn tasks(n: u32) -> Vec<String> {
+    (0..n as usize)
+        .map(|i| match demo::STEPS.get(i) {
+            Some(s) => s.to_string(),
+            None => format!(
+                "Refine part {} of the plan: tighten one component and record what changed",
+                i - 4
+            ),
+        })
+        .collect()
+}
+
+/// Estimated tokens of replaying transcripts for the same turns.
+pub fn transcript_tokens(turns: &[TurnRecord]) -> u64 {
+    let mut transcript: u64 = 0;
+    let mut total: u64 = 0;
+    for t in turns {
+        let package = t.package.tokens as u64;
+        for c in &t.calls {
+            let without_package = (c.tokens_sent as u64).saturating_sub(package);
+            total += without_package + transcript;
+        }
+        transcript += t
+            .calls
+            .iter()
+            .map(|c| c.tokens_received as u64)
+            .sum::<u64>();
+    }
+    total
+}
+
+/// Runs an `n`-turn mock run in `dir` and measures it.
+pub fn run_one(dir: &std::path::Path, n: u32, estimator: &str) -> Result<BenchRow> {
+    let path = dir.join(format!("bench-{n}.db"));
+    let _ = std::fs::remove_file(&path);
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path)?);
+    let engine = Engine::new(store.clone());
+    let spec = RunSpec {
+        objective: demo::OBJECTIVE.into(),
+        tasks: tasks(n),
+        step_budgets: Vec::new(),
+        roster: Roster::mock(5),
+        settings: RunSettings {
+            budget: 3000,
+            total_budget: None,
+            estimator: estimator.into(),
+        },
+    };
+    let id = engine.create_run(&spec)?;
+    let mut session = engine.open(&id, None)?;
+    let mut times = Vec::new();
+    let end = engine.run(&mut session, None, &mut |s, _| times.push(s.engine_time))?;
+    if end != RunEnd::Finished {
+        return Err(Error::Config(format!("bench run ended as {end:?}")));
+    }
+    let turns = store.turns(&id)?;
+    drop(session);
+    let t0 = Instant::now();
+    let reopened = Engine::new(Arc::new(SqliteStore::open(&path)?));
+    let session = reopened.open(&id, None)?;
+    reopened.preview(&session, None, None)?;
+    let resume_to_package = t0.elapsed();
+    let db_bytes = ["", "-wal"]
+        .iter()
+        .filter_map(|suffix| std::fs::metadata(format!("{}{suffix}", path.display())).ok())
+        .map(|m| m.len())
+        .sum();
+    let count = times.len().max(1) as u32;
+    Ok(BenchRow {
+        turns: n,
+        tokens_sent: turns
+            .iter()
+            .flat_map(|t| &t.calls)
+            .map(|c| c.tokens_sent as u64)
+            .sum(),
+        transcript_tokens: transcript_tokens(&turns),
+        engine_time_per_turn: times.iter().sum::<Duration>() / count,
+        engine_time_max: times.iter().max().copied().unwrap_or_default(),
+        resume_to_package,
+        db_bytes,
+    })
+}

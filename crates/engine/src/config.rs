@@ -1,0 +1,361 @@
+//! Configuration: a raw file struct (TOML or JSON) resolved into a validated roster and
+//! run settings. Precedence: defaults < file < `BATON_*` environment < command-line
+//! flags; the CLI applies the last two.
+
+use std::path::Path;
+
+use baton_core::compiler::WorkerProfile;
+use baton_core::ids::WorkerId;
+use baton_core::tokens::EstimatorKind;
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, Result};
+
+/// Default package budget in tokens when neither a per-package nor a total budget is set.
+pub const DEFAULT_BUDGET: usize = 2000;
+/// Default retries for a retryable model error (rate limit, overload, server error).
+pub const DEFAULT_MAX_RETRIES: u32 = 2;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    /// SQLite database path.
+    db: Option<String>,
+    /// Token budget per package.
+    budget: Option<usize>,
+    /// Token budget for the whole plan, split across steps (later steps get more).
+    total_budget: Option<usize>,
+    /// `bpe` (default) or `heuristic`.
+    estimator: Option<String>,
+    #[serde(default)]
+    workers: Vec<RawWorker>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWorker {
+    id: String,
+    model: String,
+    family: Option<String>,
+    role: Option<String>,
+    api_key_env: Option<String>,
+    api_base: Option<String>,
+    temperature: Option<f32>,
+    max_tokens: Option<u32>,
+    max_retries: Option<u32>,
+    enabled: Option<bool>,
+    #[serde(default)]
+    options: serde_json::Map<String, serde_json::Value>,
+}
+
+/// One worker: configuration plus, at run time, a gateway. Holds no secret: the key is
+/// named by `api_key_env` and read by the gateway layer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerConfig {
+    pub id: WorkerId,
+    /// `provider/model`; the prefix picks the provider.
+    pub model: String,
+    pub family: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_base: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    pub max_retries: u32,
+    pub enabled: bool,
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub options: serde_json::Map<String, serde_json::Value>,
+}
+
+impl WorkerConfig {
+    pub fn mock(id: &str, model: &str) -> Self {
+        WorkerConfig {
+            id: WorkerId::new(id),
+            model: format!("mock/{model}"),
+            family: "mock".into(),
+            role: None,
+            api_key_env: None,
+            api_base: None,
+            temperature: None,
+            max_tokens: None,
+            max_retries: DEFAULT_MAX_RETRIES,
+            enabled: true,
+            options: serde_json::Map::new(),
+        }
+    }
+
+    pub fn profile(&self) -> WorkerProfile {
+        WorkerProfile {
+            id: self.id.clone(),
+            model: self.model.clone(),
+            family: self.family.clone(),
+            role: self.role.clone(),
+        }
+    }
+
+    /// The model name after the provider prefix.
+    pub fn provider(&self) -> &str {
+        self.model.split_once('/').map(|(p, _)| p).unwrap_or("")
+    }
+}
+
+/// The workers of a run, in rotation order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Roster {
+    pub workers: Vec<WorkerConfig>,
+}
+
+impl Roster {
+    /// The offline default: `n` deterministic mock workers.
+    pub fn mock(n: usize) -> Roster {
+        Roster {
+            workers: (1..=n)
+                .map(|i| WorkerConfig::mock(&format!("worker-{i}"), &format!("model-{i}")))
+                .collect(),
+        }
+    }
+
+    pub fn enabled(&self) -> impl Iterator<Item = (usize, &WorkerConfig)> {
+        self.workers.iter().enumerate().filter(|(_, w)| w.enabled)
+    }
+
+    pub fn find(&self, id: &str) -> Result<&WorkerConfig> {
+        self.workers
+            .iter()
+            .find(|w| w.id.as_str() == id)
+            .ok_or_else(|| Error::NoSuchWorker {
+                id: id.to_string(),
+                known: self.ids(),
+            })
+    }
+
+    pub fn ids(&self) -> String {
+        self.workers
+            .iter()
+            .map(|w| w.id.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Checks what can be checked without running: ids, models, numbers.
+    pub fn validate(&self) -> Result<()> {
+        if self.enabled().next().is_none() {
+            return Err(Error::Config(
+                "the roster has no enabled worker; add one or set enabled = true".into(),
+            ));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for w in &self.workers {
+            let id = w.id.as_str();
+            if id.trim().is_empty() {
+                return Err(Error::Config("a worker has an empty id".into()));
+            }
+            if !seen.insert(id) {
+                return Err(Error::Config(format!("worker id \"{id}\" appears twice")));
+            }
+            baton_gateway::validate_model(&w.model)
+                .map_err(|e| Error::Config(format!("worker {id}: {e}")))?;
+            if let Some(t) = w.temperature
+                && !(0.0..=2.0).contains(&t)
+            {
+                return Err(Error::Config(format!(
+                    "worker {id}: temperature {t} is outside 0..2"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Budget and estimator settings of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSettings {
+    /// Tokens per package, when no total is set.
+    pub budget: usize,
+    /// Tokens for the whole plan, split across steps with later steps getting more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_budget: Option<usize>,
+    /// `bpe` or `heuristic`.
+    pub estimator: String,
+}
+
+impl Default for RunSettings {
+    fn default() -> Self {
+        RunSettings {
+            budget: DEFAULT_BUDGET,
+            total_budget: None,
+            estimator: "bpe".into(),
+        }
+    }
+}
+
+impl RunSettings {
+    pub fn estimator_kind(&self) -> Result<EstimatorKind> {
+        EstimatorKind::parse(&self.estimator).ok_or_else(|| {
+            Error::Config(format!(
+                "unknown estimator \"{}\"; use \"bpe\" or \"heuristic\"",
+                self.estimator
+            ))
+        })
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        self.estimator_kind()?;
+        if self.budget < 50 {
+            return Err(Error::Config(format!(
+                "budget {} is too small to brief anyone; use at least 50 tokens",
+                self.budget
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A configuration file after parsing: optional roster, settings and database path.
+#[derive(Debug, Clone, Default)]
+pub struct FileConfig {
+    pub db: Option<String>,
+    pub roster: Option<Roster>,
+    pub budget: Option<usize>,
+    pub total_budget: Option<usize>,
+    pub estimator: Option<String>,
+}
+
+/// Reads a TOML or JSON configuration file (by extension; `.json` is JSON).
+pub fn load_file(path: &Path) -> Result<FileConfig> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| Error::ConfigFile {
+        path: shown.clone(),
+        detail: format!("cannot read: {e}"),
+    })?;
+    parse_file(&shown, &text)
+}
+
+pub fn parse_file(path: &str, text: &str) -> Result<FileConfig> {
+    let bad = |detail: String| Error::ConfigFile {
+        path: path.to_string(),
+        detail,
+    };
+    let raw: RawFile = if path.ends_with(".json") {
+        serde_json::from_str(text).map_err(|e| bad(e.to_string()))?
+    } else {
+        toml::from_str(text).map_err(|e| bad(e.to_string()))?
+    };
+    let roster = if raw.workers.is_empty() {
+        None
+    } else {
+        let workers = raw
+            .workers
+            .into_iter()
+            .map(|w| {
+                let family = w.family.unwrap_or_else(|| {
+                    w.model
+                        .split_once('/')
+                        .map(|(p, _)| p.to_string())
+                        .unwrap_or_default()
+                });
+                WorkerConfig {
+                    id: WorkerId::new(w.id),
+                    model: w.model,
+                    family,
+                    role: w.role,
+                    api_key_env: w.api_key_env,
+                    api_base: w.api_base,
+                    temperature: w.temperature,
+                    max_tokens: w.max_tokens,
+                    max_retries: w.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
+                    enabled: w.enabled.unwrap_or(true),
+                    options: w.options,
+                }
+            })
+            .collect();
+        let roster = Roster { workers };
+        roster.validate().map_err(|e| bad(e.to_string()))?;
+        Some(roster)
+    };
+    Ok(FileConfig {
+        db: raw.db,
+        roster,
+        budget: raw.budget,
+        total_budget: raw.total_budget,
+        estimator: raw.estimator,
+    })
+}
+
+/// The roster file `baton init` writes: commented, valid, offline.
+pub fn scaffold(workers: usize) -> String {
+    let mut out = String::from(
+        "# baton roster and settings. Precedence: defaults < this file < BATON_* env < flags.\n\
+         # db = \".baton/baton.db\"     # SQLite file (BATON_DB)\n\
+         # budget = 2000               # tokens per briefing (BATON_BUDGET)\n\
+         # total_budget = 12000        # or: tokens for the whole plan, later steps get more\n\
+         # estimator = \"bpe\"           # or \"heuristic\" (BATON_ESTIMATOR)\n\n\
+         # Workers take turns in this order. model = \"provider/model\"; the prefix picks the\n\
+         # provider. This build ships \"mock\" (offline, deterministic) and \"scripted\"\n\
+         # (replays a JSONL file: options = { script = \"run.jsonl\" }).\n",
+    );
+    for i in 1..=workers.max(1) {
+        out.push_str(&format!(
+            "\n[[workers]]\nid = \"worker-{i}\"\nmodel = \"mock/model-{i}\"\nfamily = \"mock\"\n\
+             # role = \"drafter\"\n# temperature = 0.2\n# max_tokens = 4096\n# max_retries = 2\n\
+             # enabled = true\n# api_key_env = \"PROVIDER_API_KEY\"   # for real providers\n"
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toml_and_json_rosters_parse_with_defaults() {
+        let toml = r#"
+budget = 1500
+[[workers]]
+id = "a"
+model = "mock/x"
+[[workers]]
+id = "b"
+model = "mock/y"
+family = "other"
+enabled = false
+options = { delay_ms = 5 }
+"#;
+        let cfg = parse_file("baton.toml", toml).unwrap();
+        let roster = cfg.roster.unwrap();
+        assert_eq!(cfg.budget, Some(1500));
+        assert_eq!(roster.workers[0].family, "mock");
+        assert_eq!(roster.workers[0].max_retries, DEFAULT_MAX_RETRIES);
+        assert!(!roster.workers[1].enabled);
+        assert_eq!(roster.workers[1].options["delay_ms"], 5);
+
+        let json = r#"{"workers":[{"id":"a","model":"mock/x","temperature":0.5}]}"#;
+        let cfg = parse_file("r.json", json).unwrap();
+        assert_eq!(cfg.roster.unwrap().workers[0].temperature, Some(0.5));
+    }
+
+    #[test]
+    fn bad_rosters_say_what_is_wrong() {
+        let dup = "[[workers]]\nid = \"a\"\nmodel = \"mock/x\"\n[[workers]]\nid = \"a\"\nmodel = \"mock/y\"\n";
+        let e = parse_file("baton.toml", dup).unwrap_err().to_string();
+        assert!(e.contains("appears twice"), "{e}");
+        let unknown = "[[workers]]\nid = \"a\"\nmodel = \"acme/x\"\n";
+        let e = parse_file("baton.toml", unknown).unwrap_err().to_string();
+        assert!(e.contains("unknown provider \"acme\""), "{e}");
+        let typo = "[[workers]]\nid = \"a\"\nmodle = \"mock/x\"\n";
+        let e = parse_file("baton.toml", typo).unwrap_err().to_string();
+        assert!(e.contains("modle"), "{e}");
+    }
+
+    #[test]
+    fn the_scaffold_is_a_valid_roster() {
+        let cfg = parse_file("baton.toml", &scaffold(3)).unwrap();
+        assert_eq!(cfg.roster.unwrap().workers.len(), 3);
+    }
+}

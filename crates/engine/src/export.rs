@@ -1,0 +1,244 @@
+//! Exports: the whole record as JSON, a readable Markdown report, and a replay script
+//! (JSONL) that the scripted gateway plays back byte for byte.
+
+use std::fmt::Write as _;
+
+use baton_core::ids::RunId;
+use baton_core::state::{ExecutionState, IssueStatus};
+use baton_core::turn::{TurnRecord, TurnStatus};
+use baton_gateway::scripted::{ScriptLine, ScriptedError};
+use baton_store::{Store, StoredEvent};
+use serde::Serialize;
+
+use crate::report::{self, RunReport};
+use crate::{Error, Result};
+
+#[derive(Serialize)]
+struct JsonExport<'a> {
+    format: &'static str,
+    run: &'a baton_store::RunInfo,
+    state: &'a ExecutionState,
+    turns: &'a [TurnRecord],
+    events: &'a [StoredEvent],
+}
+
+pub fn json(store: &dyn Store, run: &RunId) -> Result<String> {
+    let (report, state, turns) = report::build(store, run)?;
+    let events = store.events(run, 0)?;
+    let doc = JsonExport {
+        format: "baton-run/1",
+        run: &report.run,
+        state: &state,
+        turns: &turns,
+        events: &events,
+    };
+    serde_json::to_string_pretty(&doc)
+        .map_err(|e| Error::Config(format!("cannot serialise run: {e}")))
+}
+
+/// One line per model call that returned output or a classified error.
+pub fn script(store: &dyn Store, run: &RunId) -> Result<String> {
+    let mut out = String::new();
+    for t in store.turns(run)? {
+        for c in &t.calls {
+            let line = match (&c.output, &c.error) {
+                (Some(output), _) => ScriptLine {
+                    turn: t.turn,
+                    call: c.call,
+                    output: Some(output.clone()),
+                    error: None,
+                },
+                (None, Some(err)) => ScriptLine {
+                    turn: t.turn,
+                    call: c.call,
+                    output: None,
+                    error: Some(ScriptedError {
+                        class: err.split(' ').next().unwrap_or("server_error").to_string(),
+                        message: err.clone(),
+                    }),
+                },
+                (None, None) => continue,
+            };
+            let text = serde_json::to_string(&line).map_err(|e| Error::Config(e.to_string()))?;
+            out.push_str(&text);
+            out.push('\n');
+        }
+    }
+    Ok(out)
+}
+
+pub fn markdown(store: &dyn Store, run: &RunId) -> Result<String> {
+    let (report, state, turns) = report::build(store, run)?;
+    Ok(render_markdown(&report, &state, &turns))
+}
+
+fn render_markdown(r: &RunReport, state: &ExecutionState, turns: &[TurnRecord]) -> String {
+    let mut md = String::new();
+    let _ = writeln!(md, "# baton run {}\n", r.run.id);
+    let _ = writeln!(md, "**Objective:** {}\n", state.objective);
+    let _ = writeln!(
+        md,
+        "Status: {} · turns: {} ({} failed) · steps done: {}/{} · tokens sent: {} · conversations passed between workers: {} (measured over {} requests)\n",
+        r.run.status.as_str(),
+        r.turns.len(),
+        r.failed_turns,
+        state.steps_done(),
+        state.plan.len(),
+        r.tokens_sent,
+        r.conversations_passed,
+        r.requests_audited
+    );
+    md.push_str("## Plan\n\n");
+    for s in &state.plan {
+        let by = match (&s.done_by, s.done_at_turn) {
+            (Some(w), Some(t)) => format!(" — done by {w} at turn {t}"),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            md,
+            "- [{}] {} {}{by}",
+            if s.done_by.is_some() { "x" } else { " " },
+            s.id,
+            s.title
+        );
+    }
+    md.push_str("\n## Decisions\n\n");
+    for d in &state.decisions {
+        let reason = d.reason.as_deref().unwrap_or("(no reason given)");
+        let _ = writeln!(
+            md,
+            "- **{}** {} — *because* {} ({} via {}, turn {}{})",
+            d.id,
+            d.text,
+            reason,
+            d.provenance.recorded_by,
+            d.provenance.model,
+            d.provenance.turn,
+            if d.reaffirmed.is_empty() {
+                String::new()
+            } else {
+                format!("; reaffirmed {}×", d.reaffirmed.len())
+            }
+        );
+    }
+    md.push_str("\n## Artifacts\n\n");
+    for a in &state.artifacts {
+        let latest = a.latest();
+        let modifiers: Vec<String> = a.modifiers().iter().map(|w| w.to_string()).collect();
+        let _ = writeln!(
+            md,
+            "- **{}** `{}` v{} — {} (created by {}{}; {})",
+            a.id,
+            a.name,
+            latest.version,
+            latest.description,
+            a.creator(),
+            if modifiers.is_empty() {
+                String::new()
+            } else {
+                format!(", modified by {}", modifiers.join(", "))
+            },
+            if latest.verified {
+                "verified"
+            } else {
+                "NOT verified"
+            }
+        );
+    }
+    md.push_str("\n## Issues\n\n");
+    for i in &state.issues {
+        let status = match i.status {
+            IssueStatus::Open => "open",
+            IssueStatus::Resolved => "resolved",
+        };
+        let claim = i
+            .resolution_claimed_by
+            .as_ref()
+            .map(|c| {
+                format!(
+                    " — resolution claimed by {} at turn {}{}",
+                    c.by,
+                    c.turn,
+                    if i.verified_by.is_some() {
+                        ""
+                    } else {
+                        ", NOT verified"
+                    }
+                )
+            })
+            .unwrap_or_default();
+        let _ = writeln!(
+            md,
+            "- **{}** [{}] [{status}] {}{claim}",
+            i.id,
+            i.severity.as_str(),
+            i.title
+        );
+    }
+    md.push_str("\n## Failed attempts\n\n");
+    for f in &state.failed_attempts {
+        let _ = writeln!(
+            md,
+            "- **{}** {} — {} ({}, turn {})",
+            f.id, f.what, f.why, f.provenance.recorded_by, f.provenance.turn
+        );
+    }
+    md.push_str("\n## Assumptions\n\n");
+    for a in &state.assumptions {
+        let _ = writeln!(
+            md,
+            "- **{}** {} ({}, turn {})",
+            a.id, a.text, a.provenance.recorded_by, a.provenance.turn
+        );
+    }
+    if let Some(n) = &state.next_action {
+        let _ = writeln!(
+            md,
+            "\n## Next action\n\n{} ({}, turn {})",
+            n.text, n.provenance.recorded_by, n.provenance.turn
+        );
+    }
+    md.push_str("\n## Turns\n\n| turn | worker | model | assignment | status | package tokens | sent | omitted sections | dropped | refused | warnings |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for t in &r.turns {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {}/{} | {} | {} | {} | {} | {} |",
+            t.turn,
+            t.worker,
+            t.model,
+            t.assignment,
+            match t.status {
+                TurnStatus::Committed => "committed",
+                TurnStatus::Failed => "FAILED",
+            },
+            t.package_tokens,
+            t.budget,
+            t.tokens_sent,
+            if t.sections_omitted.is_empty() {
+                "—".to_string()
+            } else {
+                t.sections_omitted.join(", ")
+            },
+            t.items_dropped,
+            t.refusals.len(),
+            t.warnings.len()
+        );
+    }
+    md.push_str("\n## What the engine refused or flagged\n\n");
+    for (t, row) in turns.iter().zip(&r.turns) {
+        for refusal in &row.refusals {
+            let _ = writeln!(
+                md,
+                "- turn {} ({}): refused `{}` — {}",
+                t.turn, t.worker, refusal.claim, refusal.reason
+            );
+        }
+        for w in &row.warnings {
+            let _ = writeln!(md, "- turn {} ({}): warning — {w}", t.turn, t.worker);
+        }
+        if let Some(e) = &row.error {
+            let _ = writeln!(md, "- turn {} ({}): turn failed — {e}", t.turn, t.worker);
+        }
+    }
+    md
+}

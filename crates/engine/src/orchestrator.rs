@@ -1,0 +1,743 @@
+//! run / step / resume. One turn: load → compile → execute → handoff → reconcile →
+//! commit, with the commit as a single transaction before the next turn begins.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use baton_core::claims::{self, Refusal};
+use baton_core::compiler::{self, Assignment, HandoffPackage};
+use baton_core::events::{Event, EventKind};
+use baton_core::ids::{RunId, Timestamp, WorkerId};
+use baton_core::prompt::{self, Prompt};
+use baton_core::reconciler::{self, NoVerifier, ReconcileOutcome, TurnContext, Verifier};
+use baton_core::state::{ExecutionState, StepStatus};
+use baton_core::tokens::TokenEstimator;
+use baton_core::turn::{CallKind, CallRecord, TurnRecord, TurnStatus};
+use baton_gateway::{Gateway, ModelRequest};
+use baton_store::{RunInfo, RunStatus, Store, TurnCommit};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::audit;
+use crate::clock::{Clock, SystemClock};
+use crate::config::{Roster, RunSettings, WorkerConfig};
+use crate::policy::{RotatingPolicy, SwitchPolicy, TurnPlan};
+use crate::retry::RetryPolicy;
+use crate::{Error, Result};
+
+/// Failed turns in a row after which the run stops and asks a human.
+pub const MAX_CONSECUTIVE_FAILURES: u32 = 3;
+
+/// What a new run is made of.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    pub objective: String,
+    pub tasks: Vec<String>,
+    /// Per-step budgets (same length as `tasks`, or empty).
+    pub step_budgets: Vec<Option<usize>>,
+    pub roster: Roster,
+    pub settings: RunSettings,
+}
+
+/// The configuration a run was created with, stored with the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    pub roster: Roster,
+    pub settings: RunSettings,
+}
+
+/// An open run: its canonical state as last committed, and its workers' gateways.
+pub struct Session {
+    pub run: RunId,
+    pub state: ExecutionState,
+    pub status: RunStatus,
+    pub config: RunConfig,
+    gateways: Vec<Option<Arc<dyn Gateway>>>,
+    estimator: Arc<dyn TokenEstimator>,
+    system_tokens: usize,
+    prior_outputs: Vec<String>,
+}
+
+impl Session {
+    pub fn estimator(&self) -> &dyn TokenEstimator {
+        &*self.estimator
+    }
+}
+
+/// What one turn did, for progress lines and summaries.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TurnSummary {
+    pub turn: u32,
+    pub worker: WorkerId,
+    pub model: String,
+    pub assignment: Assignment,
+    pub status: TurnStatus,
+    pub package_tokens: usize,
+    pub budget: usize,
+    pub sections_omitted: Vec<String>,
+    pub items_dropped: usize,
+    pub tokens_sent: usize,
+    pub tokens_received: usize,
+    pub warnings: Vec<String>,
+    pub refusals: Vec<Refusal>,
+    pub error: Option<String>,
+    pub changes: usize,
+    pub conversations_passed: u32,
+    /// Time spent in the engine, model calls excluded.
+    pub engine_time: Duration,
+}
+
+/// How `Engine::run` stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunEnd {
+    Finished,
+    Blocked {
+        question: String,
+    },
+    /// `max_turns` ran; the run has more to do.
+    Paused,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepOutcome {
+    Turn(Box<TurnSummary>),
+    Finished,
+    Blocked { question: String },
+}
+
+pub struct Engine {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    verifier: Arc<dyn Verifier>,
+    policy: Arc<dyn SwitchPolicy>,
+}
+
+static RUN_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+impl Engine {
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        Engine {
+            store,
+            clock: Arc::new(SystemClock),
+            verifier: Arc::new(NoVerifier),
+            policy: Arc::new(RotatingPolicy),
+        }
+    }
+
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    pub fn with_verifier(mut self, verifier: Arc<dyn Verifier>) -> Self {
+        self.verifier = verifier;
+        self
+    }
+
+    pub fn with_policy(mut self, policy: Arc<dyn SwitchPolicy>) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// A new run id: 12 hex digits, unique per process and time.
+    fn new_run_id(&self) -> RunId {
+        let mut h = Sha256::new();
+        h.update(self.clock.now().0.to_le_bytes());
+        h.update(std::process::id().to_le_bytes());
+        h.update(RUN_COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        h.update(nanos.to_le_bytes());
+        RunId(audit::hex(&h.finalize()[..6]))
+    }
+
+    /// Creates a run (no turns yet) and returns its id.
+    pub fn create_run(&self, spec: &RunSpec) -> Result<RunId> {
+        if spec.objective.trim().is_empty() {
+            return Err(Error::Config(
+                "the objective is empty; pass --objective \"…\"".into(),
+            ));
+        }
+        if spec.tasks.iter().all(|t| t.trim().is_empty()) {
+            return Err(Error::Config(
+                "the plan has no steps; pass at least one --task \"…\"".into(),
+            ));
+        }
+        spec.roster.validate()?;
+        spec.settings.validate()?;
+        let id = self.new_run_id();
+        let tasks: Vec<String> = spec
+            .tasks
+            .iter()
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty())
+            .collect();
+        let mut state = ExecutionState::new(id.clone(), spec.objective.trim(), &tasks);
+        for (step, budget) in state.plan.iter_mut().zip(&spec.step_budgets) {
+            step.budget = *budget;
+        }
+        let now = self.clock.now();
+        let config = RunConfig {
+            roster: spec.roster.clone(),
+            settings: spec.settings.clone(),
+        };
+        let info = RunInfo {
+            id: id.clone(),
+            objective: state.objective.clone(),
+            status: RunStatus::Active,
+            turns: 0,
+            created_at: now,
+            updated_at: now,
+            config: serde_json::to_value(&config).map_err(|e| Error::Config(e.to_string()))?,
+        };
+        let event = Event {
+            run_id: id.clone(),
+            turn: None,
+            at: now,
+            kind: EventKind::RunCreated {
+                objective: state.objective.clone(),
+                steps: state.plan.len(),
+            },
+        };
+        self.store.create_run(&info, &state, &[event])?;
+        Ok(id)
+    }
+
+    /// Opens a run from its last committed turn. `roster` replaces the stored roster
+    /// (e.g. a roster file edited since); otherwise the run's own roster is used.
+    pub fn open(&self, run: &RunId, roster: Option<Roster>) -> Result<Session> {
+        let info = self.store.run_info(run)?;
+        let mut config: RunConfig = serde_json::from_value(info.config.clone()).map_err(|e| {
+            baton_store::Error::Corrupt {
+                what: format!("configuration of run {run}"),
+                detail: e.to_string(),
+            }
+        })?;
+        if let Some(r) = roster {
+            r.validate()?;
+            config.roster = r;
+        }
+        let state = self.store.load_state(run)?;
+        let estimator = config.settings.estimator_kind()?.build();
+        let system_tokens = estimator.count(prompt::SYSTEM_PROMPT);
+        let mut gateways = Vec::with_capacity(config.roster.workers.len());
+        for w in &config.roster.workers {
+            gateways.push(if w.enabled {
+                Some(build_gateway(w)?)
+            } else {
+                None
+            });
+        }
+        Ok(Session {
+            run: run.clone(),
+            prior_outputs: self.store.prior_outputs(run, state.turns)?,
+            state,
+            status: info.status,
+            config,
+            gateways,
+            estimator,
+            system_tokens,
+        })
+    }
+
+    /// Compiles the package `worker` would get for the next turn, without running it.
+    pub fn preview(
+        &self,
+        session: &Session,
+        worker: Option<&str>,
+        budget: Option<usize>,
+    ) -> Result<HandoffPackage> {
+        let plan = self.policy.next_turn(
+            &session.state,
+            &session.config.roster,
+            &session.config.settings,
+        );
+        let (index, assignment, planned_budget) = match plan {
+            Some(p) => (p.worker, p.assignment, p.budget),
+            None => (
+                0,
+                Assignment {
+                    kind: baton_core::compiler::AssignmentKind::Continuation,
+                    step_id: None,
+                    task: "The run is finished: review the record.".into(),
+                },
+                session.config.settings.budget,
+            ),
+        };
+        let worker = match worker {
+            Some(id) => session.config.roster.find(id)?,
+            None => &session.config.roster.workers[index],
+        };
+        Ok(compiler::compile(
+            &session.state,
+            &assignment,
+            &worker.profile(),
+            budget.unwrap_or(planned_budget),
+            &*session.estimator,
+        ))
+    }
+
+    /// Runs exactly one turn (or reports that the run is finished or blocked).
+    pub fn step(&self, session: &mut Session) -> Result<StepOutcome> {
+        match session.status {
+            RunStatus::Finished => return Ok(StepOutcome::Finished),
+            RunStatus::Blocked => {
+                return Ok(StepOutcome::Blocked {
+                    question: blocked_question(session),
+                });
+            }
+            RunStatus::Active => {}
+        }
+        let Some(plan) = self.policy.next_turn(
+            &session.state,
+            &session.config.roster,
+            &session.config.settings,
+        ) else {
+            let event = Event {
+                run_id: session.run.clone(),
+                turn: None,
+                at: self.clock.now(),
+                kind: EventKind::RunFinished {
+                    turns: session.state.turns,
+                },
+            };
+            self.store
+                .update_run(&session.run, RunStatus::Finished, &[event])?;
+            session.status = RunStatus::Finished;
+            return Ok(StepOutcome::Finished);
+        };
+        let summary = self.run_turn(session, &plan)?;
+        if summary.status == TurnStatus::Failed
+            && session.state.consecutive_failures >= MAX_CONSECUTIVE_FAILURES
+            && session.state.consecutive_failures % MAX_CONSECUTIVE_FAILURES == 0
+        {
+            let question = blocked_question(session);
+            let event = Event {
+                run_id: session.run.clone(),
+                turn: None,
+                at: self.clock.now(),
+                kind: EventKind::RunBlocked {
+                    question: question.clone(),
+                },
+            };
+            self.store
+                .update_run(&session.run, RunStatus::Blocked, &[event])?;
+            session.status = RunStatus::Blocked;
+        }
+        Ok(StepOutcome::Turn(Box::new(summary)))
+    }
+
+    /// Runs turns until the run finishes or blocks, or `max_turns` have run.
+    pub fn run(
+        &self,
+        session: &mut Session,
+        max_turns: Option<u32>,
+        progress: &mut dyn FnMut(&TurnSummary, &Session),
+    ) -> Result<RunEnd> {
+        let mut ran = 0;
+        loop {
+            if max_turns.is_some_and(|m| ran >= m) {
+                return Ok(RunEnd::Paused);
+            }
+            match self.step(session)? {
+                StepOutcome::Turn(summary) => {
+                    ran += 1;
+                    progress(&summary, session);
+                    if session.status == RunStatus::Blocked {
+                        return Ok(RunEnd::Blocked {
+                            question: blocked_question(session),
+                        });
+                    }
+                }
+                StepOutcome::Finished => return Ok(RunEnd::Finished),
+                StepOutcome::Blocked { question } => return Ok(RunEnd::Blocked { question }),
+            }
+        }
+    }
+
+    /// Re-opens a blocked run so it can continue (a human has looked at it).
+    pub fn unblock(&self, session: &mut Session) -> Result<()> {
+        if session.status == RunStatus::Blocked {
+            self.store
+                .update_run(&session.run, RunStatus::Active, &[])?;
+            session.status = RunStatus::Active;
+        }
+        Ok(())
+    }
+
+    fn call_model(
+        &self,
+        session: &Session,
+        worker_index: usize,
+        prompt: &Prompt,
+        call: CallKind,
+        turn: u32,
+    ) -> (CallRecord, std::result::Result<String, String>) {
+        let worker = &session.config.roster.workers[worker_index];
+        let schema = match call {
+            CallKind::Execute => claims::worker_result_schema(),
+            CallKind::Handoff => claims::handoff_report_schema(),
+        };
+        let model_name = worker
+            .model
+            .split_once('/')
+            .map(|(_, m)| m)
+            .unwrap_or(&worker.model);
+        let request = ModelRequest {
+            model: model_name,
+            system: &prompt.system,
+            user: &prompt.user,
+            call,
+            turn,
+            schema,
+            max_tokens: worker.max_tokens,
+            temperature: worker.temperature,
+        };
+        let started_at = self.clock.now();
+        let t0 = Instant::now();
+        let retry = RetryPolicy::new(worker.max_retries);
+        let outcome = match &session.gateways[worker_index] {
+            None => Err(format!("worker {} is disabled", worker.id)),
+            Some(gateway) => {
+                let mut attempt = 0;
+                loop {
+                    match gateway.complete(&request) {
+                        Ok(resp) => break Ok(resp.text),
+                        Err(e) => {
+                            attempt += 1;
+                            match retry.delay(attempt, &e) {
+                                Some(d) => std::thread::sleep(d),
+                                None => {
+                                    let tries = if attempt > 1 {
+                                        format!(" after {attempt} attempts")
+                                    } else {
+                                        String::new()
+                                    };
+                                    break Err(format!("{} error{tries}: {e}", e.class()));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        let tokens_sent = session.system_tokens + session.estimator.count(&prompt.user);
+        let record = CallRecord {
+            call,
+            worker: worker.id.clone(),
+            model: worker.model.clone(),
+            messages: Prompt::MESSAGES,
+            request_hash: audit::request_hash(prompt),
+            tokens_sent,
+            tokens_received: outcome
+                .as_ref()
+                .map(|t| session.estimator.count(t))
+                .unwrap_or(0),
+            output: outcome.as_ref().ok().cloned(),
+            error: outcome.as_ref().err().cloned(),
+            started_at,
+            duration_ms: t0.elapsed().as_millis() as u64,
+        };
+        (record, outcome)
+    }
+
+    fn run_turn(&self, session: &mut Session, plan: &TurnPlan) -> Result<TurnSummary> {
+        let t0 = Instant::now();
+        let turn = session.state.turns;
+        let worker: WorkerConfig = session.config.roster.workers[plan.worker].clone();
+        let profile = worker.profile();
+        let started_at = self.clock.now();
+        let package = compiler::compile(
+            &session.state,
+            &plan.assignment,
+            &profile,
+            plan.budget,
+            &*session.estimator,
+        );
+
+        let mut calls = Vec::with_capacity(2);
+        let mut model_time = Duration::ZERO;
+        let p1 = prompt::execute_prompt(&package);
+        let (rec1, out1) = self.call_model(session, plan.worker, &p1, CallKind::Execute, turn);
+        model_time += Duration::from_millis(rec1.duration_ms);
+        calls.push(rec1);
+
+        let mut error: Option<String> = None;
+        let mut claims_ok = None;
+        let mut p2 = None;
+        match out1 {
+            Err(e) => error = Some(format!("execute call failed: {e}")),
+            Ok(raw1) => match claims::parse_worker_result(&raw1) {
+                Err(e) => {
+                    calls[0].error = Some(e.to_string());
+                    error = Some(format!("execute output rejected: {e}"));
+                }
+                Ok(result) => {
+                    let prompt2 = prompt::handoff_prompt(&package, &raw1);
+                    let (rec2, out2) =
+                        self.call_model(session, plan.worker, &prompt2, CallKind::Handoff, turn);
+                    model_time += Duration::from_millis(rec2.duration_ms);
+                    calls.push(rec2);
+                    match out2 {
+                        Err(e) => error = Some(format!("handoff call failed: {e}")),
+                        Ok(raw2) => match claims::parse_handoff_report(&raw2) {
+                            Err(e) => {
+                                calls[1].error = Some(e.to_string());
+                                error = Some(format!("handoff output rejected: {e}"));
+                            }
+                            Ok(report) => claims_ok = Some((result, report)),
+                        },
+                    }
+                    p2 = Some(prompt2);
+                }
+            },
+        }
+
+        let mut prompts: Vec<&Prompt> = vec![&p1];
+        if let Some(p) = &p2 {
+            prompts.push(p);
+        }
+        let own_output = calls[0].output.as_deref();
+        let transfer = audit::audit(&package, &prompts, own_output, &session.prior_outputs);
+
+        let now = self.clock.now();
+        let mut next = session.state.clone();
+        let mut events = vec![Event {
+            run_id: session.run.clone(),
+            turn: Some(turn),
+            at: started_at,
+            kind: EventKind::TurnStarted {
+                worker: worker.id.clone(),
+                model: worker.model.clone(),
+                assignment: plan
+                    .assignment
+                    .step_id
+                    .clone()
+                    .unwrap_or_else(|| "continuation".into()),
+            },
+        }];
+        events.push(Event {
+            run_id: session.run.clone(),
+            turn: Some(turn),
+            at: started_at,
+            kind: EventKind::PackageCompiled {
+                tokens: package.tokens,
+                budget: package.budget,
+                sections_included: package.sections.iter().filter(|s| s.included).count(),
+                sections_omitted: package
+                    .omitted_sections
+                    .iter()
+                    .map(|s| s.title().to_string())
+                    .collect(),
+                items_dropped: package.dropped.len(),
+            },
+        });
+        for c in &calls {
+            events.push(Event {
+                run_id: session.run.clone(),
+                turn: Some(turn),
+                at: c.started_at,
+                kind: EventKind::ModelCalled {
+                    call: c.call.as_str().into(),
+                    worker: worker.id.clone(),
+                    ok: c.error.is_none(),
+                    tokens_sent: c.tokens_sent,
+                    tokens_received: c.tokens_received,
+                },
+            });
+        }
+
+        let (status, outcome, result_json, report_json) = match claims_ok {
+            Some((result, report)) => {
+                let ctx = TurnContext {
+                    worker: &profile,
+                    turn,
+                    at: now,
+                    assignment: &plan.assignment,
+                };
+                let mut refusals = result.refusals;
+                refusals.extend(report.refusals);
+                let outcome = reconciler::reconcile(
+                    &mut next,
+                    &ctx,
+                    &result.claim,
+                    &report.claim,
+                    refusals,
+                    &*self.verifier,
+                );
+                // The plan cursor belongs to the orchestrator: the step is done because
+                // its turn commits, whatever the claims said about completion.
+                if let Some(step_id) = &plan.assignment.step_id
+                    && let Some(step) = next.plan.iter_mut().find(|s| &s.id == step_id)
+                {
+                    step.status = StepStatus::Done;
+                    step.done_by = Some(worker.id.clone());
+                    step.done_at_turn = Some(turn);
+                    events.push(Event {
+                        run_id: session.run.clone(),
+                        turn: Some(turn),
+                        at: now,
+                        kind: EventKind::StepDone {
+                            step: step_id.clone(),
+                            worker: worker.id.clone(),
+                        },
+                    });
+                }
+                next.consecutive_failures = 0;
+                let rj = serde_json::to_value(&result.claim).ok();
+                let pj = serde_json::to_value(&report.claim).ok();
+                (TurnStatus::Committed, outcome, rj, pj)
+            }
+            None => {
+                next.consecutive_failures += 1;
+                (TurnStatus::Failed, ReconcileOutcome::default(), None, None)
+            }
+        };
+        next.turns += 1;
+        for r in &outcome.refusals {
+            events.push(Event {
+                run_id: session.run.clone(),
+                turn: Some(turn),
+                at: now,
+                kind: EventKind::ClaimRefused {
+                    worker: worker.id.clone(),
+                    claim: r.claim.clone(),
+                    reason: r.reason.clone(),
+                },
+            });
+        }
+        for w in &outcome.warnings {
+            events.push(Event {
+                run_id: session.run.clone(),
+                turn: Some(turn),
+                at: now,
+                kind: EventKind::Warning {
+                    worker: worker.id.clone(),
+                    text: w.clone(),
+                },
+            });
+        }
+        let changes = next.diff(&session.state);
+        events.push(Event {
+            run_id: session.run.clone(),
+            turn: Some(turn),
+            at: now,
+            kind: EventKind::TurnCommitted {
+                worker: worker.id.clone(),
+                status: status.as_str().into(),
+                changes: changes.len(),
+            },
+        });
+
+        let summary = TurnSummary {
+            turn,
+            worker: worker.id.clone(),
+            model: worker.model.clone(),
+            assignment: plan.assignment.clone(),
+            status,
+            package_tokens: package.tokens,
+            budget: package.budget,
+            sections_omitted: package
+                .omitted_sections
+                .iter()
+                .map(|s| s.title().to_string())
+                .collect(),
+            items_dropped: package.dropped.len(),
+            tokens_sent: calls.iter().map(|c| c.tokens_sent).sum(),
+            tokens_received: calls.iter().map(|c| c.tokens_received).sum(),
+            warnings: outcome.warnings.clone(),
+            refusals: outcome.refusals.clone(),
+            error: error.clone(),
+            changes: changes.len(),
+            conversations_passed: transfer.conversations_passed(),
+            engine_time: Duration::ZERO,
+        };
+        let new_outputs: Vec<String> = calls.iter().filter_map(|c| c.output.clone()).collect();
+        let record = TurnRecord {
+            run_id: session.run.clone(),
+            turn,
+            worker: worker.id.clone(),
+            model: worker.model.clone(),
+            family: worker.family.clone(),
+            assignment: plan.assignment.clone(),
+            status,
+            package,
+            calls,
+            result: result_json,
+            report: report_json,
+            outcome,
+            audit: transfer,
+            error,
+            started_at,
+            finished_at: now,
+        };
+        let commit = TurnCommit {
+            record,
+            header: next.header(),
+            changes,
+            events,
+            status: RunStatus::Active,
+        };
+        self.store.commit_turn(&commit)?;
+        session.state = next;
+        session.prior_outputs.extend(new_outputs);
+        let engine_time = t0.elapsed().saturating_sub(model_time);
+        Ok(TurnSummary {
+            engine_time,
+            ..summary
+        })
+    }
+}
+
+fn build_gateway(worker: &WorkerConfig) -> Result<Arc<dyn Gateway>> {
+    baton_gateway::for_model(&worker.model, &worker.options).map_err(|source| Error::Gateway {
+        worker: worker.id.to_string(),
+        source,
+    })
+}
+
+fn blocked_question(session: &Session) -> String {
+    let step = session
+        .state
+        .cursor()
+        .map(|i| {
+            format!(
+                "step {} (\"{}\")",
+                session.state.plan[i].id, session.state.plan[i].title
+            )
+        })
+        .unwrap_or_else(|| "the continuation turns".into());
+    format!(
+        "{} turns in a row failed on {step}. Look at `baton history {}` for the errors, fix the \
+         workers or reword the step, then run `baton resume {}` to continue.",
+        session.state.consecutive_failures, session.run, session.run
+    )
+}
+
+/// A clock that advances one second per reading from a fixed start: deterministic
+/// timestamps for tests and reproducible exports.
+#[derive(Debug)]
+pub struct SteppingClock {
+    next: AtomicU64,
+}
+
+impl SteppingClock {
+    pub fn new(start: Timestamp) -> Self {
+        SteppingClock {
+            next: AtomicU64::new(start.0 as u64),
+        }
+    }
+}
+
+impl Clock for SteppingClock {
+    fn now(&self) -> Timestamp {
+        Timestamp(self.next.fetch_add(1000, Ordering::Relaxed) as i64)
+    }
+}

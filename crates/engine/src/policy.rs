@@ -1,0 +1,184 @@
+//! Who works next, on what, with how many tokens.
+
+use baton_core::compiler::{Assignment, AssignmentKind};
+use baton_core::state::ExecutionState;
+
+use crate::config::{Roster, RunSettings};
+
+/// The next turn: a roster index, an assignment and a package budget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnPlan {
+    pub worker: usize,
+    pub assignment: Assignment,
+    pub budget: usize,
+}
+
+/// Chooses the next turn from canonical state; `None` when the run is done.
+pub trait SwitchPolicy: Send + Sync {
+    fn next_turn(
+        &self,
+        state: &ExecutionState,
+        roster: &Roster,
+        settings: &RunSettings,
+    ) -> Option<TurnPlan>;
+}
+
+/// The default: workers take turns in roster order, cycling when steps outnumber them.
+/// When every step is done and some enabled worker has not yet taken part, it gets a
+/// continuation turn, so every worker in the roster contributes. A failed turn leaves
+/// its step at the cursor for the next worker.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RotatingPolicy;
+
+impl SwitchPolicy for RotatingPolicy {
+    fn next_turn(
+        &self,
+        state: &ExecutionState,
+        roster: &Roster,
+        settings: &RunSettings,
+    ) -> Option<TurnPlan> {
+        let enabled: Vec<usize> = roster.enabled().map(|(i, _)| i).collect();
+        if enabled.is_empty() {
+            return None;
+        }
+        let slot = state.turns as usize % enabled.len();
+        if let Some(cursor) = state.cursor() {
+            let step = &state.plan[cursor];
+            return Some(TurnPlan {
+                worker: enabled[slot],
+                assignment: Assignment {
+                    kind: AssignmentKind::Step,
+                    step_id: Some(step.id.clone()),
+                    task: step.title.clone(),
+                },
+                budget: step_budget(state, settings, cursor),
+            });
+        }
+        // Every step is done: surplus workers that have not taken part yet continue the
+        // objective, in rotation order.
+        let took_part = |i: usize| {
+            let id = &roster.workers[i].id;
+            state.workers.iter().any(|w| &w.id == id)
+        };
+        let worker = (0..enabled.len())
+            .map(|k| enabled[(slot + k) % enabled.len()])
+            .find(|&i| !took_part(i))?;
+        Some(TurnPlan {
+            worker,
+            assignment: Assignment {
+                kind: AssignmentKind::Continuation,
+                step_id: None,
+                task: "Every planned step is done. Continue the objective from the record: \
+                       resolve or narrow the open issues, check the next action, and leave the \
+                       work in a better state for the next worker."
+                    .into(),
+            },
+            budget: step_budget(state, settings, state.plan.len().saturating_sub(1)),
+        })
+    }
+}
+
+/// The package budget for step `index`: the step's own budget, else its share of the
+/// total (weights grow linearly so later steps, which have more record to read, get
+/// more), else the per-package budget.
+pub fn step_budget(state: &ExecutionState, settings: &RunSettings, index: usize) -> usize {
+    if let Some(b) = state.plan.get(index).and_then(|s| s.budget) {
+        return b;
+    }
+    let n = state.plan.len();
+    match settings.total_budget {
+        Some(total) if n > 0 => {
+            // Weights n, n+1, …, 2n-1: the last step gets about twice the first.
+            let weight = n + index.min(n - 1);
+            let sum: usize = (n..2 * n).sum();
+            total * weight / sum
+        }
+        _ => settings.budget,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_core::ids::{RunId, WorkerId};
+    use baton_core::state::{StepStatus, WorkerRecord};
+
+    fn state(steps: usize) -> ExecutionState {
+        let titles: Vec<String> = (0..steps).map(|i| format!("step {i}")).collect();
+        ExecutionState::new(RunId("r".into()), "o", &titles)
+    }
+
+    fn finish(state: &mut ExecutionState, roster: &Roster, plan: &TurnPlan) {
+        if let Some(id) = &plan.assignment.step_id {
+            let step = state.plan.iter_mut().find(|s| &s.id == id).unwrap();
+            step.status = StepStatus::Done;
+        }
+        let wid: WorkerId = roster.workers[plan.worker].id.clone();
+        state.workers.push(WorkerRecord {
+            id: wid,
+            model: String::new(),
+            family: String::new(),
+            turns: vec![state.turns],
+        });
+        state.turns += 1;
+    }
+
+    fn simulate(steps: usize, workers: usize) -> Vec<(usize, AssignmentKind)> {
+        let roster = Roster::mock(workers);
+        let mut s = state(steps);
+        let mut out = Vec::new();
+        while let Some(plan) = RotatingPolicy.next_turn(&s, &roster, &RunSettings::default()) {
+            out.push((plan.worker, plan.assignment.kind));
+            finish(&mut s, &roster, &plan);
+            assert!(out.len() < 1000);
+        }
+        out
+    }
+
+    #[test]
+    fn cycles_the_roster_when_steps_outnumber_workers() {
+        let turns = simulate(5, 2);
+        assert_eq!(
+            turns.iter().map(|t| t.0).collect::<Vec<_>>(),
+            [0, 1, 0, 1, 0]
+        );
+        assert!(turns.iter().all(|t| t.1 == AssignmentKind::Step));
+    }
+
+    #[test]
+    fn surplus_workers_get_continuation_turns() {
+        let turns = simulate(2, 5);
+        assert_eq!(turns.len(), 5);
+        assert_eq!(
+            turns.iter().map(|t| t.0).collect::<Vec<_>>(),
+            [0, 1, 2, 3, 4]
+        );
+        assert_eq!(
+            turns
+                .iter()
+                .filter(|t| t.1 == AssignmentKind::Continuation)
+                .count(),
+            3
+        );
+    }
+
+    #[test]
+    fn one_twenty_and_a_hundred_workers_take_the_same_path() {
+        assert_eq!(simulate(5, 1).len(), 5);
+        assert_eq!(simulate(5, 20).len(), 20);
+        assert_eq!(simulate(5, 100).len(), 100);
+    }
+
+    #[test]
+    fn a_total_budget_gives_later_steps_more() {
+        let s = state(5);
+        let settings = RunSettings {
+            total_budget: Some(10_000),
+            ..RunSettings::default()
+        };
+        let budgets: Vec<usize> = (0..5).map(|i| step_budget(&s, &settings, i)).collect();
+        assert!(budgets.windows(2).all(|w| w[0] < w[1]), "{budgets:?}");
+        assert!(budgets.iter().sum::<usize>() <= 10_000);
+        assert!(budgets.iter().sum::<usize>() > 9_900);
+    }
+}

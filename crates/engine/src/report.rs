@@ -1,0 +1,136 @@
+//! A run's account, computed from the store: who did what, what each was handed, what
+//! the engine refused, and the measured transfer audit. Shared by the CLI's summaries
+//! and the Markdown export.
+
+use baton_core::claims::Refusal;
+use baton_core::compiler::Section;
+use baton_core::state::{ExecutionState, IssueStatus};
+use baton_core::turn::{TurnRecord, TurnStatus};
+use baton_store::{RunInfo, Store};
+use serde::Serialize;
+
+use crate::Result;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TurnRow {
+    pub turn: u32,
+    pub worker: String,
+    pub model: String,
+    pub assignment: String,
+    pub status: TurnStatus,
+    pub package_tokens: usize,
+    pub budget: usize,
+    pub sections_included: Vec<String>,
+    pub sections_omitted: Vec<String>,
+    pub items_dropped: usize,
+    pub tokens_sent: usize,
+    pub tokens_received: usize,
+    pub refusals: Vec<Refusal>,
+    pub warnings: Vec<String>,
+    pub error: Option<String>,
+    pub conversations_passed: u32,
+    pub messages_per_call: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    pub run: RunInfo,
+    pub turns: Vec<TurnRow>,
+    pub tokens_sent: usize,
+    pub tokens_received: usize,
+    /// Sum over every turn's measured transfer audit.
+    pub conversations_passed: u32,
+    /// Requests audited and earlier outputs checked against them.
+    pub requests_audited: usize,
+    pub prior_outputs_checked: u64,
+    pub refusals: usize,
+    pub warnings: usize,
+    pub failed_turns: usize,
+}
+
+pub fn row(t: &TurnRecord) -> TurnRow {
+    let p = &t.package;
+    TurnRow {
+        turn: t.turn,
+        worker: t.worker.to_string(),
+        model: t.model.clone(),
+        assignment: match &t.assignment.step_id {
+            Some(id) => format!("{id} {}", t.assignment.task),
+            None => "continuation".into(),
+        },
+        status: t.status,
+        package_tokens: p.tokens,
+        budget: p.budget,
+        sections_included: p
+            .sections
+            .iter()
+            .filter(|s| {
+                s.included && s.items_included > 0 || s.included && is_text_section(s.section)
+            })
+            .map(|s| s.section.title().to_string())
+            .collect(),
+        sections_omitted: p
+            .omitted_sections
+            .iter()
+            .map(|s| s.title().to_string())
+            .collect(),
+        items_dropped: p.dropped.len(),
+        tokens_sent: t.calls.iter().map(|c| c.tokens_sent).sum(),
+        tokens_received: t.calls.iter().map(|c| c.tokens_received).sum(),
+        refusals: t.outcome.refusals.clone(),
+        warnings: t.outcome.warnings.clone(),
+        error: t.error.clone(),
+        conversations_passed: t.audit.conversations_passed(),
+        messages_per_call: t.audit.messages_per_call.clone(),
+    }
+}
+
+fn is_text_section(s: Section) -> bool {
+    matches!(s, Section::AssignedTask | Section::Objective)
+}
+
+pub fn build(
+    store: &dyn Store,
+    run: &baton_core::ids::RunId,
+) -> Result<(RunReport, ExecutionState, Vec<TurnRecord>)> {
+    let info = store.run_info(run)?;
+    let state = store.load_state(run)?;
+    let turns = store.turns(run)?;
+    let rows: Vec<TurnRow> = turns.iter().map(row).collect();
+    let report = RunReport {
+        run: info,
+        tokens_sent: rows.iter().map(|r| r.tokens_sent).sum(),
+        tokens_received: rows.iter().map(|r| r.tokens_received).sum(),
+        conversations_passed: rows.iter().map(|r| r.conversations_passed).sum(),
+        requests_audited: turns.iter().map(|t| t.audit.messages_per_call.len()).sum(),
+        prior_outputs_checked: turns
+            .iter()
+            .map(|t| u64::from(t.audit.prior_outputs_checked))
+            .sum(),
+        refusals: rows.iter().map(|r| r.refusals.len()).sum(),
+        warnings: rows.iter().map(|r| r.warnings.len()).sum(),
+        failed_turns: rows
+            .iter()
+            .filter(|r| r.status == TurnStatus::Failed)
+            .count(),
+        turns: rows,
+    };
+    Ok((report, state, turns))
+}
+
+/// Open issues whose resolution was claimed but never verified.
+pub fn unverified_resolutions(state: &ExecutionState) -> Vec<String> {
+    state
+        .issues
+        .iter()
+        .filter(|i| i.status == IssueStatus::Open)
+        .filter_map(|i| {
+            i.resolution_claimed_by.as_ref().map(|c| {
+                format!(
+                    "{} \"{}\" — resolution claimed by {} at turn {}, not verified: still open",
+                    i.id, i.title, c.by, c.turn
+                )
+            })
+        })
+        .collect()
+}
