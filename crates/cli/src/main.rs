@@ -1,1 +1,165 @@
-fn main() {}
+//! `baton`: run long work through many models, one bounded briefing at a time.
+
+mod commands;
+mod render;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "baton",
+    version,
+    about = "Run long AI work through many models and agents: typed state, compiled briefings, reconciled claims, durable turns."
+)]
+pub struct Cli {
+    /// SQLite database file [default: .baton/baton.db]
+    #[arg(long, global = true, env = "BATON_DB")]
+    pub db: Option<PathBuf>,
+    /// Configuration and roster file (TOML or JSON) [default: baton.toml if present]
+    #[arg(long, global = true, env = "BATON_CONFIG")]
+    pub config: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct BudgetArgs {
+    /// Token budget per briefing [default: 2000]
+    #[arg(long, env = "BATON_BUDGET")]
+    pub budget: Option<usize>,
+    /// Token budget for the whole plan, split across steps (later steps get more)
+    #[arg(long, env = "BATON_TOTAL_BUDGET")]
+    pub total_budget: Option<usize>,
+    /// Token estimator: bpe (real o200k tokenizer, offline) or heuristic
+    #[arg(long, env = "BATON_ESTIMATOR")]
+    pub estimator: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the built-in demonstration: five offline mock workers, a SQLite file
+    Demo {
+        /// Print the summary as JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a starter roster file (baton.toml)
+    Init {
+        /// Where to write it
+        #[arg(long, default_value = "baton.toml")]
+        path: PathBuf,
+        /// Number of workers to scaffold
+        #[arg(long, default_value_t = 3)]
+        workers: usize,
+        /// Overwrite an existing file
+        #[arg(long)]
+        force: bool,
+    },
+    /// Start a run of your own plan and run it to the end
+    Run {
+        /// What the whole run is for
+        #[arg(long)]
+        objective: String,
+        /// A step of the plan, in order (repeat for each step)
+        #[arg(long = "task", required = true)]
+        tasks: Vec<String>,
+        /// Budget for one step, in order (repeat; overrides the split for that step)
+        #[arg(long = "step-budget")]
+        step_budgets: Vec<usize>,
+        #[command(flatten)]
+        budget: BudgetArgs,
+        /// Stop after this many turns (continue later with `baton resume`)
+        #[arg(long)]
+        max_turns: Option<u32>,
+        /// Create the run without running any turn
+        #[arg(long)]
+        create_only: bool,
+    },
+    /// Advance a run by exactly one turn
+    Step {
+        /// Run id or unambiguous prefix [default: the newest run]
+        run: Option<String>,
+    },
+    /// Continue a persisted run from its last committed turn
+    Resume {
+        /// Run id or unambiguous prefix [default: the newest run]
+        run: Option<String>,
+        /// Stop after this many turns
+        #[arg(long)]
+        max_turns: Option<u32>,
+    },
+    /// List the runs in the database
+    Runs,
+    /// Show a run's canonical state
+    State {
+        run: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show every turn: worker, assignment, status, tokens, refusals and warnings
+    History {
+        run: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show each compiled briefing, with what did not fit
+    Handoffs {
+        run: Option<String>,
+        /// Only this turn
+        #[arg(long)]
+        turn: Option<u32>,
+        /// Print the full briefing text
+        #[arg(long)]
+        text: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the plan's steps and who completed them
+    Tasks { run: Option<String> },
+    /// Show the roster (of a run, or of the configuration file)
+    Workers { run: Option<String> },
+    /// Compile the briefing a worker would get now, without running it
+    Compile {
+        run: Option<String>,
+        /// Worker id [default: the worker the policy picks next]
+        #[arg(long)]
+        worker: Option<String>,
+        /// Budget in tokens [default: the next turn's planned budget]
+        #[arg(long)]
+        budget: Option<usize>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Export a run: json (the whole record), md (a readable report) or script (JSONL replay)
+    Export {
+        run: Option<String>,
+        #[arg(long, default_value = "json")]
+        format: String,
+        /// Write to this file instead of standard output
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Measure tokens sent against transcript replay, and engine speed
+    Bench {
+        /// Run lengths to measure
+        #[arg(long, value_delimiter = ',', default_value = "5,20,100")]
+        turns: Vec<u32>,
+        /// Token estimator for the measurement
+        #[arg(long, default_value = "heuristic")]
+        estimator: String,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match commands::dispatch(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,421 @@
+//! Each subcommand: resolve configuration, open the store, call the engine, render.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use baton_core::ids::RunId;
+use baton_engine::config::{self, FileConfig, Roster, RunSettings};
+use baton_engine::{Engine, RunEnd, RunSpec, StepOutcome, demo, export};
+use baton_store::{SqliteStore, Store};
+
+use crate::render;
+use crate::{BudgetArgs, Cli, Command};
+
+const DEFAULT_DB: &str = ".baton/baton.db";
+const DEFAULT_CONFIG: &str = "baton.toml";
+
+/// Resolved global settings: defaults < file < environment < flags.
+struct Context_ {
+    db: PathBuf,
+    file: FileConfig,
+    config_path: Option<PathBuf>,
+}
+
+fn context(cli: &Cli) -> Result<Context_> {
+    let config_path = match &cli.config {
+        Some(p) => {
+            if !p.exists() {
+                bail!(
+                    "configuration file {} does not exist; create one with `baton init --path {}`",
+                    p.display(),
+                    p.display()
+                );
+            }
+            Some(p.clone())
+        }
+        None => Path::new(DEFAULT_CONFIG)
+            .exists()
+            .then(|| PathBuf::from(DEFAULT_CONFIG)),
+    };
+    let file = match &config_path {
+        Some(p) => config::load_file(p)?,
+        None => FileConfig::default(),
+    };
+    let db = cli
+        .db
+        .clone()
+        .or_else(|| file.db.as_ref().map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_DB));
+    Ok(Context_ {
+        db,
+        file,
+        config_path,
+    })
+}
+
+impl Context_ {
+    fn store(&self) -> Result<Arc<dyn Store>> {
+        let store = SqliteStore::open(&self.db).with_context(|| {
+            format!(
+                "opening the database {} (set --db or BATON_DB to use another)",
+                self.db.display()
+            )
+        })?;
+        Ok(Arc::new(store))
+    }
+
+    fn settings(&self, flags: &BudgetArgs) -> RunSettings {
+        let d = RunSettings::default();
+        RunSettings {
+            budget: flags.budget.or(self.file.budget).unwrap_or(d.budget),
+            total_budget: flags.total_budget.or(self.file.total_budget),
+            estimator: flags
+                .estimator
+                .clone()
+                .or_else(|| self.file.estimator.clone())
+                .unwrap_or(d.estimator),
+        }
+    }
+
+    /// The configured roster, or the offline default of five mock workers.
+    fn roster(&self) -> (Roster, String) {
+        match (&self.file.roster, &self.config_path) {
+            (Some(r), Some(p)) => (r.clone(), format!("roster from {}", p.display())),
+            _ => (
+                Roster::mock(5),
+                "no roster file: 5 offline mock workers (`baton init` writes one)".into(),
+            ),
+        }
+    }
+}
+
+fn resolve(store: &dyn Store, run: Option<&str>) -> Result<RunId> {
+    match run {
+        Some(prefix) => Ok(store.resolve_run(prefix)?),
+        None => {
+            let runs = store.list_runs()?;
+            match runs.into_iter().next() {
+                Some(r) => Ok(r.id),
+                None => bail!(
+                    "no runs in this database yet; start one with `baton demo` or `baton run --objective \"…\" --task \"…\"`"
+                ),
+            }
+        }
+    }
+}
+
+pub fn dispatch(cli: Cli) -> Result<ExitCode> {
+    let ctx = context(&cli)?;
+    match cli.command {
+        Command::Init {
+            path,
+            workers,
+            force,
+        } => init(&path, workers, force),
+        Command::Demo { json } => demo_cmd(&ctx, json),
+        Command::Run {
+            objective,
+            tasks,
+            step_budgets,
+            budget,
+            max_turns,
+            create_only,
+        } => {
+            let store = ctx.store()?;
+            let engine = Engine::new(store.clone());
+            let (roster, roster_note) = ctx.roster();
+            if step_budgets.len() > tasks.len() {
+                bail!(
+                    "{} --step-budget values for {} tasks; give at most one per --task",
+                    step_budgets.len(),
+                    tasks.len()
+                );
+            }
+            let spec = RunSpec {
+                objective,
+                step_budgets: (0..tasks.len())
+                    .map(|i| step_budgets.get(i).copied())
+                    .collect(),
+                tasks,
+                roster,
+                settings: ctx.settings(&budget),
+            };
+            let id = engine.create_run(&spec)?;
+            eprintln!("run {id} created in {} ({roster_note})", ctx.db.display());
+            if create_only {
+                println!("{id}");
+                return Ok(ExitCode::SUCCESS);
+            }
+            drive(&engine, store.as_ref(), &id, max_turns)
+        }
+        Command::Step { run } => {
+            let store = ctx.store()?;
+            let engine = Engine::new(store.clone());
+            let id = resolve(store.as_ref(), run.as_deref())?;
+            let mut session = engine.open(&id, None)?;
+            match engine.step(&mut session)? {
+                StepOutcome::Turn(summary) => {
+                    eprintln!("{}", render::progress_line(&summary, &session));
+                    if let Some(q) = (session.status == baton_store::RunStatus::Blocked)
+                        .then(|| session.state.consecutive_failures)
+                    {
+                        eprintln!(
+                            "run blocked after {q} failed turns in a row; see `baton history {id}`"
+                        );
+                    }
+                    Ok(ExitCode::SUCCESS)
+                }
+                StepOutcome::Finished => {
+                    println!(
+                        "run {id} is finished: every planned turn has committed. See `baton state {id}`."
+                    );
+                    Ok(ExitCode::SUCCESS)
+                }
+                StepOutcome::Blocked { question } => {
+                    println!("run {id} is blocked: {question}");
+                    Ok(ExitCode::from(3))
+                }
+            }
+        }
+        Command::Resume { run, max_turns } => {
+            let store = ctx.store()?;
+            let engine = Engine::new(store.clone());
+            let id = resolve(store.as_ref(), run.as_deref())?;
+            drive(&engine, store.as_ref(), &id, max_turns)
+        }
+        Command::Runs => {
+            let store = ctx.store()?;
+            print!("{}", render::runs(&store.list_runs()?));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::State { run, json } => {
+            let store = ctx.store()?;
+            let id = resolve(store.as_ref(), run.as_deref())?;
+            let state = store.load_state(&id)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&state)?);
+            } else {
+                let info = store.run_info(&id)?;
+                print!("{}", render::state(&info, &state));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::History { run, json } => {
+            let store = ctx.store()?;
+            let id = resolve(store.as_ref(), run.as_deref())?;
+            let (report, _, _) = baton_engine::report::build(store.as_ref(), &id)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report.turns)?);
+            } else {
+                print!("{}", render::history(&report));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Handoffs {
+            run,
+            turn,
+            text,
+            json,
+        } => {
+            let store = ctx.store()?;
+            let id = resolve(store.as_ref(), run.as_deref())?;
+            let turns = store.turns(&id)?;
+            let selected: Vec<_> = turns
+                .iter()
+                .filter(|t| turn.is_none_or(|n| t.turn == n))
+                .collect();
+            if let (Some(n), true) = (turn, selected.is_empty()) {
+                bail!("run {id} has no turn {n} (it has {} turns)", turns.len());
+            }
+            if json {
+                let packages: Vec<_> = selected.iter().map(|t| &t.package).collect();
+                println!("{}", serde_json::to_string_pretty(&packages)?);
+            } else {
+                for t in selected {
+                    print!("{}", render::package(&t.package, Some(t), text));
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Tasks { run } => {
+            let store = ctx.store()?;
+            let id = resolve(store.as_ref(), run.as_deref())?;
+            print!("{}", render::tasks(&store.load_state(&id)?));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Workers { run } => workers(&ctx, run.as_deref()),
+        Command::Compile {
+            run,
+            worker,
+            budget,
+            json,
+        } => {
+            let store = ctx.store()?;
+            let engine = Engine::new(store.clone());
+            let id = resolve(store.as_ref(), run.as_deref())?;
+            let session = engine.open(&id, None)?;
+            let package = engine.preview(&session, worker.as_deref(), budget)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&package)?);
+            } else {
+                print!("{}", render::package(&package, None, true));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Export { run, format, out } => {
+            let store = ctx.store()?;
+            let id = resolve(store.as_ref(), run.as_deref())?;
+            let text = match format.as_str() {
+                "json" => export::json(store.as_ref(), &id)?,
+                "md" | "markdown" => export::markdown(store.as_ref(), &id)?,
+                "script" | "jsonl" => export::script(store.as_ref(), &id)?,
+                other => bail!("unknown export format \"{other}\"; use json, md or script"),
+            };
+            match out {
+                Some(path) => {
+                    std::fs::write(&path, text)
+                        .with_context(|| format!("writing {}", path.display()))?;
+                    eprintln!("wrote {}", path.display());
+                }
+                None => {
+                    let mut stdout = std::io::stdout().lock();
+                    // A closed pipe (`| head`) is not an error worth reporting.
+                    let _ = stdout.write_all(text.as_bytes());
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Bench { turns, estimator } => bench(&turns, &estimator),
+    }
+}
+
+fn init(path: &Path, workers: usize, force: bool) -> Result<ExitCode> {
+    if path.exists() && !force {
+        bail!(
+            "{} already exists; pass --force to overwrite it",
+            path.display()
+        );
+    }
+    std::fs::write(path, config::scaffold(workers))
+        .with_context(|| format!("writing {}", path.display()))?;
+    println!(
+        "wrote {} with {} offline mock workers; edit it, then `baton run --objective \"…\" --task \"…\"`",
+        path.display(),
+        workers.max(1)
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn drive(
+    engine: &Engine,
+    store: &dyn Store,
+    id: &RunId,
+    max_turns: Option<u32>,
+) -> Result<ExitCode> {
+    let mut session = engine.open(id, None)?;
+    if session.status == baton_store::RunStatus::Blocked {
+        eprintln!("run {id} was blocked; resuming as asked");
+        engine.unblock(&mut session)?;
+    }
+    let started = Instant::now();
+    let end = engine.run(&mut session, max_turns, &mut |summary, s| {
+        eprintln!("{}", render::progress_line(summary, s));
+    })?;
+    let (report, state, _) = baton_engine::report::build(store, id)?;
+    print!(
+        "{}",
+        render::run_summary(&report, &state, started.elapsed())
+    );
+    Ok(match end {
+        RunEnd::Finished => ExitCode::SUCCESS,
+        RunEnd::Paused => {
+            println!(
+                "paused after {} turns as asked; continue with `baton resume {id}`",
+                max_turns.unwrap_or(0)
+            );
+            ExitCode::SUCCESS
+        }
+        RunEnd::Blocked { question } => {
+            println!("\nrun blocked — a human is needed: {question}");
+            ExitCode::from(3)
+        }
+    })
+}
+
+fn demo_cmd(ctx: &Context_, json: bool) -> Result<ExitCode> {
+    let store = ctx.store()?;
+    let engine = Engine::new(store.clone());
+    let started = Instant::now();
+    let id = engine.create_run(&demo::spec())?;
+    let mut session = engine.open(&id, None)?;
+    let end = engine.run(&mut session, None, &mut |_, _| {})?;
+    let elapsed = started.elapsed();
+    let (report, state, turns) = baton_engine::report::build(store.as_ref(), &id)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!(
+            "{}",
+            render::demo(&report, &state, &turns, &ctx.db, elapsed)
+        );
+    }
+    Ok(if end == RunEnd::Finished {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn workers(ctx: &Context_, run: Option<&str>) -> Result<ExitCode> {
+    // With a run (named, or the newest when the database has one) show its roster and
+    // who took which turns; otherwise the configured roster.
+    let store = ctx.store()?;
+    let id = match run {
+        Some(p) => Some(store.resolve_run(p)?),
+        None => store.list_runs()?.into_iter().next().map(|r| r.id),
+    };
+    match (id, run) {
+        (Some(id), _) if run.is_some() || ctx.config_path.is_none() => {
+            let engine = Engine::new(store.clone());
+            let session = engine.open(&id, None)?;
+            print!(
+                "{}",
+                render::workers(
+                    &session.config.roster,
+                    Some(&session.state),
+                    &format!("run {id}")
+                )
+            );
+        }
+        _ => {
+            let (roster, note) = ctx.roster();
+            print!("{}", render::workers(&roster, None, &note));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn bench(turns: &[u32], estimator: &str) -> Result<ExitCode> {
+    let dir = tempfile_dir()?;
+    let mut rows = Vec::new();
+    for &n in turns {
+        if n == 0 {
+            bail!("--turns values must be at least 1");
+        }
+        eprintln!("running {n} turns…");
+        rows.push(baton_engine::bench::run_one(&dir, n, estimator)?);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    print!("{}", render::bench(&rows, estimator));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn tempfile_dir() -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("baton-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
+}
