@@ -14,6 +14,7 @@ pub mod ids;
 pub mod prompt;
 pub mod reconciler;
 pub mod state;
+pub mod synthetic;
 pub mod text;
 pub mod tokens;
 pub mod turn;

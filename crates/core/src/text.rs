@@ -28,10 +28,14 @@ const STOPWORDS: &[&str] = &[
 
 /// Reduces a lower-case word to a crude stem so that "tokens"/"token" and
 /// "rotating"/"rotation"/"rotate" meet.
-fn stem(word: &str) -> &str {
+///
+/// Works on bytes: every suffix is ASCII, so cutting one off a UTF-8 word always leaves
+/// a char boundary, and the result equals the `&str` version byte for byte.
+fn stem(word: &[u8]) -> &[u8] {
     for suffix in [
         "ations", "ation", "ings", "ing", "ies", "ied", "ed", "es", "s", "e",
     ] {
+        let suffix = suffix.as_bytes();
         if word.len() > suffix.len() + 3 && word.ends_with(suffix) {
             return &word[..word.len() - suffix.len()];
         }
@@ -40,22 +44,26 @@ fn stem(word: &str) -> &str {
 }
 
 /// FNV-1a over a stemmed term: stable across processes and platforms.
-fn term_hash(term: &str) -> u64 {
+fn term_hash(term: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in term.bytes() {
+    for &b in term {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     h
 }
 
-/// The distinct content terms of a text, as sorted stable hashes.
-pub fn terms(text: &str) -> Vec<u64> {
-    let mut out = Vec::new();
+fn is_stopword(word: &[u8]) -> bool {
+    STOPWORDS.iter().any(|s| s.as_bytes() == word)
+}
+
+/// Calls `f` with the stem of every content word of `text` (lower-cased, stopwords and
+/// one-letter words left out), in text order, repeats included.
+fn for_each_stem(text: &str, mut f: impl FnMut(&[u8])) {
     let mut word = String::new();
-    let flush = |word: &mut String, out: &mut Vec<u64>| {
-        if word.len() >= 2 && !STOPWORDS.contains(&word.as_str()) {
-            out.push(term_hash(stem(word)));
+    let mut flush = |word: &mut String| {
+        if word.len() >= 2 && !is_stopword(word.as_bytes()) {
+            f(stem(word.as_bytes()));
         }
         word.clear();
     };
@@ -63,13 +71,134 @@ pub fn terms(text: &str) -> Vec<u64> {
         if ch.is_alphanumeric() {
             word.extend(ch.to_lowercase());
         } else {
-            flush(&mut word, &mut out);
+            flush(&mut word);
         }
     }
-    flush(&mut word, &mut out);
+    flush(&mut word);
+}
+
+/// The distinct content terms of a text, as sorted stable hashes.
+pub fn terms(text: &str) -> Vec<u64> {
+    let mut out = Vec::new();
+    for_each_stem(text, |stem| out.push(term_hash(stem)));
     out.sort_unstable();
     out.dedup();
     out
+}
+
+/// Bits in `TermQuery`'s filter of two-byte stem prefixes.
+const PREFIX_BITS: usize = 4096;
+/// Query terms the fast path tracks in its fixed-size match set.
+const FAST_QUERY_TERMS: usize = 256;
+/// Longest word the fast path lower-cases on the stack.
+const FAST_WORD_BYTES: usize = 64;
+
+fn prefix_slot(b0: u8, b1: u8) -> usize {
+    ((usize::from(b0) << 5) ^ usize::from(b1)) % PREFIX_BITS
+}
+
+/// A fixed set of query terms, prepared for scoring many texts against it.
+///
+/// `overlap` gives exactly `overlap(&terms(joined texts), query.terms())`, but for ASCII
+/// text it does not build a term set: it skips every word whose two-byte prefix no query
+/// stem has (stems keep their first four bytes, so a word and its stem share that
+/// prefix), and hashes only the rest. The compiler scores every record of a large state
+/// against the assignment, so this is its hot loop.
+#[derive(Debug, Clone)]
+pub struct TermQuery {
+    terms: Vec<u64>,
+    prefixes: Vec<u64>,
+}
+
+impl TermQuery {
+    /// The union of the terms of `texts`.
+    pub fn new(texts: &[&str]) -> Self {
+        let mut terms = Vec::new();
+        let mut prefixes = vec![0u64; PREFIX_BITS / 64];
+        for text in texts {
+            for_each_stem(text, |stem| {
+                terms.push(term_hash(stem));
+                // Stems are at least two bytes long (words shorter are skipped).
+                if let [b0, b1, ..] = *stem {
+                    let slot = prefix_slot(b0, b1);
+                    prefixes[slot / 64] |= 1 << (slot % 64);
+                }
+            });
+        }
+        terms.sort_unstable();
+        terms.dedup();
+        TermQuery { terms, prefixes }
+    }
+
+    /// The query's distinct terms, sorted (as `terms` returns them).
+    pub fn terms(&self) -> &[u64] {
+        &self.terms
+    }
+
+    /// Distinct query terms that occur in any of `texts`.
+    pub fn overlap(&self, texts: &[&str]) -> usize {
+        if self.terms.is_empty() {
+            return 0;
+        }
+        if self.terms.len() > FAST_QUERY_TERMS || !texts.iter().all(|t| t.is_ascii()) {
+            return self.overlap_slow(texts);
+        }
+        let mut seen = [0u64; FAST_QUERY_TERMS / 64];
+        let mut buf = [0u8; FAST_WORD_BYTES];
+        for text in texts {
+            let bytes = text.as_bytes();
+            let mut i = 0;
+            while i < bytes.len() {
+                while i < bytes.len() && !bytes[i].is_ascii_alphanumeric() {
+                    i += 1;
+                }
+                let start = i;
+                while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
+                    i += 1;
+                }
+                let len = i - start;
+                if len < 2 {
+                    continue;
+                }
+                let slot = prefix_slot(
+                    bytes[start].to_ascii_lowercase(),
+                    bytes[start + 1].to_ascii_lowercase(),
+                );
+                if self.prefixes[slot / 64] & (1 << (slot % 64)) == 0 {
+                    continue;
+                }
+                if len > FAST_WORD_BYTES {
+                    let word = text[start..i].to_ascii_lowercase();
+                    self.mark(word.as_bytes(), &mut seen);
+                } else {
+                    let word = &mut buf[..len];
+                    word.copy_from_slice(&bytes[start..i]);
+                    word.make_ascii_lowercase();
+                    self.mark(word, &mut seen);
+                }
+            }
+        }
+        seen.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    fn mark(&self, word: &[u8], seen: &mut [u64; FAST_QUERY_TERMS / 64]) {
+        if is_stopword(word) {
+            return;
+        }
+        if let Ok(k) = self.terms.binary_search(&term_hash(stem(word))) {
+            seen[k / 64] |= 1 << (k % 64);
+        }
+    }
+
+    fn overlap_slow(&self, texts: &[&str]) -> usize {
+        let mut all = Vec::new();
+        for text in texts {
+            for_each_stem(text, |stem| all.push(term_hash(stem)));
+        }
+        all.sort_unstable();
+        all.dedup();
+        overlap(&all, &self.terms)
+    }
 }
 
 /// Size of the intersection of two sorted, deduplicated term sets.
@@ -115,6 +244,37 @@ pub fn same_statement(a: &str, b: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn term_query_overlap_equals_term_set_overlap() {
+        let query = TermQuery::new(&[
+            "Implement the token rotation endpoint for the PostgreSQL-backed auth API",
+            "Ship a task management API with users, projects and Ünïcode tasks",
+        ]);
+        let texts = [
+            "Rotating refresh TOKENS on every use; tokens are revoked",
+            "Use PostgreSQL 16 as the primary datastore for projects",
+            "Nothing in common here at all",
+            "Ünïcode task names are normalised before storage",
+            "",
+            "a an the is",
+            "supercalifragilisticexpialidocious-authentication-rotation-endpoints-implementation x",
+        ];
+        for t in texts {
+            assert_eq!(
+                query.overlap(&[t]),
+                overlap(&terms(t), query.terms()),
+                "{t}"
+            );
+        }
+        let joined = format!("{} {}", texts[0], texts[1]);
+        assert_eq!(
+            query.overlap(&texts[..2]),
+            overlap(&terms(&joined), query.terms())
+        );
+        assert!(query.overlap(&[texts[1]]) >= 2);
+        assert_eq!(query.overlap(&[texts[2]]), 0);
+    }
 
     #[test]
     fn normalisation_ignores_case_punctuation_and_spacing() {

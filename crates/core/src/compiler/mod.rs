@@ -3,9 +3,21 @@
 //! Deterministic (invariant 7), bounded by the token count of the *rendered* package,
 //! and honest about what it left out (invariant 6).
 
+mod fill;
+mod render;
+mod sections;
+
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{RunId, WorkerId};
+use crate::state::ExecutionState;
+use crate::tokens::TokenEstimator;
+
+pub use fill::MIN_KEEP_CHARS;
+pub use sections::{
+    ANCHOR_BONUS, ANCHORED, CAP_ARTIFACTS, CAP_ASSUMPTIONS, CAP_COMPLETED, CAP_DECISIONS,
+    CAP_FAILED, CAP_ISSUES, CAP_PROGRESS, CAP_STEP_WORK, FLOOR_WARNINGS, relevance,
+};
 
 /// What a worker is asked to do this turn.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -106,9 +118,23 @@ pub struct SectionReport {
     pub tokens: usize,
     /// False when the section had content but none of it fit.
     pub included: bool,
-    /// True when the text was shortened (task/objective as a last resort, long items).
+    /// True when the text was shortened (task/objective as a last resort, long items,
+    /// warnings in their shortest form).
     #[serde(default)]
     pub shortened: bool,
+    /// The items shown, in display order, with their ranking score.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kept: Vec<KeptItem>,
+}
+
+/// An item that made it into the package.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeptItem {
+    /// The record id (`D3`) or a short label (`step`, `H4.warning1`).
+    pub item: String,
+    /// Ranking score (see `relevance`; anchored items and fixed lines rank above
+    /// `ANCHOR_BONUS`).
+    pub score: u32,
 }
 
 /// An item left out, and why.
@@ -118,6 +144,10 @@ pub struct DroppedItem {
     /// The record id (`D3`, `F1`) or a short label.
     pub item: String,
     pub reason: DropReason,
+    /// Ranking score: within a section, an item dropped for the budget never outranks
+    /// one that was kept.
+    #[serde(default)]
+    pub score: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -145,34 +175,23 @@ pub struct HandoffPackage {
     pub sections: Vec<SectionReport>,
     pub omitted_sections: Vec<Section>,
     pub dropped: Vec<DroppedItem>,
-    /// True only when even the shortened task and objective exceed the budget.
+    /// True only when even the shortest task and objective (each cut to
+    /// `MIN_KEEP_CHARS`), with the header and the predecessor's warnings in their
+    /// shortest form, exceed the budget.
     pub over_budget: bool,
 }
 
-// TEMPORARY placeholder until the real compiler lands (replaced in this session).
+/// Compiles the briefing for `worker` doing `assignment`, within `budget` tokens as
+/// counted by `estimator` on the rendered text.
+///
+/// Deterministic: the same inputs give a byte-identical package (integer scores, total
+/// orders with record-index tie-breaks, no hash-map iteration).
 pub fn compile(
-    state: &crate::state::ExecutionState,
+    state: &ExecutionState,
     assignment: &Assignment,
     worker: &WorkerProfile,
     budget: usize,
-    estimator: &dyn crate::tokens::TokenEstimator,
+    estimator: &dyn TokenEstimator,
 ) -> HandoffPackage {
-    let text = format!(
-        "# Briefing\n## Assigned task\n{}\n## Objective\n{}\n",
-        assignment.task, state.objective
-    );
-    HandoffPackage {
-        run_id: state.run_id.clone(),
-        turn: state.turns,
-        worker: worker.id.clone(),
-        assignment: assignment.clone(),
-        budget,
-        tokens: estimator.count(&text),
-        estimator: estimator.name().to_string(),
-        text,
-        sections: Vec::new(),
-        omitted_sections: Vec::new(),
-        dropped: Vec::new(),
-        over_budget: false,
-    }
+    fill::Compiler::new(state, assignment, worker, estimator).compile(budget)
 }

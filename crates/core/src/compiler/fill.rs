@@ -1,0 +1,413 @@
+//! Greedy fill against the budget, in section priority order, and assembly of the
+//! package with its report.
+//!
+//! Priority: header, assigned task and objective (shortened only as a last resort), the
+//! predecessor's warnings in their shortest form (always delivered), then the warnings
+//! in full, then Progress … Next action, then the predecessor's notes. Within a section
+//! items are taken best-ranked first and the first that does not fit ends the section,
+//! so a trimmed section loses its least relevant items and never a better one.
+
+use std::fmt::Write as _;
+
+use super::render::{Arena, Piece, shorten};
+use super::sections::{self, Block, Context};
+use super::{
+    Assignment, AssignmentKind, DropReason, DroppedItem, HandoffPackage, KeptItem, Section,
+    SectionReport, WorkerProfile,
+};
+use crate::state::ExecutionState;
+use crate::text::TermQuery;
+use crate::tokens::TokenEstimator;
+
+/// The task and the objective are never shortened below this many chars each.
+pub const MIN_KEEP_CHARS: usize = 120;
+
+/// The task or objective section as rendered under a plan.
+struct Core {
+    text: String,
+    tokens: usize,
+    shortened: bool,
+}
+
+/// What one fill decided.
+struct Plan {
+    task: Option<Core>,
+    objective: Option<Core>,
+    /// The task and objective at their shortest, with only the warnings' floor: nothing
+    /// is left to take out.
+    minimal: bool,
+    /// Ranked items kept, per block.
+    kept: Vec<usize>,
+    /// Notes block: leading warnings shown in full (the rest of the kept ones are short).
+    full_warnings: usize,
+}
+
+pub(super) struct Compiler<'a, 'e> {
+    arena: Arena<'e>,
+    state: &'a ExecutionState,
+    assignment: &'a Assignment,
+    worker: &'a WorkerProfile,
+    header: Piece,
+    task_prefix: String,
+    task_full: Piece,
+    objective_full: Piece,
+    /// Progress … Next action, then the notes last.
+    blocks: Vec<Block>,
+}
+
+fn task_section(out: &mut String, prefix: &str, task: &str) {
+    out.push_str("\n## ");
+    out.push_str(Section::AssignedTask.title());
+    out.push('\n');
+    out.push_str(prefix);
+    out.push_str(task);
+}
+
+fn objective_section(out: &mut String, objective: &str) {
+    out.push_str("\n## ");
+    out.push_str(Section::Objective.title());
+    out.push('\n');
+    out.push_str(objective);
+}
+
+impl<'a, 'e> Compiler<'a, 'e> {
+    pub fn new(
+        state: &'a ExecutionState,
+        assignment: &'a Assignment,
+        worker: &'a WorkerProfile,
+        estimator: &'e dyn TokenEstimator,
+    ) -> Self {
+        let mut arena = Arena::new(
+            estimator,
+            4096 + assignment.task.len() + state.objective.len(),
+        );
+        let out = arena.begin();
+        let _ = write!(
+            out,
+            "# Briefing: run {}, turn {}, for {} ({})",
+            state.run_id, state.turns, worker.id, worker.model
+        );
+        if let Some(role) = &worker.role {
+            let _ = write!(out, " as {role}");
+        }
+        out.push_str("\nRecord ids (D3, I2, F1, …) are stable: cite them when you refer to records.");
+        let header = arena.end();
+
+        let task_prefix = match (assignment.kind, &assignment.step_id) {
+            (AssignmentKind::Step, Some(id)) => format!("Step {id}: "),
+            (AssignmentKind::Step, None) => String::new(),
+            (AssignmentKind::Continuation, _) => "Continuation (no step of its own): ".into(),
+        };
+        task_section(arena.begin(), &task_prefix, &assignment.task);
+        let task_full = arena.end();
+        objective_section(arena.begin(), &state.objective);
+        let objective_full = arena.end();
+
+        let step_index = match (assignment.kind, &assignment.step_id) {
+            (AssignmentKind::Step, Some(id)) => state.plan.iter().position(|s| &s.id == id),
+            _ => state.cursor(),
+        };
+        let cx = Context {
+            state,
+            assignment,
+            query: TermQuery::new(&[&assignment.task, &state.objective]),
+            step_index,
+        };
+        let blocks = sections::blocks(&mut arena, &cx);
+        Compiler {
+            arena,
+            state,
+            assignment,
+            worker,
+            header,
+            task_prefix,
+            task_full,
+            objective_full,
+            blocks,
+        }
+    }
+
+    fn notes(&self) -> &Block {
+        // `sections::blocks` always ends with the notes block.
+        &self.blocks[self.blocks.len() - 1]
+    }
+
+    /// Warnings with a shortest form, delivered whatever the budget.
+    fn floor_warnings(&self) -> usize {
+        self.notes()
+            .items
+            .iter()
+            .take_while(|i| i.short.is_some())
+            .count()
+    }
+
+    fn floor_tokens(&self) -> usize {
+        let n = self.floor_warnings();
+        if n == 0 {
+            return 0;
+        }
+        let notes = self.notes();
+        notes.heading.tokens
+            + notes.items[..n]
+                .iter()
+                .map(|i| i.short.map_or(i.piece.tokens, |s| s.tokens))
+                .sum::<usize>()
+    }
+
+    /// Task and objective each cut to at most `max_chars` chars.
+    fn core_at(&self, max_chars: usize) -> (Core, Core) {
+        let estimator = self.arena.estimator();
+        let (task, task_cut) = shorten(&self.assignment.task, max_chars);
+        let mut t = String::with_capacity(task.len() + 64);
+        task_section(&mut t, &self.task_prefix, &task);
+        t.push('\n');
+        let (objective, objective_cut) = shorten(&self.state.objective, max_chars);
+        let mut o = String::with_capacity(objective.len() + 32);
+        objective_section(&mut o, &objective);
+        o.push('\n');
+        (
+            Core {
+                tokens: estimator.count(&t),
+                text: t,
+                shortened: task_cut,
+            },
+            Core {
+                tokens: estimator.count(&o),
+                text: o,
+                shortened: objective_cut,
+            },
+        )
+    }
+
+    /// The longest task and objective that fit `avail` tokens together, and whether even
+    /// the shortest did not fit.
+    fn shortened_core(&self, avail: usize) -> (Core, Core, bool) {
+        let longest = self
+            .assignment
+            .task
+            .chars()
+            .count()
+            .max(self.state.objective.chars().count());
+        let fits = |(t, o): &(Core, Core)| t.tokens + o.tokens <= avail;
+        let shortest = self.core_at(MIN_KEEP_CHARS);
+        if longest <= MIN_KEEP_CHARS || !fits(&shortest) {
+            return (shortest.0, shortest.1, true);
+        }
+        // Invariant: `lo` fits, `hi` (the full texts, which did not fit) does not.
+        let (mut lo, mut hi, mut best) = (MIN_KEEP_CHARS, longest, shortest);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            let probe = self.core_at(mid);
+            if fits(&probe) {
+                lo = mid;
+                best = probe;
+            } else {
+                hi = mid;
+            }
+        }
+        (best.0, best.1, false)
+    }
+
+    fn plan(&self, limit: usize) -> Plan {
+        let notes_at = self.blocks.len() - 1;
+        let floor_n = self.floor_warnings();
+        let mut plan = Plan {
+            task: None,
+            objective: None,
+            minimal: false,
+            kept: vec![0; self.blocks.len()],
+            full_warnings: 0,
+        };
+        plan.kept[notes_at] = floor_n;
+        let fixed = self.header.tokens + self.floor_tokens();
+        let full_core = self.task_full.tokens + self.objective_full.tokens;
+        let mut remaining = if fixed + full_core <= limit {
+            limit - fixed - full_core
+        } else {
+            let (task, objective, minimal) = self.shortened_core(limit.saturating_sub(fixed));
+            let used = fixed + task.tokens + objective.tokens;
+            plan.task = Some(task);
+            plan.objective = Some(objective);
+            if minimal {
+                plan.minimal = true;
+                return plan;
+            }
+            limit.saturating_sub(used)
+        };
+
+        // The predecessor's warnings in full, right after the task and objective.
+        let notes = self.notes();
+        for (k, w) in notes.items[..notes.warnings].iter().enumerate() {
+            let extra = match w.short {
+                Some(short) => w.piece.tokens.saturating_sub(short.tokens),
+                None => w.piece.tokens,
+            };
+            if extra > remaining {
+                break;
+            }
+            remaining -= extra;
+            plan.full_warnings = k + 1;
+            plan.kept[notes_at] = plan.kept[notes_at].max(k + 1);
+        }
+
+        // Progress … Next action.
+        for (b, block) in self.blocks[..notes_at].iter().enumerate() {
+            let mut cost = block.heading.tokens;
+            let mut k = 0;
+            for item in &block.items {
+                if cost + item.piece.tokens > remaining {
+                    break;
+                }
+                cost += item.piece.tokens;
+                k += 1;
+            }
+            if k > 0 {
+                remaining -= cost;
+                plan.kept[b] = k;
+            }
+        }
+
+        // The notes themselves, last, and only after every warning.
+        let kept = plan.kept[notes_at];
+        if let Some(item) = notes.items.get(kept)
+            && kept == plan.full_warnings
+        {
+            let heading = if kept == 0 { notes.heading.tokens } else { 0 };
+            if heading + item.piece.tokens <= remaining {
+                plan.kept[notes_at] = kept + 1;
+            }
+        }
+        plan
+    }
+
+    /// The kept items of block `b`, in display order, with the piece each is shown as.
+    fn shown(&self, plan: &Plan, b: usize) -> Vec<(usize, Piece)> {
+        let block = &self.blocks[b];
+        let notes = b == self.blocks.len() - 1;
+        let mut shown: Vec<(usize, Piece)> = (0..plan.kept[b])
+            .map(|i| {
+                let item = &block.items[i];
+                let piece = match item.short {
+                    Some(short) if notes && i >= plan.full_warnings => short,
+                    _ => item.piece,
+                };
+                (i, piece)
+            })
+            .collect();
+        shown.sort_unstable_by_key(|&(i, _)| (block.items[i].order, i));
+        shown
+    }
+
+    fn assemble(&self, plan: &Plan) -> String {
+        let mut text = String::with_capacity(self.arena.buf.len().min(1 << 16) + 256);
+        text.push_str(self.arena.text(self.header));
+        match &plan.task {
+            Some(core) => text.push_str(&core.text),
+            None => text.push_str(self.arena.text(self.task_full)),
+        }
+        match &plan.objective {
+            Some(core) => text.push_str(&core.text),
+            None => text.push_str(self.arena.text(self.objective_full)),
+        }
+        for (b, block) in self.blocks.iter().enumerate() {
+            if plan.kept[b] == 0 {
+                continue;
+            }
+            text.push_str(self.arena.text(block.heading));
+            for (_, piece) in self.shown(plan, b) {
+                text.push_str(self.arena.text(piece));
+            }
+        }
+        text
+    }
+
+    /// Fills, checks the assembled text against the budget, and fills again with less
+    /// room when a non-additive estimator counted the whole above the sum of its pieces.
+    pub fn compile(self, budget: usize) -> HandoffPackage {
+        let estimator = self.arena.estimator();
+        let mut limit = budget;
+        loop {
+            let plan = self.plan(limit);
+            let text = self.assemble(&plan);
+            let tokens = estimator.count(&text);
+            if tokens <= budget || plan.minimal || limit == 0 {
+                return self.package(plan, text, tokens, budget);
+            }
+            limit = limit.saturating_sub(tokens - budget);
+        }
+    }
+
+    fn package(self, plan: Plan, text: String, tokens: usize, budget: usize) -> HandoffPackage {
+        let mut sections = Vec::with_capacity(Section::ALL.len());
+        let mut omitted = Vec::new();
+        let mut dropped = Vec::new();
+        let core = [
+            (Section::AssignedTask, &plan.task, self.task_full),
+            (Section::Objective, &plan.objective, self.objective_full),
+        ];
+        for (section, shortened, full) in core {
+            sections.push(SectionReport {
+                section,
+                items_available: 1,
+                items_included: 1,
+                tokens: shortened.as_ref().map_or(full.tokens, |c| c.tokens),
+                included: true,
+                shortened: shortened.as_ref().is_some_and(|c| c.shortened),
+                kept: Vec::new(),
+            });
+        }
+        let shown: Vec<Vec<(usize, Piece)>> = (0..self.blocks.len())
+            .map(|b| self.shown(&plan, b))
+            .collect();
+        for ((b, block), shown) in self.blocks.into_iter().enumerate().zip(shown) {
+            let k = plan.kept[b];
+            let mut report = SectionReport {
+                section: block.section,
+                items_available: block.available,
+                items_included: k,
+                tokens: 0,
+                included: k > 0,
+                shortened: false,
+                kept: Vec::with_capacity(k),
+            };
+            if k > 0 {
+                report.tokens = block.heading.tokens;
+                for &(i, piece) in &shown {
+                    let item = &block.items[i];
+                    report.tokens += piece.tokens;
+                    report.shortened |= item.shortened || piece.start != item.piece.start;
+                    report.kept.push(KeptItem {
+                        item: item.id.clone(),
+                        score: item.score,
+                    });
+                }
+            } else if block.available > 0 {
+                omitted.push(block.section);
+            }
+            for item in &block.items[k..] {
+                dropped.push(DroppedItem {
+                    section: block.section,
+                    item: item.id.clone(),
+                    reason: DropReason::Budget,
+                    score: item.score,
+                });
+            }
+            dropped.extend(block.cap_dropped);
+            sections.push(report);
+        }
+        HandoffPackage {
+            run_id: self.state.run_id.clone(),
+            turn: self.state.turns,
+            worker: self.worker.id.clone(),
+            assignment: self.assignment.clone(),
+            budget,
+            tokens,
+            estimator: self.arena.estimator().name().to_string(),
+            text,
+            sections,
+            omitted_sections: omitted,
+            dropped,
+            over_budget: tokens > budget,
+        }
+    }
+}

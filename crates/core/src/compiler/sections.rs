@@ -1,0 +1,693 @@
+//! Candidates: every record scored against the assignment, cut to its category's cap,
+//! and the survivors rendered and counted, ranked best first.
+
+use std::cmp::Ordering;
+use std::fmt::Write as _;
+
+use super::render::{
+    Arena, MAX_ITEM_CHARS, MAX_NOTES_CHARS, Piece, WARNING_FLOOR_WORDS, push_by, push_clean,
+    push_words,
+};
+use super::{Assignment, AssignmentKind, DropReason, DroppedItem, Section};
+use crate::state::{CompletedWork, ExecutionState, IssueStatus, Severity, StepStatus};
+use crate::text::TermQuery;
+
+/// Per-category caps: candidates beyond them are dropped with `DropReason::Cap`.
+pub const CAP_PROGRESS: usize = 40;
+pub const CAP_STEP_WORK: usize = 8;
+pub const CAP_DECISIONS: usize = 12;
+pub const CAP_COMPLETED: usize = 10;
+pub const CAP_ARTIFACTS: usize = 10;
+pub const CAP_ISSUES: usize = 10;
+pub const CAP_FAILED: usize = 8;
+pub const CAP_ASSUMPTIONS: usize = 8;
+/// The earliest decisions and failed attempts that are always candidates and rank first
+/// in their section: founding choices and the first dead ends are what a late worker
+/// most easily contradicts or repeats.
+pub const ANCHORED: usize = 2;
+/// Added to the score of anchored items (and fixed lines), above any relevance score.
+pub const ANCHOR_BONUS: u32 = 1_000_000;
+/// Warnings that are always delivered, at least in their shortest form.
+pub const FLOOR_WARNINGS: usize = 8;
+
+/// Relevance of a record to the assignment, blended with recency: an integer in
+/// `0..=10_000` (plus `ANCHOR_BONUS` for anchored items, plus a severity bonus for issues).
+///
+/// Relevance is `1000·o/(o+2)` for `o` query terms the record's text shares with the
+/// assignment task and objective (saturating, so long records gain no edge); recency is
+/// `1000·(turn+1)/(turns+1)`. The blend weighs relevance 7 and recency 3. Integers keep
+/// the ranking exact and the package byte-identical on every platform.
+pub fn relevance(query: &TermQuery, texts: &[&str], turn: u32, state_turns: u32) -> u32 {
+    let o = query.overlap(texts) as u64;
+    let rel = 1000 * o / (o + 2);
+    let rec = (1000 * (u64::from(turn) + 1) / (u64::from(state_turns) + 1)).min(1000);
+    (7 * rel + 3 * rec) as u32
+}
+
+fn severity_bonus(s: Severity) -> u32 {
+    match s {
+        Severity::Low => 0,
+        Severity::Medium => 500,
+        Severity::High => 1000,
+        Severity::Critical => 2000,
+    }
+}
+
+/// One candidate line of a section.
+pub(super) struct Item {
+    pub id: String,
+    pub score: u32,
+    /// Display position within the section (the relevance order decides what is kept,
+    /// this decides where it is shown).
+    pub order: u64,
+    pub piece: Piece,
+    /// Warnings only: the shortest form, always delivered.
+    pub short: Option<Piece>,
+    pub shortened: bool,
+}
+
+/// One section's candidates.
+pub(super) struct Block {
+    pub section: Section,
+    /// Heading (with any one-line summary); empty piece when there are no items.
+    pub heading: Piece,
+    /// Ranked best first.
+    pub items: Vec<Item>,
+    /// Records the section had, before caps.
+    pub available: usize,
+    /// Dropped by the cap, in record order.
+    pub cap_dropped: Vec<DroppedItem>,
+    /// Notes block only: how many leading items are warnings.
+    pub warnings: usize,
+}
+
+/// Best first; ties go to the earlier record so the ranking is a total order.
+fn rank(a: &(u32, u32), b: &(u32, u32)) -> Ordering {
+    b.0.cmp(&a.0).then(a.1.cmp(&b.1))
+}
+
+/// The top `cap` of `scored` (`(score, index)`), ranked; a partial selection, so a
+/// large category costs O(n), not O(n log n).
+fn top(mut scored: Vec<(u32, u32)>, cap: usize) -> Vec<(u32, u32)> {
+    if scored.len() > cap {
+        if cap == 0 {
+            scored.clear();
+        } else {
+            scored.select_nth_unstable_by(cap - 1, rank);
+            scored.truncate(cap);
+        }
+    }
+    scored.sort_unstable_by(rank);
+    scored
+}
+
+/// Shared shape of a record section: which records belong, their score, id and line.
+struct Spec<'s, T> {
+    section: Section,
+    cap: usize,
+    records: &'s [T],
+    include: &'s dyn Fn(&T) -> bool,
+    score: &'s dyn Fn(usize, &T) -> u32,
+    id: &'s dyn Fn(&T) -> &str,
+    /// Writes the line (without its final newline); true when text was clipped.
+    render: &'s dyn Fn(&T, &mut String) -> bool,
+}
+
+fn block<T>(arena: &mut Arena<'_>, spec: Spec<'_, T>) -> Block {
+    let mut scores: Vec<(u32, u32)> = Vec::with_capacity(spec.records.len());
+    for (i, r) in spec.records.iter().enumerate() {
+        if (spec.include)(r) {
+            scores.push(((spec.score)(i, r), i as u32));
+        }
+    }
+    let available = scores.len();
+    let mut cap_dropped = Vec::new();
+    let ranked = if available > spec.cap {
+        let all = scores.clone();
+        let ranked = top(scores, spec.cap);
+        let mut kept = vec![false; spec.records.len()];
+        for &(_, i) in &ranked {
+            kept[i as usize] = true;
+        }
+        cap_dropped.reserve(available - ranked.len());
+        for (score, i) in all {
+            if !kept[i as usize] {
+                cap_dropped.push(DroppedItem {
+                    section: spec.section,
+                    item: (spec.id)(&spec.records[i as usize]).to_string(),
+                    reason: DropReason::Cap,
+                    score,
+                });
+            }
+        }
+        ranked
+    } else {
+        top(scores, spec.cap)
+    };
+    let mut items = Vec::with_capacity(ranked.len());
+    for (score, i) in ranked {
+        let r = &spec.records[i as usize];
+        let shortened = (spec.render)(r, arena.begin());
+        items.push(Item {
+            id: (spec.id)(r).to_string(),
+            score,
+            order: u64::from(i),
+            piece: arena.end(),
+            short: None,
+            shortened,
+        });
+    }
+    let heading = heading(arena, spec.section, items.is_empty(), None);
+    Block {
+        section: spec.section,
+        heading,
+        items,
+        available,
+        cap_dropped,
+        warnings: 0,
+    }
+}
+
+fn heading(arena: &mut Arena<'_>, section: Section, empty: bool, extra: Option<&str>) -> Piece {
+    if empty {
+        return Piece::default();
+    }
+    let out = arena.begin();
+    out.push_str("\n## ");
+    out.push_str(section.title());
+    if let Some(extra) = extra {
+        out.push_str(extra);
+    }
+    arena.end()
+}
+
+/// A block of fixed lines, in the given order (they rank in that order, above records).
+fn fixed_item(arena: &mut Arena<'_>, id: &str, pos: usize, line: &str) -> Item {
+    let out = arena.begin();
+    let shortened = push_clean(out, line, MAX_ITEM_CHARS * 2);
+    Item {
+        id: id.to_string(),
+        score: 2 * ANCHOR_BONUS - pos as u32,
+        order: pos as u64,
+        piece: arena.end(),
+        short: None,
+        shortened,
+    }
+}
+
+pub(super) struct Context<'s> {
+    pub state: &'s ExecutionState,
+    pub assignment: &'s Assignment,
+    pub query: TermQuery,
+    /// Index of the assigned plan step (or, for a continuation, the cursor).
+    pub step_index: Option<usize>,
+}
+
+impl Context<'_> {
+    fn score(&self, texts: &[&str], turn: u32) -> u32 {
+        relevance(&self.query, texts, turn, self.state.turns)
+    }
+
+    fn assigned_step_id(&self) -> Option<&str> {
+        match self.assignment.kind {
+            AssignmentKind::Step => self.assignment.step_id.as_deref(),
+            AssignmentKind::Continuation => None,
+        }
+    }
+}
+
+/// Every section from Progress to Next action, in section order, then the notes.
+pub(super) fn blocks(arena: &mut Arena<'_>, cx: &Context<'_>) -> Vec<Block> {
+    vec![
+        progress(arena, cx),
+        current_task_state(arena, cx),
+        decisions(arena, cx),
+        completed(arena, cx),
+        artifacts(arena, cx),
+        issues(arena, cx),
+        failed(arena, cx),
+        assumptions(arena, cx),
+        stamped(arena, cx, Section::LastAction),
+        stamped(arena, cx, Section::NextAction),
+        notes(arena, cx),
+    ]
+}
+
+fn progress(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
+    let plan = &cx.state.plan;
+    let len = plan.len().max(1) as u64;
+    let here = cx.step_index.unwrap_or(0);
+    let assigned = cx.assigned_step_id();
+    block(
+        arena,
+        Spec {
+            section: Section::Progress,
+            cap: CAP_PROGRESS,
+            records: plan,
+            include: &|_| true,
+            // The assigned step first, then the steps nearest to it.
+            score: &|i, _| {
+                if Some(i) == cx.step_index {
+                    ANCHOR_BONUS
+                } else {
+                    (10_000 - 10_000 * (i.abs_diff(here) as u64) / len) as u32
+                }
+            },
+            id: &|s| &s.id,
+            render: &|s, out| {
+                let done = s.status == StepStatus::Done;
+                out.push_str(if done { "- [x] " } else { "- [ ] " });
+                out.push_str(&s.id);
+                out.push(' ');
+                let cut = push_clean(out, &s.title, MAX_ITEM_CHARS);
+                if let (true, Some(by)) = (done, &s.done_by) {
+                    let _ = write!(out, " (done by {by}");
+                    if let Some(t) = s.done_at_turn {
+                        let _ = write!(out, ", turn {t}");
+                    }
+                    out.push(')');
+                }
+                if Some(s.id.as_str()) == assigned {
+                    out.push_str(" ← your step");
+                }
+                cut
+            },
+        },
+    )
+    .with_heading(arena, |out| {
+        let done = plan.iter().filter(|s| s.status == StepStatus::Done).count();
+        let _ = write!(out, " ({done} of {} steps done)", plan.len());
+    })
+}
+
+impl Block {
+    /// Replaces the heading with one that carries a summary, when the block has items.
+    fn with_heading(mut self, arena: &mut Arena<'_>, extra: impl FnOnce(&mut String)) -> Block {
+        if !self.items.is_empty() {
+            let mut s = String::new();
+            extra(&mut s);
+            self.heading = heading(arena, self.section, false, Some(&s));
+        }
+        self
+    }
+}
+
+fn current_task_state(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
+    let state = cx.state;
+    let mut items = Vec::new();
+    let mut step_work = Vec::new();
+    match (cx.assignment.kind, cx.assigned_step_id()) {
+        (AssignmentKind::Step, Some(id)) => {
+            let work: Vec<&CompletedWork> = state
+                .completed
+                .iter()
+                .filter(|c| c.step.as_deref() == Some(id))
+                .collect();
+            let mut line = String::new();
+            match cx.step_index.and_then(|i| state.plan.get(i)) {
+                Some(step) => {
+                    let _ = write!(line, "Step {id} \"{}\" is ", step.title);
+                    match (&step.status, &step.done_by, step.done_at_turn) {
+                        (StepStatus::Done, Some(by), Some(t)) => {
+                            let _ = write!(line, "already marked done (by {by}, turn {t}).");
+                        }
+                        (StepStatus::Done, _, _) => line.push_str("already marked done."),
+                        (StepStatus::Pending, _, _) => line.push_str("pending."),
+                    }
+                }
+                None => {
+                    let _ = write!(line, "Step {id} is not in the plan.");
+                }
+            }
+            if work.is_empty() {
+                line.push_str(
+                    " The record has no work for it yet: as far as the record shows, this is \
+                     its first attempt.",
+                );
+            } else {
+                let _ = write!(
+                    line,
+                    " The record already has {} completed-work item(s) for it, so it was \
+                     attempted before: build on them, do not redo them.",
+                    work.len()
+                );
+            }
+            items.push(fixed_item(arena, "step", 0, &line));
+            step_work = work;
+        }
+        (AssignmentKind::Step, None) => {
+            items.push(fixed_item(
+                arena,
+                "step",
+                0,
+                "No plan step is named for this assignment.",
+            ));
+        }
+        (AssignmentKind::Continuation, _) => {
+            let total = state.plan.len();
+            let done = state.steps_done();
+            let line = if done == total {
+                format!("All {total} plan steps are done; continue from the record.")
+            } else {
+                format!(
+                    "{done} of {total} plan steps are done and the rest are taken; this turn \
+                     has no step of its own."
+                )
+            };
+            items.push(fixed_item(arena, "steps", 0, &line));
+            let (mut open, mut critical, mut high, mut claimed) = (0, 0, 0, 0);
+            for i in state.open_issues() {
+                open += 1;
+                critical += usize::from(i.severity == Severity::Critical);
+                high += usize::from(i.severity == Severity::High);
+                claimed += usize::from(i.resolution_claimed_by.is_some());
+            }
+            let line = format!(
+                "Open issues: {open} ({critical} critical, {high} high); {claimed} with a \
+                 resolution claimed but NOT verified."
+            );
+            items.push(fixed_item(arena, "open_issues", 1, &line));
+            let unverified = state
+                .artifacts
+                .iter()
+                .filter(|a| !a.versions.last().is_some_and(|v| v.verified))
+                .count();
+            let line = format!(
+                "Artifacts whose latest version is NOT verified: {unverified} of {}.",
+                state.artifacts.len()
+            );
+            items.push(fixed_item(arena, "artifacts", 2, &line));
+        }
+    }
+    let fixed = items.len();
+    let mut work_block = block(
+        arena,
+        Spec {
+            section: Section::CurrentTaskState,
+            cap: CAP_STEP_WORK,
+            records: &step_work,
+            include: &|_| true,
+            score: &|_, c| cx.score(&[&c.text], c.provenance.turn),
+            id: &|c| &c.id,
+            render: &|c, out| {
+                let _ = write!(out, "- {}: ", c.id);
+                let cut = push_clean(out, &c.text, MAX_ITEM_CHARS);
+                out.push(' ');
+                push_by(out, &c.provenance.recorded_by, c.provenance.turn);
+                cut
+            },
+        },
+    );
+    for item in &mut work_block.items {
+        // After the fixed lines, in record order.
+        item.order += 16;
+    }
+    items.append(&mut work_block.items);
+    Block {
+        section: Section::CurrentTaskState,
+        heading: heading(arena, Section::CurrentTaskState, items.is_empty(), None),
+        available: fixed + work_block.available,
+        items,
+        cap_dropped: work_block.cap_dropped,
+        warnings: 0,
+    }
+}
+
+fn decisions(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
+    block(
+        arena,
+        Spec {
+            section: Section::Decisions,
+            cap: CAP_DECISIONS,
+            records: &cx.state.decisions,
+            include: &|_| true,
+            score: &|i, d| {
+                let texts = [d.text.as_str(), d.reason.as_deref().unwrap_or("")];
+                let s = cx.score(&texts, d.provenance.turn);
+                if i < ANCHORED { s + ANCHOR_BONUS } else { s }
+            },
+            id: &|d| &d.id,
+            render: &|d, out| {
+                let _ = write!(out, "- {}: ", d.id);
+                let mut cut = push_clean(out, &d.text, MAX_ITEM_CHARS);
+                if let Some(reason) = &d.reason {
+                    out.push_str(" — because ");
+                    cut |= push_clean(out, reason, MAX_ITEM_CHARS);
+                }
+                let p = &d.provenance;
+                let _ = write!(out, " (by {}, turn {}", p.recorded_by, p.turn);
+                if !d.reaffirmed.is_empty() {
+                    let _ = write!(out, "; reaffirmed {}×", d.reaffirmed.len());
+                }
+                out.push(')');
+                cut
+            },
+        },
+    )
+}
+
+fn completed(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
+    // Work for the assigned step is listed under the current task state instead.
+    let assigned = cx.assigned_step_id();
+    block(
+        arena,
+        Spec {
+            section: Section::CompletedWork,
+            cap: CAP_COMPLETED,
+            records: &cx.state.completed,
+            include: &|c| assigned.is_none() || c.step.as_deref() != assigned,
+            score: &|_, c| cx.score(&[&c.text], c.provenance.turn),
+            id: &|c| &c.id,
+            render: &|c, out| {
+                let _ = write!(out, "- {}", c.id);
+                if let Some(step) = &c.step {
+                    let _ = write!(out, " [{step}]");
+                }
+                out.push_str(": ");
+                let cut = push_clean(out, &c.text, MAX_ITEM_CHARS);
+                out.push(' ');
+                push_by(out, &c.provenance.recorded_by, c.provenance.turn);
+                cut
+            },
+        },
+    )
+}
+
+fn artifacts(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
+    block(
+        arena,
+        Spec {
+            section: Section::Artifacts,
+            cap: CAP_ARTIFACTS,
+            // An artifact always has a version; one without is a corrupt record the
+            // compiler skips rather than panics on.
+            records: &cx.state.artifacts,
+            include: &|a| !a.versions.is_empty(),
+            score: &|_, a| {
+                let turn = a.versions.last().map_or(0, |v| v.provenance.turn);
+                let desc = a.versions.last().map_or("", |v| v.description.as_str());
+                cx.score(&[&a.name, desc], turn)
+            },
+            id: &|a| &a.id,
+            render: &|a, out| {
+                let Some(latest) = a.versions.last() else {
+                    return false;
+                };
+                let _ = write!(out, "- {} `", a.id);
+                let mut cut = push_clean(out, &a.name, MAX_ITEM_CHARS / 2);
+                let _ = write!(out, "` ({}) v{}: ", a.kind, latest.version);
+                cut |= push_clean(out, &latest.description, MAX_ITEM_CHARS);
+                let _ = write!(out, " — created by {}", a.creator());
+                let modifiers = a.modifiers();
+                if !modifiers.is_empty() {
+                    out.push_str(", modified by ");
+                    for (k, m) in modifiers.iter().enumerate() {
+                        if k > 0 {
+                            out.push_str(", ");
+                        }
+                        out.push_str(m.as_str());
+                    }
+                }
+                match (latest.verified, &latest.verified_by) {
+                    (true, Some(by)) => {
+                        let _ = write!(out, " — verified ({by})");
+                    }
+                    (true, None) => out.push_str(" — verified"),
+                    (false, _) => out.push_str(" — NOT verified"),
+                }
+                cut
+            },
+        },
+    )
+}
+
+fn issues(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
+    block(
+        arena,
+        Spec {
+            section: Section::UnresolvedIssues,
+            cap: CAP_ISSUES,
+            records: &cx.state.issues,
+            include: &|i| i.status == IssueStatus::Open,
+            score: &|_, i| {
+                cx.score(&[&i.title, &i.detail], i.provenance.turn) + severity_bonus(i.severity)
+            },
+            id: &|i| &i.id,
+            render: &|i, out| {
+                let _ = write!(out, "- {} [{}] ", i.id, i.severity.as_str());
+                let mut cut = push_clean(out, &i.title, MAX_ITEM_CHARS);
+                if !i.detail.is_empty() {
+                    out.push_str(": ");
+                    cut |= push_clean(out, &i.detail, MAX_ITEM_CHARS);
+                }
+                let p = &i.provenance;
+                let _ = write!(out, " (raised by {}, turn {})", p.recorded_by, p.turn);
+                if let Some(claim) = &i.resolution_claimed_by {
+                    let _ = write!(
+                        out,
+                        " — resolution claimed by {} at turn {} — NOT verified, still open",
+                        claim.by, claim.turn
+                    );
+                }
+                cut
+            },
+        },
+    )
+}
+
+fn failed(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
+    block(
+        arena,
+        Spec {
+            section: Section::FailedAttempts,
+            cap: CAP_FAILED,
+            records: &cx.state.failed_attempts,
+            include: &|_| true,
+            score: &|i, f| {
+                let s = cx.score(&[&f.what, &f.why], f.provenance.turn);
+                if i < ANCHORED { s + ANCHOR_BONUS } else { s }
+            },
+            id: &|f| &f.id,
+            render: &|f, out| {
+                let _ = write!(out, "- {}: ", f.id);
+                let mut cut = push_clean(out, &f.what, MAX_ITEM_CHARS);
+                out.push_str(" — failed because ");
+                cut |= push_clean(out, &f.why, MAX_ITEM_CHARS);
+                out.push(' ');
+                push_by(out, &f.provenance.recorded_by, f.provenance.turn);
+                cut
+            },
+        },
+    )
+}
+
+fn assumptions(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
+    block(
+        arena,
+        Spec {
+            section: Section::Assumptions,
+            cap: CAP_ASSUMPTIONS,
+            records: &cx.state.assumptions,
+            include: &|_| true,
+            score: &|_, a| cx.score(&[&a.text], a.provenance.turn),
+            id: &|a| &a.id,
+            render: &|a, out| {
+                let _ = write!(out, "- {}: ", a.id);
+                let cut = push_clean(out, &a.text, MAX_ITEM_CHARS);
+                out.push(' ');
+                push_by(out, &a.provenance.recorded_by, a.provenance.turn);
+                cut
+            },
+        },
+    )
+}
+
+fn stamped(arena: &mut Arena<'_>, cx: &Context<'_>, section: Section) -> Block {
+    let (record, id) = match section {
+        Section::LastAction => (&cx.state.last_action, "last_action"),
+        _ => (&cx.state.next_action, "next_action"),
+    };
+    let records: &[_] = record.as_slice();
+    block(
+        arena,
+        Spec {
+            section,
+            cap: 1,
+            records,
+            include: &|_| true,
+            score: &|_, _| ANCHOR_BONUS,
+            id: &|_| id,
+            render: &|s, out| {
+                let cut = push_clean(out, &s.text, MAX_ITEM_CHARS);
+                out.push(' ');
+                push_by(out, &s.provenance.recorded_by, s.provenance.turn);
+                cut
+            },
+        },
+    )
+}
+
+/// The last handoff's warnings (each with its shortest form; the first `FLOOR_WARNINGS`
+/// are always delivered) then its notes.
+fn notes(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
+    let section = Section::PreviousWorkerNotes;
+    let Some(h) = cx.state.handoffs.last() else {
+        return Block {
+            section,
+            heading: Piece::default(),
+            items: Vec::new(),
+            available: 0,
+            cap_dropped: Vec::new(),
+            warnings: 0,
+        };
+    };
+    let mut items = Vec::with_capacity(h.warnings.len() + 1);
+    for (k, w) in h.warnings.iter().enumerate() {
+        let out = arena.begin();
+        out.push_str("- WARNING: ");
+        let cut = push_clean(out, w, MAX_ITEM_CHARS);
+        let piece = arena.end();
+        let short = if k < FLOOR_WARNINGS {
+            let out = arena.begin();
+            out.push_str("- WARNING: ");
+            push_words(out, w, WARNING_FLOOR_WORDS);
+            let short = arena.end();
+            Some(short)
+        } else {
+            None
+        };
+        items.push(Item {
+            id: format!("{}.warning{}", h.id, k + 1),
+            score: ANCHOR_BONUS - k.min(ANCHOR_BONUS as usize / 2) as u32,
+            order: k as u64,
+            piece,
+            short,
+            shortened: cut,
+        });
+    }
+    if !h.notes.trim().is_empty() {
+        let out = arena.begin();
+        let cut = push_clean(out, &h.notes, MAX_NOTES_CHARS);
+        items.push(Item {
+            id: format!("{}.notes", h.id),
+            score: 0,
+            order: h.warnings.len() as u64,
+            piece: arena.end(),
+            short: None,
+            shortened: cut,
+        });
+    }
+    let p = &h.provenance;
+    let extra = format!(
+        "\nFrom {} ({}), handoff {} at turn {}:",
+        p.recorded_by, p.model, h.id, p.turn
+    );
+    Block {
+        section,
+        heading: heading(arena, section, items.is_empty(), Some(&extra)),
+        available: items.len(),
+        items,
+        cap_dropped: Vec::new(),
+        warnings: h.warnings.len(),
+    }
+}
