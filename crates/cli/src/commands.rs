@@ -116,7 +116,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             workers,
             force,
         } => init(&path, workers, force),
-        Command::Demo { json } => demo_cmd(&ctx, json),
+        Command::Demo { json, replay } => demo_cmd(&ctx, json, replay.as_deref()),
         Command::Run {
             objective,
             tasks,
@@ -124,10 +124,14 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             budget,
             max_turns,
             create_only,
+            replay,
         } => {
             let store = ctx.store()?;
             let engine = Engine::new(store.clone());
-            let (roster, roster_note) = ctx.roster();
+            let (mut roster, roster_note) = ctx.roster();
+            if let Some(path) = &replay {
+                with_replay(&mut roster, path)?;
+            }
             if step_budgets.len() > tasks.len() {
                 bail!(
                     "{} --step-budget values for {} tasks; give at most one per --task",
@@ -346,11 +350,33 @@ fn drive(
     })
 }
 
-fn demo_cmd(ctx: &Context_, json: bool) -> Result<ExitCode> {
+/// Points every worker at a recorded script.
+fn with_replay(roster: &mut Roster, path: &Path) -> Result<()> {
+    if !path.exists() {
+        bail!(
+            "replay file {} does not exist; record one with `baton export RUN --format script --out {}`",
+            path.display(),
+            path.display()
+        );
+    }
+    for w in &mut roster.workers {
+        w.options.insert(
+            "replay".into(),
+            serde_json::Value::String(path.display().to_string()),
+        );
+    }
+    Ok(())
+}
+
+fn demo_cmd(ctx: &Context_, json: bool, replay: Option<&Path>) -> Result<ExitCode> {
     let store = ctx.store()?;
     let engine = Engine::new(store.clone());
     let started = Instant::now();
-    let id = engine.create_run(&demo::spec())?;
+    let mut spec = demo::spec();
+    if let Some(path) = replay {
+        with_replay(&mut spec.roster, path)?;
+    }
+    let id = engine.create_run(&spec)?;
     let mut session = engine.open(&id, None)?;
     let end = engine.run(&mut session, None, &mut |_, _| {})?;
     let elapsed = started.elapsed();

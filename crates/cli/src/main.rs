@@ -45,6 +45,9 @@ pub enum Command {
         /// Print the summary as JSON
         #[arg(long)]
         json: bool,
+        /// Replay recorded responses instead of the built-in mock answers
+        #[arg(long)]
+        replay: Option<PathBuf>,
     },
     /// Write a starter roster file (baton.toml)
     Init {
@@ -77,6 +80,10 @@ pub enum Command {
         /// Create the run without running any turn
         #[arg(long)]
         create_only: bool,
+        /// Replay recorded responses (from `baton export --format script`) instead of
+        /// calling the models; workers keep their identities
+        #[arg(long)]
+        replay: Option<PathBuf>,
     },
     /// Advance a run by exactly one turn
     Step {

@@ -24,9 +24,9 @@ pub trait SwitchPolicy: Send + Sync {
 }
 
 /// The default: workers take turns in roster order, cycling when steps outnumber them.
-/// When every step is done and some enabled worker has not yet taken part, it gets a
-/// continuation turn, so every worker in the roster contributes. A failed turn leaves
-/// its step at the cursor for the next worker.
+/// When every step is done before every enabled worker has had a turn, the remaining
+/// workers get continuation turns, so every worker in the roster contributes. A failed
+/// turn leaves its step at the cursor for the next worker.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct RotatingPolicy;
 
@@ -54,15 +54,13 @@ impl SwitchPolicy for RotatingPolicy {
                 budget: step_budget(state, settings, cursor),
             });
         }
-        // Every step is done: surplus workers that have not taken part yet continue the
-        // objective, in rotation order.
-        let took_part = |i: usize| {
-            let id = &roster.workers[i].id;
-            state.workers.iter().any(|w| &w.id == id)
-        };
-        let worker = (0..enabled.len())
-            .map(|k| enabled[(slot + k) % enabled.len()])
-            .find(|&i| !took_part(i))?;
+        // Every step is done. While the first pass through the roster is not complete,
+        // the surplus workers continue the objective, each in its own slot (a failed
+        // turn uses its worker's slot too, so a broken worker cannot loop the run).
+        if state.turns as usize >= enabled.len() {
+            return None;
+        }
+        let worker = enabled[slot];
         Some(TurnPlan {
             worker,
             assignment: Assignment {

@@ -149,8 +149,18 @@ pub fn split_model(model: &str) -> Result<(&str, &str)> {
 }
 
 /// Builds the gateway for a worker's `provider/model`. The prefix picks the provider.
+///
+/// `options.replay = "run.jsonl"` replays recorded responses for any provider: the worker
+/// keeps its model identity (so a replayed run's packages and provenance are identical to
+/// the recorded run's) but no model is called.
 pub fn for_model(model: &str, options: &Options) -> Result<Arc<dyn Gateway>> {
     let (provider, _) = split_model(model)?;
+    if let Some(replay) = options.get("replay") {
+        let path = replay.as_str().ok_or_else(|| {
+            Error::Config(format!("options.replay must be a file path, got {replay}"))
+        })?;
+        return Ok(Arc::new(ScriptedGateway::open(std::path::Path::new(path))?));
+    }
     match provider {
         "mock" => Ok(Arc::new(MockGateway::from_options(options)?)),
         "scripted" => {

@@ -1,0 +1,2 @@
+//! The engine's integration tests: one binary, modules under `suite/`.
+mod suite;

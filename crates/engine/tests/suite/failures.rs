@@ -1,0 +1,90 @@
+//! Failure semantics: failed calls are recorded, the next worker continues from
+//! canonical state, and three failures in a row stop the line with a question.
+
+use baton_core::turn::TurnStatus;
+use baton_engine::StepOutcome;
+use baton_store::RunStatus;
+
+use super::*;
+
+#[test]
+fn a_failed_call_is_recorded_and_the_next_worker_continues() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(
+        dir.path(),
+        &[
+            error_line(0, "execute", "rate_limited"),
+            line(1, "execute", ok_result("did it")),
+            line(1, "handoff", ok_report("did it")),
+        ],
+    );
+    let store = store_in(dir.path());
+    let engine = engine(&store);
+    let (id, end) = run_all(&engine, &spec(&["only step"], scripted_roster(2, &script)));
+    assert_eq!(end, RunEnd::Finished);
+    let turns = store.turns(&id).unwrap();
+    assert_eq!(turns.len(), 2);
+    assert_eq!(turns[0].status, TurnStatus::Failed);
+    assert!(
+        turns[0].calls[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .starts_with("rate_limited"),
+        "{:?}",
+        turns[0].calls[0].error
+    );
+    assert_eq!(turns[1].worker.as_str(), "w2");
+    assert_eq!(turns[1].assignment.step_id.as_deref(), Some("T1"));
+    // No duplicate rows: one turn per number, one step completion.
+    let state = store.load_state(&id).unwrap();
+    assert_eq!(state.turns, 2);
+    assert_eq!(state.completed.len(), 0);
+    assert_eq!(state.plan[0].done_at_turn, Some(1));
+    assert_eq!(
+        state.workers.len(),
+        1,
+        "a failed turn merged nothing, not even participation"
+    );
+}
+
+#[test]
+fn three_failures_in_a_row_block_the_run_with_a_concrete_question() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(
+        dir.path(),
+        &[
+            error_line(0, "execute", "server_error"),
+            error_line(1, "execute", "auth"),
+            line(2, "execute", "{}"),
+            line(3, "execute", ok_result("recovered")),
+            line(3, "handoff", ok_report("recovered")),
+        ],
+    );
+    let store = store_in(dir.path());
+    let engine = engine(&store);
+    let spec = spec(&["fragile step"], scripted_roster(3, &script));
+    let (id, end) = run_all(&engine, &spec);
+    let RunEnd::Blocked { question } = end else {
+        panic!("{end:?}")
+    };
+    assert!(
+        question.contains("3 turns in a row failed on step T1"),
+        "{question}"
+    );
+    assert!(question.contains("baton resume"), "{question}");
+    assert_eq!(store.run_info(&id).unwrap().status, RunStatus::Blocked);
+
+    // A blocked run does not advance until a human resumes it.
+    let mut session = engine.open(&id, None).unwrap();
+    assert!(matches!(
+        engine.step(&mut session).unwrap(),
+        StepOutcome::Blocked { .. }
+    ));
+    engine.unblock(&mut session).unwrap();
+    assert_eq!(
+        engine.run(&mut session, None, &mut |_, _| {}).unwrap(),
+        RunEnd::Finished
+    );
+    assert_eq!(store.load_state(&id).unwrap().steps_done(), 1);
+}

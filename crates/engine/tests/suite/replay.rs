@@ -1,0 +1,88 @@
+//! A recorded run replays byte for byte through the scripted gateway.
+
+use baton_engine::{demo, export};
+
+use super::*;
+
+#[test]
+fn a_recorded_run_replays_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let engine = engine(&store);
+    let (original, _) = run_all(&engine, &demo::spec());
+    let script = dir.path().join("demo.jsonl");
+    std::fs::write(&script, export::script(store.as_ref(), &original).unwrap()).unwrap();
+
+    let mut replay_spec = demo::spec();
+    for w in &mut replay_spec.roster.workers {
+        w.options
+            .insert("replay".into(), Value::String(script.display().to_string()));
+    }
+    // A different engine clock: only timestamps may differ.
+    let replayer = Engine::new(store.clone())
+        .with_clock(Arc::new(SteppingClock::new(Timestamp(1_900_000_000_000))));
+    let (replayed, end) = run_all(&replayer, &replay_spec);
+    assert_eq!(end, RunEnd::Finished);
+
+    let a = store.turns(&original).unwrap();
+    let b = store.turns(&replayed).unwrap();
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(
+            x.package.text.replace(&original.0, "RUN"),
+            y.package.text.replace(&replayed.0, "RUN"),
+            "turn {}",
+            x.turn
+        );
+        for (cx, cy) in x.calls.iter().zip(&y.calls) {
+            assert_eq!(cx.output, cy.output);
+        }
+        assert_eq!(x.outcome, y.outcome);
+        assert_eq!(x.result, y.result);
+        assert_eq!(x.report, y.report);
+    }
+    let mut sa = store.load_state(&original).unwrap();
+    let mut sb = store.load_state(&replayed).unwrap();
+    for s in [&mut sa, &mut sb] {
+        s.run_id = RunId("RUN".into());
+    }
+    let strip = |v: &mut Value| strip_times(v);
+    let mut va = serde_json::to_value(&sa).unwrap();
+    let mut vb = serde_json::to_value(&sb).unwrap();
+    strip(&mut va);
+    strip(&mut vb);
+    assert_eq!(va, vb);
+}
+
+#[test]
+fn a_replay_that_runs_past_its_script_fails_the_turn_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(
+        dir.path(),
+        &[
+            line(0, "execute", ok_result("x")),
+            line(0, "handoff", ok_report("x")),
+        ],
+    );
+    let store = store_in(dir.path());
+    let engine = engine(&store);
+    let (id, end) = run_all(&engine, &spec(&["one", "two"], scripted_roster(1, &script)));
+    assert!(matches!(end, RunEnd::Blocked { .. }), "{end:?}");
+    let t1 = store.turn(&id, 1).unwrap().unwrap();
+    let err = t1.error.unwrap();
+    assert!(err.contains("no scripted response for turn 1"), "{err}");
+}
+
+fn strip_times(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            map.remove("recorded_at");
+            map.remove("at");
+            for (_, x) in map.iter_mut() {
+                strip_times(x);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_times),
+        _ => {}
+    }
+}
