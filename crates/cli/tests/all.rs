@@ -1,0 +1,2 @@
+//! The `baton` binary, run as a user would: real child processes, real SQLite files.
+mod suite;

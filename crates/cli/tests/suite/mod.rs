@@ -1,0 +1,48 @@
+mod cli;
+mod crash;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn baton(dir: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_baton"));
+    cmd.current_dir(dir)
+        .env_remove("BATON_DB")
+        .env_remove("BATON_CONFIG")
+        .env_remove("BATON_BUDGET")
+        .env_remove("BATON_TOTAL_BUDGET")
+        .env_remove("BATON_ESTIMATOR");
+    cmd
+}
+
+pub fn run_ok(dir: &Path, args: &[&str]) -> String {
+    let out = baton(dir).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "baton {args:?} failed:\n{}",
+        text(&out)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+pub fn run_err(dir: &Path, args: &[&str]) -> String {
+    let out = baton(dir).args(args).output().unwrap();
+    assert!(
+        !out.status.success(),
+        "baton {args:?} should fail:\n{}",
+        text(&out)
+    );
+    String::from_utf8(out.stderr).unwrap()
+}
+
+pub fn text(out: &Output) -> String {
+    format!(
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+pub fn db(dir: &Path) -> PathBuf {
+    dir.join(".baton/baton.db")
+}
