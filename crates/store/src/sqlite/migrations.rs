@@ -33,7 +33,7 @@ const MIGRATIONS: &[&str] = &[
         -- The turn that last wrote the record; NULL for the run's initial state.
         turn     INTEGER,
         PRIMARY KEY (run_id, kind, ordinal)
-    ) STRICT, WITHOUT ROWID;
+    ) STRICT;
 
     -- One row per committed turn: the TurnRecord JSON without its calls' raw outputs,
     -- which live in `call_outputs`.
@@ -59,7 +59,7 @@ const MIGRATIONS: &[&str] = &[
         body     TEXT NOT NULL,
         PRIMARY KEY (run_id, turn, kind, ordinal),
         FOREIGN KEY (run_id, turn) REFERENCES turns(run_id, turn) ON DELETE CASCADE
-    ) STRICT, WITHOUT ROWID;
+    ) STRICT;
 
     -- Raw model outputs, kept apart so the transfer audit reads them without parsing
     -- every earlier turn's record.
@@ -70,7 +70,7 @@ const MIGRATIONS: &[&str] = &[
         output  TEXT NOT NULL,
         PRIMARY KEY (run_id, turn, call),
         FOREIGN KEY (run_id, turn) REFERENCES turns(run_id, turn) ON DELETE CASCADE
-    ) STRICT, WITHOUT ROWID;
+    ) STRICT;
 
     -- Append-only. AUTOINCREMENT so a seq is never reused, even after deletes.
     CREATE TABLE events (

@@ -68,35 +68,57 @@ pub(super) fn load_state(conn: &Connection, run: &RunId) -> Result<ExecutionStat
         .ok_or_else(|| not_found(run))?;
     let header: StateHeader = from_json(&header, || format!("state header of run {run}"))?;
 
+    // The header alone: records are pushed below, decoded straight from their text.
+    // `from_parts` would take them as `serde_json::Value`s, and building those trees
+    // was half the cost of a load.
+    let mut state = ExecutionState::from_parts(header, Vec::new()).map_err(|e| Error::Corrupt {
+        what: format!("state header of run {run}"),
+        detail: e.to_string(),
+    })?;
+
     let mut stmt = conn.prepare_cached(
         "SELECT kind, ordinal, id, body, turn FROM records WHERE run_id = ?1
          ORDER BY kind, ordinal",
     )?;
     let mut rows = stmt.query([&run.0])?;
-    let mut records = Vec::new();
     // Records keep their position forever, so each kind's ordinals must be 0, 1, 2, ...
     // A gap would shift every later record into the wrong place.
     let mut expected: Option<(RecordKind, u32)> = None;
     while let Some(row) = rows.next()? {
-        let turn: Option<u32> = row.get(4)?;
-        let change = decode_change(run, turn, row)?;
+        let raw = RawRecord::from_row(row, row.get(4)?)?;
+        let kind = raw.kind(run)?;
         let next = match expected {
-            Some((kind, n)) if kind == change.kind => n,
+            Some((k, n)) if k == kind => n,
             _ => 0,
         };
-        if change.ordinal != next {
+        if raw.ordinal != next {
             return Err(Error::Corrupt {
-                what: format!("{} records of run {run}", change.kind.as_str()),
-                detail: format!("record {next} is missing (found {})", change.ordinal),
+                what: format!("{} records of run {run}", kind.as_str()),
+                detail: format!("record {next} is missing (found {})", raw.ordinal),
             });
         }
-        expected = Some((change.kind, next + 1));
-        records.push(change);
+        expected = Some((kind, next + 1));
+        push_record(&mut state, kind, &raw.body).map_err(|e| Error::Corrupt {
+            what: raw.what(run),
+            detail: e.to_string(),
+        })?;
     }
-    ExecutionState::from_parts(header, records).map_err(|e| Error::Corrupt {
-        what: format!("state of run {run}"),
-        detail: e.to_string(),
-    })
+    Ok(state)
+}
+
+/// Appends one record, decoded from its JSON, to its category.
+fn push_record(state: &mut ExecutionState, kind: RecordKind, body: &str) -> serde_json::Result<()> {
+    use serde_json::from_str;
+    match kind {
+        RecordKind::Decision => state.decisions.push(from_str(body)?),
+        RecordKind::Completed => state.completed.push(from_str(body)?),
+        RecordKind::Artifact => state.artifacts.push(from_str(body)?),
+        RecordKind::Issue => state.issues.push(from_str(body)?),
+        RecordKind::FailedAttempt => state.failed_attempts.push(from_str(body)?),
+        RecordKind::Assumption => state.assumptions.push(from_str(body)?),
+        RecordKind::Handoff => state.handoffs.push(from_str(body)?),
+    }
+    Ok(())
 }
 
 /// Committed turns of `run` in order: all of them, or only turn `only`.
@@ -142,7 +164,13 @@ pub(super) fn turn_changes(conn: &Connection, run: &RunId, turn: u32) -> Result<
     let mut rows = stmt.query(params![run.0, turn])?;
     let mut changes = Vec::new();
     while let Some(row) = rows.next()? {
-        changes.push(decode_change(run, Some(turn), row)?);
+        let raw = RawRecord::from_row(row, Some(turn))?;
+        changes.push(RecordChange {
+            kind: raw.kind(run)?,
+            body: from_json(&raw.body, || raw.what(run))?,
+            ordinal: raw.ordinal,
+            id: raw.id,
+        });
     }
     // The order `ExecutionState::diff` produces: by kind in declaration order, then
     // by position.
@@ -223,26 +251,42 @@ fn decode_run(raw: RawRun) -> Result<RunInfo> {
     })
 }
 
-/// Decodes `kind, ordinal, id, body` (the first four columns) of a record row.
-fn decode_change(run: &RunId, turn: Option<u32>, row: &Row<'_>) -> Result<RecordChange> {
-    let kind: String = row.get(0)?;
-    let ordinal: u32 = row.get(1)?;
-    let id: String = row.get(2)?;
-    let body: String = row.get(3)?;
-    let what = || {
-        let turn = turn.map_or_else(|| "the initial state".to_string(), |t| format!("turn {t}"));
-        format!("{kind} record {id} (#{ordinal}) of run {run}, written by {turn}")
-    };
-    let Some(parsed) = RecordKind::parse(&kind) else {
-        return Err(Error::Corrupt {
-            what: what(),
-            detail: format!("unknown record kind {kind:?}"),
-        });
-    };
-    Ok(RecordChange {
-        kind: parsed,
-        ordinal,
-        body: from_json(&body, what)?,
-        id,
-    })
+/// A `records` or `record_changes` row: `kind, ordinal, id, body` (the first four
+/// columns), and the turn that wrote it.
+struct RawRecord {
+    kind: String,
+    ordinal: u32,
+    id: String,
+    body: String,
+    /// `None` for records of the run's initial state.
+    turn: Option<u32>,
+}
+
+impl RawRecord {
+    fn from_row(row: &Row<'_>, turn: Option<u32>) -> Result<RawRecord> {
+        Ok(RawRecord {
+            kind: row.get(0)?,
+            ordinal: row.get(1)?,
+            id: row.get(2)?,
+            body: row.get(3)?,
+            turn,
+        })
+    }
+
+    fn what(&self, run: &RunId) -> String {
+        let by = self
+            .turn
+            .map_or_else(|| "the initial state".to_string(), |t| format!("turn {t}"));
+        format!(
+            "{} record {} (#{}) of run {run}, written by {by}",
+            self.kind, self.id, self.ordinal
+        )
+    }
+
+    fn kind(&self, run: &RunId) -> Result<RecordKind> {
+        RecordKind::parse(&self.kind).ok_or_else(|| Error::Corrupt {
+            what: self.what(run),
+            detail: format!("unknown record kind {:?}", self.kind),
+        })
+    }
 }

@@ -394,7 +394,7 @@ pub fn corrupt_rows_are_errors_with_context(backend: &dyn Backend) {
         seq,
     });
     expect_corrupt(store.events(&run, 0), &[&format!("event {seq}"), "run-1"]);
-    assert_eq!(store.events(&run, seq).unwrap().len(), 3 * 5 - 2);
+    assert_eq!(store.events(&run, seq).unwrap().len(), 3 * 8 - 2);
 
     backend.damage(&Damage::Header { run: run.clone() });
     expect_corrupt(store.load_state(&run), &["header", "run-1"]);

@@ -79,7 +79,8 @@ pub fn create(store: &dyn baton_store::Store, id: &str, created_at: i64) -> Exec
     state
 }
 
-/// The next turn of `before`: a few new records, one changed record, ~2 KB outputs.
+/// The next turn of `before`, a typical one: three new records and one changed, a ~6 KB
+/// package, two calls with ~2 KB outputs each, eight events.
 /// Returns the state after the turn and the commit that persists it.
 pub fn next_turn(before: &ExecutionState) -> (ExecutionState, TurnCommit) {
     let turn = before.turns;
@@ -292,6 +293,19 @@ fn turn_events(
             ok: true,
             tokens_sent: 1500,
             tokens_received: 500,
+        },
+        EventKind::Warning {
+            worker: w.clone(),
+            text: "the claimed file was not found on disk".into(),
+        },
+        EventKind::ClaimRefused {
+            worker: w.clone(),
+            claim: "issue I1 resolved".into(),
+            reason: "a claim never closes an issue".into(),
+        },
+        EventKind::StepDone {
+            step: format!("T{}", turn + 1),
+            worker: w.clone(),
         },
         EventKind::TurnCommitted {
             worker: w,
