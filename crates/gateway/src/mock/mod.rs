@@ -103,33 +103,135 @@ fn slug(text: &str) -> String {
     }
 }
 
+/// Stable FNV-1a of the task, to vary generic answers deterministically.
+fn task_hash(task: &str) -> u64 {
+    task.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+const COMPONENTS: [&str; 12] = [
+    "the data model",
+    "the public API",
+    "authentication",
+    "background jobs",
+    "the cache layer",
+    "full-text search",
+    "notifications",
+    "observability",
+    "the deployment pipeline",
+    "the test suite",
+    "error handling",
+    "rate limiting",
+];
+
+const CHOICES: [(&str, &str); 8] = [
+    (
+        "sits behind a single interface with one implementation per backend",
+        "it can be replaced without touching its callers",
+    ),
+    (
+        "makes every write idempotent with client-supplied request keys",
+        "retries after timeouts are then safe",
+    ),
+    (
+        "emits structured JSON logs with a request id",
+        "incidents can be traced across services from the logs alone",
+    ),
+    (
+        "validates inputs at the boundary with explicit schemas",
+        "malformed data never reaches storage",
+    ),
+    (
+        "is versioned explicitly and keeps the previous version for a release",
+        "clients upgrade on their own schedule",
+    ),
+    (
+        "gets a feature flag so it can ship dark",
+        "it can be enabled gradually and rolled back without a deploy",
+    ),
+    (
+        "keeps its configuration in environment variables with typed defaults",
+        "the same build runs in every environment",
+    ),
+    (
+        "is covered by contract tests against recorded fixtures",
+        "regressions surface before integration",
+    ),
+];
+
+const RISKS: [&str; 6] = [
+    "Load characteristics of {c} are unknown",
+    "Ownership of {c} after launch is unclear",
+    "No rollback plan exists for {c}",
+    "Failure modes of {c} under partial outages are untested",
+    "The cost of {c} at ten times current volume is unestimated",
+    "Security review of {c} has not happened",
+];
+
+fn generic_parts(task: &str) -> (String, &'static str, &'static str, u64) {
+    let h = task_hash(task);
+    let component = COMPONENTS[(h % COMPONENTS.len() as u64) as usize];
+    let (choice, reason) = CHOICES[((h >> 8) % CHOICES.len() as u64) as usize];
+    (component.to_string(), choice, reason, h)
+}
+
 fn generic_result(task: &str) -> Value {
     let short = first_words(task, 8);
     let file = format!("{}.md", slug(task));
-    json!({
-        "summary": format!("Worked on: {short}. Wrote up the approach and the open questions."),
-        "completed": [format!("First complete pass at: {short}")],
+    let (component, choice, reason, h) = generic_parts(task);
+    let mut result = json!({
+        "summary": format!("Worked on: {short}. Settled how {component} should behave and wrote it up."),
+        "completed": [format!("Wrote up {component} for: {short}")],
         "decisions": [{
-            "text": format!("Approach for \"{short}\": start from the smallest version that meets the objective"),
-            "reason": "keeps the work reviewable and leaves room to extend it in later steps"
+            "text": format!("Decide that {component} {choice}"),
+            "reason": reason
         }],
         "artifacts": [{
             "name": file,
             "kind": "document",
-            "description": format!("Notes and result for: {short}")
+            "description": format!("How {component} works, for: {short}")
         }],
-        "assumptions": [format!("The scope of \"{short}\" is what the task text says, nothing more")],
+        "assumptions": [format!("{component} serves a single region at first", component = capitalise(&component))],
         "last_action": format!("Wrote {file}"),
         "next_action": "Continue with the next step of the plan"
-    })
+    });
+    if h % 3 == 0 {
+        let risk = RISKS[((h >> 16) % RISKS.len() as u64) as usize].replace("{c}", &component);
+        result["issues"] =
+            json!([{"title": risk, "severity": if h % 2 == 0 { "medium" } else { "low" }}]);
+    }
+    if h % 4 == 1 {
+        result["failed_attempts"] = json!([{
+            "what": format!("A first design where {component} shared state with its callers"),
+            "why": "every change then rippled into the callers"
+        }]);
+    }
+    result
+}
+
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
 }
 
 fn generic_report(task: &str) -> Value {
     let short = first_words(task, 8);
     let file = format!("{}.md", slug(task));
+    let (component, _, _, h) = generic_parts(task);
+    let warnings = if h % 2 == 0 {
+        json!([format!(
+            "Do not assume {component} is final: it was designed for \"{short}\" only"
+        )])
+    } else {
+        json!([])
+    };
     json!({
-        "notes": format!("{file} holds the result for \"{short}\"; read it before building on it."),
-        "warnings": [],
+        "notes": format!("{file} holds the result for \"{short}\"; read it before building on {component}."),
+        "warnings": warnings,
         "last_action": format!("Wrote {file}"),
         "next_action": "Continue with the next step of the plan"
     })
