@@ -236,4 +236,19 @@ mod tests {
             .unwrap();
         assert_eq!((mode.as_str(), sync, fk), ("wal", 2, true));
     }
+
+    #[test]
+    fn a_database_from_a_newer_baton_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("baton.db");
+        drop(SqliteStore::open(&path).unwrap());
+        let conn = Connection::open(&path).unwrap();
+        conn.pragma_update(None, "user_version", 99).unwrap();
+        drop(conn);
+        let err = SqliteStore::open(&path).unwrap_err();
+        assert!(
+            matches!(err, Error::SchemaTooNew { found: 99, .. }),
+            "{err}"
+        );
+    }
 }

@@ -106,6 +106,27 @@ pub fn a_turn_is_never_committed_twice(backend: &dyn Backend) {
     ));
 }
 
+pub fn racing_commits_of_one_turn_commit_it_once(backend: &dyn Backend) {
+    let store = backend.store();
+    let state = create(store, "run-1", T0);
+    let run = state.run_id.clone();
+    // Two stores on one database, as two processes holding the same run would be.
+    let other = backend.reopen();
+    let (after, commit) = next_turn(&state);
+    let results: Vec<_> = std::thread::scope(|s| {
+        let racers = [store, other.as_ref()].map(|st| s.spawn(|| st.commit_turn(&commit)));
+        racers.map(|r| r.join().unwrap()).into_iter().collect()
+    });
+    let won = results.iter().filter(|r| r.is_ok()).count();
+    let fenced = results
+        .iter()
+        .filter(|r| matches!(r, Err(Error::TurnConflict { turn: 0, .. })))
+        .count();
+    assert_eq!((won, fenced), (1, 1), "{results:?}");
+    assert_eq!(backend.count(Table::Turns, &run), 1);
+    assert_eq!(other.load_state(&run).unwrap(), after);
+}
+
 pub fn a_failing_commit_writes_nothing(backend: &dyn Backend) {
     let store = backend.store();
     let state = create(store, "run-1", T0);

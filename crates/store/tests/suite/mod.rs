@@ -80,6 +80,10 @@ macro_rules! conformance_tests {
             c::a_turn_is_never_committed_twice(&$new);
         }
         #[test]
+        fn racing_commits_of_one_turn_commit_it_once() {
+            c::racing_commits_of_one_turn_commit_it_once(&$new);
+        }
+        #[test]
         fn a_failing_commit_writes_nothing() {
             c::a_failing_commit_writes_nothing(&$new);
         }
