@@ -164,12 +164,12 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             match engine.step(&mut session)? {
                 StepOutcome::Turn(summary) => {
                     eprintln!("{}", render::progress_line(&summary, &session));
-                    if let Some(q) = (session.status == baton_store::RunStatus::Blocked)
-                        .then(|| session.state.consecutive_failures)
-                    {
+                    if session.status == baton_store::RunStatus::Blocked {
                         eprintln!(
-                            "run blocked after {q} failed turns in a row; see `baton history {id}`"
+                            "run blocked after {} failed turns in a row; see `baton history {id}`, then `baton resume {id}`",
+                            session.state.consecutive_failures
                         );
+                        return Ok(ExitCode::from(3));
                     }
                     Ok(ExitCode::SUCCESS)
                 }

@@ -147,8 +147,8 @@ pub const ENGINE_ONLY_FIELDS: &[&str] = &[
     "version",
 ];
 
-static WORKER_RESULT_SCHEMA: LazyLock<Value> = LazyLock::new(|| schema_of::<WorkerResult>());
-static HANDOFF_REPORT_SCHEMA: LazyLock<Value> = LazyLock::new(|| schema_of::<HandoffReport>());
+static WORKER_RESULT_SCHEMA: LazyLock<Value> = LazyLock::new(schema_of::<WorkerResult>);
+static HANDOFF_REPORT_SCHEMA: LazyLock<Value> = LazyLock::new(schema_of::<HandoffReport>);
 static WORKER_RESULT_SCHEMA_TEXT: LazyLock<String> =
     LazyLock::new(|| serde_json::to_string(&*WORKER_RESULT_SCHEMA).unwrap_or_default());
 static HANDOFF_REPORT_SCHEMA_TEXT: LazyLock<String> =

@@ -224,12 +224,12 @@ fn merge_decision(
         .iter_mut()
         .find(|d| same_statement(&d.text, text))
     {
-        if d.reason.is_none() {
-            if let Some(reason) = nonempty(claim.reason.as_deref()) {
-                // A restatement may supply the reason the first statement lacked; the
-                // original text and provenance stay.
-                d.reason = Some(reason.to_string());
-            }
+        // A restatement may supply the reason the first statement lacked; the original
+        // text and provenance stay.
+        if d.reason.is_none()
+            && let Some(reason) = nonempty(claim.reason.as_deref())
+        {
+            d.reason = Some(reason.to_string());
         }
         let id = d.id.clone();
         if push_reaffirmation(&mut d.reaffirmed, ctx.reaffirmation(&d.text, text)) {

@@ -316,7 +316,10 @@ impl Engine {
         let summary = self.run_turn(session, &plan)?;
         if summary.status == TurnStatus::Failed
             && session.state.consecutive_failures >= MAX_CONSECUTIVE_FAILURES
-            && session.state.consecutive_failures % MAX_CONSECUTIVE_FAILURES == 0
+            && session
+                .state
+                .consecutive_failures
+                .is_multiple_of(MAX_CONSECUTIVE_FAILURES)
         {
             let question = blocked_question(session);
             let event = Event {

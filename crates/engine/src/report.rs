@@ -64,9 +64,7 @@ pub fn row(t: &TurnRecord) -> TurnRow {
         sections_included: p
             .sections
             .iter()
-            .filter(|s| {
-                s.included && s.items_included > 0 || s.included && is_text_section(s.section)
-            })
+            .filter(|s| s.included && (s.items_included > 0 || is_text_section(s.section)))
             .map(|s| s.section.title().to_string())
             .collect(),
         sections_omitted: p

@@ -246,10 +246,10 @@ mod tests {
 
     #[test]
     fn every_demo_claim_matches_its_schema() {
-        for step in 0..STEPS.len() {
+        for (step, title) in STEPS.iter().enumerate() {
             parse_worker_result(&result(step).to_string()).unwrap();
             parse_handoff_report(&report(step).to_string()).unwrap();
-            assert_eq!(step_of(STEPS[step]), Some(step));
+            assert_eq!(step_of(title), Some(step));
         }
     }
 }
