@@ -1,0 +1,86 @@
+//! Engine time per turn (compile, two mock calls, parse, reconcile, audit, durable
+//! commit) and a fresh open-and-compile of a 100-turn run, on a real SQLite file.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use baton_engine::bench::tasks;
+use baton_engine::config::{Roster, RunSettings};
+use baton_engine::{Engine, RunSpec, StepOutcome};
+use baton_gateway::mock::demo;
+use baton_store::{SqliteStore, Store};
+use criterion::{Criterion, criterion_group, criterion_main};
+
+fn spec(turns: u32) -> RunSpec {
+    RunSpec {
+        objective: demo::OBJECTIVE.into(),
+        tasks: tasks(turns),
+        step_budgets: Vec::new(),
+        roster: Roster::mock(5),
+        settings: RunSettings {
+            budget: 3000,
+            total_budget: None,
+            estimator: "heuristic".into(),
+        },
+    }
+}
+
+fn turn(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.path().join("b.db")).unwrap());
+    let engine = Engine::new(store);
+    // Runs of 100 steps, one after another: each measured iteration is a real step
+    // turn on a record that grows as a real run's does.
+    let mut id = engine.create_run(&spec(100)).unwrap();
+    let mut session = engine.open(&id, None).unwrap();
+    c.bench_function("engine turn (mock model, heuristic, SQLite fsync)", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            let mut done = 0;
+            while done < iters {
+                match engine.step(&mut session).unwrap() {
+                    StepOutcome::Turn(s) => {
+                        total += s.engine_time;
+                        done += 1;
+                    }
+                    StepOutcome::Finished => {
+                        id = engine.create_run(&spec(100)).unwrap();
+                        session = engine.open(&id, None).unwrap();
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+            total
+        })
+    });
+}
+
+fn resume(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.db");
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).unwrap());
+    let engine = Engine::new(store);
+    let id = engine.create_run(&spec(101)).unwrap();
+    let mut session = engine.open(&id, None).unwrap();
+    engine.run(&mut session, Some(100), &mut |_, _| {}).unwrap();
+    drop(session);
+    c.bench_function("open a 100-turn run and compile the next package", |b| {
+        b.iter_custom(|iters| {
+            let t0 = Instant::now();
+            for _ in 0..iters {
+                let engine = Engine::new(Arc::new(SqliteStore::open(&path).unwrap()));
+                let session = engine.open(&id, None).unwrap();
+                criterion::black_box(engine.preview(&session, None, None).unwrap());
+            }
+            t0.elapsed()
+        })
+    });
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(20).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(4));
+    targets = turn, resume
+}
+criterion_main!(benches);
