@@ -3,9 +3,9 @@
 
 use crate::ids::{RunId, Timestamp, WorkerId};
 use crate::state::{
-    Artifact, ArtifactVersion, Assumption, CompletedWork, Decision, ExecutionState,
-    FailedAttempt, HandoffRecord, Issue, IssueStatus, PlanStep, Provenance, Reaffirmation,
-    ResolutionClaim, Severity, Stamped, StepStatus, WorkerRecord,
+    Artifact, ArtifactVersion, Assumption, CompletedWork, Decision, ExecutionState, FailedAttempt,
+    HandoffRecord, Issue, IssueStatus, PlanStep, Provenance, Reaffirmation, ResolutionClaim,
+    Severity, Stamped, StepStatus, WorkerRecord,
 };
 
 /// splitmix64: tiny, fast and the same everywhere.
@@ -279,7 +279,10 @@ fn build(c: Counts, seed: u64) -> ExecutionState {
     }
     for i in 0..c.completed {
         let turn = turn_of(i, c.completed, c.turns);
-        let step = s.plan.get(rng.below(s.plan.len().max(1))).map(|p| p.id.clone());
+        let step = s
+            .plan
+            .get(rng.below(s.plan.len().max(1)))
+            .map(|p| p.id.clone());
         s.completed.push(CompletedWork {
             id: format!("C{}", i + 1),
             text: format!(
@@ -295,7 +298,10 @@ fn build(c: Counts, seed: u64) -> ExecutionState {
     for i in 0..c.artifacts {
         let turn = turn_of(i, c.artifacts, c.turns);
         let kind = rng.pick(ARTIFACT_KINDS);
-        let subject = rng.pick(SUBJECTS).trim_start_matches("the ").replace(' ', "_");
+        let subject = rng
+            .pick(SUBJECTS)
+            .trim_start_matches("the ")
+            .replace(' ', "_");
         let name = match kind {
             "sql" => format!("migrations/{:04}_{subject}.sql", i + 1),
             "doc" => format!("docs/{subject}.md"),
@@ -339,11 +345,7 @@ fn build(c: Counts, seed: u64) -> ExecutionState {
         let (by, _, _) = WORKERS[rng.below(WORKERS.len())];
         s.issues.push(Issue {
             id: format!("I{}", i + 1),
-            title: format!(
-                "{} {}",
-                capitalise(rng.pick(SUBJECTS)),
-                rng.pick(PROBLEMS)
-            ),
+            title: format!("{} {}", capitalise(rng.pick(SUBJECTS)), rng.pick(PROBLEMS)),
             detail: if rng.chance(50) {
                 format!("Seen while testing {}", rng.pick(SUBJECTS))
             } else {

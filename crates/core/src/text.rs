@@ -27,20 +27,31 @@ const STOPWORDS: &[&str] = &[
 ];
 
 /// Reduces a lower-case word to a crude stem so that "tokens"/"token" and
-/// "rotating"/"rotation"/"rotate" meet.
+/// "rotating"/"rotation"/"rotate" meet: strips the first of `ations ation ings ing ies
+/// ied ed es s e` that the word ends with, if at least four bytes remain.
 ///
 /// Works on bytes: every suffix is ASCII, so cutting one off a UTF-8 word always leaves
-/// a char boundary, and the result equals the `&str` version byte for byte.
+/// a char boundary. Dispatches on the last byte (suffixes ending in different bytes
+/// cannot both match, so list order is kept) because this runs for every word the
+/// compiler scores.
 fn stem(word: &[u8]) -> &[u8] {
-    for suffix in [
-        "ations", "ation", "ings", "ing", "ies", "ied", "ed", "es", "s", "e",
-    ] {
-        let suffix = suffix.as_bytes();
-        if word.len() > suffix.len() + 3 && word.ends_with(suffix) {
-            return &word[..word.len() - suffix.len()];
-        }
-    }
-    word
+    let n = word.len();
+    let ends = |suffix: &[u8]| n > suffix.len() + 3 && word.ends_with(suffix);
+    let cut = match word.last() {
+        Some(b's') => [&b"ations"[..], b"ings", b"ies", b"es", b"s"]
+            .into_iter()
+            .find(|s| ends(s))
+            .map_or(0, <[u8]>::len),
+        Some(b'n') if ends(b"ation") => 5,
+        Some(b'g') if ends(b"ing") => 3,
+        Some(b'd') => [&b"ied"[..], b"ed"]
+            .into_iter()
+            .find(|s| ends(s))
+            .map_or(0, <[u8]>::len),
+        Some(b'e') if ends(b"e") => 1,
+        _ => 0,
+    };
+    &word[..n - cut]
 }
 
 /// FNV-1a over a stemmed term: stable across processes and platforms.
@@ -86,23 +97,51 @@ pub fn terms(text: &str) -> Vec<u64> {
     out
 }
 
-/// Bits in `TermQuery`'s filter of two-byte stem prefixes.
-const PREFIX_BITS: usize = 4096;
+/// Bits in `TermQuery`'s filter of stem prefixes.
+const PREFIX_BITS: usize = 1 << 14;
 /// Query terms the fast path tracks in its fixed-size match set.
 const FAST_QUERY_TERMS: usize = 256;
 /// Longest word the fast path lower-cases on the stack.
 const FAST_WORD_BYTES: usize = 64;
 
-fn prefix_slot(b0: u8, b1: u8) -> usize {
-    ((usize::from(b0) << 5) ^ usize::from(b1)) % PREFIX_BITS
+const SEPARATOR: u8 = 0;
+const ALNUM: u8 = 1;
+const NON_ASCII: u8 = 2;
+
+/// One load per byte in the scoring scan instead of range tests.
+static BYTE_CLASS: [u8; 256] = {
+    let mut t = [SEPARATOR; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        t[b] = if c >= 0x80 {
+            NON_ASCII
+        } else if c.is_ascii_alphanumeric() {
+            ALNUM
+        } else {
+            SEPARATOR
+        };
+        b += 1;
+    }
+    t
+};
+
+/// Filter slot of a word's (or stem's) first four bytes, or all of them when shorter.
+/// A stem keeps at least four bytes when it cuts a suffix, so a word and its stem share
+/// this key.
+fn prefix_slot(prefix: &[u8]) -> usize {
+    let mut key = prefix.len().min(4) as u32;
+    for &b in prefix.iter().take(4) {
+        key = (key << 8) ^ u32::from(b);
+    }
+    (key.wrapping_mul(0x9e37_79b1) >> (32 - 14)) as usize
 }
 
 /// A fixed set of query terms, prepared for scoring many texts against it.
 ///
 /// `overlap` gives exactly `overlap(&terms(joined texts), query.terms())`, but for ASCII
-/// text it does not build a term set: it skips every word whose two-byte prefix no query
-/// stem has (stems keep their first four bytes, so a word and its stem share that
-/// prefix), and hashes only the rest. The compiler scores every record of a large state
+/// text it does not build a term set: it skips every word whose four-byte prefix is not
+/// in a small filter of the query stems' prefixes, and hashes only the rest. The compiler scores every record of a large state
 /// against the assignment, so this is its hot loop.
 #[derive(Debug, Clone)]
 pub struct TermQuery {
@@ -118,9 +157,10 @@ impl TermQuery {
         for text in texts {
             for_each_stem(text, |stem| {
                 terms.push(term_hash(stem));
-                // Stems are at least two bytes long (words shorter are skipped).
-                if let [b0, b1, ..] = *stem {
-                    let slot = prefix_slot(b0, b1);
+                // Only ASCII prefixes matter: the fast path only sees ASCII words.
+                let head = &stem[..stem.len().min(4)];
+                if head.is_ascii() {
+                    let slot = prefix_slot(head);
                     prefixes[slot / 64] |= 1 << (slot % 64);
                 }
             });
@@ -140,7 +180,7 @@ impl TermQuery {
         if self.terms.is_empty() {
             return 0;
         }
-        if self.terms.len() > FAST_QUERY_TERMS || !texts.iter().all(|t| t.is_ascii()) {
+        if self.terms.len() > FAST_QUERY_TERMS {
             return self.overlap_slow(texts);
         }
         let mut seen = [0u64; FAST_QUERY_TERMS / 64];
@@ -149,21 +189,26 @@ impl TermQuery {
             let bytes = text.as_bytes();
             let mut i = 0;
             while i < bytes.len() {
-                while i < bytes.len() && !bytes[i].is_ascii_alphanumeric() {
+                while i < bytes.len() && BYTE_CLASS[usize::from(bytes[i])] != ALNUM {
+                    if BYTE_CLASS[usize::from(bytes[i])] == NON_ASCII {
+                        return self.overlap_slow(texts);
+                    }
                     i += 1;
                 }
                 let start = i;
-                while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
+                while i < bytes.len() && BYTE_CLASS[usize::from(bytes[i])] == ALNUM {
                     i += 1;
                 }
                 let len = i - start;
                 if len < 2 {
                     continue;
                 }
-                let slot = prefix_slot(
-                    bytes[start].to_ascii_lowercase(),
-                    bytes[start + 1].to_ascii_lowercase(),
-                );
+                let mut head = [0u8; 4];
+                let head_len = len.min(4);
+                for (h, b) in head.iter_mut().zip(&bytes[start..start + head_len]) {
+                    *h = b.to_ascii_lowercase();
+                }
+                let slot = prefix_slot(&head[..head_len]);
                 if self.prefixes[slot / 64] & (1 << (slot % 64)) == 0 {
                     continue;
                 }
@@ -182,10 +227,10 @@ impl TermQuery {
     }
 
     fn mark(&self, word: &[u8], seen: &mut [u64; FAST_QUERY_TERMS / 64]) {
-        if is_stopword(word) {
-            return;
-        }
-        if let Ok(k) = self.terms.binary_search(&term_hash(stem(word))) {
+        // Look up first: the stopword test is only needed for the rare word that hits.
+        if let Ok(k) = self.terms.binary_search(&term_hash(stem(word)))
+            && !is_stopword(word)
+        {
             seen[k / 64] |= 1 << (k % 64);
         }
     }
@@ -244,6 +289,49 @@ pub fn same_statement(a: &str, b: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The list-order stemmer `stem` replaced (kept here as the reference).
+    fn reference_stem(word: &[u8]) -> &[u8] {
+        for suffix in [
+            "ations", "ation", "ings", "ing", "ies", "ied", "ed", "es", "s", "e",
+        ] {
+            let suffix = suffix.as_bytes();
+            if word.len() > suffix.len() + 3 && word.ends_with(suffix) {
+                return &word[..word.len() - suffix.len()];
+            }
+        }
+        word
+    }
+
+    #[test]
+    fn stem_matches_the_list_order_reference() {
+        let suffixes = [
+            "", "ations", "ation", "ings", "ing", "ies", "ied", "ed", "es", "s", "e", "ss", "ses",
+            "ation s", "eed", "ied s",
+        ];
+        for stem_len in 0..8 {
+            let base = &"rotatxyz"[..stem_len];
+            for suffix in suffixes {
+                let word = format!("{base}{}", suffix.replace(' ', ""));
+                assert_eq!(
+                    stem(word.as_bytes()),
+                    reference_stem(word.as_bytes()),
+                    "{word}"
+                );
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn term_query_fast_path_equals_term_sets(
+            query in "[a-zA-Zé ]{0,60}",
+            text in "[a-zA-Z0-9é ,.;-]{0,120}",
+        ) {
+            let q = TermQuery::new(&[&query]);
+            proptest::prop_assert_eq!(q.overlap(&[&text]), overlap(&terms(&text), q.terms()));
+        }
+    }
 
     #[test]
     fn term_query_overlap_equals_term_set_overlap() {

@@ -85,6 +85,18 @@ impl<'e> Arena<'e> {
 /// Appends `text` with every whitespace run collapsed to one space (so an item stays
 /// one line), cut after `max_chars` chars. Returns true when it was cut.
 pub(super) fn push_clean(out: &mut String, text: &str, max_chars: usize) -> bool {
+    // Most record text is short, ASCII and single-spaced already: copy it whole.
+    let b = text.as_bytes();
+    if b.len() <= max_chars
+        && b.first() != Some(&b' ')
+        && b.last() != Some(&b' ')
+        && b.iter()
+            .zip(b.iter().skip(1).chain([&b'x']))
+            .all(|(&c, &next)| c > b' ' && c < 0x80 || c == b' ' && next != b' ')
+    {
+        out.push_str(text);
+        return false;
+    }
     let mut chars = 0usize;
     let mut pending_space = false;
     for ch in text.chars() {

@@ -1,8 +1,8 @@
 //! The briefing compiler: budget, never-drop rules, trimming order, determinism.
 
 use baton_core::compiler::{
-    Assignment, AssignmentKind, CAP_DECISIONS, DropReason, HandoffPackage, MIN_KEEP_CHARS,
-    Section, WorkerProfile, compile,
+    Assignment, AssignmentKind, CAP_DECISIONS, DropReason, HandoffPackage, MIN_KEEP_CHARS, Section,
+    WorkerProfile, compile,
 };
 use baton_core::ids::{RunId, Timestamp, WorkerId};
 use baton_core::state::{
@@ -95,11 +95,19 @@ fn check_package(
         // Only the irreducible core: nothing from Progress to Next action, no notes
         // beyond warnings, and the task and objective at their shortest.
         for r in &p.sections[2..12] {
-            prop_assert_eq!(r.items_included, 0, "{:?} in an over-budget package", r.section);
+            prop_assert_eq!(
+                r.items_included,
+                0,
+                "{:?} in an over-budget package",
+                r.section
+            );
         }
         let notes = report(p, Section::PreviousWorkerNotes);
         prop_assert!(notes.kept.iter().all(|k| k.item.contains(".warning")));
-        for (r, text) in [(&p.sections[0], &a.task), (&p.sections[1], &state.objective)] {
+        for (r, text) in [
+            (&p.sections[0], &a.task),
+            (&p.sections[1], &state.objective),
+        ] {
             prop_assert!(r.shortened || text.chars().count() <= MIN_KEEP_CHARS);
         }
     } else {
@@ -120,11 +128,21 @@ fn check_package(
     prop_assert_eq!(order, Section::ALL.to_vec());
     for r in &p.sections[2..] {
         let dropped = p.dropped.iter().filter(|d| d.section == r.section).count();
-        prop_assert_eq!(r.items_included + dropped, r.items_available, "{:?}", r.section);
+        prop_assert_eq!(
+            r.items_included + dropped,
+            r.items_available,
+            "{:?}",
+            r.section
+        );
         prop_assert_eq!(r.kept.len(), r.items_included);
         prop_assert_eq!(r.included, r.items_included > 0);
         let omitted = p.omitted_sections.contains(&r.section);
-        prop_assert_eq!(omitted, r.items_available > 0 && !r.included, "{:?}", r.section);
+        prop_assert_eq!(
+            omitted,
+            r.items_available > 0 && !r.included,
+            "{:?}",
+            r.section
+        );
         // Trimming removes the least relevant first.
         if let Some(min_kept) = r.kept.iter().map(|k| k.score).min() {
             for d in p.dropped.iter().filter(|d| d.section == r.section) {
@@ -281,7 +299,10 @@ fn huge_task_is_shortened_not_dropped() {
         assert!(p.tokens <= 600, "{}", p.tokens);
         assert!(p.sections[0].included && p.sections[0].shortened);
         assert!(!p.sections[1].shortened, "objective is short: kept whole");
-        assert!(p.text.contains("Step T2: Implement the projects endpoints with careful"));
+        assert!(
+            p.text
+                .contains("Step T2: Implement the projects endpoints with careful")
+        );
         assert!(p.text.contains("… [shortened to fit budget]"));
         assert!(p.text.contains(&state.objective));
     }
@@ -316,14 +337,20 @@ fn resolution_claimed_issue_renders_as_not_verified_and_open() {
         "- I1 [high] Pagination cursor breaks on malformed input (raised by w1, turn 1) — \
          resolution claimed by w3 at turn 2 — NOT verified, still open"
     ));
-    assert!(!p.text.contains("- I2 ["), "resolved issues are not unresolved");
+    assert!(
+        !p.text.contains("- I2 ["),
+        "resolved issues are not unresolved"
+    );
     assert_eq!(report(&p, Section::UnresolvedIssues).items_available, 1);
 }
 
 #[test]
 fn compilation_is_deterministic_across_clones() {
     let state = synthetic::state_with_items(2000, 11);
-    let a = step("T3", "Implement token authentication with refresh token rotation");
+    let a = step(
+        "T3",
+        "Implement token authentication with refresh token rotation",
+    );
     for est in [&HeuristicEstimator as &dyn TokenEstimator, &bpe()] {
         let one = compile(&state, &a, &worker(), 1500, est);
         let two = compile(&state.clone(), &a.clone(), &worker(), 1500, est);
@@ -339,12 +366,20 @@ fn compilation_is_deterministic_across_clones() {
 fn relevant_old_decision_beats_newer_unrelated_one_under_pressure() {
     let mut s = small_state();
     s.turns = 40;
-    s.decisions.push(decision(1, "Founding: monorepo layout", 0));
+    s.decisions
+        .push(decision(1, "Founding: monorepo layout", 0));
     s.decisions.push(decision(2, "Founding: MIT licence", 0));
-    s.decisions.push(decision(3, "Paginate list endpoints with opaque cursors", 2));
+    s.decisions.push(decision(
+        3,
+        "Paginate list endpoints with opaque cursors",
+        2,
+    ));
     for n in 4..=12 {
-        s.decisions
-            .push(decision(n, &format!("Colour scheme variant {n} for docs site"), 39));
+        s.decisions.push(decision(
+            n,
+            &format!("Colour scheme variant {n} for docs site"),
+            39,
+        ));
     }
     let a = step("T2", "Add cursor pagination to the list endpoints");
     let full = compile(&s, &a, &worker(), 100_000, &Words);
@@ -361,7 +396,10 @@ fn relevant_old_decision_beats_newer_unrelated_one_under_pressure() {
     assert_eq!(&kept[..3], ["D1", "D2", "D3"], "{kept:?}");
     assert!(kept.len() < 12);
     let dropped_newest = p.dropped.iter().any(|d| d.item == "D12");
-    assert!(dropped_newest, "trimming drops irrelevant items, even the newest");
+    assert!(
+        dropped_newest,
+        "trimming drops irrelevant items, even the newest"
+    );
 }
 
 #[test]
@@ -369,9 +407,19 @@ fn caps_drop_the_lowest_ranked_and_anchor_the_founding_records() {
     let mut s = small_state();
     s.turns = 60;
     for n in 1..=50 {
-        s.decisions.push(decision(n, &format!("Unrelated choice number {n}"), n as u32));
+        s.decisions.push(decision(
+            n,
+            &format!("Unrelated choice number {n}"),
+            n as u32,
+        ));
     }
-    let p = compile(&s, &step("T1", "Design the schema"), &worker(), 100_000, &HeuristicEstimator);
+    let p = compile(
+        &s,
+        &step("T1", "Design the schema"),
+        &worker(),
+        100_000,
+        &HeuristicEstimator,
+    );
     let r = report(&p, Section::Decisions);
     assert_eq!(r.items_included, CAP_DECISIONS);
     let capped: Vec<&str> = p
@@ -381,7 +429,10 @@ fn caps_drop_the_lowest_ranked_and_anchor_the_founding_records() {
         .map(|d| d.item.as_str())
         .collect();
     assert_eq!(capped.len(), 50 - CAP_DECISIONS);
-    assert!(!capped.contains(&"D1") && !capped.contains(&"D2"), "anchors kept");
+    assert!(
+        !capped.contains(&"D1") && !capped.contains(&"D2"),
+        "anchors kept"
+    );
     assert!(!capped.contains(&"D50"), "recent kept");
     assert!(capped.contains(&"D3"));
     // Shown in record order.
@@ -402,9 +453,18 @@ fn warnings_reach_the_next_worker_with_a_tight_budget_and_a_large_record() {
         provenance: prov("w4", 600),
     });
     for est in [&HeuristicEstimator as &dyn TokenEstimator, &bpe()] {
-        let p = compile(&s, &step("T2", "Add project endpoints"), &worker(), 160, est);
+        let p = compile(
+            &s,
+            &step("T2", "Add project endpoints"),
+            &worker(),
+            160,
+            est,
+        );
         assert!(!p.over_budget, "{}", p.text);
-        assert!(p.text.contains("- WARNING: Do not assume the migration ran"));
+        assert!(
+            p.text
+                .contains("- WARNING: Do not assume the migration ran")
+        );
         assert!(p.text.contains("- WARNING: Do not assume I3 is fixed"));
         assert!(p.dropped.iter().any(|d| d.item == "H999.notes"));
     }
@@ -425,14 +485,26 @@ fn step_attempted_before_shows_its_recorded_work() {
         step: Some("T1".into()),
         provenance: prov("w1", 0),
     });
-    let p = compile(&s, &step("T2", "Add project endpoints"), &worker(), 4000, &Words);
+    let p = compile(
+        &s,
+        &step("T2", "Add project endpoints"),
+        &worker(),
+        4000,
+        &Words,
+    );
     let cts = &p.text[p.text.find("## Current task state").expect("section")..];
     assert!(cts.contains("attempted before"));
     assert!(cts.contains("- C1: Drafted the projects table (by w2, turn 1)"));
     let completed = &p.text[p.text.find("## Completed work").expect("section")..];
     assert!(completed.contains("C2") && !completed.contains("C1"));
 
-    let p = compile(&s, &step("T1", "Design the schema"), &worker(), 4000, &Words);
+    let p = compile(
+        &s,
+        &step("T1", "Design the schema"),
+        &worker(),
+        4000,
+        &Words,
+    );
     assert!(p.text.contains("first attempt") || p.text.contains("attempted before"));
 }
 
@@ -453,7 +525,13 @@ fn continuation_reports_plan_and_open_issues() {
 #[test]
 fn empty_state_renders_only_what_exists() {
     let s = small_state();
-    let p = compile(&s, &step("T1", "Design the schema"), &worker(), 4000, &HeuristicEstimator);
+    let p = compile(
+        &s,
+        &step("T1", "Design the schema"),
+        &worker(),
+        4000,
+        &HeuristicEstimator,
+    );
     assert!(p.omitted_sections.is_empty() && p.dropped.is_empty());
     assert!(!p.text.contains("## Decisions"));
     assert!(p.text.contains("## Progress (0 of 2 steps done)"));
@@ -464,6 +542,12 @@ fn empty_state_renders_only_what_exists() {
 fn demo_package_snapshot() {
     let s = synthetic::demo_sized_state();
     let a = step("T4", "Add CRUD endpoints for projects");
-    insta::assert_snapshot!("demo_full", compile(&s, &a, &worker(), 4000, &HeuristicEstimator).text);
-    insta::assert_snapshot!("demo_tight", compile(&s, &a, &worker(), 450, &HeuristicEstimator).text);
+    insta::assert_snapshot!(
+        "demo_full",
+        compile(&s, &a, &worker(), 4000, &HeuristicEstimator).text
+    );
+    insta::assert_snapshot!(
+        "demo_tight",
+        compile(&s, &a, &worker(), 450, &HeuristicEstimator).text
+    );
 }

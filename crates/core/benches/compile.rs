@@ -1,0 +1,59 @@
+//! Briefing compilation: demo-sized, 1k and 10k records, heuristic and BPE estimators.
+//!
+//! `cargo bench -p baton-core --bench compile -- --warm-up-time 1 --measurement-time 3`
+
+use std::hint::black_box;
+
+use baton_core::compiler::{Assignment, AssignmentKind, WorkerProfile, compile};
+use baton_core::ids::WorkerId;
+use baton_core::state::ExecutionState;
+use baton_core::synthetic;
+use baton_core::tokens::{BpeEstimator, HeuristicEstimator, TokenEstimator};
+use criterion::{Criterion, criterion_group, criterion_main};
+
+/// A typical package budget.
+const BUDGET: usize = 2000;
+
+fn bench(c: &mut Criterion) {
+    let worker = WorkerProfile {
+        id: WorkerId::new("w2"),
+        model: "mock/beta".into(),
+        family: "beta".into(),
+        role: None,
+    };
+    let assignment = Assignment {
+        kind: AssignmentKind::Step,
+        step_id: Some("T3".into()),
+        task: "Implement token authentication with refresh token rotation".into(),
+    };
+    let states: [(&str, ExecutionState); 3] = [
+        ("demo", synthetic::demo_sized_state()),
+        ("1k", synthetic::state_with_items(1_000, 1)),
+        ("10k", synthetic::state_with_items(10_000, 1)),
+    ];
+    let heuristic = HeuristicEstimator;
+    let estimators: Vec<&dyn TokenEstimator> = match BpeEstimator::load() {
+        Some(bpe) => vec![&heuristic, Box::leak(Box::new(bpe))],
+        None => vec![&heuristic],
+    };
+    for (name, state) in &states {
+        let mut group = c.benchmark_group(format!("compile/{name}"));
+        for est in &estimators {
+            group.bench_function(est.name(), |b| {
+                b.iter(|| {
+                    compile(
+                        black_box(state),
+                        black_box(&assignment),
+                        &worker,
+                        BUDGET,
+                        *est,
+                    )
+                })
+            });
+        }
+        group.finish();
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
