@@ -263,22 +263,21 @@ pub fn overlap(a: &[u64], b: &[u64]) -> usize {
     n
 }
 
-/// How alike two wordings are, in `[0, 1]`: the overlap coefficient of their term sets
-/// (shared terms over the smaller set), damped when the sets differ a lot in size.
+/// How alike two wordings are, in `[0, 1]`: the Jaccard similarity of their term sets.
 pub fn similarity(a: &[u64], b: &[u64]) -> f64 {
     if a.is_empty() || b.is_empty() {
         return 0.0;
     }
     let shared = overlap(a, b) as f64;
-    let small = a.len().min(b.len()) as f64;
-    let large = a.len().max(b.len()) as f64;
-    let jaccard = shared / (small + large - shared);
-    let coefficient = shared / small;
-    (coefficient + jaccard) / 2.0
+    shared / (a.len() as f64 + b.len() as f64 - shared)
 }
 
-/// Threshold above which two wordings are treated as the same statement.
-pub const RESTATEMENT_THRESHOLD: f64 = 0.6;
+/// Jaccard similarity at or above which two wordings are treated as the same statement.
+///
+/// Deliberately strict: recording a paraphrase as a new item costs a near-duplicate line,
+/// but merging two different decisions that share boilerplate ("X sits behind a single
+/// interface" for two different X) would lose one of them.
+pub const RESTATEMENT_THRESHOLD: f64 = 0.72;
 
 /// True when `a` and `b` say the same thing: equal after normalisation, or near-duplicate
 /// wordings by term similarity.
@@ -377,8 +376,12 @@ mod tests {
             "use postgresql 16 as the primary datastore."
         ));
         assert!(same_statement(
-            "Rotate refresh tokens on every use and revoke the whole token family on reuse",
-            "Refresh tokens are rotated on each use; reuse revokes the token family"
+            "Issue short-lived JWT access tokens (15 minutes) with rotating refresh tokens",
+            "Access tokens are short-lived JWT tokens expiring after 15 minutes, and refresh tokens rotate"
+        ));
+        assert!(same_statement(
+            "Modelled task status as a PostgreSQL ENUM type",
+            "Modelling task status as a native PostgreSQL ENUM type"
         ));
         assert!(!same_statement(
             "Use PostgreSQL 16 as the primary datastore",
@@ -387,6 +390,19 @@ mod tests {
         assert!(!same_statement(
             "Passwords are hashed with argon2id",
             "Access tokens are signed JWTs with a 15 minute lifetime"
+        ));
+    }
+
+    #[test]
+    fn shared_boilerplate_does_not_merge_decisions_about_different_things() {
+        // Regression: the earlier overlap-coefficient measure merged these, losing one.
+        assert!(!same_statement(
+            "Add unit tests for the parser",
+            "Add unit tests for the lexer"
+        ));
+        assert!(!same_statement(
+            "Decide that rate limiting makes every write idempotent with client-supplied request keys",
+            "Decide that full-text search makes every write idempotent with client-supplied request keys"
         ));
     }
 }

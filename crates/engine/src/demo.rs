@@ -8,7 +8,7 @@ use crate::orchestrator::RunSpec;
 
 /// Package budget for the demo's whole plan: tight enough that later workers see the
 /// compiler trim and omit, roomy enough that every worker gets the essentials.
-pub const DEMO_TOTAL_BUDGET: usize = 7500;
+pub const DEMO_TOTAL_BUDGET: usize = 6000;
 
 pub fn roster() -> Roster {
     let worker = |id: &str, model: &str, family: &str, role: &str| WorkerConfig {

@@ -82,10 +82,12 @@ impl<'a, 'e> Compiler<'a, 'e> {
             4096 + assignment.task.len() + state.objective.len(),
         );
         let out = arena.begin();
+        // No run id: the same record, assignment and worker give the same briefing in
+        // any run, so a replay or a comparison of two models sees identical bytes.
         let _ = write!(
             out,
-            "# Briefing: run {}, turn {}, for {} ({})",
-            state.run_id, state.turns, worker.id, worker.model
+            "# Briefing: turn {}, for {} ({})",
+            state.turns, worker.id, worker.model
         );
         if let Some(role) = &worker.role {
             let _ = write!(out, " as {role}");

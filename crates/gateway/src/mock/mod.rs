@@ -110,53 +110,164 @@ fn task_hash(task: &str) -> u64 {
     })
 }
 
-const COMPONENTS: [&str; 12] = [
-    "the data model",
-    "the public API",
-    "authentication",
-    "background jobs",
-    "the cache layer",
-    "full-text search",
-    "notifications",
-    "observability",
-    "the deployment pipeline",
-    "the test suite",
-    "error handling",
-    "rate limiting",
-];
-
-const CHOICES: [(&str, &str); 8] = [
+/// Per component: two decisions (with reasons) in the component's own words, as a
+/// model would phrase them.
+const COMPONENTS: [(&str, [(&str, &str); 2]); 12] = [
     (
-        "sits behind a single interface with one implementation per backend",
-        "it can be replaced without touching its callers",
+        "the data model",
+        [
+            (
+                "Store money as integer cents in a bigint column",
+                "floating point rounding corrupts totals",
+            ),
+            (
+                "Give every table created_at and updated_at columns set by the database",
+                "audits and sync need trustworthy times",
+            ),
+        ],
     ),
     (
-        "makes every write idempotent with client-supplied request keys",
-        "retries after timeouts are then safe",
+        "the public API",
+        [
+            (
+                "Return 409 Conflict when an update carries a stale ETag",
+                "clients must not silently overwrite each other",
+            ),
+            (
+                "Publish an OpenAPI document generated from the route definitions",
+                "hand-written specs drift from the code",
+            ),
+        ],
     ),
     (
-        "emits structured JSON logs with a request id",
-        "incidents can be traced across services from the logs alone",
+        "authentication",
+        [
+            (
+                "Require multi-factor login for administrator accounts",
+                "an administrator credential is the most valuable one to steal",
+            ),
+            (
+                "Lock an account for fifteen minutes after ten failed logins",
+                "slows password guessing without permanent lockouts",
+            ),
+        ],
     ),
     (
-        "validates inputs at the boundary with explicit schemas",
-        "malformed data never reaches storage",
+        "background jobs",
+        [
+            (
+                "Run background jobs from a Postgres-backed queue with SKIP LOCKED",
+                "no second datastore to operate",
+            ),
+            (
+                "Retry failed jobs five times with exponential backoff, then park them",
+                "transient faults recover and poison jobs stop looping",
+            ),
+        ],
     ),
     (
-        "is versioned explicitly and keeps the previous version for a release",
-        "clients upgrade on their own schedule",
+        "the cache layer",
+        [
+            (
+                "Cache read-heavy endpoints in Redis with a sixty second TTL",
+                "most reads tolerate a minute of staleness",
+            ),
+            (
+                "Invalidate cached entries on write instead of waiting for expiry",
+                "users expect to see their own changes at once",
+            ),
+        ],
     ),
     (
-        "gets a feature flag so it can ship dark",
-        "it can be enabled gradually and rolled back without a deploy",
+        "full-text search",
+        [
+            (
+                "Index task titles and descriptions with Postgres tsvector columns",
+                "search stays inside the primary database",
+            ),
+            (
+                "Rank search hits by recency before relevance",
+                "users mostly look for what they touched lately",
+            ),
+        ],
     ),
     (
-        "keeps its configuration in environment variables with typed defaults",
-        "the same build runs in every environment",
+        "notifications",
+        [
+            (
+                "Deliver notifications through an outbox table polled by a sender",
+                "a notification is never sent for a rolled-back change",
+            ),
+            (
+                "Batch email notifications into a digest every ten minutes",
+                "bursts of edits otherwise flood inboxes",
+            ),
+        ],
     ),
     (
-        "is covered by contract tests against recorded fixtures",
-        "regressions surface before integration",
+        "observability",
+        [
+            (
+                "Emit OpenTelemetry traces from every request handler",
+                "latency problems are found across service boundaries",
+            ),
+            (
+                "Alert on the p95 latency of writes rather than on CPU",
+                "users feel latency, not CPU",
+            ),
+        ],
+    ),
+    (
+        "the deployment pipeline",
+        [
+            (
+                "Deploy with blue-green switching behind the load balancer",
+                "rollback is a switch, not a redeploy",
+            ),
+            (
+                "Run database migrations as a separate step before the new version starts",
+                "old and new code must both work with the migrated schema",
+            ),
+        ],
+    ),
+    (
+        "the test suite",
+        [
+            (
+                "Run integration tests against a real Postgres started per test run",
+                "mocks hide constraint and locking behaviour",
+            ),
+            (
+                "Fail the build when coverage of the service layer drops below 80 percent",
+                "the service layer carries the business rules",
+            ),
+        ],
+    ),
+    (
+        "error handling",
+        [
+            (
+                "Map domain errors to HTTP status codes in one exception handler",
+                "every route reports errors the same way",
+            ),
+            (
+                "Never expose stack traces in API responses",
+                "they leak internals to attackers",
+            ),
+        ],
+    ),
+    (
+        "rate limiting",
+        [
+            (
+                "Limit each API token to 100 requests per minute with a token bucket",
+                "bursts are allowed while sustained abuse is not",
+            ),
+            (
+                "Return Retry-After headers on every 429 response",
+                "well-behaved clients can back off precisely",
+            ),
+        ],
     ),
 ];
 
@@ -171,20 +282,20 @@ const RISKS: [&str; 6] = [
 
 fn generic_parts(task: &str) -> (String, &'static str, &'static str, u64) {
     let h = task_hash(task);
-    let component = COMPONENTS[(h % COMPONENTS.len() as u64) as usize];
-    let (choice, reason) = CHOICES[((h >> 8) % CHOICES.len() as u64) as usize];
-    (component.to_string(), choice, reason, h)
+    let (component, decisions) = &COMPONENTS[(h % COMPONENTS.len() as u64) as usize];
+    let (decision, reason) = decisions[((h >> 8) % 2) as usize];
+    (component.to_string(), decision, reason, h)
 }
 
 fn generic_result(task: &str) -> Value {
     let short = first_words(task, 8);
     let file = format!("{}.md", slug(task));
-    let (component, choice, reason, h) = generic_parts(task);
+    let (component, decision, reason, h) = generic_parts(task);
     let mut result = json!({
         "summary": format!("Worked on: {short}. Settled how {component} should behave and wrote it up."),
         "completed": [format!("Wrote up {component} for: {short}")],
         "decisions": [{
-            "text": format!("Decide that {component} {choice}"),
+            "text": decision,
             "reason": reason
         }],
         "artifacts": [{
