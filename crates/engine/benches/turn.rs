@@ -71,7 +71,7 @@ fn resume(c: &mut Criterion) {
             for _ in 0..iters {
                 let engine = Engine::new(Arc::new(SqliteStore::open(&path).unwrap()));
                 let session = engine.open(&id, None).unwrap();
-                criterion::black_box(engine.preview(&session, None, None).unwrap());
+                std::hint::black_box(engine.preview(&session, None, None).unwrap());
             }
             t0.elapsed()
         })
