@@ -2,9 +2,14 @@
 //!
 //! A `Gateway` takes one normalised request — exactly a system and a user message — and
 //! returns one normalised response. Providers in this crate: `mock` (deterministic,
-//! offline, used by the demo) and `scripted` (replays recorded responses from a JSONL
-//! file keyed by turn and call). Network providers arrive in a later issue behind the
-//! same trait.
+//! offline, used by the demo), `scripted` (replays recorded responses from a JSONL
+//! file keyed by turn and call) and the HTTP providers in [`providers`]: OpenAI-compatible
+//! Chat Completions (OpenAI and the servers that speak its dialect), Anthropic Messages
+//! and Gemini `generateContent`.
+//!
+//! Retry is a value ([`RetryPolicy`]) applied around any gateway by
+//! [`complete_with_retry`]; providers only classify failures and report the delay the
+//! server asked for.
 
 use std::fmt;
 use std::sync::Arc;
@@ -13,10 +18,18 @@ use std::time::Duration;
 use baton_core::turn::CallKind;
 use thiserror::Error;
 
+mod credential;
+mod http;
 pub mod mock;
+pub mod providers;
+pub mod retry;
+pub mod retry_after;
 pub mod scripted;
 
+pub use credential::{Credential, credential_for, resolve_credential};
 pub use mock::MockGateway;
+pub use providers::HttpGateway;
+pub use retry::{Attempt, RetryPolicy, complete_with_retry};
 pub use scripted::ScriptedGateway;
 
 /// One model call: exactly `[system, user]`, plus what the gateway needs to route it.
@@ -37,6 +50,11 @@ pub struct ModelRequest<'a> {
 }
 
 /// Token usage as the provider reported it (the mock reports its own estimate).
+///
+/// Normalised across providers: `input_tokens` counts every prompt token, including
+/// those served from the provider's cache; `cached_tokens` is the cached part of it
+/// (Anthropic reports cache reads and writes apart from `input_tokens`, so its three
+/// numbers are added up).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
     pub input_tokens: u64,
@@ -51,22 +69,47 @@ pub struct ModelResponse {
 }
 
 /// Failure classes callers act on.
+///
+/// No variant ever carries a credential: provider error bodies are scrubbed of the key
+/// before their message is kept.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum Error {
-    #[error("rate limited{}", retry_after.map(|d| format!(" (retry after {:.1}s)", d.as_secs_f64())).unwrap_or_default())]
+    #[error("rate limited{}", show_delay(retry_after))]
     RateLimited { retry_after: Option<Duration> },
-    #[error("provider overloaded: {message}")]
-    Overloaded { message: String },
+    #[error("provider overloaded{}: {message}", show_delay(retry_after))]
+    Overloaded {
+        message: String,
+        retry_after: Option<Duration>,
+    },
     #[error("authentication failed: {message}")]
     Auth { message: String },
+    /// The account's quota or credit is spent; waiting a few seconds will not help.
+    #[error("quota exhausted: {message}")]
+    QuotaExhausted { message: String },
     #[error("request too long for the model's context: {message}")]
     ContextTooLong { message: String },
     #[error("bad request: {message}")]
     BadRequest { message: String },
+    /// The provider does not know the model (HTTP 404 on the model).
+    #[error("unknown model \"{model}\": {message}")]
+    UnknownModel { model: String, message: String },
     #[error("server error: {message}")]
     Server { message: String },
     #[error("timed out after {0:?}")]
     Timeout(Duration),
+    /// The answer stopped at the output limit (`finish_reason: length`,
+    /// `stop_reason: max_tokens`, `finishReason: MAX_TOKENS`): the claim is incomplete.
+    /// Not retried: the same request would stop at the same place.
+    #[error("output truncated at the token limit: {message}")]
+    Truncated { message: String },
+    /// The server's answer could not be read: invalid JSON, a body cut short, or a
+    /// response missing the fields the wire format promises.
+    #[error("unparseable response: {detail}")]
+    Unparseable { detail: String },
+    /// No HTTP exchange happened or it broke off: connection refused or reset, host
+    /// not found, TLS failure.
+    #[error("provider unreachable: {detail}")]
+    Unreachable { detail: String },
     /// A scripted replay has no response for this turn and call.
     #[error(
         "{path}: no scripted response for turn {turn}, {call} call; the script has {available} entries — record a longer run or extend the file"
@@ -95,6 +138,12 @@ pub enum Error {
     Config(String),
 }
 
+fn show_delay(delay: &Option<Duration>) -> String {
+    delay
+        .map(|d| format!(" (retry after {:.1}s)", d.as_secs_f64()))
+        .unwrap_or_default()
+}
+
 impl Error {
     /// Worth retrying with the same request.
     pub fn is_retryable(&self) -> bool {
@@ -104,7 +153,19 @@ impl Error {
                 | Error::Overloaded { .. }
                 | Error::Server { .. }
                 | Error::Timeout(_)
+                | Error::Unparseable { .. }
+                | Error::Unreachable { .. }
         )
+    }
+
+    /// The delay the provider asked for, when it named one.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Error::RateLimited { retry_after } | Error::Overloaded { retry_after, .. } => {
+                *retry_after
+            }
+            _ => None,
+        }
     }
 
     /// A short class name for records and summaries.
@@ -113,10 +174,15 @@ impl Error {
             Error::RateLimited { .. } => "rate_limited",
             Error::Overloaded { .. } => "overloaded",
             Error::Auth { .. } => "auth",
+            Error::QuotaExhausted { .. } => "quota_exhausted",
             Error::ContextTooLong { .. } => "context_too_long",
             Error::BadRequest { .. } => "bad_request",
+            Error::UnknownModel { .. } => "unknown_model",
             Error::Server { .. } => "server_error",
             Error::Timeout(_) => "timeout",
+            Error::Truncated { .. } => "truncated",
+            Error::Unparseable { .. } => "unparseable",
+            Error::Unreachable { .. } => "unreachable",
             Error::ScriptExhausted { .. } | Error::BadScript { .. } => "script",
             Error::UnknownProvider { .. } | Error::MissingProvider { .. } | Error::Config(_) => {
                 "config"
@@ -136,7 +202,7 @@ pub trait Gateway: Send + Sync + fmt::Debug {
 pub type Options = serde_json::Map<String, serde_json::Value>;
 
 /// The providers this build knows, for error messages.
-pub const KNOWN_PROVIDERS: &str = "mock, scripted";
+pub const KNOWN_PROVIDERS: &str = "mock, scripted, openai, anthropic, gemini, groq, deepseek, openrouter, together, mistral, xai, ollama, vllm, llamacpp, lmstudio";
 
 /// Splits `provider/model`.
 pub fn split_model(model: &str) -> Result<(&str, &str)> {
@@ -148,13 +214,27 @@ pub fn split_model(model: &str) -> Result<(&str, &str)> {
     }
 }
 
+/// Builds the gateway for a worker's `provider/model` without a credential: enough for
+/// `mock`, `scripted`, replays and local servers (Ollama, vLLM, llama.cpp, LM Studio).
+/// A provider that needs a key fails here with an `Auth` error naming the variable to
+/// set; use [`for_model_with_credential`] for those.
+pub fn for_model(model: &str, options: &Options) -> Result<Arc<dyn Gateway>> {
+    for_model_with_credential(model, options, None)
+}
+
 /// Builds the gateway for a worker's `provider/model`. The prefix picks the provider.
 ///
 /// `options.replay = "run.jsonl"` replays recorded responses for any provider: the worker
 /// keeps its model identity (so a replayed run's packages and provenance are identical to
-/// the recorded run's) but no model is called.
-pub fn for_model(model: &str, options: &Options) -> Result<Arc<dyn Gateway>> {
-    let (provider, _) = split_model(model)?;
+/// the recorded run's) but no model is called, and no credential is needed.
+///
+/// Options of the HTTP providers are described in [`providers`].
+pub fn for_model_with_credential(
+    model: &str,
+    options: &Options,
+    credential: Option<Credential>,
+) -> Result<Arc<dyn Gateway>> {
+    let (provider, name) = split_model(model)?;
     if let Some(replay) = options.get("replay") {
         let path = replay.as_str().ok_or_else(|| {
             Error::Config(format!("options.replay must be a file path, got {replay}"))
@@ -174,11 +254,14 @@ pub fn for_model(model: &str, options: &Options) -> Result<Arc<dyn Gateway>> {
                 })?;
             Ok(Arc::new(ScriptedGateway::open(std::path::Path::new(path))?))
         }
-        other => Err(Error::UnknownProvider {
-            provider: other.to_string(),
-            model: model.to_string(),
-            known: KNOWN_PROVIDERS,
-        }),
+        other => match providers::ProviderKind::from_prefix(other) {
+            Some(kind) => Ok(Arc::new(HttpGateway::new(kind, name, options, credential)?)),
+            None => Err(Error::UnknownProvider {
+                provider: other.to_string(),
+                model: model.to_string(),
+                known: KNOWN_PROVIDERS,
+            }),
+        },
     }
 }
 

@@ -35,8 +35,9 @@ pub struct ScriptLine {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptedError {
-    /// `rate_limited`, `overloaded`, `auth`, `context_too_long`, `bad_request`,
-    /// `server_error` or `timeout`.
+    /// `rate_limited`, `overloaded`, `auth`, `quota_exhausted`, `context_too_long`,
+    /// `bad_request`, `unknown_model`, `server_error`, `timeout`, `truncated`,
+    /// `unparseable` or `unreachable` (the classes of [`Error::class`]).
     pub class: String,
     #[serde(default)]
     pub message: String,
@@ -47,11 +48,22 @@ impl ScriptedError {
         let message = self.message.clone();
         match self.class.as_str() {
             "rate_limited" => Error::RateLimited { retry_after: None },
-            "overloaded" => Error::Overloaded { message },
+            "overloaded" => Error::Overloaded {
+                message,
+                retry_after: None,
+            },
             "auth" => Error::Auth { message },
+            "quota_exhausted" => Error::QuotaExhausted { message },
             "context_too_long" => Error::ContextTooLong { message },
             "bad_request" => Error::BadRequest { message },
+            "unknown_model" => Error::UnknownModel {
+                model: String::new(),
+                message,
+            },
             "timeout" => Error::Timeout(std::time::Duration::from_secs(0)),
+            "truncated" => Error::Truncated { message },
+            "unparseable" => Error::Unparseable { detail: message },
+            "unreachable" => Error::Unreachable { detail: message },
             _ => Error::Server { message },
         }
     }

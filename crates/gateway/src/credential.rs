@@ -1,0 +1,216 @@
+//! API keys. A `Credential` is built from an environment variable (or a literal the
+//! caller already holds), handed to the gateway that needs it, and never leaves it
+//! (invariant 9): it has no `Serialize`, its `Debug` and `Display` print `[redacted]`,
+//! and provider error bodies are scrubbed of it before they become error messages.
+
+use std::fmt;
+
+use crate::{Error, Options, Result, split_model};
+
+/// A provider secret. Only the HTTP layer of this crate reads it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credential(String);
+
+impl Credential {
+    /// Wraps a secret. Surrounding whitespace (a newline pasted with the key) is dropped.
+    pub fn new(secret: impl Into<String>) -> Result<Self> {
+        let secret = secret.into();
+        let trimmed = secret.trim();
+        if trimmed.is_empty() {
+            return Err(Error::Auth {
+                message: "the API key is empty".into(),
+            });
+        }
+        Ok(Credential(trimmed.to_string()))
+    }
+
+    pub(crate) fn secret(&self) -> &str {
+        &self.0
+    }
+
+    /// Replaces every occurrence of the secret in `text`, for error bodies that echo it.
+    pub(crate) fn scrub(&self, text: &str) -> String {
+        if text.contains(self.0.as_str()) {
+            text.replace(self.0.as_str(), "[redacted]")
+        } else {
+            text.to_string()
+        }
+    }
+
+    /// The vendor whose keys look like this one, when the shape says so.
+    pub(crate) fn family(&self) -> Option<KeyFamily> {
+        KeyFamily::of(&self.0)
+    }
+}
+
+impl fmt::Debug for Credential {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Credential([redacted])")
+    }
+}
+
+impl fmt::Display for Credential {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+/// Vendors whose key prefixes are distinctive enough to recognise a key offered to the
+/// wrong provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KeyFamily {
+    Anthropic,
+    OpenRouter,
+    OpenAi,
+    Google,
+    Groq,
+    Xai,
+}
+
+impl KeyFamily {
+    fn of(secret: &str) -> Option<Self> {
+        // Order matters: the Anthropic and OpenRouter prefixes also start with `sk-`.
+        if secret.starts_with("sk-ant-") {
+            Some(KeyFamily::Anthropic)
+        } else if secret.starts_with("sk-or-") {
+            Some(KeyFamily::OpenRouter)
+        } else if secret.starts_with("sk-") {
+            Some(KeyFamily::OpenAi)
+        } else if secret.starts_with("AIza") {
+            Some(KeyFamily::Google)
+        } else if secret.starts_with("gsk_") {
+            Some(KeyFamily::Groq)
+        } else if secret.starts_with("xai-") {
+            Some(KeyFamily::Xai)
+        } else {
+            None
+        }
+    }
+
+    pub(crate) fn article_name(self) -> &'static str {
+        match self {
+            KeyFamily::Anthropic => "an Anthropic",
+            KeyFamily::OpenRouter => "an OpenRouter",
+            KeyFamily::OpenAi => "an OpenAI (or OpenAI-style `sk-`)",
+            KeyFamily::Google => "a Google (Gemini)",
+            KeyFamily::Groq => "a Groq",
+            KeyFamily::Xai => "an xAI",
+        }
+    }
+}
+
+/// Resolves a worker's key: from the environment variable `api_key_env`, or from a
+/// `literal` the caller already holds (a command-line flag, a secrets manager). Neither
+/// gives `Ok(None)`. A missing or empty variable is an `Auth` error naming the variable,
+/// never a value.
+pub fn resolve_credential(
+    api_key_env: Option<&str>,
+    literal: Option<&str>,
+) -> Result<Option<Credential>> {
+    match (api_key_env, literal) {
+        (Some(_), Some(_)) => Err(Error::Config(
+            "give the API key either through an environment variable or directly, not both".into(),
+        )),
+        (Some(var), None) => match std::env::var(var) {
+            Ok(value) if !value.trim().is_empty() => Credential::new(value).map(Some),
+            Ok(_) => Err(Error::Auth {
+                message: format!("environment variable {var} is set but empty"),
+            }),
+            Err(std::env::VarError::NotPresent) => Err(Error::Auth {
+                message: format!("environment variable {var} is not set"),
+            }),
+            Err(std::env::VarError::NotUnicode(_)) => Err(Error::Auth {
+                message: format!("environment variable {var} is not valid UTF-8"),
+            }),
+        },
+        (None, Some(value)) => Credential::new(value).map(Some),
+        (None, None) => Ok(None),
+    }
+}
+
+/// The credential a worker's options ask for: `options.api_key_env` names the variable
+/// (it must be set); without it, the provider's conventional variable
+/// (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `GEMINI_API_KEY`, …) is used when set.
+/// Keys are deliberately not read from the options themselves: options are roster
+/// data and may be stored, keys must not be (invariant 9).
+pub fn credential_for(model: &str, options: &Options) -> Result<Option<Credential>> {
+    if let Some(v) = options.get("api_key_env") {
+        let var = v.as_str().ok_or_else(|| {
+            Error::Config(format!(
+                "options.api_key_env must name an environment variable, got {v}"
+            ))
+        })?;
+        return resolve_credential(Some(var), None);
+    }
+    if options.contains_key("api_key") {
+        return Err(Error::Config(
+            "options.api_key is not accepted (keys must not live in the roster); set options.api_key_env to the name of an environment variable".into(),
+        ));
+    }
+    let (provider, _) = split_model(model)?;
+    let Some(kind) = crate::providers::ProviderKind::from_prefix(provider) else {
+        return Ok(None);
+    };
+    match kind.default_key_env() {
+        Some(var) => match std::env::var(var) {
+            Ok(value) if !value.trim().is_empty() => Credential::new(value).map(Some),
+            _ => Ok(None),
+        },
+        None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_and_display_never_show_the_secret() {
+        let c = Credential::new("sk-ant-api03-secret\n").unwrap();
+        assert_eq!(format!("{c:?}"), "Credential([redacted])");
+        assert_eq!(format!("{c}"), "[redacted]");
+        assert_eq!(
+            format!("{:?}", Some(c.clone())),
+            "Some(Credential([redacted]))"
+        );
+        assert_eq!(c.secret(), "sk-ant-api03-secret");
+        assert_eq!(
+            c.scrub("bad key sk-ant-api03-secret given"),
+            "bad key [redacted] given"
+        );
+    }
+
+    #[test]
+    fn a_missing_variable_is_named_and_no_value_is_shown() {
+        let err = resolve_credential(Some("BATON_TEST_SURELY_UNSET_VAR"), None).unwrap_err();
+        assert_eq!(err.class(), "auth");
+        assert!(
+            err.to_string().contains("BATON_TEST_SURELY_UNSET_VAR"),
+            "{err}"
+        );
+        assert_eq!(resolve_credential(None, None).unwrap(), None);
+        assert!(resolve_credential(None, Some("  ")).is_err());
+        assert!(resolve_credential(Some("X"), Some("y")).is_err());
+        let lit = resolve_credential(None, Some("abc")).unwrap().unwrap();
+        assert_eq!(lit.secret(), "abc");
+    }
+
+    #[test]
+    fn key_shapes() {
+        let fam = |s: &str| KeyFamily::of(s);
+        assert_eq!(fam("sk-ant-api03-x"), Some(KeyFamily::Anthropic));
+        assert_eq!(fam("sk-proj-x"), Some(KeyFamily::OpenAi));
+        assert_eq!(fam("sk-or-v1-x"), Some(KeyFamily::OpenRouter));
+        assert_eq!(fam("AIzaSyX"), Some(KeyFamily::Google));
+        assert_eq!(fam("gsk_x"), Some(KeyFamily::Groq));
+        assert_eq!(fam("xai-x"), Some(KeyFamily::Xai));
+        assert_eq!(fam("0123abcd"), None);
+    }
+
+    #[test]
+    fn options_never_carry_a_literal_key() {
+        let mut o = Options::new();
+        o.insert("api_key".into(), "sk-x".into());
+        assert!(credential_for("openai/gpt-4.1", &o).is_err());
+    }
+}

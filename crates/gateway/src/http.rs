@@ -1,0 +1,153 @@
+//! The one HTTP seam every provider goes through: a blocking `ureq` agent with the
+//! worker's timeouts, which returns any status as a reply (providers classify their
+//! own error bodies) and maps transport failures to error classes.
+
+use std::io;
+use std::time::Duration;
+
+use crate::{Error, Result};
+
+/// Responses larger than this are refused rather than buffered; model answers are
+/// kilobytes, so hitting it means the server is not what we think it is.
+const MAX_BODY_BYTES: u64 = 64 * 1024 * 1024;
+
+pub(crate) struct Transport {
+    agent: ureq::Agent,
+    connect_timeout: Duration,
+    timeout: Duration,
+}
+
+/// A response of any status.
+pub(crate) struct Reply {
+    pub status: u16,
+    /// Header names lowercased.
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Transport {
+    pub fn new(connect_timeout: Duration, timeout: Duration) -> Self {
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_connect(Some(connect_timeout))
+            .timeout_global(Some(timeout))
+            .user_agent(concat!("baton/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .new_agent();
+        Transport {
+            agent,
+            connect_timeout,
+            timeout,
+        }
+    }
+
+    pub fn post(&self, url: &str, headers: &[(&str, &str)], body: Vec<u8>) -> Result<Reply> {
+        let mut request = self
+            .agent
+            .post(url)
+            .header("content-type", "application/json");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let mut response = request.send(body).map_err(|e| self.map(e, url, false))?;
+        let status = response.status().as_u16();
+        let headers = response
+            .headers()
+            .iter()
+            .filter_map(|(n, v)| Some((n.as_str().to_string(), v.to_str().ok()?.to_string())))
+            .collect();
+        let bytes = response
+            .body_mut()
+            .with_config()
+            .limit(MAX_BODY_BYTES)
+            .read_to_vec()
+            .map_err(|e| self.map(e, url, true))?;
+        let body = String::from_utf8(bytes).map_err(|_| Error::Unparseable {
+            detail: format!("HTTP {status} body from {} is not UTF-8", host(url)),
+        })?;
+        Ok(Reply {
+            status,
+            headers,
+            body,
+        })
+    }
+
+    /// Transport failures by class. `in_body`: the status line and headers had
+    /// arrived, so the exchange broke off mid-response.
+    fn map(&self, error: ureq::Error, url: &str, in_body: bool) -> Error {
+        let host = host(url);
+        match error {
+            ureq::Error::Timeout(ureq::Timeout::Connect | ureq::Timeout::Resolve) => {
+                Error::Timeout(self.connect_timeout)
+            }
+            ureq::Error::Timeout(_) => Error::Timeout(self.timeout),
+            ureq::Error::Io(e) => match e.kind() {
+                io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => Error::Timeout(self.timeout),
+                io::ErrorKind::UnexpectedEof if in_body => Error::Unparseable {
+                    detail: format!("the response body from {host} was cut short"),
+                },
+                io::ErrorKind::ConnectionRefused => Error::Unreachable {
+                    detail: format!("connection refused by {host}"),
+                },
+                io::ErrorKind::ConnectionReset
+                | io::ErrorKind::ConnectionAborted
+                | io::ErrorKind::BrokenPipe
+                | io::ErrorKind::UnexpectedEof => Error::Unreachable {
+                    detail: format!(
+                        "connection to {host} closed {}",
+                        if in_body {
+                            "mid-response"
+                        } else {
+                            "before a response"
+                        }
+                    ),
+                },
+                _ => Error::Unreachable {
+                    detail: format!("{host}: {e}"),
+                },
+            },
+            ureq::Error::HostNotFound => Error::Unreachable {
+                detail: format!("cannot resolve {host}"),
+            },
+            ureq::Error::ConnectionFailed => Error::Unreachable {
+                detail: format!("cannot connect to {host}"),
+            },
+            ureq::Error::Protocol(e) => Error::Unparseable {
+                detail: format!("malformed HTTP response from {host}: {e}"),
+            },
+            ureq::Error::BodyExceedsLimit(limit) => Error::Unparseable {
+                detail: format!("response from {host} exceeds {limit} bytes"),
+            },
+            ureq::Error::BadUri(detail) => Error::Config(format!("bad api_base URL: {detail}")),
+            ureq::Error::Http(e) => Error::Config(format!("cannot build the request: {e}")),
+            other => Error::Unreachable {
+                detail: format!("{host}: {other}"),
+            },
+        }
+    }
+}
+
+/// `scheme://host:port` of a URL, for messages (never the path or query).
+fn host(url: &str) -> &str {
+    let after_scheme = url.find("://").map(|i| i + 3).unwrap_or(0);
+    let end = url[after_scheme..]
+        .find('/')
+        .map(|i| after_scheme + i)
+        .unwrap_or(url.len());
+    &url[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn host_keeps_only_scheme_and_authority() {
+        assert_eq!(
+            super::host("https://api.openai.com/v1/chat/completions"),
+            "https://api.openai.com"
+        );
+        assert_eq!(
+            super::host("http://127.0.0.1:8080"),
+            "http://127.0.0.1:8080"
+        );
+    }
+}

@@ -1,0 +1,569 @@
+//! HTTP model providers: thin adapters over three wire formats, selected by the
+//! `provider/` prefix of a worker's model.
+//!
+//! | prefix | wire | default `api_base` | key variable | default `structured` |
+//! |---|---|---|---|---|
+//! | `openai` | Chat Completions | `https://api.openai.com/v1` | `OPENAI_API_KEY` | `schema` |
+//! | `groq` | Chat Completions | `https://api.groq.com/openai/v1` | `GROQ_API_KEY` | `json_object` |
+//! | `deepseek` | Chat Completions | `https://api.deepseek.com/v1` | `DEEPSEEK_API_KEY` | `json_object` |
+//! | `openrouter` | Chat Completions | `https://openrouter.ai/api/v1` | `OPENROUTER_API_KEY` | `schema` |
+//! | `together` | Chat Completions | `https://api.together.xyz/v1` | `TOGETHER_API_KEY` | `schema` |
+//! | `mistral` | Chat Completions | `https://api.mistral.ai/v1` | `MISTRAL_API_KEY` | `schema` |
+//! | `xai` | Chat Completions | `https://api.x.ai/v1` | `XAI_API_KEY` | `schema` |
+//! | `ollama` | Chat Completions | `http://127.0.0.1:11434/v1` | none needed | `instructions` |
+//! | `vllm` | Chat Completions | `http://127.0.0.1:8000/v1` | none needed | `instructions` |
+//! | `llamacpp` | Chat Completions | `http://127.0.0.1:8080/v1` | none needed | `instructions` |
+//! | `lmstudio` | Chat Completions | `http://127.0.0.1:1234/v1` | none needed | `instructions` |
+//! | `anthropic` | Messages | `https://api.anthropic.com` | `ANTHROPIC_API_KEY` | `schema` (forced tool use) |
+//! | `gemini` | generateContent | `https://generativelanguage.googleapis.com` | `GEMINI_API_KEY` | `schema` |
+//!
+//! Worker options: `api_base` (URL), `structured` (`"schema"`, `"json_object"` or
+//! `"instructions"`; the last sends no response format because the prompt already
+//! carries the schema), `strict_schema` (bool, default true; OpenAI-style `strict`),
+//! `max_tokens` (default output limit when a request sets none; Anthropic requires one
+//! and defaults to 4096), `connect_timeout_s` (default 10), `timeout_s` (whole call,
+//! default 300), `api_key_env` (read by [`crate::credential_for`], not here).
+//!
+//! Why our own adapters rather than a multi-provider client crate: the engine is
+//! synchronous (one blocking call per model turn, no tokio runtime to own), and the
+//! parts that matter here are exactly the parts such crates hide — which header or body
+//! field carries the retry delay, how each provider words "context too long", what the
+//! error body said — while retry itself must stay a value outside the provider
+//! ([`crate::RetryPolicy`]). Three wire formats are a few hundred lines; owning them
+//! keeps the request bytes under test.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::credential::{Credential, KeyFamily};
+use crate::http::{Reply, Transport};
+use crate::{Error, Gateway, ModelRequest, ModelResponse, Options, Result};
+
+mod anthropic;
+mod gemini;
+mod openai;
+
+pub use gemini::to_gemini_schema;
+
+/// The Anthropic Messages API requires an output limit; this is ours when none is set.
+pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 4096;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderKind {
+    OpenAi,
+    Groq,
+    DeepSeek,
+    OpenRouter,
+    Together,
+    Mistral,
+    Xai,
+    Ollama,
+    Vllm,
+    LlamaCpp,
+    LmStudio,
+    Anthropic,
+    Gemini,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wire {
+    ChatCompletions,
+    Messages,
+    GenerateContent,
+}
+
+/// How the answer's shape is enforced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Structured {
+    /// The provider's schema-constrained output (OpenAI `json_schema`, Anthropic forced
+    /// tool use, Gemini `responseSchema`).
+    Schema,
+    /// JSON mode without a schema (OpenAI `json_object`, Gemini JSON mime type).
+    JsonObject,
+    /// Nothing on the wire: the prompt's own instructions carry the schema.
+    Instructions,
+}
+
+impl ProviderKind {
+    pub fn from_prefix(prefix: &str) -> Option<Self> {
+        use ProviderKind::*;
+        Some(match prefix {
+            "openai" => OpenAi,
+            "groq" => Groq,
+            "deepseek" => DeepSeek,
+            "openrouter" => OpenRouter,
+            "together" => Together,
+            "mistral" => Mistral,
+            "xai" => Xai,
+            "ollama" => Ollama,
+            "vllm" => Vllm,
+            "llamacpp" => LlamaCpp,
+            "lmstudio" => LmStudio,
+            "anthropic" => Anthropic,
+            "gemini" => Gemini,
+            _ => return None,
+        })
+    }
+
+    pub fn prefix(self) -> &'static str {
+        use ProviderKind::*;
+        match self {
+            OpenAi => "openai",
+            Groq => "groq",
+            DeepSeek => "deepseek",
+            OpenRouter => "openrouter",
+            Together => "together",
+            Mistral => "mistral",
+            Xai => "xai",
+            Ollama => "ollama",
+            Vllm => "vllm",
+            LlamaCpp => "llamacpp",
+            LmStudio => "lmstudio",
+            Anthropic => "anthropic",
+            Gemini => "gemini",
+        }
+    }
+
+    pub(crate) fn wire(self) -> Wire {
+        match self {
+            ProviderKind::Anthropic => Wire::Messages,
+            ProviderKind::Gemini => Wire::GenerateContent,
+            _ => Wire::ChatCompletions,
+        }
+    }
+
+    pub fn default_api_base(self) -> &'static str {
+        use ProviderKind::*;
+        match self {
+            OpenAi => "https://api.openai.com/v1",
+            Groq => "https://api.groq.com/openai/v1",
+            DeepSeek => "https://api.deepseek.com/v1",
+            OpenRouter => "https://openrouter.ai/api/v1",
+            Together => "https://api.together.xyz/v1",
+            Mistral => "https://api.mistral.ai/v1",
+            Xai => "https://api.x.ai/v1",
+            Ollama => "http://127.0.0.1:11434/v1",
+            Vllm => "http://127.0.0.1:8000/v1",
+            LlamaCpp => "http://127.0.0.1:8080/v1",
+            LmStudio => "http://127.0.0.1:1234/v1",
+            Anthropic => "https://api.anthropic.com",
+            Gemini => "https://generativelanguage.googleapis.com",
+        }
+    }
+
+    /// The conventional environment variable for the key; `None` for local servers,
+    /// which need no key (one given is still sent as a bearer token).
+    pub fn default_key_env(self) -> Option<&'static str> {
+        use ProviderKind::*;
+        match self {
+            OpenAi => Some("OPENAI_API_KEY"),
+            Groq => Some("GROQ_API_KEY"),
+            DeepSeek => Some("DEEPSEEK_API_KEY"),
+            OpenRouter => Some("OPENROUTER_API_KEY"),
+            Together => Some("TOGETHER_API_KEY"),
+            Mistral => Some("MISTRAL_API_KEY"),
+            Xai => Some("XAI_API_KEY"),
+            Anthropic => Some("ANTHROPIC_API_KEY"),
+            Gemini => Some("GEMINI_API_KEY"),
+            Ollama | Vllm | LlamaCpp | LmStudio => None,
+        }
+    }
+
+    fn default_structured(self) -> Structured {
+        use ProviderKind::*;
+        match self {
+            // DeepSeek has only JSON mode; Groq's schema mode covers few models.
+            DeepSeek | Groq => Structured::JsonObject,
+            Ollama | Vllm | LlamaCpp | LmStudio => Structured::Instructions,
+            _ => Structured::Schema,
+        }
+    }
+
+    /// Whether a key of this shape can belong to this provider. Providers whose keys
+    /// have no distinctive shape accept none of the distinctive ones.
+    fn accepts(self, family: KeyFamily) -> bool {
+        use ProviderKind::*;
+        match self {
+            OpenAi | DeepSeek => family == KeyFamily::OpenAi,
+            Anthropic => family == KeyFamily::Anthropic,
+            Gemini => family == KeyFamily::Google,
+            Groq => family == KeyFamily::Groq,
+            OpenRouter => family == KeyFamily::OpenRouter,
+            Xai => family == KeyFamily::Xai,
+            Together | Mistral => false,
+            // A local server or proxy may take any key.
+            Ollama | Vllm | LlamaCpp | LmStudio => true,
+        }
+    }
+}
+
+/// A worker's resolved provider settings.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub kind: ProviderKind,
+    pub model: String,
+    pub url: String,
+    pub structured: Structured,
+    pub strict_schema: bool,
+    pub max_tokens: Option<u32>,
+}
+
+/// A model behind one of the HTTP wire formats.
+pub struct HttpGateway {
+    settings: Settings,
+    credential: Option<Credential>,
+    transport: Transport,
+}
+
+impl fmt::Debug for HttpGateway {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpGateway")
+            .field("provider", &self.settings.kind.prefix())
+            .field("model", &self.settings.model)
+            .field("url", &self.settings.url)
+            .field("credential", &self.credential)
+            .finish()
+    }
+}
+
+impl HttpGateway {
+    /// Validates the options and the credential; no request is made. A provider that
+    /// needs a key and has none fails here with an `Auth` error.
+    pub fn new(
+        kind: ProviderKind,
+        model: &str,
+        options: &Options,
+        credential: Option<Credential>,
+    ) -> Result<Self> {
+        if credential.is_none()
+            && let Some(var) = kind.default_key_env()
+        {
+            return Err(Error::Auth {
+                message: format!(
+                    "{}/{model} needs an API key: set {var}, or options.api_key_env to the variable that holds it",
+                    kind.prefix()
+                ),
+            });
+        }
+        let api_base = match options.get("api_base") {
+            None => kind.default_api_base().to_string(),
+            Some(Value::String(s)) if s.starts_with("http://") || s.starts_with("https://") => {
+                s.trim_end_matches('/').to_string()
+            }
+            Some(v) => {
+                return Err(Error::Config(format!(
+                    "options.api_base must be an http:// or https:// URL, got {v}"
+                )));
+            }
+        };
+        let structured = match options.get("structured") {
+            None => kind.default_structured(),
+            Some(v) => match v.as_str() {
+                Some("schema") => Structured::Schema,
+                Some("json_object") => Structured::JsonObject,
+                Some("instructions") => Structured::Instructions,
+                _ => {
+                    return Err(Error::Config(format!(
+                        "options.structured must be \"schema\", \"json_object\" or \"instructions\", got {v}"
+                    )));
+                }
+            },
+        };
+        let strict_schema = match options.get("strict_schema") {
+            None => true,
+            Some(v) => v.as_bool().ok_or_else(|| {
+                Error::Config(format!(
+                    "options.strict_schema must be true or false, got {v}"
+                ))
+            })?,
+        };
+        let max_tokens = match options.get("max_tokens") {
+            None => None,
+            Some(v) => Some(
+                v.as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| {
+                        Error::Config(format!(
+                            "options.max_tokens must be a positive integer, got {v}"
+                        ))
+                    })?,
+            ),
+        };
+        let connect_timeout = seconds_option(options, "connect_timeout_s", 10.0)?;
+        let timeout = seconds_option(options, "timeout_s", 300.0)?;
+        let model = model.to_string();
+        let url = match kind.wire() {
+            Wire::ChatCompletions => format!("{api_base}/chat/completions"),
+            Wire::Messages => format!("{api_base}/v1/messages"),
+            Wire::GenerateContent => format!(
+                "{api_base}/v1beta/models/{}:generateContent",
+                model.strip_prefix("models/").unwrap_or(&model)
+            ),
+        };
+        Ok(HttpGateway {
+            settings: Settings {
+                kind,
+                model,
+                url,
+                structured,
+                strict_schema,
+                max_tokens,
+            },
+            credential,
+            transport: Transport::new(connect_timeout, timeout),
+        })
+    }
+
+    /// The endpoint this gateway posts to.
+    pub fn url(&self) -> &str {
+        &self.settings.url
+    }
+
+    /// The request body this gateway would send, for inspection and benchmarks.
+    pub fn request_body(&self, request: &ModelRequest<'_>) -> Result<Vec<u8>> {
+        let s = &self.settings;
+        match s.kind.wire() {
+            Wire::ChatCompletions => openai::request_body(s, request),
+            Wire::Messages => anthropic::request_body(s, request),
+            Wire::GenerateContent => gemini::request_body(s, request),
+        }
+    }
+
+    /// Reads a reply of any status into a response or a classified error.
+    pub fn read_reply(
+        &self,
+        status: u16,
+        headers: &[(String, String)],
+        body: &str,
+    ) -> Result<ModelResponse> {
+        let s = &self.settings;
+        if (200..300).contains(&status) {
+            let parsed = match s.kind.wire() {
+                Wire::ChatCompletions => openai::parse_response(s, body),
+                Wire::Messages => anthropic::parse_response(s, body),
+                Wire::GenerateContent => gemini::parse_response(s, body),
+            };
+            return parsed.map_err(|e| self.scrub(e));
+        }
+        let body = match &self.credential {
+            Some(c) => c.scrub(body),
+            None => body.to_string(),
+        };
+        let info = match s.kind.wire() {
+            Wire::ChatCompletions => openai::error_info(&body),
+            Wire::Messages => anthropic::error_info(&body),
+            Wire::GenerateContent => gemini::error_info(&body),
+        };
+        Err(self.classify(status, headers, &body, info))
+    }
+
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        let secret = self.credential.as_ref().map(Credential::secret);
+        match self.settings.kind.wire() {
+            Wire::ChatCompletions => secret
+                .map(|k| vec![("authorization", format!("Bearer {k}"))])
+                .unwrap_or_default(),
+            Wire::Messages => {
+                let mut h = vec![("anthropic-version", "2023-06-01".to_string())];
+                h.extend(secret.map(|k| ("x-api-key", k.to_string())));
+                h
+            }
+            Wire::GenerateContent => secret
+                .map(|k| vec![("x-goog-api-key", k.to_string())])
+                .unwrap_or_default(),
+        }
+    }
+
+    fn classify(
+        &self,
+        status: u16,
+        headers: &[(String, String)],
+        body: &str,
+        info: ErrorInfo,
+    ) -> Error {
+        let s = &self.settings;
+        let provider = s.kind.prefix();
+        let message = format!("{provider} HTTP {status}: {}", info.message);
+        let retry_after =
+            || crate::retry_after::retry_delay(headers, body, std::time::SystemTime::now());
+        let lower = info.message.to_ascii_lowercase();
+        let code = info.code.to_ascii_lowercase();
+        if status == 401 || status == 403 || info.auth {
+            return Error::Auth {
+                message: self.key_hint(message),
+            };
+        }
+        if status == 529 || code.contains("overloaded") {
+            return Error::Overloaded {
+                message,
+                retry_after: retry_after(),
+            };
+        }
+        if status == 429 {
+            return if code.contains("insufficient_quota") || lower.contains("credit balance") {
+                Error::QuotaExhausted { message }
+            } else {
+                Error::RateLimited {
+                    retry_after: retry_after(),
+                }
+            };
+        }
+        if is_context_too_long(&code, &lower) && (400..500).contains(&status) {
+            return Error::ContextTooLong { message };
+        }
+        if status == 404 {
+            return Error::UnknownModel {
+                model: format!("{provider}/{}", s.model),
+                message,
+            };
+        }
+        if status == 503 && lower.contains("overloaded") {
+            return Error::Overloaded {
+                message,
+                retry_after: retry_after(),
+            };
+        }
+        if status == 408 {
+            return Error::Server { message };
+        }
+        if (400..500).contains(&status) {
+            return Error::BadRequest { message };
+        }
+        Error::Server { message }
+    }
+
+    /// Adds "this looks like an X key offered to the Y provider" when the key's shape
+    /// says so — the usual cause of an auth failure after copying a roster entry.
+    fn key_hint(&self, message: String) -> String {
+        let kind = self.settings.kind;
+        match self.credential.as_ref().and_then(Credential::family) {
+            Some(family) if !kind.accepts(family) => format!(
+                "{message} — this looks like {} key offered to the {} provider",
+                family.article_name(),
+                kind.prefix()
+            ),
+            _ => message,
+        }
+    }
+
+    fn scrub(&self, error: Error) -> Error {
+        let Some(c) = &self.credential else {
+            return error;
+        };
+        match error {
+            Error::Unparseable { detail } => Error::Unparseable {
+                detail: c.scrub(&detail),
+            },
+            Error::BadRequest { message } => Error::BadRequest {
+                message: c.scrub(&message),
+            },
+            Error::Truncated { message } => Error::Truncated {
+                message: c.scrub(&message),
+            },
+            other => other,
+        }
+    }
+}
+
+impl Gateway for HttpGateway {
+    fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelResponse> {
+        let body = self.request_body(request)?;
+        let owned = self.headers();
+        let headers: Vec<(&str, &str)> = owned.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        let reply: Reply = self.transport.post(&self.settings.url, &headers, body)?;
+        self.read_reply(reply.status, &reply.headers, &reply.body)
+    }
+}
+
+/// What a provider's error body said, in the provider's own words.
+#[derive(Debug, Default)]
+pub(crate) struct ErrorInfo {
+    /// The machine-readable kind: OpenAI `code`/`type`, Anthropic `error.type`, Gemini
+    /// `status` and detail reasons.
+    pub code: String,
+    pub message: String,
+    /// The body says the key is invalid even though the status is not 401/403
+    /// (Gemini answers a bad key with 400 `API_KEY_INVALID`).
+    pub auth: bool,
+}
+
+impl ErrorInfo {
+    /// A body that is not the provider's error JSON (a proxy's HTML page): keep a
+    /// bounded excerpt as the message.
+    pub fn raw(body: &str) -> Self {
+        ErrorInfo {
+            code: String::new(),
+            message: excerpt(body),
+            auth: false,
+        }
+    }
+}
+
+fn is_context_too_long(code: &str, message: &str) -> bool {
+    code.contains("context_length_exceeded")
+        || code.contains("context_length_exhausted")
+        || code.contains("request_too_large")
+        || message.contains("maximum context length")
+        || message.contains("context length")
+        || message.contains("context window")
+        || message.contains("prompt is too long")
+        || message.contains("exceeds the maximum number of tokens")
+        || message.contains("too many tokens")
+}
+
+/// At most 300 characters of `text`, on a character boundary.
+pub(crate) fn excerpt(text: &str) -> String {
+    let text = text.trim();
+    match text.char_indices().nth(300) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
+}
+
+/// A body that did not parse as the wire format promised.
+pub(crate) fn unparseable(provider: ProviderKind, what: &str, body: &str) -> Error {
+    Error::Unparseable {
+        detail: format!("{} {what}: {}", provider.prefix(), excerpt(body)),
+    }
+}
+
+fn seconds_option(options: &Options, key: &str, default: f64) -> Result<Duration> {
+    let secs = match options.get(key) {
+        None => default,
+        Some(v) => v
+            .as_f64()
+            .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e7)
+            .ok_or_else(|| {
+                Error::Config(format!(
+                    "options.{key} must be a positive number of seconds, got {v}"
+                ))
+            })?,
+    };
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// The schema's `title` as an identifier providers accept for a schema or tool name
+/// (`[a-zA-Z0-9_-]{1,64}`), or `fallback`.
+pub(crate) fn schema_name(schema: &Value, fallback: &str) -> String {
+    let name: String = schema
+        .get("title")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+        .take(64)
+        .collect();
+    if name.is_empty() {
+        fallback.to_string()
+    } else {
+        name
+    }
+}
+
+/// Whether the request carries a schema worth sending.
+pub(crate) fn has_schema(schema: &Value) -> bool {
+    schema.is_object()
+}

@@ -1,0 +1,415 @@
+//! How long the provider asked us to wait. Every provider says it differently, so one
+//! function reads them all and is tested on each form:
+//!
+//! - `retry-after-ms: 1500` (OpenAI, Azure)
+//! - `Retry-After: 8` (seconds) or `Retry-After: Wed, 21 Oct 2015 07:28:00 GMT`
+//! - Gemini's `RetryInfo` detail in the error body: `"retryDelay": "8s"` / `"8.4s"`
+//! - a phrase in the error message: "try again in 8.4s", "Please try again in 1m30s",
+//!   "retry after 20 seconds", "Please retry in 8.403s"
+//! - OpenAI's `x-ratelimit-reset-requests` / `x-ratelimit-reset-tokens` ("1s", "6m0s",
+//!   "20ms") and Anthropic's `anthropic-ratelimit-*-reset` (an RFC 3339 instant); when
+//!   a matching `*-remaining-*` header says which limit is spent, that one's reset wins.
+//!
+//! The explicit forms come first: a reset header says when a bucket refills, which is
+//! only an upper bound on when a retry may succeed.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The delay a failed response asks for, from its headers (names in any case) and body.
+/// `now` anchors absolute times (HTTP dates, RFC 3339 instants); one already past gives
+/// a zero delay.
+pub fn retry_delay<N: AsRef<str>, V: AsRef<str>>(
+    headers: &[(N, V)],
+    body: &str,
+    now: SystemTime,
+) -> Option<Duration> {
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n.as_ref().eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_ref().trim())
+    };
+    if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
+        && ms.is_finite()
+        && ms >= 0.0
+    {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
+    }
+    if let Some(v) = header("retry-after") {
+        if let Ok(secs) = v.parse::<f64>()
+            && secs.is_finite()
+            && secs >= 0.0
+        {
+            return Some(Duration::from_secs_f64(secs));
+        }
+        if let Some(at) = parse_http_date(v) {
+            return Some(until(at, now));
+        }
+    }
+    if let Some(d) = body_delay(body) {
+        return Some(d);
+    }
+    reset_headers(headers, now)
+}
+
+/// OpenAI and Anthropic reset headers: the spent limit's reset if the remaining
+/// headers say which one is spent, otherwise the latest reset (a safe upper bound).
+fn reset_headers<N: AsRef<str>, V: AsRef<str>>(
+    headers: &[(N, V)],
+    now: SystemTime,
+) -> Option<Duration> {
+    let mut spent: Option<Duration> = None;
+    let mut any: Option<Duration> = None;
+    for (name, value) in headers {
+        let name = name.as_ref().to_ascii_lowercase();
+        let value = value.as_ref().trim();
+        let (delay, remaining_name) = if let Some(kind) = name.strip_prefix("x-ratelimit-reset-") {
+            (
+                parse_go_duration(value),
+                format!("x-ratelimit-remaining-{kind}"),
+            )
+        } else if let Some(kind) = name
+            .strip_prefix("anthropic-ratelimit-")
+            .and_then(|rest| rest.strip_suffix("-reset"))
+        {
+            (
+                parse_rfc3339(value).map(|at| until(at, now)),
+                format!("anthropic-ratelimit-{kind}-remaining"),
+            )
+        } else {
+            continue;
+        };
+        let Some(delay) = delay else { continue };
+        any = any.max(Some(delay));
+        let is_spent = headers.iter().any(|(n, v)| {
+            n.as_ref().eq_ignore_ascii_case(&remaining_name) && v.as_ref().trim() == "0"
+        });
+        if is_spent {
+            spent = spent.max(Some(delay));
+        }
+    }
+    spent.or(any)
+}
+
+fn until(at: SystemTime, now: SystemTime) -> Duration {
+    at.duration_since(now).unwrap_or(Duration::ZERO)
+}
+
+/// Gemini's `RetryInfo` detail, then a "try again in …" phrase anywhere in the body.
+fn body_delay(body: &str) -> Option<Duration> {
+    if body.contains("retryDelay")
+        && let Ok(json) = serde_json::from_str::<serde_json::Value>(body)
+        && let Some(details) = json.pointer("/error/details").and_then(|d| d.as_array())
+    {
+        for detail in details {
+            let is_retry_info = detail
+                .get("@type")
+                .and_then(|t| t.as_str())
+                .is_some_and(|t| t.ends_with("RetryInfo"));
+            if is_retry_info
+                && let Some(d) = detail
+                    .get("retryDelay")
+                    .and_then(|d| d.as_str())
+                    .and_then(parse_go_duration)
+            {
+                return Some(d);
+            }
+        }
+    }
+    phrase_delay(body)
+}
+
+/// "try again in 8.4s", "Please try again in 1m30s", "retry after 20 seconds",
+/// "retry in 8.403s" — case-insensitive, first match wins.
+fn phrase_delay(text: &str) -> Option<Duration> {
+    const LEADS: [&str; 4] = [
+        "try again in ",
+        "retry after ",
+        "retry in ",
+        "try again after ",
+    ];
+    let lower = text.to_ascii_lowercase();
+    for lead in LEADS {
+        let mut from = 0;
+        while let Some(i) = lower[from..].find(lead) {
+            let start = from + i + lead.len();
+            if let Some(d) = parse_spoken_duration(&lower[start..]) {
+                return Some(d);
+            }
+            from = start;
+        }
+    }
+    None
+}
+
+/// "8.4s", "1m30s", "20ms" (Go's duration format, as OpenAI and Gemini use), or
+/// "20 seconds", "1 minute", "500 milliseconds", at the start of `text`.
+fn parse_spoken_duration(text: &str) -> Option<Duration> {
+    let token: String = text
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '.')
+        .collect();
+    if let Some(d) = parse_go_duration(token.trim_end_matches('.')) {
+        return Some(d);
+    }
+    // A number followed by a spelled-out unit.
+    let number: f64 = token.parse().ok()?;
+    let rest = text[token.len()..].trim_start();
+    let unit: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .collect();
+    let scale = match unit.as_str() {
+        "ms" | "millisecond" | "milliseconds" => 0.001,
+        "s" | "sec" | "secs" | "second" | "seconds" => 1.0,
+        "m" | "min" | "mins" | "minute" | "minutes" => 60.0,
+        "h" | "hour" | "hours" => 3600.0,
+        _ => return None,
+    };
+    seconds(number * scale)
+}
+
+/// Go's duration format: a sequence of decimal numbers with units `h`, `m`, `s`, `ms`,
+/// `us`/`µs`, `ns` ("6m0s", "1.5s", "20ms", "1h2m"). A bare number is seconds.
+pub(crate) fn parse_go_duration(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    if let Ok(secs) = text.parse::<f64>() {
+        return seconds(secs);
+    }
+    let mut total = 0.0;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        if num_len == 0 {
+            return None;
+        }
+        let number: f64 = rest[..num_len].parse().ok()?;
+        rest = &rest[num_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let scale = match &rest[..unit_len] {
+            "h" => 3600.0,
+            "m" => 60.0,
+            "s" => 1.0,
+            "ms" => 1e-3,
+            "us" | "µs" => 1e-6,
+            "ns" => 1e-9,
+            _ => return None,
+        };
+        total += number * scale;
+        rest = &rest[unit_len..];
+    }
+    seconds(total)
+}
+
+fn seconds(secs: f64) -> Option<Duration> {
+    (0.0..1e9).contains(&secs).then(|| Duration::from_secs_f64(secs))
+}
+
+/// IMF-fixdate, the HTTP-date form servers send: `Wed, 21 Oct 2015 07:28:00 GMT`.
+fn parse_http_date(text: &str) -> Option<SystemTime> {
+    let mut parts = text.split_whitespace();
+    let _weekday = parts.next()?;
+    let day: u32 = parts.next()?.parse().ok()?;
+    let month = match parts.next()? {
+        "Jan" => 1,
+        "Feb" => 2,
+        "Mar" => 3,
+        "Apr" => 4,
+        "May" => 5,
+        "Jun" => 6,
+        "Jul" => 7,
+        "Aug" => 8,
+        "Sep" => 9,
+        "Oct" => 10,
+        "Nov" => 11,
+        "Dec" => 12,
+        _ => return None,
+    };
+    let year: i64 = parts.next()?.parse().ok()?;
+    let (h, m, s) = parse_hms(parts.next()?)?;
+    if parts.next()? != "GMT" {
+        return None;
+    }
+    epoch(year, month, day, h, m, s as f64)
+}
+
+/// RFC 3339: `2025-01-02T03:04:05Z`, `2025-01-02T03:04:05.123+01:00`.
+fn parse_rfc3339(text: &str) -> Option<SystemTime> {
+    let (date, time) = text.split_once(['T', 't', ' '])?;
+    let mut d = date.split('-');
+    let year: i64 = d.next()?.parse().ok()?;
+    let month: u32 = d.next()?.parse().ok()?;
+    let day: u32 = d.next()?.parse().ok()?;
+    let (clock, offset_secs) = if let Some(clock) = time.strip_suffix(['Z', 'z']) {
+        (clock, 0i64)
+    } else {
+        let i = time.rfind(['+', '-'])?;
+        let (clock, off) = time.split_at(i);
+        let sign = if off.starts_with('-') { -1 } else { 1 };
+        let (oh, om) = off[1..].split_once(':')?;
+        let oh: i64 = oh.parse().ok()?;
+        let om: i64 = om.parse().ok()?;
+        (clock, sign * (oh * 3600 + om * 60))
+    };
+    let (whole, frac) = clock.split_once('.').unwrap_or((clock, "0"));
+    let (h, m, s) = parse_hms(whole)?;
+    let frac: f64 = format!("0.{frac}").parse().ok()?;
+    let local = epoch(year, month, day, h, m, s as f64 + frac)?;
+    let shift = Duration::from_secs(offset_secs.unsigned_abs());
+    if offset_secs >= 0 {
+        local.checked_sub(shift)
+    } else {
+        local.checked_add(shift)
+    }
+}
+
+fn parse_hms(text: &str) -> Option<(u32, u32, u32)> {
+    let mut t = text.split(':');
+    let h = t.next()?.parse().ok()?;
+    let m = t.next()?.parse().ok()?;
+    let s = t.next()?.parse().ok()?;
+    (h < 24 && m < 60 && s <= 60).then_some((h, m, s))
+}
+
+fn epoch(year: i64, month: u32, day: u32, h: u32, m: u32, s: f64) -> Option<SystemTime> {
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+        return None;
+    }
+    // Howard Hinnant's days_from_civil.
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (i64::from(month) + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + i64::from(day) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + i64::from(h) * 3600 + i64::from(m) * 60;
+    let secs = u64::try_from(secs).ok()?;
+    UNIX_EPOCH
+        .checked_add(Duration::from_secs(secs))?
+        .checked_add(Duration::from_secs_f64(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NONE: [(&str, &str); 0] = [];
+
+    fn at(secs: u64) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(secs)
+    }
+
+    fn d(secs: f64) -> Option<Duration> {
+        Some(Duration::from_secs_f64(secs))
+    }
+
+    #[test]
+    fn headers_in_every_form() {
+        let now = at(1_445_412_470); // 2015-10-21T07:27:50Z
+        assert_eq!(retry_delay(&[("Retry-After", "8")], "", now), d(8.0));
+        assert_eq!(
+            retry_delay(&[("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT")], "", now),
+            d(10.0)
+        );
+        assert_eq!(
+            retry_delay(&[("retry-after", "Wed, 21 Oct 2015 07:00:00 GMT")], "", now),
+            d(0.0),
+            "a date in the past means now"
+        );
+        assert_eq!(retry_delay(&[("retry-after-ms", "1500")], "", now), d(1.5));
+        // retry-after-ms is the more precise of the two and wins.
+        assert_eq!(
+            retry_delay(&[("retry-after", "2"), ("retry-after-ms", "1500")], "", now),
+            d(1.5)
+        );
+        assert_eq!(
+            retry_delay(&[("x-ratelimit-reset-requests", "6m0s")], "", now),
+            d(360.0)
+        );
+        assert_eq!(
+            retry_delay(&[("x-ratelimit-reset-tokens", "20ms")], "", now),
+            d(0.02)
+        );
+        // Both present: the spent one's reset, else the later one.
+        let both = [
+            ("x-ratelimit-reset-requests", "1s"),
+            ("x-ratelimit-reset-tokens", "6m0s"),
+        ];
+        assert_eq!(retry_delay(&both, "", now), d(360.0));
+        let spent = [
+            ("x-ratelimit-remaining-requests", "0"),
+            ("x-ratelimit-reset-requests", "1s"),
+            ("x-ratelimit-remaining-tokens", "5000"),
+            ("x-ratelimit-reset-tokens", "6m0s"),
+        ];
+        assert_eq!(retry_delay(&spent, "", now), d(1.0));
+        assert_eq!(
+            retry_delay(
+                &[("anthropic-ratelimit-requests-reset", "2015-10-21T07:28:20Z")],
+                "",
+                now
+            ),
+            d(30.0)
+        );
+        assert_eq!(
+            retry_delay(
+                &[(
+                    "anthropic-ratelimit-tokens-reset",
+                    "2015-10-21T09:28:05.5+02:00"
+                )],
+                "",
+                now
+            ),
+            d(15.5)
+        );
+        assert_eq!(retry_delay(&[("retry-after", "soon")], "", now), None);
+        assert_eq!(retry_delay(&NONE, "", now), None);
+    }
+
+    #[test]
+    fn bodies_in_every_form() {
+        let now = at(0);
+        let gemini = r#"{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","message":"Quota exceeded","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure"},{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"8s"}]}}"#;
+        assert_eq!(retry_delay(&NONE, gemini, now), d(8.0));
+        assert_eq!(
+            retry_delay(&NONE, &gemini.replace("\"8s\"", "\"8.4s\""), now),
+            d(8.4)
+        );
+        let groq = r#"{"error":{"message":"Rate limit reached for model `llama` on tokens per minute (TPM): Limit 6000, Used 5800. Please try again in 8.4s. Visit https://console.groq.com","type":"tokens"}}"#;
+        assert_eq!(retry_delay(&NONE, groq, now), d(8.4));
+        assert_eq!(
+            retry_delay(&NONE, "Please try again in 1m30s.", now),
+            d(90.0)
+        );
+        assert_eq!(
+            retry_delay(&NONE, "Too many requests; retry after 20 seconds", now),
+            d(20.0)
+        );
+        assert_eq!(retry_delay(&NONE, "Please retry in 8.403s.", now), d(8.403));
+        assert_eq!(retry_delay(&NONE, "Try again in 500ms", now), d(0.5));
+        assert_eq!(retry_delay(&NONE, "try again in a while", now), None);
+        // A header beats a phrase in the body.
+        assert_eq!(
+            retry_delay(&[("retry-after", "3")], "try again in 8s", now),
+            d(3.0)
+        );
+    }
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(parse_go_duration("1h2m3.5s"), d(3723.5));
+        assert_eq!(parse_go_duration("0s"), d(0.0));
+        assert_eq!(parse_go_duration("2"), d(2.0));
+        assert_eq!(parse_go_duration("s"), None);
+        assert_eq!(parse_go_duration("3x"), None);
+        assert_eq!(parse_go_duration("-1s"), None);
+    }
+}
