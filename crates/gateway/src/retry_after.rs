@@ -209,7 +209,9 @@ pub(crate) fn parse_go_duration(text: &str) -> Option<Duration> {
 }
 
 fn seconds(secs: f64) -> Option<Duration> {
-    (0.0..1e9).contains(&secs).then(|| Duration::from_secs_f64(secs))
+    (0.0..1e9)
+        .contains(&secs)
+        .then(|| Duration::from_secs_f64(secs))
 }
 
 /// IMF-fixdate, the HTTP-date form servers send: `Wed, 21 Oct 2015 07:28:00 GMT`.

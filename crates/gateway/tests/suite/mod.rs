@@ -1,0 +1,5 @@
+mod anthropic;
+mod common;
+mod gemini;
+mod openai;
+mod server;
