@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
-use baton_core::compiler::HandoffPackage;
+use baton_core::compiler::{DropReason, HandoffPackage};
 use baton_core::state::{ExecutionState, IssueStatus, StepStatus};
 use baton_core::turn::{TurnRecord, TurnStatus};
 use baton_engine::bench::BenchRow;
@@ -317,7 +317,13 @@ pub fn package(p: &HandoffPackage, turn: Option<&TurnRecord>, with_text: bool) -
         let items: Vec<String> = p
             .dropped
             .iter()
-            .map(|d| format!("{} ({:?})", d.item, d.reason).to_lowercase())
+            .map(|d| {
+                let why = match d.reason {
+                    DropReason::Cap => "over the section's cap",
+                    DropReason::Budget => "budget",
+                };
+                format!("{} ({why})", d.label())
+            })
             .collect();
         let _ = writeln!(out, "   items that did not fit: {}", items.join(", "));
     }
@@ -469,7 +475,7 @@ pub fn demo(
             included.join(", ")
         );
         if !row.sections_omitted.is_empty() || row.items_dropped > 0 {
-            let dropped: Vec<&str> = p.dropped.iter().map(|d| d.item.as_str()).collect();
+            let dropped: Vec<String> = p.dropped.iter().map(|d| d.label()).collect();
             let _ = writeln!(
                 out,
                 "      omitted sections: {} · items that did not fit: {}",

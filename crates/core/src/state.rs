@@ -259,6 +259,9 @@ pub struct ExecutionState {
     pub handoffs: Vec<HandoffRecord>,
     #[serde(default)]
     pub workers: Vec<WorkerRecord>,
+    /// Memoised term sets for the compiler's relevance scoring (derived, never stored).
+    #[serde(skip)]
+    pub scoring: crate::text::ScoringCache,
 }
 
 impl ExecutionState {
@@ -290,6 +293,7 @@ impl ExecutionState {
             next_action: None,
             handoffs: Vec::new(),
             workers: Vec::new(),
+            scoring: Default::default(),
         }
     }
 
@@ -413,6 +417,7 @@ impl ExecutionState {
             next_action: header.next_action,
             handoffs: Vec::new(),
             workers: header.workers,
+            scoring: Default::default(),
         };
         for rec in records {
             let body = rec.body;

@@ -147,6 +147,9 @@ fn prefix_slot(prefix: &[u8]) -> usize {
 pub struct TermQuery {
     terms: Vec<u64>,
     prefixes: Vec<u64>,
+    /// A 4096-bit filter over `terms`, so counting shared terms costs a bit test per
+    /// candidate term and a search only on a (rare) hit.
+    filter: Box<[u64; 64]>,
 }
 
 impl TermQuery {
@@ -167,7 +170,28 @@ impl TermQuery {
         }
         terms.sort_unstable();
         terms.dedup();
-        TermQuery { terms, prefixes }
+        let mut filter = Box::new([0u64; 64]);
+        for &t in &terms {
+            let bit = (t >> 52) as usize;
+            filter[bit >> 6] |= 1 << (bit & 63);
+        }
+        TermQuery {
+            terms,
+            prefixes,
+            filter,
+        }
+    }
+
+    /// How many of `terms` (distinct) are query terms: `overlap(terms, self.terms())`.
+    pub fn shared(&self, terms: &[u64]) -> usize {
+        terms
+            .iter()
+            .filter(|&&t| {
+                let bit = (t >> 52) as usize;
+                self.filter[bit >> 6] & (1 << (bit & 63)) != 0
+                    && self.terms.binary_search(&t).is_ok()
+            })
+            .count()
     }
 
     /// The query's distinct terms, sorted (as `terms` returns them).
@@ -285,6 +309,91 @@ pub fn same_statement(a: &str, b: &str) -> bool {
     normalize(a) == normalize(b) || similarity(&terms(a), &terms(b)) >= RESTATEMENT_THRESHOLD
 }
 
+/// The term sets of a state's records, computed once and reused by every compile.
+///
+/// Derived data, not part of the record: it is never serialised, two caches always
+/// compare equal, and a clone copies what was computed (the engine clones the state
+/// every turn). Each entry carries a stamp of what its text depended on (see
+/// `CachedTerms::get`), so a record whose scored text changed is recomputed.
+#[derive(Default)]
+pub struct ScoringCache {
+    slots: std::sync::Mutex<Vec<Vec<Option<CachedTerms>>>>,
+}
+
+#[derive(Clone)]
+struct CachedTerms {
+    stamp: u32,
+    terms: Box<[u64]>,
+}
+
+impl ScoringCache {
+    /// Locks the cache for one compile.
+    pub fn lock(&self) -> ScoringCacheGuard<'_> {
+        ScoringCacheGuard {
+            slots: self.slots.lock().unwrap_or_else(|e| e.into_inner()),
+        }
+    }
+}
+
+pub struct ScoringCacheGuard<'a> {
+    slots: std::sync::MutexGuard<'a, Vec<Vec<Option<CachedTerms>>>>,
+}
+
+impl ScoringCacheGuard<'_> {
+    /// The term set of `texts` for record `index` of category `kind`, from the cache when
+    /// its stamp matches, else computed (the union of each text's terms) and stored.
+    pub fn terms(&mut self, kind: usize, index: usize, stamp: u32, texts: &[&str]) -> &[u64] {
+        if self.slots.len() <= kind {
+            self.slots.resize_with(kind + 1, Vec::new);
+        }
+        let slots = &mut self.slots[kind];
+        if slots.len() <= index {
+            slots.resize_with(index + 1, || None);
+        }
+        let slot = &mut slots[index];
+        let fresh = matches!(slot, Some(c) if c.stamp == stamp);
+        if !fresh {
+            let mut all: Vec<u64> = Vec::new();
+            for t in texts {
+                all.extend(terms(t));
+            }
+            all.sort_unstable();
+            all.dedup();
+            *slot = Some(CachedTerms {
+                stamp,
+                terms: all.into_boxed_slice(),
+            });
+        }
+        match slot {
+            Some(c) => &c.terms,
+            None => &[],
+        }
+    }
+}
+
+impl Clone for ScoringCache {
+    fn clone(&self) -> Self {
+        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        ScoringCache {
+            slots: std::sync::Mutex::new(slots),
+        }
+    }
+}
+
+impl PartialEq for ScoringCache {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for ScoringCache {}
+
+impl std::fmt::Debug for ScoringCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ScoringCache")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -350,6 +459,11 @@ mod tests {
         for t in texts {
             assert_eq!(
                 query.overlap(&[t]),
+                overlap(&terms(t), query.terms()),
+                "{t}"
+            );
+            assert_eq!(
+                query.shared(&terms(t)),
                 overlap(&terms(t), query.terms()),
                 "{t}"
             );

@@ -539,7 +539,7 @@ impl Engine {
                     .iter()
                     .map(|s| s.title().to_string())
                     .collect(),
-                items_dropped: package.dropped.len(),
+                items_dropped: package.dropped_count(),
             },
         });
         for c in &calls {
@@ -652,7 +652,7 @@ impl Engine {
                 .iter()
                 .map(|s| s.title().to_string())
                 .collect(),
-            items_dropped: package.dropped.len(),
+            items_dropped: package.dropped_count(),
             tokens_sent: calls.iter().map(|c| c.tokens_sent).sum(),
             tokens_received: calls.iter().map(|c| c.tokens_received).sum(),
             warnings: outcome.warnings.clone(),

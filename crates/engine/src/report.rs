@@ -72,7 +72,7 @@ pub fn row(t: &TurnRecord) -> TurnRow {
             .iter()
             .map(|s| s.title().to_string())
             .collect(),
-        items_dropped: p.dropped.len(),
+        items_dropped: p.dropped_count(),
         tokens_sent: t.calls.iter().map(|c| c.tokens_sent).sum(),
         tokens_received: t.calls.iter().map(|c| c.tokens_received).sum(),
         refusals: t.outcome.refusals.clone(),

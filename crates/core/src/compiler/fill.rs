@@ -116,6 +116,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
             assignment,
             query: TermQuery::new(&[&assignment.task, &state.objective]),
             step_index,
+            cache: std::cell::RefCell::new(state.scoring.lock()),
         };
         let blocks = sections::blocks(&mut arena, &cx);
         Compiler {
@@ -392,6 +393,8 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 dropped.push(DroppedItem {
                     section: block.section,
                     item: item.id.clone(),
+                    through: None,
+                    count: 1,
                     reason: DropReason::Budget,
                     score: item.score,
                 });

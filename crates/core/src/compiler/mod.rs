@@ -137,17 +137,50 @@ pub struct KeptItem {
     pub score: u32,
 }
 
-/// An item left out, and why.
+/// An item left out, and why; or, for items dropped by a cap, a run of consecutive
+/// records (`item` through `through`, `count` of them), so that a large record costs
+/// its briefing report a few entries rather than one per record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DroppedItem {
     pub section: Section,
-    /// The record id (`D3`, `F1`) or a short label.
+    /// The record id (`D3`, `F1`) or a short label; the first of a run.
     pub item: String,
+    /// The last record id of a run of consecutive records dropped together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub through: Option<String>,
+    /// Records this entry stands for (1 unless it is a run).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub count: u32,
     pub reason: DropReason,
-    /// Ranking score: within a section, an item dropped for the budget never outranks
-    /// one that was kept.
+    /// Ranking score (the highest of a run): within a section, an item dropped for the
+    /// budget never outranks one that was kept.
     #[serde(default)]
     pub score: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+impl DroppedItem {
+    /// `D7`, or `D3–D41` for a run.
+    pub fn label(&self) -> String {
+        match &self.through {
+            Some(last) => format!("{}–{}", self.item, last),
+            None => self.item.clone(),
+        }
+    }
+}
+
+impl HandoffPackage {
+    /// Records left out, counting every record of a run.
+    pub fn dropped_count(&self) -> usize {
+        self.dropped.iter().map(|d| d.count as usize).sum()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

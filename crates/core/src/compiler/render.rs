@@ -90,9 +90,8 @@ pub(super) fn push_clean(out: &mut String, text: &str, max_chars: usize) -> bool
     if b.len() <= max_chars
         && b.first() != Some(&b' ')
         && b.last() != Some(&b' ')
-        && b.iter()
-            .zip(b.iter().skip(1).chain([&b'x']))
-            .all(|(&c, &next)| c > b' ' && c < 0x80 || c == b' ' && next != b' ')
+        && b.iter().all(|&c| (b' '..0x7f).contains(&c))
+        && !text.contains("  ")
     {
         out.push_str(text);
         return false;

@@ -10,7 +10,8 @@ use super::render::{
 };
 use super::{Assignment, AssignmentKind, DropReason, DroppedItem, Section};
 use crate::state::{CompletedWork, ExecutionState, IssueStatus, Severity, StepStatus};
-use crate::text::TermQuery;
+use crate::text::{ScoringCacheGuard, TermQuery};
+use std::cell::RefCell;
 
 /// Per-category caps: candidates beyond them are dropped with `DropReason::Cap`.
 pub const CAP_PROGRESS: usize = 40;
@@ -38,7 +39,12 @@ pub const FLOOR_WARNINGS: usize = 8;
 /// `1000·(turn+1)/(turns+1)`. The blend weighs relevance 7 and recency 3. Integers keep
 /// the ranking exact and the package byte-identical on every platform.
 pub fn relevance(query: &TermQuery, texts: &[&str], turn: u32, state_turns: u32) -> u32 {
-    let o = query.overlap(texts) as u64;
+    relevance_from_overlap(query.overlap(texts), turn, state_turns)
+}
+
+/// `relevance` given the number of shared query terms.
+fn relevance_from_overlap(overlap: usize, turn: u32, state_turns: u32) -> u32 {
+    let o = overlap as u64;
     let rel = 1000 * o / (o + 2);
     let rec = (1000 * (u64::from(turn) + 1) / (u64::from(state_turns) + 1)).min(1000);
     (7 * rel + 3 * rec) as u32
@@ -123,23 +129,42 @@ fn block<T>(arena: &mut Arena<'_>, spec: Spec<'_, T>) -> Block {
     let available = scores.len();
     let mut cap_dropped = Vec::new();
     let ranked = if available > spec.cap {
-        let all = scores.clone();
-        let ranked = top(scores, spec.cap);
-        let mut kept = vec![false; spec.records.len()];
-        for &(_, i) in &ranked {
-            kept[i as usize] = true;
+        // Scores by record index, so the dropped runs can be walked in record order
+        // without keeping a second copy of the scored list.
+        let mut score_of = vec![u32::MAX; spec.records.len()];
+        for &(score, i) in &scores {
+            score_of[i as usize] = score;
         }
-        cap_dropped.reserve(available - ranked.len());
-        for (score, i) in all {
-            if !kept[i as usize] {
-                cap_dropped.push(DroppedItem {
+        let ranked = top(scores, spec.cap);
+        for &(_, i) in &ranked {
+            score_of[i as usize] = u32::MAX;
+        }
+        // Runs of consecutive records dropped by the cap (records that are kept or not
+        // in the section end a run).
+        let mut run: Option<(usize, usize, u32)> = None;
+        let flush = |run: Option<(usize, usize, u32)>, out: &mut Vec<DroppedItem>| {
+            if let Some((first, last, best)) = run {
+                out.push(DroppedItem {
                     section: spec.section,
-                    item: (spec.id)(&spec.records[i as usize]).to_string(),
+                    item: (spec.id)(&spec.records[first]).to_string(),
+                    through: (last > first).then(|| (spec.id)(&spec.records[last]).to_string()),
+                    count: (last - first + 1) as u32,
                     reason: DropReason::Cap,
-                    score,
+                    score: best,
                 });
             }
+        };
+        for (i, &score) in score_of.iter().enumerate() {
+            if score == u32::MAX {
+                flush(run.take(), &mut cap_dropped);
+                continue;
+            }
+            run = Some(match run {
+                Some((first, _, best)) => (first, i, best.max(score)),
+                None => (i, i, score),
+            });
         }
+        flush(run, &mut cap_dropped);
         ranked
     } else {
         top(scores, spec.cap)
@@ -201,11 +226,32 @@ pub(super) struct Context<'s> {
     pub query: TermQuery,
     /// Index of the assigned plan step (or, for a continuation, the cursor).
     pub step_index: Option<usize>,
+    /// The state's memoised term sets, locked for this compile.
+    pub cache: RefCell<ScoringCacheGuard<'s>>,
 }
 
+/// Slots of the scoring cache, one per record category.
+const KIND_DECISION: usize = 0;
+const KIND_COMPLETED: usize = 1;
+const KIND_ARTIFACT: usize = 2;
+const KIND_ISSUE: usize = 3;
+const KIND_FAILED: usize = 4;
+const KIND_ASSUMPTION: usize = 5;
+
 impl Context<'_> {
-    fn score(&self, texts: &[&str], turn: u32) -> u32 {
-        relevance(&self.query, texts, turn, self.state.turns)
+    /// `relevance` of record `index` of a state category, with its term set memoised.
+    /// `stamp` must change whenever `texts` can have changed (see the call sites).
+    fn score_cached(
+        &self,
+        kind: usize,
+        index: usize,
+        stamp: u32,
+        texts: &[&str],
+        turn: u32,
+    ) -> u32 {
+        let mut cache = self.cache.borrow_mut();
+        let terms = cache.terms(kind, index, stamp, texts);
+        relevance_from_overlap(self.query.shared(terms), turn, self.state.turns)
     }
 
     fn assigned_step_id(&self) -> Option<&str> {
@@ -298,10 +344,12 @@ fn current_task_state(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
     let mut step_work = Vec::new();
     match (cx.assignment.kind, cx.assigned_step_id()) {
         (AssignmentKind::Step, Some(id)) => {
-            let work: Vec<&CompletedWork> = state
+            // With their indices in `state.completed`, for the scoring cache.
+            let work: Vec<(usize, &CompletedWork)> = state
                 .completed
                 .iter()
-                .filter(|c| c.step.as_deref() == Some(id))
+                .enumerate()
+                .filter(|(_, c)| c.step.as_deref() == Some(id))
                 .collect();
             let mut line = String::new();
             match cx.step_index.and_then(|i| state.plan.get(i)) {
@@ -387,9 +435,11 @@ fn current_task_state(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             cap: CAP_STEP_WORK,
             records: &step_work,
             include: &|_| true,
-            score: &|_, c| cx.score(&[&c.text], c.provenance.turn),
-            id: &|c| &c.id,
-            render: &|c, out| {
+            score: &|_, &(i, c)| {
+                cx.score_cached(KIND_COMPLETED, i, 0, &[&c.text], c.provenance.turn)
+            },
+            id: &|(_, c)| &c.id,
+            render: &|(_, c), out| {
                 let _ = write!(out, "- {}: ", c.id);
                 let cut = push_clean(out, &c.text, MAX_ITEM_CHARS);
                 out.push(' ');
@@ -423,7 +473,9 @@ fn decisions(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             include: &|_| true,
             score: &|i, d| {
                 let texts = [d.text.as_str(), d.reason.as_deref().unwrap_or("")];
-                let s = cx.score(&texts, d.provenance.turn);
+                // A restatement may supply a missing reason later: that changes the text.
+                let stamp = u32::from(d.reason.is_some());
+                let s = cx.score_cached(KIND_DECISION, i, stamp, &texts, d.provenance.turn);
                 if i < ANCHORED { s + ANCHOR_BONUS } else { s }
             },
             id: &|d| &d.id,
@@ -456,7 +508,7 @@ fn completed(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             cap: CAP_COMPLETED,
             records: &cx.state.completed,
             include: &|c| assigned.is_none() || c.step.as_deref() != assigned,
-            score: &|_, c| cx.score(&[&c.text], c.provenance.turn),
+            score: &|i, c| cx.score_cached(KIND_COMPLETED, i, 0, &[&c.text], c.provenance.turn),
             id: &|c| &c.id,
             render: &|c, out| {
                 let _ = write!(out, "- {}", c.id);
@@ -483,10 +535,12 @@ fn artifacts(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             // compiler skips rather than panics on.
             records: &cx.state.artifacts,
             include: &|a| !a.versions.is_empty(),
-            score: &|_, a| {
+            score: &|i, a| {
                 let turn = a.versions.last().map_or(0, |v| v.provenance.turn);
                 let desc = a.versions.last().map_or("", |v| v.description.as_str());
-                cx.score(&[&a.name, desc], turn)
+                // A new version is the only way the scored description changes.
+                let stamp = a.versions.len() as u32;
+                cx.score_cached(KIND_ARTIFACT, i, stamp, &[&a.name, desc], turn)
             },
             id: &|a| &a.id,
             render: &|a, out| {
@@ -529,8 +583,9 @@ fn issues(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             cap: CAP_ISSUES,
             records: &cx.state.issues,
             include: &|i| i.status == IssueStatus::Open,
-            score: &|_, i| {
-                cx.score(&[&i.title, &i.detail], i.provenance.turn) + severity_bonus(i.severity)
+            score: &|n, i| {
+                cx.score_cached(KIND_ISSUE, n, 0, &[&i.title, &i.detail], i.provenance.turn)
+                    + severity_bonus(i.severity)
             },
             id: &|i| &i.id,
             render: &|i, out| {
@@ -564,7 +619,7 @@ fn failed(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             records: &cx.state.failed_attempts,
             include: &|_| true,
             score: &|i, f| {
-                let s = cx.score(&[&f.what, &f.why], f.provenance.turn);
+                let s = cx.score_cached(KIND_FAILED, i, 0, &[&f.what, &f.why], f.provenance.turn);
                 if i < ANCHORED { s + ANCHOR_BONUS } else { s }
             },
             id: &|f| &f.id,
@@ -589,7 +644,7 @@ fn assumptions(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             cap: CAP_ASSUMPTIONS,
             records: &cx.state.assumptions,
             include: &|_| true,
-            score: &|_, a| cx.score(&[&a.text], a.provenance.turn),
+            score: &|i, a| cx.score_cached(KIND_ASSUMPTION, i, 0, &[&a.text], a.provenance.turn),
             id: &|a| &a.id,
             render: &|a, out| {
                 let _ = write!(out, "- {}: ", a.id);

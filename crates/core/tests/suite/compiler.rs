@@ -127,7 +127,12 @@ fn check_package(
     let order: Vec<Section> = p.sections.iter().map(|r| r.section).collect();
     prop_assert_eq!(order, Section::ALL.to_vec());
     for r in &p.sections[2..] {
-        let dropped = p.dropped.iter().filter(|d| d.section == r.section).count();
+        let dropped: usize = p
+            .dropped
+            .iter()
+            .filter(|d| d.section == r.section)
+            .map(|d| d.count as usize)
+            .sum();
         prop_assert_eq!(
             r.items_included + dropped,
             r.items_available,
@@ -422,12 +427,18 @@ fn caps_drop_the_lowest_ranked_and_anchor_the_founding_records() {
     );
     let r = report(&p, Section::Decisions);
     assert_eq!(r.items_included, CAP_DECISIONS);
-    let capped: Vec<&str> = p
-        .dropped
-        .iter()
-        .filter(|d| d.reason == DropReason::Cap)
-        .map(|d| d.item.as_str())
-        .collect();
+    // Cap drops come as runs of consecutive records: expand them to ids.
+    let mut capped: Vec<String> = Vec::new();
+    for d in p.dropped.iter().filter(|d| d.reason == DropReason::Cap) {
+        let first: u32 = d.item[1..].parse().unwrap();
+        let last: u32 = d
+            .through
+            .as_deref()
+            .map_or(first, |t| t[1..].parse().unwrap());
+        assert_eq!(last - first + 1, d.count);
+        capped.extend((first..=last).map(|n| format!("D{n}")));
+    }
+    let capped: Vec<&str> = capped.iter().map(String::as_str).collect();
     assert_eq!(capped.len(), 50 - CAP_DECISIONS);
     assert!(
         !capped.contains(&"D1") && !capped.contains(&"D2"),
