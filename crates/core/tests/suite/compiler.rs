@@ -562,3 +562,64 @@ fn demo_package_snapshot() {
         compile(&s, &a, &worker(), 450, &HeuristicEstimator).text
     );
 }
+
+/// The scoring cache is derived data: a warm state and a freshly decoded copy of it
+/// must compile to the same package, including after the reconciler changed a scored
+/// text (a reason supplied later, a new artifact version).
+#[test]
+fn memoised_scores_never_change_a_package() {
+    use baton_core::claims::{ArtifactClaim, DecisionClaim, HandoffReport, WorkerResult};
+    use baton_core::reconciler::{NoVerifier, TurnContext, reconcile};
+
+    let mut state = synthetic::state_with_items(400, 11);
+    let a = step("T1", "Design the schema and the authentication tokens");
+    let warm = compile(&state, &a, &worker(), 1500, &HeuristicEstimator);
+    let cold_state: ExecutionState =
+        serde_json::from_value(serde_json::to_value(&state).unwrap()).unwrap();
+    assert_eq!(
+        warm,
+        compile(&cold_state, &a, &worker(), 1500, &HeuristicEstimator)
+    );
+
+    // Change scored texts of existing records through the reconciler.
+    let d = state.decisions.iter().position(|d| d.reason.is_none());
+    let result = WorkerResult {
+        summary: "s".into(),
+        last_action: "x".into(),
+        decisions: d
+            .map(|i| DecisionClaim {
+                text: state.decisions[i].text.clone(),
+                reason: Some("schema authentication tokens rotation design".into()),
+            })
+            .into_iter()
+            .collect(),
+        artifacts: vec![ArtifactClaim {
+            name: state.artifacts[0].name.clone(),
+            kind: None,
+            description: "the schema of authentication tokens, redesigned".into(),
+            content: None,
+        }],
+        ..WorkerResult::default()
+    };
+    let report = HandoffReport {
+        notes: "n".into(),
+        last_action: "x".into(),
+        next_action: "y".into(),
+        ..HandoffReport::default()
+    };
+    let w = worker();
+    let ctx = TurnContext {
+        worker: &w,
+        turn: state.turns,
+        at: Timestamp(1),
+        assignment: &a,
+    };
+    reconcile(&mut state, &ctx, &result, &report, Vec::new(), &NoVerifier);
+    let warm = compile(&state, &a, &worker(), 1500, &HeuristicEstimator);
+    let cold_state: ExecutionState =
+        serde_json::from_value(serde_json::to_value(&state).unwrap()).unwrap();
+    assert_eq!(
+        warm,
+        compile(&cold_state, &a, &worker(), 1500, &HeuristicEstimator)
+    );
+}
