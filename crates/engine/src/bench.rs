@@ -86,17 +86,21 @@ pub fn run_one(dir: &std::path::Path, n: u32, estimator: &str) -> Result<BenchRo
         return Err(Error::Config(format!("bench run ended as {end:?}")));
     }
     let turns = store.turns(&id)?;
+    // Close every connection so SQLite checkpoints its write-ahead log into the file:
+    // the size measured is the database's, not a transient log's.
     drop(session);
-    let t0 = Instant::now();
-    let reopened = Engine::new(Arc::new(SqliteStore::open(&path)?));
-    let session = reopened.open(&id, None)?;
-    reopened.preview(&session, None, None)?;
-    let resume_to_package = t0.elapsed();
+    drop(engine);
+    drop(store);
     let db_bytes = ["", "-wal"]
         .iter()
         .filter_map(|suffix| std::fs::metadata(format!("{}{suffix}", path.display())).ok())
         .map(|m| m.len())
         .sum();
+    let t0 = Instant::now();
+    let reopened = Engine::new(Arc::new(SqliteStore::open(&path)?));
+    let session = reopened.open(&id, None)?;
+    reopened.preview(&session, None, None)?;
+    let resume_to_package = t0.elapsed();
     let count = times.len().max(1) as u32;
     Ok(BenchRow {
         turns: n,
