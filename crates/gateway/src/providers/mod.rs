@@ -19,7 +19,10 @@
 //!
 //! Worker options: `api_base` (URL), `structured` (`"schema"`, `"json_object"` or
 //! `"instructions"`; the last sends no response format because the prompt already
-//! carries the schema), `strict_schema` (bool, default true; OpenAI-style `strict`),
+//! carries the schema), `strict_schema` (bool; OpenAI-style `strict`, by default on
+//! exactly when the schema meets strict mode's rules — every object closed with
+//! `additionalProperties: false` and every property required — since a strict request
+//! with any other schema is refused outright),
 //! `max_tokens` (default output limit when a request sets none; Anthropic requires one
 //! and defaults to 4096), `connect_timeout_s` (default 10), `timeout_s` (whole call,
 //! default 300), `api_key_env` (read by [`crate::credential_for`], not here).
@@ -206,7 +209,8 @@ pub(crate) struct Settings {
     pub model: String,
     pub url: String,
     pub structured: Structured,
-    pub strict_schema: bool,
+    /// `None`: strict exactly when the schema meets OpenAI's strict-mode rules.
+    pub strict_schema: Option<bool>,
     pub max_tokens: Option<u32>,
 }
 
@@ -272,12 +276,12 @@ impl HttpGateway {
             },
         };
         let strict_schema = match options.get("strict_schema") {
-            None => true,
-            Some(v) => v.as_bool().ok_or_else(|| {
+            None => None,
+            Some(v) => Some(v.as_bool().ok_or_else(|| {
                 Error::Config(format!(
                     "options.strict_schema must be true or false, got {v}"
                 ))
-            })?,
+            })?),
         };
         let max_tokens = match options.get("max_tokens") {
             None => None,

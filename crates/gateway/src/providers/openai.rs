@@ -48,7 +48,9 @@ pub(super) fn request_body(s: &Settings, r: &ModelRequest<'_>) -> Result<Vec<u8>
             json_schema: JsonSchema {
                 name: schema_name(r.schema, "claim"),
                 schema: r.schema,
-                strict: s.strict_schema,
+                strict: s
+                    .strict_schema
+                    .unwrap_or_else(|| strict_compatible(r.schema)),
             },
         }),
         Structured::Schema | Structured::JsonObject => Some(ResponseFormat::JsonObject),
@@ -199,5 +201,49 @@ pub(super) fn error_info(body: &str) -> ErrorInfo {
             message
         },
         auth: false,
+    }
+}
+
+/// Whether OpenAI's strict mode accepts `schema`: every object schema lists all its
+/// properties as required and sets `additionalProperties: false`.
+pub(super) fn strict_compatible(schema: &Value) -> bool {
+    match schema {
+        Value::Object(node) => {
+            if let Some(Value::Object(props)) = node.get("properties") {
+                let closed = node.get("additionalProperties") == Some(&Value::Bool(false));
+                let required: Vec<&str> = node
+                    .get("required")
+                    .and_then(Value::as_array)
+                    .map(|r| r.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                if !closed || !props.keys().all(|k| required.contains(&k.as_str())) {
+                    return false;
+                }
+            }
+            node.values().all(strict_compatible)
+        }
+        Value::Array(items) => items.iter().all(strict_compatible),
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::strict_compatible;
+
+    #[test]
+    fn strict_mode_needs_closed_objects_with_every_property_required() {
+        let closed = json!({"type": "object", "additionalProperties": false,
+            "properties": {"a": {"type": "string"}}, "required": ["a"]});
+        assert!(strict_compatible(&closed));
+        let optional = json!({"type": "object", "additionalProperties": false,
+            "properties": {"a": {"type": "string"}}, "required": []});
+        assert!(!strict_compatible(&optional));
+        let nested_open = json!({"type": "object", "additionalProperties": false,
+            "properties": {"a": {"$ref": "#/$defs/A"}}, "required": ["a"],
+            "$defs": {"A": {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}}});
+        assert!(!strict_compatible(&nested_open));
     }
 }

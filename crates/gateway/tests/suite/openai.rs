@@ -82,7 +82,7 @@ fn sends_system_and_user_with_the_schema_and_reads_usage() {
     );
     assert_eq!(body["response_format"]["type"], "json_schema");
     assert_eq!(body["response_format"]["json_schema"]["schema"], *schema());
-    assert_eq!(body["response_format"]["json_schema"]["strict"], true);
+    assert!(body["response_format"]["json_schema"]["strict"].is_boolean());
     let name = body["response_format"]["json_schema"]["name"]
         .as_str()
         .unwrap();
@@ -456,4 +456,36 @@ fn an_invalid_json_body_is_unparseable() {
     let err = openai(&server).complete(&request("hi")).unwrap_err();
     assert!(matches!(err, Error::Unparseable { .. }), "{err:?}");
     assert!(err.to_string().contains("gateway error"), "{err}");
+}
+
+#[test]
+fn strict_mode_follows_the_schema_unless_set() {
+    let closed = json!({"title": "Claim", "type": "object", "additionalProperties": false,
+        "properties": {"summary": {"type": "string"}}, "required": ["summary"]});
+    let open = json!({"type": "object", "properties": {"summary": {"type": "string"}}});
+    let server = TestServer::start(vec![success(), success(), success()]);
+    let gw = openai(&server);
+    for schema in [&closed, &open] {
+        let mut req = request("hi");
+        req.schema = schema;
+        gw.complete(&req).unwrap();
+    }
+    let forced = gateway(
+        "openai/gpt-4.1-mini",
+        &server.base(),
+        Some(OPENAI_KEY),
+        json!({"strict_schema": true}),
+    );
+    let mut req = request("hi");
+    req.schema = &open;
+    forced.complete(&req).unwrap();
+    let sent = server.requests();
+    let strict = |i: usize| sent[i].json()["response_format"]["json_schema"]["strict"].clone();
+    assert_eq!(strict(0), true);
+    assert_eq!(
+        sent[0].json()["response_format"]["json_schema"]["name"],
+        "Claim"
+    );
+    assert_eq!(strict(1), false);
+    assert_eq!(strict(2), true);
 }
