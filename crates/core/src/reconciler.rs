@@ -16,7 +16,15 @@ use crate::state::{
     HandoffRecord, Issue, IssueStatus, Provenance, Reaffirmation, RecordKind, ResolutionClaim,
     Stamped, WorkerRecord,
 };
-use crate::text::{normalize, same_statement};
+use crate::text::{Statement, normalize, same_statement};
+
+/// Scoring-cache slots for the reconciler's restatement checks (the compiler uses 0..6).
+const SAME_DECISION: usize = 10;
+const SAME_COMPLETED: usize = 11;
+const SAME_ISSUE: usize = 12;
+const SAME_FAILED_WHAT: usize = 13;
+const SAME_FAILED_BOTH: usize = 14;
+const SAME_ASSUMPTION: usize = 15;
 
 /// The engine's facts about the turn being reconciled.
 #[derive(Debug, Clone)]
@@ -219,11 +227,13 @@ fn merge_decision(
         out.refuse(path.to_string(), "a decision needs text".into());
         return;
     }
-    if let Some(d) = state
-        .decisions
-        .iter_mut()
-        .find(|d| same_statement(&d.text, text))
-    {
+    let claim_stmt = Statement::new(text, &[]);
+    let found = {
+        let mut cache = state.scoring.lock();
+        (state.decisions.iter().enumerate())
+            .position(|(i, d)| cache.same_statement(SAME_DECISION, i, &[&d.text], &claim_stmt))
+    };
+    if let Some(d) = found.map(|i| &mut state.decisions[i]) {
         // A restatement may supply the reason the first statement lacked; the original
         // text and provenance stay.
         if d.reason.is_none()
@@ -262,12 +272,16 @@ fn merge_completed(
     out: &mut ReconcileOutcome,
 ) {
     let text = text.trim();
-    if text.is_empty()
-        || state
-            .completed
-            .iter()
-            .any(|c| same_statement(&c.text, text))
-    {
+    if text.is_empty() {
+        return;
+    }
+    let claim = Statement::new(text, &[]);
+    let known = {
+        let mut cache = state.scoring.lock();
+        (state.completed.iter().enumerate())
+            .any(|(i, c)| cache.same_statement(SAME_COMPLETED, i, &[&c.text], &claim))
+    };
+    if known {
         return;
     }
     let id = format!("C{}", state.completed.len() + 1);
@@ -462,11 +476,15 @@ fn merge_issue(
     if title.is_empty() {
         return;
     }
-    if let Some(issue) = state
-        .issues
-        .iter_mut()
-        .find(|i| i.status == IssueStatus::Open && same_statement(&i.title, title))
-    {
+    let claim_stmt = Statement::new(title, &[]);
+    let found = {
+        let mut cache = state.scoring.lock();
+        state.issues.iter().enumerate().position(|(n, i)| {
+            i.status == IssueStatus::Open
+                && cache.same_statement(SAME_ISSUE, n, &[&i.title], &claim_stmt)
+        })
+    };
+    if let Some(issue) = found.map(|n| &mut state.issues[n]) {
         let id = issue.id.clone();
         if push_reaffirmation(
             &mut issue.reaffirmed,
@@ -508,10 +526,10 @@ fn merge_resolution(
         .iter()
         .position(|i| i.id.eq_ignore_ascii_case(reference))
         .or_else(|| {
-            state
-                .issues
-                .iter()
-                .position(|i| same_statement(&i.title, reference))
+            let claim = Statement::new(reference, &[]);
+            let mut cache = state.scoring.lock();
+            (state.issues.iter().enumerate())
+                .position(|(n, i)| cache.same_statement(SAME_ISSUE, n, &[&i.title], &claim))
         });
     let Some(idx) = found else {
         out.refuse(
@@ -568,10 +586,16 @@ fn merge_failed_attempt(
     if what.is_empty() {
         return;
     }
-    let combined = format!("{what} {why}");
-    if let Some(f) = state.failed_attempts.iter_mut().find(|f| {
-        same_statement(&f.what, what) || same_statement(&format!("{} {}", f.what, f.why), &combined)
-    }) {
+    let claim_what = Statement::new(what, &[]);
+    let claim_both = Statement::new(what, &[why]);
+    let found = {
+        let mut cache = state.scoring.lock();
+        state.failed_attempts.iter().enumerate().position(|(i, f)| {
+            cache.same_statement(SAME_FAILED_WHAT, i, &[&f.what], &claim_what)
+                || cache.same_statement(SAME_FAILED_BOTH, i, &[&f.what, &f.why], &claim_both)
+        })
+    };
+    if let Some(f) = found.map(|i| &mut state.failed_attempts[i]) {
         let id = f.id.clone();
         if push_reaffirmation(&mut f.reaffirmed, ctx.reaffirmation(&f.what, what)) {
             out.push(RecordKind::FailedAttempt, &id, Action::Reaffirmed);
@@ -599,11 +623,13 @@ fn merge_assumption(
     if text.is_empty() {
         return;
     }
-    if let Some(a) = state
-        .assumptions
-        .iter_mut()
-        .find(|a| same_statement(&a.text, text))
-    {
+    let claim_stmt = Statement::new(text, &[]);
+    let found = {
+        let mut cache = state.scoring.lock();
+        (state.assumptions.iter().enumerate())
+            .position(|(i, a)| cache.same_statement(SAME_ASSUMPTION, i, &[&a.text], &claim_stmt))
+    };
+    if let Some(a) = found.map(|i| &mut state.assumptions[i]) {
         let id = a.id.clone();
         if push_reaffirmation(&mut a.reaffirmed, ctx.reaffirmation(&a.text, text)) {
             out.push(RecordKind::Assumption, &id, Action::Reaffirmed);

@@ -371,6 +371,45 @@ impl ScoringCacheGuard<'_> {
     }
 }
 
+/// A claim's wording, prepared once to be compared against many records.
+pub struct Statement<'a> {
+    text: &'a str,
+    terms: Vec<u64>,
+}
+
+impl<'a> Statement<'a> {
+    /// `parts` are joined as if separated by spaces (their term sets are united).
+    pub fn new(text: &'a str, more: &[&str]) -> Self {
+        let mut all = terms(text);
+        for part in more {
+            all.extend(terms(part));
+        }
+        all.sort_unstable();
+        all.dedup();
+        Statement { text, terms: all }
+    }
+}
+
+impl ScoringCacheGuard<'_> {
+    /// `same_statement(record, claim)` with the record's term set memoised under
+    /// (`kind`, `index`); `record` must be immutable text (stamp 0).
+    pub fn same_statement(
+        &mut self,
+        kind: usize,
+        index: usize,
+        record: &[&str],
+        claim: &Statement<'_>,
+    ) -> bool {
+        let terms = self.terms(kind, index, 0, record);
+        if terms.is_empty() && claim.terms.is_empty() {
+            // Nothing but stopwords on both sides: equal after normalisation or not.
+            return record.len() == 1 && normalize(record[0]) == normalize(claim.text);
+        }
+        // Equal after normalisation implies equal term sets, so similarity covers it.
+        similarity(terms, &claim.terms) >= RESTATEMENT_THRESHOLD
+    }
+}
+
 impl Clone for ScoringCache {
     fn clone(&self) -> Self {
         let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner()).clone();
