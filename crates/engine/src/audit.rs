@@ -43,36 +43,38 @@ fn window_hash(bytes: &[u8]) -> u64 {
     })
 }
 
-/// Finds which `needles` occur in `hay`, by Rabin-Karp over `WINDOW`-byte prefixes.
-fn count_occurring(hay: &str, needles: &[&str]) -> u32 {
+/// Adds to `found` the indices of the `needles` that occur in `hay`, by Rabin-Karp over
+/// `WINDOW`-byte prefixes.
+fn find_occurring(hay: &str, needles: &[&str], found: &mut HashSet<usize>) {
     let bytes = hay.as_bytes();
-    let candidates: Vec<&&str> = needles
+    let candidates: Vec<(usize, &str)> = needles
         .iter()
-        .filter(|n| n.len() >= WINDOW && n.len() <= hay.len())
+        .enumerate()
+        .filter(|(i, n)| n.len() >= WINDOW && n.len() <= hay.len() && !found.contains(i))
+        .map(|(i, n)| (i, *n))
         .collect();
     if candidates.is_empty() || bytes.len() < WINDOW {
-        return 0;
+        return;
     }
     let mut prefixes: HashSet<u64> = HashSet::with_capacity(candidates.len());
     // A 64 Kibit filter in front of the set keeps the per-byte cost to a shift and a load.
     let mut filter = vec![0u64; 1024];
-    for n in &candidates {
+    for (_, n) in &candidates {
         let h = window_hash(&n.as_bytes()[..WINDOW]);
         prefixes.insert(h);
         let bit = (h >> 48) as usize;
         filter[bit >> 6] |= 1 << (bit & 63);
     }
     let top = (0..WINDOW - 1).fold(1u64, |p, _| p.wrapping_mul(BASE));
-    let mut found: HashSet<usize> = HashSet::new();
     let mut h = window_hash(&bytes[..WINDOW]);
     let mut pos = 0;
     loop {
         let bit = (h >> 48) as usize;
         if filter[bit >> 6] & (1 << (bit & 63)) != 0 && prefixes.contains(&h) {
-            let rest = &hay.as_bytes()[pos..];
-            for (i, n) in candidates.iter().enumerate() {
+            let rest = &bytes[pos..];
+            for (i, n) in &candidates {
                 if rest.starts_with(n.as_bytes()) {
-                    found.insert(i);
+                    found.insert(*i);
                 }
             }
         }
@@ -85,11 +87,19 @@ fn count_occurring(hay: &str, needles: &[&str]) -> u32 {
             .wrapping_add(u64::from(bytes[pos + WINDOW]) + 1);
         pos += 1;
     }
+}
+
+#[cfg(test)]
+fn count_occurring(hay: &str, needles: &[&str]) -> u32 {
+    let mut found = HashSet::new();
+    find_occurring(hay, needles, &mut found);
     found.len() as u32
 }
 
 /// Audits a turn's requests. `own_output` is this turn's execute output, which the
 /// handoff call legitimately quotes; `prior_outputs` are every earlier turn's outputs.
+/// `prior_outputs_leaked` counts the distinct earlier outputs found anywhere in the
+/// turn's requests.
 pub fn audit(
     package: &HandoffPackage,
     prompts: &[&Prompt],
@@ -97,29 +107,44 @@ pub fn audit(
     prior_outputs: &[String],
 ) -> TransferAudit {
     let needles: Vec<&str> = prior_outputs.iter().map(String::as_str).collect();
-    let mut leaked = 0u32;
+    let longest = needles.iter().map(|n| n.len()).max().unwrap_or(0);
+    let mut found = HashSet::new();
     let mut package_only = true;
     for (i, prompt) in prompts.iter().enumerate() {
         // Built from the package: call 1's user message starts with the package, call 2's
         // with call 1's user message.
+        let first = prompts[0];
         let prefix_ok = if i == 0 {
             prompt.user.starts_with(&package.text)
         } else {
-            prompt.user.starts_with(prompts[0].user.as_str())
+            prompt.user.starts_with(first.user.as_str())
         };
         package_only &= prefix_ok;
+        if i == 0 || prompt.system != first.system {
+            find_occurring(&prompt.system, &needles, &mut found);
+        }
         // The whole request is searched, package included: a compiler that pasted a
-        // transcript would be caught too. Only this turn's own output is exempt.
-        let user = match own_output {
-            Some(own) if i > 0 && !own.is_empty() => prompt.user.replacen(own, "", 1),
-            _ => prompt.user.clone(),
+        // transcript would be caught too. A later call repeats call 1's user message, so
+        // only what follows it (plus room for a match across the seam) is searched
+        // again. Only this turn's own output is exempt.
+        let mut from = 0;
+        if i > 0 && prefix_ok {
+            from = first.user.len().saturating_sub(longest.saturating_sub(1));
+            while !prompt.user.is_char_boundary(from) {
+                from -= 1;
+            }
+        }
+        let tail = &prompt.user[from..];
+        let tail = match own_output {
+            Some(own) if i > 0 && !own.is_empty() => tail.replacen(own, "", 1),
+            _ => tail.to_string(),
         };
-        leaked += count_occurring(&prompt.system, &needles) + count_occurring(&user, &needles);
+        find_occurring(&tail, &needles, &mut found);
     }
     TransferAudit {
         messages_per_call: prompts.iter().map(|_| Prompt::MESSAGES).collect(),
         request_hashes: prompts.iter().map(|p| request_hash(p)).collect(),
-        prior_outputs_leaked: leaked,
+        prior_outputs_leaked: found.len() as u32,
         prior_outputs_checked: needles.iter().filter(|n| n.len() >= WINDOW).count() as u32,
         package_only,
     }
@@ -147,5 +172,67 @@ mod tests {
             0
         );
         assert_eq!(count_occurring(&a, &needles), 1);
+    }
+
+    fn package(text: &str) -> HandoffPackage {
+        use baton_core::compiler::{Assignment, AssignmentKind};
+        use baton_core::ids::{RunId, WorkerId};
+        HandoffPackage {
+            run_id: RunId("r".into()),
+            turn: 1,
+            worker: WorkerId::new("w"),
+            assignment: Assignment {
+                kind: AssignmentKind::Continuation,
+                step_id: None,
+                task: "t".into(),
+            },
+            budget: 100,
+            tokens: 10,
+            estimator: "heuristic".into(),
+            text: text.into(),
+            sections: Vec::new(),
+            omitted_sections: Vec::new(),
+            dropped: Vec::new(),
+            over_budget: false,
+        }
+    }
+
+    #[test]
+    fn a_request_that_carries_an_earlier_output_is_counted_as_a_passed_conversation() {
+        let prior =
+            "{\"summary\":\"an earlier worker's whole raw answer, long enough\"}".to_string();
+        let own =
+            "{\"summary\":\"this turn's own answer, which the handoff call quotes\"}".to_string();
+        let pkg = package("## Assigned task\nDo it");
+        let p1 = baton_core::prompt::execute_prompt(&pkg);
+        let p2 = baton_core::prompt::handoff_prompt(&pkg, &own);
+        let clean = audit(&pkg, &[&p1, &p2], Some(&own), std::slice::from_ref(&prior));
+        assert_eq!(clean.conversations_passed(), 0);
+        assert_eq!(clean.prior_outputs_checked, 1);
+
+        // A transcript smuggled into the handoff call, after the shared prefix.
+        let mut leaky = p2.clone();
+        leaky.user.push_str(&prior);
+        let caught = audit(
+            &pkg,
+            &[&p1, &leaky],
+            Some(&own),
+            std::slice::from_ref(&prior),
+        );
+        assert_eq!(caught.prior_outputs_leaked, 1);
+        assert_eq!(caught.conversations_passed(), 1);
+
+        // A package that pasted an earlier output is caught too.
+        let pasted = package(&format!("## Assigned task\nDo it\n{prior}"));
+        let p1 = baton_core::prompt::execute_prompt(&pasted);
+        assert_eq!(
+            audit(&pasted, &[&p1], None, std::slice::from_ref(&prior)).prior_outputs_leaked,
+            1
+        );
+
+        // A request not built from the package breaks `package_only`.
+        let mut foreign = baton_core::prompt::execute_prompt(&pkg);
+        foreign.user = "something else entirely".into();
+        assert!(!audit(&pkg, &[&foreign], None, &[]).package_only);
     }
 }
