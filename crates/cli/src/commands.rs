@@ -23,6 +23,7 @@ struct Context_ {
     db: PathBuf,
     file: FileConfig,
     config_path: Option<PathBuf>,
+    verbose: bool,
 }
 
 fn context(cli: &Cli) -> Result<Context_> {
@@ -45,6 +46,9 @@ fn context(cli: &Cli) -> Result<Context_> {
         Some(p) => config::load_file(p)?,
         None => FileConfig::default(),
     };
+    for warning in &file.warnings {
+        eprintln!("warning: {warning}");
+    }
     let db = cli
         .db
         .clone()
@@ -54,6 +58,7 @@ fn context(cli: &Cli) -> Result<Context_> {
         db,
         file,
         config_path,
+        verbose: cli.verbose,
     })
 }
 
@@ -68,6 +73,22 @@ impl Context_ {
         Ok(Arc::new(store))
     }
 
+    /// An engine over the store, printing every call on stderr with `--verbose`.
+    fn engine(&self, store: &Arc<dyn Store>) -> Engine {
+        let engine = Engine::new(store.clone());
+        if !self.verbose {
+            return engine;
+        }
+        engine.with_observer(Arc::new(|call: &baton_core::turn::CallRecord| {
+            eprintln!("{}", render::call_line(call));
+        }))
+    }
+
+    /// Literal keys from the configuration file's roster, which runs never store.
+    fn keys(&self) -> Option<&Roster> {
+        self.file.roster.as_ref()
+    }
+
     fn settings(&self, flags: &BudgetArgs) -> RunSettings {
         let d = RunSettings::default();
         RunSettings {
@@ -78,6 +99,7 @@ impl Context_ {
                 .clone()
                 .or_else(|| self.file.estimator.clone())
                 .unwrap_or(d.estimator),
+            repair_attempts: self.file.repair_attempts.unwrap_or(d.repair_attempts),
         }
     }
 
@@ -116,7 +138,11 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             workers,
             force,
         } => init(&path, workers, force),
-        Command::Demo { json, replay } => demo_cmd(&ctx, json, replay.as_deref()),
+        Command::Demo {
+            json,
+            replay,
+            record,
+        } => demo_cmd(&ctx, json, replay.as_deref(), record.as_deref()),
         Command::Run {
             objective,
             tasks,
@@ -125,9 +151,10 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             max_turns,
             create_only,
             replay,
+            record,
         } => {
             let store = ctx.store()?;
-            let engine = Engine::new(store.clone());
+            let engine = ctx.engine(&store);
             let (mut roster, roster_note) = ctx.roster();
             if let Some(path) = &replay {
                 with_replay(&mut roster, path)?;
@@ -154,13 +181,20 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
                 println!("{id}");
                 return Ok(ExitCode::SUCCESS);
             }
-            drive(&engine, store.as_ref(), &id, max_turns)
+            drive(
+                &ctx,
+                &engine,
+                store.as_ref(),
+                &id,
+                max_turns,
+                record.as_deref(),
+            )
         }
         Command::Step { run } => {
             let store = ctx.store()?;
-            let engine = Engine::new(store.clone());
+            let engine = ctx.engine(&store);
             let id = resolve(store.as_ref(), run.as_deref())?;
-            let mut session = engine.open(&id, None)?;
+            let mut session = engine.open_with_keys(&id, None, ctx.keys())?;
             match engine.step(&mut session)? {
                 StepOutcome::Turn(summary) => {
                     eprintln!("{}", render::progress_line(&summary, &session));
@@ -185,11 +219,22 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
                 }
             }
         }
-        Command::Resume { run, max_turns } => {
+        Command::Resume {
+            run,
+            max_turns,
+            record,
+        } => {
             let store = ctx.store()?;
-            let engine = Engine::new(store.clone());
+            let engine = ctx.engine(&store);
             let id = resolve(store.as_ref(), run.as_deref())?;
-            drive(&engine, store.as_ref(), &id, max_turns)
+            drive(
+                &ctx,
+                &engine,
+                store.as_ref(),
+                &id,
+                max_turns,
+                record.as_deref(),
+            )
         }
         Command::Runs => {
             let store = ctx.store()?;
@@ -251,7 +296,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             print!("{}", render::tasks(&store.load_state(&id)?));
             Ok(ExitCode::SUCCESS)
         }
-        Command::Workers { run } => workers(&ctx, run.as_deref()),
+        Command::Workers { run, verify } => workers(&ctx, run.as_deref(), verify),
         Command::Compile {
             run,
             worker,
@@ -261,7 +306,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             let store = ctx.store()?;
             let engine = Engine::new(store.clone());
             let id = resolve(store.as_ref(), run.as_deref())?;
-            let session = engine.open(&id, None)?;
+            let session = engine.open_for_preview(&id)?;
             let package = engine.preview(&session, worker.as_deref(), budget)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&package)?);
@@ -315,12 +360,14 @@ fn init(path: &Path, workers: usize, force: bool) -> Result<ExitCode> {
 }
 
 fn drive(
+    ctx: &Context_,
     engine: &Engine,
     store: &dyn Store,
     id: &RunId,
     max_turns: Option<u32>,
+    record: Option<&Path>,
 ) -> Result<ExitCode> {
-    let mut session = engine.open(id, None)?;
+    let mut session = engine.open_with_keys(id, None, ctx.keys())?;
     if session.status == baton_store::RunStatus::Blocked {
         eprintln!("run {id} was blocked; resuming as asked");
         engine.unblock(&mut session)?;
@@ -328,7 +375,12 @@ fn drive(
     let started = Instant::now();
     let end = engine.run(&mut session, max_turns, &mut |summary, s| {
         eprintln!("{}", render::progress_line(summary, s));
-    })?;
+    });
+    // Record what ran even when the run stopped on an error.
+    if let Some(path) = record {
+        write_record(store, id, path)?;
+    }
+    let end = end?;
     let (report, state, _) = baton_engine::report::build(store, id)?;
     print!(
         "{}",
@@ -350,6 +402,17 @@ fn drive(
     })
 }
 
+/// Writes every model response of the run as a replay script.
+fn write_record(store: &dyn Store, id: &RunId, path: &Path) -> Result<()> {
+    let script = export::script(store, id)?;
+    std::fs::write(path, script).with_context(|| format!("writing {}", path.display()))?;
+    eprintln!(
+        "recorded every model response of run {id} in {} (replay with --replay)",
+        path.display()
+    );
+    Ok(())
+}
+
 /// Points every worker at a recorded script.
 fn with_replay(roster: &mut Roster, path: &Path) -> Result<()> {
     if !path.exists() {
@@ -368,9 +431,14 @@ fn with_replay(roster: &mut Roster, path: &Path) -> Result<()> {
     Ok(())
 }
 
-fn demo_cmd(ctx: &Context_, json: bool, replay: Option<&Path>) -> Result<ExitCode> {
+fn demo_cmd(
+    ctx: &Context_,
+    json: bool,
+    replay: Option<&Path>,
+    record: Option<&Path>,
+) -> Result<ExitCode> {
     let store = ctx.store()?;
-    let engine = Engine::new(store.clone());
+    let engine = ctx.engine(&store);
     let started = Instant::now();
     let mut spec = demo::spec();
     if let Some(path) = replay {
@@ -380,6 +448,9 @@ fn demo_cmd(ctx: &Context_, json: bool, replay: Option<&Path>) -> Result<ExitCod
     let mut session = engine.open(&id, None)?;
     let end = engine.run(&mut session, None, &mut |_, _| {})?;
     let elapsed = started.elapsed();
+    if let Some(path) = record {
+        write_record(store.as_ref(), &id, path)?;
+    }
     let (report, state, turns) = baton_engine::report::build(store.as_ref(), &id)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -396,33 +467,59 @@ fn demo_cmd(ctx: &Context_, json: bool, replay: Option<&Path>) -> Result<ExitCod
     })
 }
 
-fn workers(ctx: &Context_, run: Option<&str>) -> Result<ExitCode> {
-    // With a run (named, or the newest when the database has one) show its roster and
-    // who took which turns; otherwise the configured roster.
+fn workers(ctx: &Context_, run: Option<&str>, verify: bool) -> Result<ExitCode> {
+    // With a run (named, or the newest when there is no roster file) show its roster
+    // and who took which turns; otherwise the configured roster.
     let store = ctx.store()?;
     let id = match run {
         Some(p) => Some(store.resolve_run(p)?),
-        None => store.list_runs()?.into_iter().next().map(|r| r.id),
+        None if ctx.config_path.is_none() => store.list_runs()?.into_iter().next().map(|r| r.id),
+        None => None,
     };
-    match (id, run) {
-        (Some(id), _) if run.is_some() || ctx.config_path.is_none() => {
+    let (mut roster, state, note) = match id {
+        Some(id) => {
             let engine = Engine::new(store.clone());
-            let session = engine.open(&id, None)?;
-            print!(
-                "{}",
-                render::workers(
-                    &session.config.roster,
-                    Some(&session.state),
-                    &format!("run {id}")
-                )
-            );
+            let session = engine.open_for_preview(&id)?;
+            (
+                session.config.roster,
+                Some(session.state),
+                format!("run {id}"),
+            )
         }
-        _ => {
+        None => {
             let (roster, note) = ctx.roster();
-            print!("{}", render::workers(&roster, None, &note));
+            (roster, None, note)
+        }
+    };
+    if let Some(keys) = ctx.keys() {
+        for w in &mut roster.workers {
+            if w.api_key.is_none() {
+                w.api_key = keys
+                    .workers
+                    .iter()
+                    .find(|k| k.id == w.id)
+                    .and_then(|k| k.api_key.clone());
+            }
         }
     }
-    Ok(ExitCode::SUCCESS)
+    print!("{}", render::workers(&roster, state.as_ref(), &note));
+    if !verify {
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("\nverifying (one tiny call per enabled worker):");
+    let mut failed = 0;
+    for w in roster.workers.iter().filter(|w| w.enabled) {
+        let verdict = baton_engine::verify::verify_worker(w);
+        if !verdict.ok {
+            failed += 1;
+        }
+        println!("  {:<16} {}", w.id.as_str(), verdict.message);
+    }
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn bench(turns: &[u32], estimator: &str) -> Result<ExitCode> {

@@ -21,6 +21,9 @@ pub struct Cli {
     /// Configuration and roster file (TOML or JSON) [default: baton.toml if present]
     #[arg(long, global = true, env = "BATON_CONFIG")]
     pub config: Option<PathBuf>,
+    /// Print every model call (worker, status, tokens, retries) on stderr
+    #[arg(long, short, global = true)]
+    pub verbose: bool,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -48,6 +51,9 @@ pub enum Command {
         /// Replay recorded responses instead of the built-in mock answers
         #[arg(long)]
         replay: Option<PathBuf>,
+        /// Save every model response as a replay script (JSONL)
+        #[arg(long)]
+        record: Option<PathBuf>,
     },
     /// Write a starter roster file (baton.toml)
     Init {
@@ -80,10 +86,13 @@ pub enum Command {
         /// Create the run without running any turn
         #[arg(long)]
         create_only: bool,
-        /// Replay recorded responses (from `baton export --format script`) instead of
-        /// calling the models; workers keep their identities
+        /// Replay recorded responses (from `--record` or `baton export --format script`)
+        /// instead of calling the models; workers keep their identities
         #[arg(long)]
         replay: Option<PathBuf>,
+        /// Save every model response as a replay script (JSONL)
+        #[arg(long)]
+        record: Option<PathBuf>,
     },
     /// Advance a run by exactly one turn
     Step {
@@ -97,6 +106,9 @@ pub enum Command {
         /// Stop after this many turns
         #[arg(long)]
         max_turns: Option<u32>,
+        /// Save every model response of the run as a replay script (JSONL)
+        #[arg(long)]
+        record: Option<PathBuf>,
     },
     /// List the runs in the database
     Runs,
@@ -126,8 +138,13 @@ pub enum Command {
     },
     /// Show the plan's steps and who completed them
     Tasks { run: Option<String> },
-    /// Show the roster (of a run, or of the configuration file)
-    Workers { run: Option<String> },
+    /// Show the roster (of a run, or of the configuration file) with each credential's status
+    Workers {
+        run: Option<String>,
+        /// Make one tiny call per worker and report what each provider said
+        #[arg(long)]
+        verify: bool,
+    },
     /// Compile the briefing a worker would get now, without running it
     Compile {
         run: Option<String>,

@@ -333,10 +333,42 @@ pub fn package(p: &HandoffPackage, turn: Option<&TurnRecord>, with_text: bool) -
     out
 }
 
+/// One model call, for `--verbose`.
+pub fn call_line(c: &baton_core::turn::CallRecord) -> String {
+    let mut line = format!(
+        "  call {} · {} ({}) · {} ms · sent {} tokens",
+        c.call.as_str(),
+        c.worker,
+        c.model,
+        c.duration_ms,
+        n(c.tokens_sent as u64)
+    );
+    if let Some(u) = c.usage {
+        let _ = write!(
+            line,
+            " · provider: {} in ({} cached), {} out",
+            u.input_tokens, u.cached_tokens, u.output_tokens
+        );
+    }
+    if let Some(cost) = c.cost_micro_usd {
+        let _ = write!(line, " · {}", baton_engine::report::dollars(cost));
+    }
+    if !c.attempts.is_empty() {
+        let _ = write!(line, " · {} attempts", c.attempts.len());
+    }
+    match &c.error {
+        Some(e) => {
+            let _ = write!(line, " · ERROR {e}");
+        }
+        None => line.push_str(" · ok"),
+    }
+    line
+}
+
 pub fn workers(roster: &Roster, state: Option<&ExecutionState>, note: &str) -> String {
     let mut out = format!(
-        "{note}\n{:<16} {:<28} {:<10} {:<8} {:<14} turns\n",
-        "worker", "model", "family", "enabled", "role"
+        "{note}\n{:<16} {:<28} {:<10} {:<8} {:<14} {:<6} credential\n",
+        "worker", "model", "family", "enabled", "role", "turns"
     );
     for w in &roster.workers {
         let turns = state
@@ -351,12 +383,13 @@ pub fn workers(roster: &Roster, state: Option<&ExecutionState>, note: &str) -> S
             .unwrap_or_else(|| "—".into());
         let _ = writeln!(
             out,
-            "{:<16} {:<28} {:<10} {:<8} {:<14} {turns}",
+            "{:<16} {:<28} {:<10} {:<8} {:<14} {turns:<6} {}",
             w.id.as_str(),
             w.model,
             w.family,
             if w.enabled { "yes" } else { "no" },
-            w.role.as_deref().unwrap_or("—")
+            w.role.as_deref().unwrap_or("—"),
+            w.credential_status()
         );
     }
     out
@@ -397,6 +430,7 @@ pub fn run_summary(r: &RunReport, s: &ExecutionState, elapsed: Duration) -> Stri
         "tokens actually sent: {} (both calls of every turn, system prompts included)",
         n(r.tokens_sent as u64)
     );
+    out.push_str(&reported_line(r));
     let _ = writeln!(
         out,
         "conversations passed between workers: {} (measured over {} requests against {} earlier outputs)",
@@ -405,6 +439,23 @@ pub fn run_summary(r: &RunReport, s: &ExecutionState, elapsed: Duration) -> Stri
         n(r.prior_outputs_checked)
     );
     out
+}
+
+/// Provider-reported tokens and cost, when any call reported them.
+fn reported_line(r: &RunReport) -> String {
+    let u = r.reported;
+    if u.input_tokens == 0 && u.output_tokens == 0 {
+        return String::new();
+    }
+    format!(
+        "provider-reported tokens: {} in ({} cached), {} out{}\n",
+        n(u.input_tokens),
+        n(u.cached_tokens),
+        n(u.output_tokens),
+        r.cost_micro_usd
+            .map(|c| format!(" · cost {}", baton_engine::report::dollars(c)))
+            .unwrap_or_default()
+    )
 }
 
 pub fn demo(

@@ -66,3 +66,22 @@ pub fn handoff_prompt(package: &HandoffPackage, result_output: &str) -> Prompt {
         user,
     }
 }
+
+/// A repair call: the failed call's request, then the answer it got and why that
+/// answer was refused. Still exactly `[system, user]`, and still a prefix extension of
+/// the turn's first request.
+pub fn repair_prompt(failed_user: &str, answer: &str, error: &str) -> Prompt {
+    let mut user = String::with_capacity(failed_user.len() + answer.len() + error.len() + 256);
+    user.push_str(failed_user);
+    user.push_str("\n## Your answer\n");
+    user.push_str(answer);
+    user.push_str("\n\n## It was refused\n");
+    user.push_str(error);
+    user.push_str(
+        "\nAnswer again with only the corrected JSON object, matching the schema above.\n",
+    );
+    Prompt {
+        system: SYSTEM_PROMPT.to_string(),
+        user,
+    }
+}

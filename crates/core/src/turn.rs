@@ -12,6 +12,11 @@ use crate::reconciler::ReconcileOutcome;
 pub enum CallKind {
     Execute,
     Handoff,
+    /// A second chance after the execute call's output failed its schema: the same
+    /// request plus the validation error.
+    ExecuteRepair,
+    /// The same for the handoff call.
+    HandoffRepair,
 }
 
 impl CallKind {
@@ -19,8 +24,43 @@ impl CallKind {
         match self {
             CallKind::Execute => "execute",
             CallKind::Handoff => "handoff",
+            CallKind::ExecuteRepair => "execute_repair",
+            CallKind::HandoffRepair => "handoff_repair",
         }
     }
+
+    /// The repair call that follows this one, if it is a first call.
+    pub fn repair(self) -> Option<CallKind> {
+        match self {
+            CallKind::Execute => Some(CallKind::ExecuteRepair),
+            CallKind::Handoff => Some(CallKind::HandoffRepair),
+            _ => None,
+        }
+    }
+}
+
+/// Tokens as the provider reported them for one call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportedUsage {
+    /// Every prompt token, cached ones included.
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// The part of `input_tokens` served from the provider's prompt cache.
+    pub cached_tokens: u64,
+}
+
+/// One attempt of a call that was retried.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttemptRecord {
+    /// The failure class, or `None` for the attempt that succeeded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The delay the provider asked for, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
+    /// How long the engine waited before the next attempt, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waited_ms: Option<u64>,
 }
 
 /// One model call as it happened.
@@ -44,6 +84,15 @@ pub struct CallRecord {
     pub error: Option<String>,
     pub started_at: Timestamp,
     pub duration_ms: u64,
+    /// Tokens as the provider reported them (the offline mock reports estimates).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<ReportedUsage>,
+    /// Cost in millionths of a US dollar, when the roster gives the worker's prices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_micro_usd: Option<u64>,
+    /// Every attempt, when the call was retried (empty when the first attempt decided).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<AttemptRecord>,
 }
 
 /// Measured evidence that no conversation crossed the handoff.

@@ -22,6 +22,7 @@ fn spec(turns: u32) -> RunSpec {
             budget: 3000,
             total_budget: None,
             estimator: "heuristic".into(),
+            ..RunSettings::default()
         },
     }
 }

@@ -96,14 +96,15 @@ fn count_occurring(hay: &str, needles: &[&str]) -> u32 {
     found.len() as u32
 }
 
-/// Audits a turn's requests. `own_output` is this turn's execute output, which the
-/// handoff call legitimately quotes; `prior_outputs` are every earlier turn's outputs.
+/// Audits a turn's requests. `own_outputs` are this turn's own outputs, which its later
+/// calls legitimately quote (the handoff call quotes the result, a repair call the
+/// answer it repairs); `prior_outputs` are every earlier turn's outputs.
 /// `prior_outputs_leaked` counts the distinct earlier outputs found anywhere in the
 /// turn's requests.
 pub fn audit(
     package: &HandoffPackage,
     prompts: &[&Prompt],
-    own_output: Option<&str>,
+    own_outputs: &[&str],
     prior_outputs: &[String],
 ) -> TransferAudit {
     let needles: Vec<&str> = prior_outputs.iter().map(String::as_str).collect();
@@ -134,11 +135,12 @@ pub fn audit(
                 from -= 1;
             }
         }
-        let tail = &prompt.user[from..];
-        let tail = match own_output {
-            Some(own) if i > 0 && !own.is_empty() => tail.replacen(own, "", 1),
-            _ => tail.to_string(),
-        };
+        let mut tail = prompt.user[from..].to_string();
+        if i > 0 {
+            for own in own_outputs.iter().filter(|o| !o.is_empty()) {
+                tail = tail.replacen(own, "", 1);
+            }
+        }
         find_occurring(&tail, &needles, &mut found);
     }
     TransferAudit {
@@ -206,19 +208,14 @@ mod tests {
         let pkg = package("## Assigned task\nDo it");
         let p1 = baton_core::prompt::execute_prompt(&pkg);
         let p2 = baton_core::prompt::handoff_prompt(&pkg, &own);
-        let clean = audit(&pkg, &[&p1, &p2], Some(&own), std::slice::from_ref(&prior));
+        let clean = audit(&pkg, &[&p1, &p2], &[&own], std::slice::from_ref(&prior));
         assert_eq!(clean.conversations_passed(), 0);
         assert_eq!(clean.prior_outputs_checked, 1);
 
         // A transcript smuggled into the handoff call, after the shared prefix.
         let mut leaky = p2.clone();
         leaky.user.push_str(&prior);
-        let caught = audit(
-            &pkg,
-            &[&p1, &leaky],
-            Some(&own),
-            std::slice::from_ref(&prior),
-        );
+        let caught = audit(&pkg, &[&p1, &leaky], &[&own], std::slice::from_ref(&prior));
         assert_eq!(caught.prior_outputs_leaked, 1);
         assert_eq!(caught.conversations_passed(), 1);
 
@@ -226,13 +223,13 @@ mod tests {
         let pasted = package(&format!("## Assigned task\nDo it\n{prior}"));
         let p1 = baton_core::prompt::execute_prompt(&pasted);
         assert_eq!(
-            audit(&pasted, &[&p1], None, std::slice::from_ref(&prior)).prior_outputs_leaked,
+            audit(&pasted, &[&p1], &[], std::slice::from_ref(&prior)).prior_outputs_leaked,
             1
         );
 
         // A request not built from the package breaks `package_only`.
         let mut foreign = baton_core::prompt::execute_prompt(&pkg);
         foreign.user = "something else entirely".into();
-        assert!(!audit(&pkg, &[&foreign], None, &[]).package_only);
+        assert!(!audit(&pkg, &[&foreign], &[], &[]).package_only);
     }
 }

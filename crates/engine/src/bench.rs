@@ -76,6 +76,7 @@ pub fn run_one(dir: &std::path::Path, n: u32, estimator: &str) -> Result<BenchRo
             budget: 3000,
             total_budget: None,
             estimator: estimator.into(),
+            ..RunSettings::default()
         },
     };
     let id = engine.create_run(&spec)?;

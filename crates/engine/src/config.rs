@@ -27,6 +27,8 @@ struct RawFile {
     total_budget: Option<usize>,
     /// `bpe` (default) or `heuristic`.
     estimator: Option<String>,
+    /// Repair calls per claim when output fails its schema (default 1; 0 disables).
+    repair_attempts: Option<u32>,
     #[serde(default)]
     workers: Vec<RawWorker>,
 }
@@ -44,8 +46,32 @@ struct RawWorker {
     max_tokens: Option<u32>,
     max_retries: Option<u32>,
     enabled: Option<bool>,
+    /// A literal key. Discouraged (baton warns): prefer `api_key_env`. Never stored.
+    api_key: Option<String>,
+    price: Option<Price>,
     #[serde(default)]
     options: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A worker's prices, in US dollars per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+    /// Cached prompt tokens; the input price when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached: Option<f64>,
+}
+
+impl Price {
+    /// Cost in millionths of a dollar: tokens × dollars per million tokens.
+    pub fn cost_micro_usd(&self, input: u64, output: u64, cached: u64) -> u64 {
+        let cached = cached.min(input);
+        let uncached = (input - cached) as f64 * self.input;
+        let cached = cached as f64 * self.cached.unwrap_or(self.input);
+        (uncached + cached + output as f64 * self.output).round() as u64
+    }
 }
 
 /// One worker: configuration plus, at run time, a gateway. Holds no secret: the key is
@@ -68,8 +94,33 @@ pub struct WorkerConfig {
     pub max_tokens: Option<u32>,
     pub max_retries: u32,
     pub enabled: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<Price>,
+    /// A literal key from the roster file, or one given in memory for one run. Never
+    /// serialised, so it never reaches the store; `Debug` prints `[redacted]`.
+    #[serde(skip)]
+    pub api_key: Option<Secret>,
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub options: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A key held in memory. It has no `Serialize`, and `Debug` does not print it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[redacted]")
+    }
 }
 
 impl WorkerConfig {
@@ -85,7 +136,37 @@ impl WorkerConfig {
             max_tokens: None,
             max_retries: DEFAULT_MAX_RETRIES,
             enabled: true,
+            price: None,
+            api_key: None,
             options: serde_json::Map::new(),
+        }
+    }
+
+    /// The provider options with the roster's top-level settings folded in, as the
+    /// gateway reads them.
+    pub fn gateway_options(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut options = self.options.clone();
+        if let Some(env) = &self.api_key_env {
+            options.insert("api_key_env".into(), env.clone().into());
+        }
+        if let Some(base) = &self.api_base {
+            options.insert("api_base".into(), base.clone().into());
+        }
+        options
+    }
+
+    /// Where this worker's key comes from, for `baton workers` (never the value).
+    pub fn credential_status(&self) -> String {
+        if self.api_key.is_some() {
+            return "literal key in the roster (prefer api_key_env)".into();
+        }
+        match baton_gateway::credential_for(&self.model, &self.gateway_options()) {
+            Ok(Some(_)) => match &self.api_key_env {
+                Some(env) => format!("set ({env})"),
+                None => "set (provider's default variable)".into(),
+            },
+            Ok(None) => "not needed".into(),
+            Err(e) => format!("missing: {e}"),
         }
     }
 
@@ -182,7 +263,18 @@ pub struct RunSettings {
     pub total_budget: Option<usize>,
     /// `bpe` or `heuristic`.
     pub estimator: String,
+    /// Repair calls allowed when a call's output fails its schema (each quotes the
+    /// validation error); after them the turn fails.
+    #[serde(default = "default_repairs")]
+    pub repair_attempts: u32,
 }
+
+fn default_repairs() -> u32 {
+    DEFAULT_REPAIR_ATTEMPTS
+}
+
+/// Repair calls per claim by default.
+pub const DEFAULT_REPAIR_ATTEMPTS: u32 = 1;
 
 impl Default for RunSettings {
     fn default() -> Self {
@@ -190,6 +282,7 @@ impl Default for RunSettings {
             budget: DEFAULT_BUDGET,
             total_budget: None,
             estimator: "bpe".into(),
+            repair_attempts: DEFAULT_REPAIR_ATTEMPTS,
         }
     }
 }
@@ -224,6 +317,9 @@ pub struct FileConfig {
     pub budget: Option<usize>,
     pub total_budget: Option<usize>,
     pub estimator: Option<String>,
+    pub repair_attempts: Option<u32>,
+    /// Things the user should fix (e.g. a literal key in the file).
+    pub warnings: Vec<String>,
 }
 
 /// Reads a TOML or JSON configuration file (by extension; `.json` is JSON).
@@ -246,6 +342,17 @@ pub fn parse_file(path: &str, text: &str) -> Result<FileConfig> {
     } else {
         toml::from_str(text).map_err(|e| bad(e.to_string()))?
     };
+    let warnings: Vec<String> = raw
+        .workers
+        .iter()
+        .filter(|w| w.api_key.is_some())
+        .map(|w| {
+            format!(
+                "{path}: worker {} has a literal api_key; prefer api_key_env = \"VARIABLE\" so the key stays out of files",
+                w.id
+            )
+        })
+        .collect();
     let roster = if raw.workers.is_empty() {
         None
     } else {
@@ -270,6 +377,8 @@ pub fn parse_file(path: &str, text: &str) -> Result<FileConfig> {
                     max_tokens: w.max_tokens,
                     max_retries: w.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
                     enabled: w.enabled.unwrap_or(true),
+                    price: w.price,
+                    api_key: w.api_key.map(Secret::new),
                     options: w.options,
                 }
             })
@@ -284,6 +393,8 @@ pub fn parse_file(path: &str, text: &str) -> Result<FileConfig> {
         budget: raw.budget,
         total_budget: raw.total_budget,
         estimator: raw.estimator,
+        repair_attempts: raw.repair_attempts,
+        warnings,
     })
 }
 

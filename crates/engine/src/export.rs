@@ -88,6 +88,16 @@ fn render_markdown(r: &RunReport, state: &ExecutionState, turns: &[TurnRecord]) 
         r.conversations_passed,
         r.requests_audited
     );
+    let _ = writeln!(
+        md,
+        "Provider-reported tokens: {} input ({} cached), {} output{}\n",
+        r.reported.input_tokens,
+        r.reported.cached_tokens,
+        r.reported.output_tokens,
+        r.cost_micro_usd
+            .map(|c| format!(" · cost {}", report::dollars(c)))
+            .unwrap_or_default()
+    );
     md.push_str("## Plan\n\n");
     for s in &state.plan {
         let by = match (&s.done_by, s.done_at_turn) {
@@ -198,11 +208,11 @@ fn render_markdown(r: &RunReport, state: &ExecutionState, turns: &[TurnRecord]) 
             n.text, n.provenance.recorded_by, n.provenance.turn
         );
     }
-    md.push_str("\n## Turns\n\n| turn | worker | model | assignment | status | package tokens | sent | omitted sections | dropped | refused | warnings |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+    md.push_str("\n## Turns\n\n| turn | worker | model | assignment | status | package tokens | sent | reported in/cached/out | cost | omitted sections | dropped | refused | warnings |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for t in &r.turns {
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {}/{} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {}/{} | {} | {}/{}/{} | {} | {} | {} | {} | {} |",
             t.turn,
             t.worker,
             t.model,
@@ -214,6 +224,12 @@ fn render_markdown(r: &RunReport, state: &ExecutionState, turns: &[TurnRecord]) 
             t.package_tokens,
             t.budget,
             t.tokens_sent,
+            t.reported.input_tokens,
+            t.reported.cached_tokens,
+            t.reported.output_tokens,
+            t.cost_micro_usd
+                .map(report::dollars)
+                .unwrap_or_else(|| "—".into()),
             if t.sections_omitted.is_empty() {
                 "—".to_string()
             } else {

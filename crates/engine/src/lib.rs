@@ -12,7 +12,7 @@ pub mod export;
 pub mod orchestrator;
 pub mod policy;
 pub mod report;
-pub mod retry;
+pub mod verify;
 
 pub use clock::{Clock, SystemClock};
 pub use config::{Roster, RunSettings, WorkerConfig};

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use baton_core::claims::{self, Refusal};
+use baton_core::claims::{self, Parsed, Refusal};
 use baton_core::compiler::{self, Assignment, HandoffPackage};
 use baton_core::events::{Event, EventKind};
 use baton_core::ids::{RunId, Timestamp, WorkerId};
@@ -13,8 +13,10 @@ use baton_core::prompt::{self, Prompt};
 use baton_core::reconciler::{self, NoVerifier, ReconcileOutcome, TurnContext, Verifier};
 use baton_core::state::{ExecutionState, StepStatus};
 use baton_core::tokens::TokenEstimator;
-use baton_core::turn::{CallKind, CallRecord, TurnRecord, TurnStatus};
-use baton_gateway::{Gateway, ModelRequest};
+use baton_core::turn::{
+    AttemptRecord, CallKind, CallRecord, ReportedUsage, TurnRecord, TurnStatus,
+};
+use baton_gateway::{Gateway, ModelRequest, RetryPolicy, complete_with_retry};
 use baton_store::{RunInfo, RunStatus, Store, TurnCommit};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -23,7 +25,6 @@ use crate::audit;
 use crate::clock::{Clock, SystemClock};
 use crate::config::{Roster, RunSettings, WorkerConfig};
 use crate::policy::{RotatingPolicy, SwitchPolicy, TurnPlan};
-use crate::retry::RetryPolicy;
 use crate::{Error, Result};
 
 /// Failed turns in a row after which the run stops and asks a human.
@@ -106,11 +107,15 @@ pub enum StepOutcome {
     Blocked { question: String },
 }
 
+/// Sees every model call as it is recorded (for `--verbose` output).
+pub type CallObserver = Arc<dyn Fn(&CallRecord) + Send + Sync>;
+
 pub struct Engine {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     verifier: Arc<dyn Verifier>,
     policy: Arc<dyn SwitchPolicy>,
+    observer: Option<CallObserver>,
 }
 
 static RUN_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -122,7 +127,13 @@ impl Engine {
             clock: Arc::new(SystemClock),
             verifier: Arc::new(NoVerifier),
             policy: Arc::new(RotatingPolicy),
+            observer: None,
         }
+    }
+
+    pub fn with_observer(mut self, observer: CallObserver) -> Self {
+        self.observer = Some(observer);
+        self
     }
 
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
@@ -213,6 +224,33 @@ impl Engine {
     /// Opens a run from its last committed turn. `roster` replaces the stored roster
     /// (e.g. a roster file edited since); otherwise the run's own roster is used.
     pub fn open(&self, run: &RunId, roster: Option<Roster>) -> Result<Session> {
+        self.open_with_keys(run, roster, None)
+    }
+
+    /// `open`, taking in-memory keys (literal keys from a roster file, which are never
+    /// stored) from `keys` for workers with the same id that have none.
+    pub fn open_with_keys(
+        &self,
+        run: &RunId,
+        roster: Option<Roster>,
+        keys: Option<&Roster>,
+    ) -> Result<Session> {
+        self.open_inner(run, roster, keys, true)
+    }
+
+    /// Opens a run to read and compile, without building its workers' gateways (so no
+    /// credentials are needed): `preview` works, `step` does not.
+    pub fn open_for_preview(&self, run: &RunId) -> Result<Session> {
+        self.open_inner(run, None, None, false)
+    }
+
+    fn open_inner(
+        &self,
+        run: &RunId,
+        roster: Option<Roster>,
+        keys: Option<&Roster>,
+        with_gateways: bool,
+    ) -> Result<Session> {
         let info = self.store.run_info(run)?;
         let mut config: RunConfig = serde_json::from_value(info.config.clone()).map_err(|e| {
             baton_store::Error::Corrupt {
@@ -224,12 +262,23 @@ impl Engine {
             r.validate()?;
             config.roster = r;
         }
+        if let Some(keys) = keys {
+            for w in &mut config.roster.workers {
+                if w.api_key.is_none() {
+                    w.api_key = keys
+                        .workers
+                        .iter()
+                        .find(|k| k.id == w.id)
+                        .and_then(|k| k.api_key.clone());
+                }
+            }
+        }
         let state = self.store.load_state(run)?;
         let estimator = config.settings.estimator_kind()?.build();
         let system_tokens = estimator.count(prompt::SYSTEM_PROMPT);
         let mut gateways = Vec::with_capacity(config.roster.workers.len());
         for w in &config.roster.workers {
-            gateways.push(if w.enabled {
+            gateways.push(if w.enabled && with_gateways {
                 Some(build_gateway(w)?)
             } else {
                 None
@@ -385,8 +434,8 @@ impl Engine {
     ) -> (CallRecord, std::result::Result<String, String>) {
         let worker = &session.config.roster.workers[worker_index];
         let schema = match call {
-            CallKind::Execute => claims::worker_result_schema(),
-            CallKind::Handoff => claims::handoff_report_schema(),
+            CallKind::Execute | CallKind::ExecuteRepair => claims::worker_result_schema(),
+            CallKind::Handoff | CallKind::HandoffRepair => claims::handoff_report_schema(),
         };
         let model_name = worker
             .model
@@ -406,31 +455,28 @@ impl Engine {
         let started_at = self.clock.now();
         let t0 = Instant::now();
         let retry = RetryPolicy::new(worker.max_retries);
-        let outcome = match &session.gateways[worker_index] {
-            None => Err(format!("worker {} is disabled", worker.id)),
+        let (outcome, attempts) = match &session.gateways[worker_index] {
+            None => (Err(format!("worker {} is disabled", worker.id)), Vec::new()),
             Some(gateway) => {
-                let mut attempt = 0;
-                loop {
-                    match gateway.complete(&request) {
-                        Ok(resp) => break Ok(resp.text),
-                        Err(e) => {
-                            attempt += 1;
-                            match retry.delay(attempt, &e) {
-                                Some(d) => std::thread::sleep(d),
-                                None => {
-                                    let tries = if attempt > 1 {
-                                        format!(" after {attempt} attempts")
-                                    } else {
-                                        String::new()
-                                    };
-                                    break Err(format!("{} error{tries}: {e}", e.class()));
-                                }
-                            }
-                        }
-                    }
-                }
+                let (result, attempts) =
+                    complete_with_retry(&**gateway, &request, &retry, &mut std::thread::sleep);
+                let tries = attempts.len();
+                let result = result.map_err(|e| {
+                    let after = if tries > 1 {
+                        format!(" after {tries} attempts")
+                    } else {
+                        String::new()
+                    };
+                    format!("{}{after}: {e}", e.class())
+                });
+                (result, attempts)
             }
         };
+        let usage = outcome.as_ref().ok().map(|r| ReportedUsage {
+            input_tokens: r.usage.input_tokens,
+            output_tokens: r.usage.output_tokens,
+            cached_tokens: r.usage.cached_tokens,
+        });
         let tokens_sent = session.system_tokens + session.estimator.count(&prompt.user);
         let record = CallRecord {
             call,
@@ -441,14 +487,80 @@ impl Engine {
             tokens_sent,
             tokens_received: outcome
                 .as_ref()
-                .map(|t| session.estimator.count(t))
+                .map(|r| session.estimator.count(&r.text))
                 .unwrap_or(0),
-            output: outcome.as_ref().ok().cloned(),
+            output: outcome.as_ref().ok().map(|r| r.text.clone()),
             error: outcome.as_ref().err().cloned(),
             started_at,
             duration_ms: t0.elapsed().as_millis() as u64,
+            cost_micro_usd: match (&worker.price, usage) {
+                (Some(price), Some(u)) => {
+                    Some(price.cost_micro_usd(u.input_tokens, u.output_tokens, u.cached_tokens))
+                }
+                _ => None,
+            },
+            usage,
+            attempts: if attempts.len() > 1 {
+                attempts
+                    .iter()
+                    .map(|a| AttemptRecord {
+                        error: a.error_class.map(str::to_string),
+                        retry_after_ms: a.retry_after.map(|d| d.as_millis() as u64),
+                        waited_ms: a.delay.map(|d| d.as_millis() as u64),
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            },
         };
-        (record, outcome)
+        if let Some(observer) = &self.observer {
+            observer(&record);
+        }
+        (record, outcome.map(|r| r.text))
+    }
+
+    /// One call and the parsing of its claim, with the configured repair calls when the
+    /// output does not parse or fails its schema. Every call is pushed to `calls` and
+    /// its prompt to `prompts`. Returns the claim and the raw text it came from.
+    #[allow(clippy::too_many_arguments)]
+    fn call_for_claim<T>(
+        &self,
+        session: &Session,
+        worker_index: usize,
+        prompt: Prompt,
+        call: CallKind,
+        turn: u32,
+        parse: fn(&str) -> baton_core::Result<Parsed<T>>,
+        calls: &mut Vec<CallRecord>,
+        prompts: &mut Vec<Prompt>,
+    ) -> std::result::Result<(Parsed<T>, String), String> {
+        let mut repairs_left = session.config.settings.repair_attempts;
+        let mut kind = call;
+        let mut current = prompt;
+        loop {
+            let (record, out) = self.call_model(session, worker_index, &current, kind, turn);
+            calls.push(record);
+            let base_user = current.user.clone();
+            prompts.push(current);
+            let raw = out.map_err(|e| format!("{} call failed: {e}", kind.as_str()))?;
+            match parse(&raw) {
+                Ok(parsed) => return Ok((parsed, raw)),
+                Err(e) => {
+                    if let Some(last) = calls.last_mut() {
+                        last.error = Some(e.to_string());
+                    }
+                    let repair = call
+                        .repair()
+                        .filter(|_| e.is_model_output_error() && repairs_left > 0);
+                    let Some(repair) = repair else {
+                        return Err(format!("{} output rejected: {e}", kind.as_str()));
+                    };
+                    repairs_left -= 1;
+                    kind = repair;
+                    current = prompt::repair_prompt(&base_user, &raw, &e.to_string());
+                }
+            }
+        }
     }
 
     fn run_turn(&self, session: &mut Session, plan: &TurnPlan) -> Result<TurnSummary> {
@@ -466,49 +578,49 @@ impl Engine {
         );
 
         let mut calls = Vec::with_capacity(2);
-        let mut model_time = Duration::ZERO;
-        let p1 = prompt::execute_prompt(&package);
-        let (rec1, out1) = self.call_model(session, plan.worker, &p1, CallKind::Execute, turn);
-        model_time += Duration::from_millis(rec1.duration_ms);
-        calls.push(rec1);
-
+        let mut prompts: Vec<Prompt> = Vec::with_capacity(2);
+        let mut own_outputs: Vec<String> = Vec::new();
         let mut error: Option<String> = None;
         let mut claims_ok = None;
-        let mut p2 = None;
-        match out1 {
-            Err(e) => error = Some(format!("execute call failed: {e}")),
-            Ok(raw1) => match claims::parse_worker_result(&raw1) {
-                Err(e) => {
-                    calls[0].error = Some(e.to_string());
-                    error = Some(format!("execute output rejected: {e}"));
+        let executed = self.call_for_claim(
+            session,
+            plan.worker,
+            prompt::execute_prompt(&package),
+            CallKind::Execute,
+            turn,
+            claims::parse_worker_result,
+            &mut calls,
+            &mut prompts,
+        );
+        match executed {
+            Err(e) => error = Some(e),
+            Ok((result, raw1)) => {
+                let handed = self.call_for_claim(
+                    session,
+                    plan.worker,
+                    prompt::handoff_prompt(&package, &raw1),
+                    CallKind::Handoff,
+                    turn,
+                    claims::parse_handoff_report,
+                    &mut calls,
+                    &mut prompts,
+                );
+                own_outputs.push(raw1);
+                match handed {
+                    Err(e) => error = Some(e),
+                    Ok((report, _)) => claims_ok = Some((result, report)),
                 }
-                Ok(result) => {
-                    let prompt2 = prompt::handoff_prompt(&package, &raw1);
-                    let (rec2, out2) =
-                        self.call_model(session, plan.worker, &prompt2, CallKind::Handoff, turn);
-                    model_time += Duration::from_millis(rec2.duration_ms);
-                    calls.push(rec2);
-                    match out2 {
-                        Err(e) => error = Some(format!("handoff call failed: {e}")),
-                        Ok(raw2) => match claims::parse_handoff_report(&raw2) {
-                            Err(e) => {
-                                calls[1].error = Some(e.to_string());
-                                error = Some(format!("handoff output rejected: {e}"));
-                            }
-                            Ok(report) => claims_ok = Some((result, report)),
-                        },
-                    }
-                    p2 = Some(prompt2);
-                }
-            },
+            }
         }
-
-        let mut prompts: Vec<&Prompt> = vec![&p1];
-        if let Some(p) = &p2 {
-            prompts.push(p);
-        }
-        let own_output = calls[0].output.as_deref();
-        let transfer = audit::audit(&package, &prompts, own_output, &session.prior_outputs);
+        let model_time: Duration = calls
+            .iter()
+            .map(|c| Duration::from_millis(c.duration_ms))
+            .sum();
+        // Every output of this turn may be quoted by its own later calls.
+        own_outputs.extend(calls.iter().filter_map(|c| c.output.clone()));
+        let own: Vec<&str> = own_outputs.iter().map(String::as_str).collect();
+        let prompt_refs: Vec<&Prompt> = prompts.iter().collect();
+        let transfer = audit::audit(&package, &prompt_refs, &own, &session.prior_outputs);
 
         let now = self.clock.now();
         let mut next = session.state.clone();
@@ -699,11 +811,18 @@ impl Engine {
     }
 }
 
-fn build_gateway(worker: &WorkerConfig) -> Result<Arc<dyn Gateway>> {
-    baton_gateway::for_model(&worker.model, &worker.options).map_err(|source| Error::Gateway {
+/// The worker's gateway, with only its own credential (invariant 9).
+pub fn build_gateway(worker: &WorkerConfig) -> Result<Arc<dyn Gateway>> {
+    let wrap = |source| Error::Gateway {
         worker: worker.id.to_string(),
         source,
-    })
+    };
+    let options = worker.gateway_options();
+    let credential = match &worker.api_key {
+        Some(secret) => Some(baton_gateway::Credential::new(secret.expose()).map_err(wrap)?),
+        None => baton_gateway::credential_for(&worker.model, &options).map_err(wrap)?,
+    };
+    baton_gateway::for_model_with_credential(&worker.model, &options, credential).map_err(wrap)
 }
 
 fn blocked_question(session: &Session) -> String {

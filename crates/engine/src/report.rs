@@ -5,7 +5,7 @@
 use baton_core::claims::Refusal;
 use baton_core::compiler::Section;
 use baton_core::state::{ExecutionState, IssueStatus};
-use baton_core::turn::{TurnRecord, TurnStatus};
+use baton_core::turn::{ReportedUsage, TurnRecord, TurnStatus};
 use baton_store::{RunInfo, Store};
 use serde::Serialize;
 
@@ -25,6 +25,10 @@ pub struct TurnRow {
     pub items_dropped: usize,
     pub tokens_sent: usize,
     pub tokens_received: usize,
+    /// As the provider reported them, summed over the turn's calls.
+    pub reported: ReportedUsage,
+    /// Millionths of a dollar, when the roster gives prices.
+    pub cost_micro_usd: Option<u64>,
     pub refusals: Vec<Refusal>,
     pub warnings: Vec<String>,
     pub error: Option<String>,
@@ -38,6 +42,8 @@ pub struct RunReport {
     pub turns: Vec<TurnRow>,
     pub tokens_sent: usize,
     pub tokens_received: usize,
+    pub reported: ReportedUsage,
+    pub cost_micro_usd: Option<u64>,
     /// Sum over every turn's measured transfer audit.
     pub conversations_passed: u32,
     /// Requests audited and earlier outputs checked against them.
@@ -75,12 +81,35 @@ pub fn row(t: &TurnRecord) -> TurnRow {
         items_dropped: p.dropped_count(),
         tokens_sent: t.calls.iter().map(|c| c.tokens_sent).sum(),
         tokens_received: t.calls.iter().map(|c| c.tokens_received).sum(),
+        reported: sum_usage(t.calls.iter().filter_map(|c| c.usage)),
+        cost_micro_usd: sum_cost(t.calls.iter().map(|c| c.cost_micro_usd)),
         refusals: t.outcome.refusals.clone(),
         warnings: t.outcome.warnings.clone(),
         error: t.error.clone(),
         conversations_passed: t.audit.conversations_passed(),
         messages_per_call: t.audit.messages_per_call.clone(),
     }
+}
+
+fn sum_usage(usages: impl Iterator<Item = ReportedUsage>) -> ReportedUsage {
+    usages.fold(ReportedUsage::default(), |a, u| ReportedUsage {
+        input_tokens: a.input_tokens + u.input_tokens,
+        output_tokens: a.output_tokens + u.output_tokens,
+        cached_tokens: a.cached_tokens + u.cached_tokens,
+    })
+}
+
+/// The total when any part is priced.
+fn sum_cost(costs: impl Iterator<Item = Option<u64>>) -> Option<u64> {
+    costs.fold(None, |a, c| match (a, c) {
+        (None, None) => None,
+        (a, c) => Some(a.unwrap_or(0) + c.unwrap_or(0)),
+    })
+}
+
+/// `$0.012345` from millionths of a dollar.
+pub fn dollars(micro: u64) -> String {
+    format!("${}.{:06}", micro / 1_000_000, micro % 1_000_000)
 }
 
 fn is_text_section(s: Section) -> bool {
@@ -99,6 +128,8 @@ pub fn build(
         run: info,
         tokens_sent: rows.iter().map(|r| r.tokens_sent).sum(),
         tokens_received: rows.iter().map(|r| r.tokens_received).sum(),
+        reported: sum_usage(rows.iter().map(|r| r.reported)),
+        cost_micro_usd: sum_cost(rows.iter().map(|r| r.cost_micro_usd)),
         conversations_passed: rows.iter().map(|r| r.conversations_passed).sum(),
         requests_audited: turns.iter().map(|t| t.audit.messages_per_call.len()).sum(),
         prior_outputs_checked: turns

@@ -248,3 +248,75 @@ fn malformed_output_fails_the_turn_and_the_next_worker_retries_the_step() {
         "failed turns leave no handoff behind"
     );
 }
+
+#[test]
+fn schema_violations_get_one_repair_call_quoting_the_error_then_fail_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(
+        dir.path(),
+        &[
+            // Turn 0: a schema violation, repaired.
+            line(
+                0,
+                "execute",
+                json!({"summary": "s", "lastAction": "wrong field name"}),
+            ),
+            line(0, "execute_repair", ok_result("did it")),
+            line(
+                0,
+                "handoff",
+                "```json\n{\"notes\": \"n\", \"last_action\": \"did it\", \"next_action\": \"x\"}\n```",
+            ),
+            // Turn 1: the repair is malformed too: the turn fails, nothing merged.
+            line(
+                1,
+                "execute",
+                json!({"summary": "s", "last_action": "a", "decisions": [{"text": "half", "reason": "formed"}], "bogus": 1}),
+            ),
+            line(1, "execute_repair", "still not json"),
+            line(2, "execute", ok_result("again")),
+            line(2, "handoff", ok_report("again")),
+        ],
+    );
+    let store = store_in(dir.path());
+    let engine = engine(&store);
+    let mut spec = spec(&["one", "two"], scripted_roster(2, &script));
+    spec.settings.repair_attempts = 1;
+    let (id, end) = run_all(&engine, &spec);
+    assert_eq!(end, RunEnd::Finished);
+    let turns = store.turns(&id).unwrap();
+    let kinds = |t: &baton_core::turn::TurnRecord| {
+        t.calls.iter().map(|c| c.call.as_str()).collect::<Vec<_>>()
+    };
+    assert_eq!(turns[0].status, TurnStatus::Committed);
+    assert_eq!(kinds(&turns[0]), ["execute", "execute_repair", "handoff"]);
+    assert!(
+        turns[0].calls[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("lastAction"),
+        "{:?}",
+        turns[0].calls[0].error
+    );
+    assert!(turns[0].audit.package_only && turns[0].audit.prior_outputs_leaked == 0);
+    assert_eq!(turns[0].audit.messages_per_call, [2, 2, 2]);
+
+    assert_eq!(turns[1].status, TurnStatus::Failed);
+    assert_eq!(kinds(&turns[1]), ["execute", "execute_repair"]);
+    assert!(
+        turns[1]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("execute_repair output rejected"),
+        "{:?}",
+        turns[1].error
+    );
+    let state = store.load_state(&id).unwrap();
+    assert!(
+        state.decisions.iter().all(|d| d.text != "half"),
+        "never merged half-formed"
+    );
+    assert_eq!(state.steps_done(), 2);
+}

@@ -53,8 +53,10 @@ pub fn spec(tasks: &[&str], roster: Roster) -> RunSpec {
         tasks: tasks.iter().map(|t| t.to_string()).collect(),
         step_budgets: Vec::new(),
         roster,
+        // No repair calls unless a test asks for them: most tests script each call.
         settings: RunSettings {
             estimator: "heuristic".into(),
+            repair_attempts: 0,
             ..RunSettings::default()
         },
     }

@@ -48,12 +48,12 @@ impl Gateway for MockGateway {
         let task = assigned_task(request.user);
         let answer = match demo::step_of(task) {
             Some(step) => match request.call {
-                CallKind::Execute => demo::result(step),
-                CallKind::Handoff => demo::report(step),
+                CallKind::Execute | CallKind::ExecuteRepair => demo::result(step),
+                CallKind::Handoff | CallKind::HandoffRepair => demo::report(step),
             },
             None => match request.call {
-                CallKind::Execute => generic_result(task),
-                CallKind::Handoff => generic_report(task),
+                CallKind::Execute | CallKind::ExecuteRepair => generic_result(task),
+                CallKind::Handoff | CallKind::HandoffRepair => generic_report(task),
             },
         };
         let text = answer.to_string();

@@ -213,6 +213,9 @@ fn turn_record(
             "x".repeat(2000)
         )),
         error: None,
+        usage: None,
+        cost_micro_usd: None,
+        attempts: Vec::new(),
         started_at: Timestamp(at + i as i64 * 100),
         duration_ms: 100,
     };
