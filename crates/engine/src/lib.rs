@@ -27,10 +27,11 @@ pub enum Error {
     Store(#[from] baton_store::Error),
     #[error(transparent)]
     Core(#[from] baton_core::Error),
-    #[error("worker {worker}: {source}")]
+    // Not `source`: anyhow would print the gateway's message twice.
+    #[error("worker {worker}: {error}")]
     Gateway {
         worker: String,
-        source: baton_gateway::Error,
+        error: baton_gateway::Error,
     },
     #[error("{path}: {detail}")]
     ConfigFile { path: String, detail: String },

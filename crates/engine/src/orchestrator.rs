@@ -813,12 +813,14 @@ impl Engine {
 
 /// The worker's gateway, with only its own credential (invariant 9).
 pub fn build_gateway(worker: &WorkerConfig) -> Result<Arc<dyn Gateway>> {
-    let wrap = |source| Error::Gateway {
+    let wrap = |error| Error::Gateway {
         worker: worker.id.to_string(),
-        source,
+        error,
     };
     let options = worker.gateway_options();
+    // A replay calls no model, so it needs no key.
     let credential = match &worker.api_key {
+        _ if options.contains_key("replay") => None,
         Some(secret) => Some(baton_gateway::Credential::new(secret.expose()).map_err(wrap)?),
         None => baton_gateway::credential_for(&worker.model, &options).map_err(wrap)?,
     };

@@ -117,7 +117,9 @@ pub fn resolve_credential(
                 message: format!("environment variable {var} is set but empty"),
             }),
             Err(std::env::VarError::NotPresent) => Err(Error::Auth {
-                message: format!("environment variable {var} is not set"),
+                message: format!(
+                    "environment variable {var} is not set; export it with the key (or point the worker's api_key_env elsewhere)"
+                ),
             }),
             Err(std::env::VarError::NotUnicode(_)) => Err(Error::Auth {
                 message: format!("environment variable {var} is not valid UTF-8"),

@@ -1,5 +1,6 @@
 mod cli;
 mod crash;
+mod providers;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
