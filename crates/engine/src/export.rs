@@ -240,6 +240,28 @@ fn render_markdown(r: &RunReport, state: &ExecutionState, turns: &[TurnRecord]) 
             t.warnings.len()
         );
     }
+    md.push_str("\n## Model calls\n\n| turn | call | worker | model | sent (estimated) | provider in/cached/out | cost | attempts | ms | error |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    for t in turns {
+        for c in &t.calls {
+            let usage = c
+                .usage
+                .map(|u| format!("{}/{}/{}", u.input_tokens, u.cached_tokens, u.output_tokens))
+                .unwrap_or_else(|| "—".into());
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {usage} | {} | {} | {} | {} |",
+                t.turn,
+                c.call.as_str(),
+                c.worker,
+                c.model,
+                c.tokens_sent,
+                c.cost_micro_usd.map(report::dollars).unwrap_or_else(|| "—".into()),
+                c.attempts.len().max(1),
+                c.duration_ms,
+                c.error.as_deref().map(|e| e.replace('|', "\\|")).unwrap_or_default()
+            );
+        }
+    }
     md.push_str("\n## What the engine refused or flagged\n\n");
     for (t, row) in turns.iter().zip(&r.turns) {
         for refusal in &row.refusals {

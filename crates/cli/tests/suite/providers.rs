@@ -413,3 +413,54 @@ fn workers_shows_credential_status_and_verify_reports_what_each_provider_said() 
     assert!(report.to_lowercase().contains("anthropic key"), "{report}");
     assert!(!report.contains(ANTHROPIC_KEY));
 }
+
+/// The same end to end run against a real model server, when you have one. Not run by
+/// default (there is no network here); see the README:
+///
+/// ```sh
+/// BATON_LIVE_MODEL=ollama/qwen2.5:7b cargo test -p baton --test all live -- --ignored
+/// BATON_LIVE_MODEL=llamacpp/local BATON_LIVE_API_BASE=http://127.0.0.1:8080/v1 \
+///     cargo test -p baton --test all live -- --ignored
+/// ```
+#[test]
+#[ignore = "needs a local model server; set BATON_LIVE_MODEL (see the README)"]
+fn live_local_server_runs_a_plan() {
+    let model =
+        std::env::var("BATON_LIVE_MODEL").expect("set BATON_LIVE_MODEL, e.g. ollama/qwen2.5:7b");
+    let mut worker = format!("model = \"{model}\"\nmax_retries = 2\n");
+    if let Ok(base) = std::env::var("BATON_LIVE_API_BASE") {
+        worker.push_str(&format!("api_base = \"{base}\"\n"));
+    }
+    if let Ok(structured) = std::env::var("BATON_LIVE_STRUCTURED") {
+        worker.push_str(&format!("options = {{ structured = \"{structured}\" }}\n"));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("baton.toml"),
+        format!("[[workers]]\nid = \"first\"\n{worker}\n[[workers]]\nid = \"second\"\n{worker}"),
+    )
+    .unwrap();
+    let out = baton(d)
+        .args([
+            "-v",
+            "run",
+            "--objective",
+            "Write a short plan for a command-line todo app",
+        ])
+        .args([
+            "--task",
+            "List the commands the app needs",
+            "--task",
+            "Describe how todos are stored",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains("steps 2/2"), "{stdout}");
+    assert!(
+        stdout.contains("conversations passed between workers: 0"),
+        "{stdout}"
+    );
+}
