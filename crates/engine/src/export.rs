@@ -255,10 +255,15 @@ fn render_markdown(r: &RunReport, state: &ExecutionState, turns: &[TurnRecord]) 
                 c.worker,
                 c.model,
                 c.tokens_sent,
-                c.cost_micro_usd.map(report::dollars).unwrap_or_else(|| "—".into()),
+                c.cost_micro_usd
+                    .map(report::dollars)
+                    .unwrap_or_else(|| "—".into()),
                 c.attempts.len().max(1),
                 c.duration_ms,
-                c.error.as_deref().map(|e| e.replace('|', "\\|")).unwrap_or_default()
+                c.error
+                    .as_deref()
+                    .map(|e| e.replace('|', "\\|"))
+                    .unwrap_or_default()
             );
         }
     }

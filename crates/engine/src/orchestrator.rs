@@ -451,6 +451,7 @@ impl Engine {
             schema,
             max_tokens: worker.max_tokens,
             temperature: worker.temperature,
+            workspace: None,
         };
         let started_at = self.clock.now();
         let t0 = Instant::now();

@@ -50,6 +50,7 @@ pub fn verify_worker(worker: &WorkerConfig) -> Verdict {
         schema: &SCHEMA,
         max_tokens: Some(32),
         temperature: Some(0.0),
+        workspace: None,
     };
     let t0 = Instant::now();
     match gateway.complete(&request) {

@@ -142,6 +142,7 @@ fn overhead(c: &mut Criterion) {
         schema: baton_core::claims::worker_result_schema(),
         max_tokens: Some(4096),
         temperature: Some(0.2),
+        workspace: None,
     };
     let providers = [
         (

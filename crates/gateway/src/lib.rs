@@ -47,6 +47,9 @@ pub struct ModelRequest<'a> {
     pub schema: &'a serde_json::Value,
     pub max_tokens: Option<u32>,
     pub temperature: Option<f32>,
+    /// The directory a command worker runs in (a job's git worktree); `None` for API
+    /// models, which have no workspace.
+    pub workspace: Option<&'a std::path::Path>,
 }
 
 /// Token usage as the provider reported it (the mock reports its own estimate).

@@ -167,6 +167,7 @@ mod tests {
             schema: &SCHEMA,
             max_tokens: None,
             temperature: None,
+            workspace: None,
         }
     }
 

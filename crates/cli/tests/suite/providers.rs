@@ -120,6 +120,7 @@ fn mock_text(system: &str, user: &str, model: &str) -> String {
         schema: &schema,
         max_tokens: None,
         temperature: None,
+        workspace: None,
     };
     MockGateway::new().complete(&request).unwrap().text
 }

@@ -373,6 +373,7 @@ mod tests {
             schema: &schema,
             max_tokens: None,
             temperature: None,
+            workspace: None,
         };
         let a = g.complete(&req).unwrap();
         assert_eq!(a, g.complete(&req).unwrap());

@@ -50,6 +50,7 @@ pub fn request(user: &str) -> ModelRequest<'_> {
         schema: baton_core::claims::worker_result_schema(),
         max_tokens: None,
         temperature: Some(0.2),
+        workspace: None,
     }
 }
 
