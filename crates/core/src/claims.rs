@@ -55,6 +55,10 @@ pub struct IssueClaim {
     pub severity: Severity,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// The name of a configured gate (e.g. `tests`) whose passing run resolves this
+    /// issue. Only a gate's actual run closes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<String>,
 }
 
 /// A claim that an existing issue is resolved. The engine records it; only a verifier

@@ -56,8 +56,12 @@ impl TurnContext<'_> {
 /// What a verifier concluded about a claim.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verification {
-    /// Checked and confirmed; `by` names the check (verifier, gate, commit).
-    Verified { by: String },
+    /// Checked and confirmed; `by` names the check (verifier, gate, commit), and
+    /// `content_hash` is what the check saw on disk, when it read the content.
+    Verified {
+        by: String,
+        content_hash: Option<String>,
+    },
     /// Not checked (the default): recorded, `verified` stays false.
     Unverified,
     /// Checked and false: the claim is refused.
@@ -395,9 +399,13 @@ fn merge_artifacts(
             verified_by: None,
         };
         match verifier.verify_artifact(&state.artifacts[index], &v) {
-            Verification::Verified { by } => {
+            Verification::Verified { by, content_hash } => {
                 v.verified = true;
                 v.verified_by = Some(by);
+                if content_hash.is_some() {
+                    // The hash of what is on disk replaces the hash of what was claimed.
+                    v.content_hash = content_hash;
+                }
             }
             Verification::Unverified => {}
             Verification::Rejected { reason } => {
@@ -504,6 +512,12 @@ fn merge_issue(
         provenance: ctx.provenance(),
         resolution_claimed_by: None,
         verified_by: None,
+        gate: claim
+            .gate
+            .as_deref()
+            .map(str::trim)
+            .filter(|g| !g.is_empty())
+            .map(str::to_string),
         reaffirmed: Vec::new(),
     });
     out.push(RecordKind::Issue, &id, Action::Created);
@@ -560,7 +574,7 @@ fn merge_resolution(
         out.push(RecordKind::Issue, &id, Action::ResolutionClaimed);
     }
     match verification {
-        Verification::Verified { by } => {
+        Verification::Verified { by, .. } => {
             issue.status = IssueStatus::Resolved;
             issue.verified_by = Some(by);
             out.push(RecordKind::Issue, &id, Action::Verified);
@@ -713,6 +727,88 @@ fn merge_handoff(
         provenance: ctx.provenance(),
     });
     out.push(RecordKind::Handoff, &id, Action::Created);
+}
+
+/// Records gate runs as facts: a failing gate opens (or reaffirms) an issue that names
+/// it, stamped by the gate, so the next worker sees it; a passing gate closes every open
+/// issue that names it, with `verified_by` naming the gate and the commit. Gates are the
+/// engine's own observations, never a model's claim, but they still enter the record
+/// only here.
+pub fn apply_gates(
+    state: &mut ExecutionState,
+    ctx: &TurnContext<'_>,
+    gates: &[crate::turn::GateResult],
+    out: &mut ReconcileOutcome,
+) {
+    for g in gates {
+        let stamp = Provenance {
+            recorded_by: crate::ids::WorkerId::new(format!("gate:{}", g.name)),
+            model: "gate".into(),
+            turn: ctx.turn,
+            recorded_at: ctx.at,
+        };
+        let short = &g.commit[..g.commit.len().min(12)];
+        if g.passed {
+            for issue in state.issues.iter_mut() {
+                if issue.status == IssueStatus::Open
+                    && issue.gate.as_deref() == Some(g.name.as_str())
+                {
+                    issue.status = IssueStatus::Resolved;
+                    issue.verified_by = Some(format!("gate:{}@{short}", g.name));
+                    let id = issue.id.clone();
+                    out.push(RecordKind::Issue, &id, Action::Verified);
+                }
+            }
+            continue;
+        }
+        let outcome = match g.exit_code {
+            Some(code) => format!("exit code {code}"),
+            None => "did not finish".to_string(),
+        };
+        let detail = format!(
+            "`{}` at {short}: {outcome}. Output ends:\n{}",
+            g.command,
+            clip(g.output_tail.trim(), 1200)
+        );
+        // The gate's own issue (one per gate while it keeps failing), apart from any
+        // worker's issue that merely names the gate.
+        let open = state.issues.iter_mut().find(|i| {
+            i.status == IssueStatus::Open
+                && i.gate.as_deref() == Some(g.name.as_str())
+                && i.provenance.recorded_by == stamp.recorded_by
+        });
+        match open {
+            Some(issue) => {
+                let id = issue.id.clone();
+                if push_reaffirmation(
+                    &mut issue.reaffirmed,
+                    Reaffirmation {
+                        by: stamp.recorded_by.clone(),
+                        turn: ctx.turn,
+                        wording: Some(detail),
+                    },
+                ) {
+                    out.push(RecordKind::Issue, &id, Action::Reaffirmed);
+                }
+            }
+            None => {
+                let id = format!("I{}", state.issues.len() + 1);
+                state.issues.push(Issue {
+                    id: id.clone(),
+                    title: format!("Gate `{}` fails", g.name),
+                    detail,
+                    severity: crate::state::Severity::High,
+                    status: IssueStatus::Open,
+                    provenance: stamp,
+                    resolution_claimed_by: None,
+                    verified_by: None,
+                    gate: Some(g.name.clone()),
+                    reaffirmed: Vec::new(),
+                });
+                out.push(RecordKind::Issue, &id, Action::Created);
+            }
+        }
+    }
 }
 
 fn nonempty(s: Option<&str>) -> Option<&str> {

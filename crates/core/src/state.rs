@@ -175,6 +175,9 @@ pub struct Issue {
     /// What confirmed the resolution (a verifier or gate), set only by the engine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verified_by: Option<String>,
+    /// The gate whose passing run closes this issue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reaffirmed: Vec<Reaffirmation>,
 }

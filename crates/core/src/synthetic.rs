@@ -365,6 +365,7 @@ fn build(c: Counts, seed: u64) -> ExecutionState {
                 note: Some("fixed in the latest version".to_string()),
             }),
             verified_by: resolved.then(|| "gate:tests".to_string()),
+            gate: None,
             reaffirmed: reaffirmations(&mut rng, turn, c.turns),
         });
     }

@@ -120,6 +120,38 @@ impl TransferAudit {
     }
 }
 
+/// One run of a gate: a mechanical pass/fail command (tests, lint, migrations).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GateResult {
+    pub name: String,
+    pub command: String,
+    /// The commit the gate ran against.
+    pub commit: String,
+    /// `None` when the command could not start or was killed (timeout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    pub passed: bool,
+    pub duration_ms: u64,
+    /// The end of its combined output; the whole output is in `output_file`.
+    pub output_tail: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_file: Option<String>,
+}
+
+/// What happened in the turn's workspace (command workers in a git worktree).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkspaceTurn {
+    /// The commit that holds this turn's changes, or the unchanged head.
+    pub commit: String,
+    /// False when the turn changed nothing (no commit was made).
+    pub changed: bool,
+    /// Paths the turn's commit changed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gates: Vec<GateResult>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TurnStatus {
@@ -159,6 +191,9 @@ pub struct TurnRecord {
     pub audit: TransferAudit,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The turn's git commit and gate runs, for workers that work in a workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<WorkspaceTurn>,
     pub started_at: Timestamp,
     pub finished_at: Timestamp,
 }

@@ -791,6 +791,7 @@ impl Engine {
             outcome,
             audit: transfer,
             error,
+            workspace: None,
             started_at,
             finished_at: now,
         };

@@ -106,6 +106,7 @@ fn a_claimed_resolution_never_closes_an_issue() {
         title: "Refresh token rotation is not specified".into(),
         severity: Severity::High,
         detail: None,
+        gate: None,
     });
     run_turn(
         &mut s,
@@ -145,11 +146,13 @@ impl Verifier for ConfirmAll {
     fn verify_artifact(&self, _: &Artifact, _: &ArtifactVersion) -> Verification {
         Verification::Verified {
             by: "test-verifier".into(),
+            content_hash: None,
         }
     }
     fn verify_resolution(&self, _: &Issue, _: &ResolutionClaim) -> Verification {
         Verification::Verified {
             by: "gate:tests".into(),
+            content_hash: None,
         }
     }
 }
@@ -162,6 +165,7 @@ fn only_a_verifier_sets_verified_and_closes_issues() {
         title: "Flaky test".into(),
         severity: Severity::Low,
         detail: None,
+        gate: None,
     });
     r.artifacts.push(ArtifactClaim {
         name: "a.md".into(),
@@ -323,4 +327,54 @@ fn failed_attempts_are_append_only() {
         parse_worker_result(r#"{"summary":"s","last_action":"a","delete_failed_attempts":["F1"]}"#)
             .is_err()
     );
+}
+
+fn gate(name: &str, passed: bool, commit: &str) -> crate::turn::GateResult {
+    crate::turn::GateResult {
+        name: name.into(),
+        command: "cargo test".into(),
+        commit: commit.into(),
+        exit_code: Some(if passed { 0 } else { 101 }),
+        passed,
+        duration_ms: 5,
+        output_tail: if passed { "ok".into() } else { "test parse ... FAILED".into() },
+        output_file: None,
+    }
+}
+
+#[test]
+fn a_failing_gate_is_a_fact_for_the_next_worker_and_a_passing_gate_closes_what_names_it() {
+    let mut s = state();
+    // A worker names the gate that proves its issue resolved.
+    let mut r = result("wrote code");
+    r.issues.push(IssueClaim {
+        title: "Input validation is untested".into(),
+        severity: Severity::Medium,
+        detail: None,
+        gate: Some("tests".into()),
+    });
+    r.resolved_issues.push(ResolutionClaimInput { issue: "I1".into(), note: Some("tests pass, trust me".into()) });
+    run_turn(&mut s, "w1", 0, &r, &report("wrote code", "test"), &NoVerifier);
+    assert_eq!(s.issues[0].status, IssueStatus::Open, "a claimed pass closes nothing");
+
+    let w = worker("w1");
+    let a = step("T1");
+    let ctx = TurnContext { worker: &w, turn: 1, at: Timestamp(9), assignment: &a };
+    let mut out = ReconcileOutcome::default();
+    apply_gates(&mut s, &ctx, &[gate("tests", false, "abc123def4567890")], &mut out);
+    assert_eq!(s.issues.len(), 2);
+    let failing = &s.issues[1];
+    assert_eq!(failing.gate.as_deref(), Some("tests"));
+    assert_eq!(failing.provenance.recorded_by.as_str(), "gate:tests");
+    assert!(failing.detail.contains("exit code 101") && failing.detail.contains("FAILED"));
+    assert_eq!(s.issues[0].status, IssueStatus::Open);
+
+    let ctx = TurnContext { worker: &w, turn: 2, at: Timestamp(10), assignment: &a };
+    let mut out = ReconcileOutcome::default();
+    apply_gates(&mut s, &ctx, &[gate("tests", true, "fedcba9876543210")], &mut out);
+    for issue in &s.issues {
+        assert_eq!(issue.status, IssueStatus::Resolved, "{}", issue.id);
+        assert_eq!(issue.verified_by.as_deref(), Some("gate:tests@fedcba987654"));
+    }
+    assert_eq!(out.count(Action::Verified), 2);
 }

@@ -330,6 +330,7 @@ fn resolution_claimed_issue_renders_as_not_verified_and_open() {
             note: Some("fixed".into()),
         }),
         verified_by: None,
+        gate: None,
         reaffirmed: vec![],
     });
     let mut resolved = s.issues[0].clone();

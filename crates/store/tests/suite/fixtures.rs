@@ -104,6 +104,7 @@ pub fn next_turn(before: &ExecutionState) -> (ExecutionState, TurnCommit) {
         provenance: prov(worker, turn),
         resolution_claimed_by: None,
         verified_by: None,
+        gate: None,
         reaffirmed: vec![],
     });
     // A changed record of constant size: the previous turn's issue is claimed resolved.
@@ -257,6 +258,7 @@ fn turn_record(
             package_only: true,
         },
         error: None,
+        workspace: None,
         started_at: Timestamp(at),
         finished_at: Timestamp(at + 900),
     }
