@@ -5,7 +5,8 @@
 //! offline, used by the demo), `scripted` (replays recorded responses from a JSONL
 //! file keyed by turn and call) and the HTTP providers in [`providers`]: OpenAI-compatible
 //! Chat Completions (OpenAI and the servers that speak its dialect), Anthropic Messages
-//! and Gemini `generateContent`.
+//! and Gemini `generateContent`; and [`command`], a coding-agent CLI (or any program) run
+//! in a job's workspace.
 //!
 //! Retry is a value ([`RetryPolicy`]) applied around any gateway by
 //! [`complete_with_retry`]; providers only classify failures and report the delay the
@@ -18,6 +19,7 @@ use std::time::Duration;
 use baton_core::turn::CallKind;
 use thiserror::Error;
 
+pub mod command;
 mod credential;
 mod http;
 pub mod mock;
@@ -26,6 +28,7 @@ pub mod retry;
 pub mod retry_after;
 pub mod scripted;
 
+pub use command::CommandGateway;
 pub use credential::{Credential, credential_for, resolve_credential};
 pub use mock::MockGateway;
 pub use providers::HttpGateway;
@@ -139,6 +142,16 @@ pub enum Error {
     MissingProvider { model: String },
     #[error("worker configuration: {0}")]
     Config(String),
+    /// A command worker's process failed (non-zero exit, a signal, or an error its
+    /// own output reports). Not retried: a crashed agent usually crashes again.
+    #[error("the agent failed ({status}): {stderr_tail}")]
+    AgentExited { status: String, stderr_tail: String },
+    /// A command worker printed nothing for too long and was killed.
+    #[error("the agent was killed: no output for {seconds} s (its output is in {output})")]
+    AgentSilent { seconds: u64, output: String },
+    /// A command worker stopped at a question nobody will answer.
+    #[error("the agent is waiting for input: {prompt}; run it non-interactively — see the presets")]
+    AgentWaitingForInput { prompt: String },
 }
 
 fn show_delay(delay: &Option<Duration>) -> String {
@@ -156,6 +169,7 @@ impl Error {
                 | Error::Overloaded { .. }
                 | Error::Server { .. }
                 | Error::Timeout(_)
+                | Error::AgentSilent { .. }
                 | Error::Unparseable { .. }
                 | Error::Unreachable { .. }
         )
@@ -182,7 +196,9 @@ impl Error {
             Error::BadRequest { .. } => "bad_request",
             Error::UnknownModel { .. } => "unknown_model",
             Error::Server { .. } => "server_error",
-            Error::Timeout(_) => "timeout",
+            Error::Timeout(_) | Error::AgentSilent { .. } => "timeout",
+            Error::AgentExited { .. } => "agent_exited",
+            Error::AgentWaitingForInput { .. } => "interactive",
             Error::Truncated { .. } => "truncated",
             Error::Unparseable { .. } => "unparseable",
             Error::Unreachable { .. } => "unreachable",
@@ -205,7 +221,7 @@ pub trait Gateway: Send + Sync + fmt::Debug {
 pub type Options = serde_json::Map<String, serde_json::Value>;
 
 /// The providers this build knows, for error messages.
-pub const KNOWN_PROVIDERS: &str = "mock, scripted, openai, anthropic, gemini, groq, deepseek, openrouter, together, mistral, xai, ollama, vllm, llamacpp, lmstudio";
+pub const KNOWN_PROVIDERS: &str = "mock, scripted, command, openai, anthropic, gemini, groq, deepseek, openrouter, together, mistral, xai, ollama, vllm, llamacpp, lmstudio";
 
 /// Splits `provider/model`.
 pub fn split_model(model: &str) -> Result<(&str, &str)> {
@@ -257,6 +273,7 @@ pub fn for_model_with_credential(
                 })?;
             Ok(Arc::new(ScriptedGateway::open(std::path::Path::new(path))?))
         }
+        "command" => Ok(Arc::new(CommandGateway::new(name, options, credential)?)),
         other => match providers::ProviderKind::from_prefix(other) {
             Some(kind) => Ok(Arc::new(HttpGateway::new(kind, name, options, credential)?)),
             None => Err(Error::UnknownProvider {

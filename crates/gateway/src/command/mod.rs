@@ -1,0 +1,632 @@
+//! The `command` provider: a coding-agent CLI (or any program) as a worker.
+//!
+//! A worker whose model is `command/<name>` runs a command template in the job's
+//! workspace ([`ModelRequest::workspace`], a git worktree). There is no fallback: a
+//! request without a workspace is a configuration error, never a run in baton's own
+//! directory. No shell is invoked; the template is split into argv with shell-like
+//! quoting and its placeholders are substituted per argument.
+//!
+//! # Options
+//!
+//! | option | default | meaning |
+//! |---|---|---|
+//! | `command` | from `preset` | the template, e.g. `my-agent --brief {briefing_file}` |
+//! | `preset` | — | `claude`, `codex`, `gemini`, `opencode`, `aider`, `qwen`: a known non-interactive invocation, used when `command` is absent |
+//! | `timeout_s` | 1800 | limit on the whole run |
+//! | `silence_s` | 300 | longest stretch with no output at all before the agent is killed |
+//! | `prompt_silence_s` | 20 | silence after a line that looks like a question (`[y/N]`, `Password:`, an unterminated `…?`) before the agent is failed as waiting for input |
+//! | `env` | — | table of extra environment variables |
+//! | `pass_env` | — | names of variables copied from baton's environment |
+//! | `api_key_env` | — | the variable the agent reads its key from; the worker's own credential is exported under it |
+//! | `output_dir` | `{workspace}/.baton/output/turn-{turn}-{call}` | where `stdout`, `stderr` (and `briefing.md`) go; relative paths are inside the workspace |
+//! | `handoff` | `prompt` | `prompt` runs the agent again for the handoff call; `derive` builds the handoff report from this turn's execute claim without running it |
+//!
+//! Placeholders in `command`: `{briefing_file}` (a file holding the whole prompt,
+//! system then user), `{workspace}`, `{claim_file}` (where the agent may write its
+//! JSON claim: `<workspace>/.baton/claim.json`, removed before every run). Without
+//! `{briefing_file}` the briefing is written to the agent's stdin, which is then
+//! closed; with it, stdin is `/dev/null`. In `output_dir`: `{workspace}`, `{turn}`,
+//! `{call}`.
+//!
+//! **`<workspace>/.baton/` is baton's scratch area** (briefings, output, claims): the
+//! job runner lists it in the worktree's `.git/info/exclude` so it is never committed.
+//!
+//! # Environment
+//!
+//! The agent gets a minimal environment: `PATH`, `HOME`, `LANG` and `TMPDIR` when
+//! baton has them, the `pass_env` names, the `env` table, and its own credential
+//! under `api_key_env` — never another worker's key, never baton's whole environment
+//! (invariant 9).
+//!
+//! # Liveness
+//!
+//! Output is copied to disk as it comes, with no size ceiling. A process that is
+//! alive and whose output progresses is fine however long it is quiet between
+//! lines, up to `silence_s`. It runs in its own session (process group, no
+//! controlling terminal): a limit kills the agent and everything it started, and a
+//! tool that opens `/dev/tty` to ask a question fails at once.
+//!
+//! # The claim
+//!
+//! After a zero exit the claim is, in order: the JSON object in `{claim_file}`; the
+//! last JSON object on stdout that has a claim field (unwrapping Claude Code's
+//! `{"type":"result","result":"…"}` and Gemini CLI's `{"response":"…"}`, whose usage
+//! is taken when reported); or the worker contract sections `SUMMARY:` / `EVIDENCE:`
+//! / `CHANGES:` / `RISKS:` / `BLOCKERS:` converted to claim-shaped JSON. The
+//! response text is that JSON; the engine validates it like any model's answer. The
+//! claim used is also saved as `claim.json` in the output directory.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use baton_core::turn::CallKind;
+use serde_json::Value;
+
+use crate::{Credential, Error, Gateway, ModelRequest, ModelResponse, Options, Result, Usage};
+
+mod argv;
+mod claim;
+mod run;
+
+use claim::{ClaimKind, Lookup};
+use run::{Limits, OutputPaths, RunSpec, Stopped};
+
+/// Known non-interactive invocations of coding-agent CLIs.
+///
+/// Written from each tool's documentation (Claude Code headless mode, `codex exec`,
+/// Gemini CLI headless mode, `opencode run`, aider scripting, Qwen Code, which
+/// follows Gemini CLI); none of them was run here. Flags drift between releases:
+/// when one is refused, set `command` explicitly.
+pub const PRESETS: &[(&str, &str)] = &[
+    (
+        "claude",
+        "claude -p --output-format json --permission-mode acceptEdits",
+    ),
+    ("codex", "codex exec --sandbox workspace-write -"),
+    (
+        "gemini",
+        "gemini --yolo --output-format json -p 'Follow the briefing given on standard input.'",
+    ),
+    (
+        "opencode",
+        "opencode run 'Follow the briefing given on standard input.'",
+    ),
+    (
+        "aider",
+        "aider --yes-always --no-pretty --message-file {briefing_file}",
+    ),
+    (
+        "qwen",
+        "qwen --yolo -p 'Follow the briefing given on standard input.'",
+    ),
+];
+
+const KNOWN_OPTIONS: &[&str] = &[
+    "command",
+    "preset",
+    "timeout_s",
+    "silence_s",
+    "prompt_silence_s",
+    "env",
+    "pass_env",
+    "api_key_env",
+    "output_dir",
+    "handoff",
+];
+
+/// Variables every agent gets from baton's environment when they are set.
+const BASE_ENV: &[&str] = &["PATH", "HOME", "LANG", "TMPDIR"];
+
+const DEFAULT_OUTPUT_DIR: &str = "{workspace}/.baton/output/turn-{turn}-{call}";
+
+/// How the handoff call of a turn is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandoffMode {
+    /// Run the command again with the handoff prompt.
+    Prompt,
+    /// Do not run it again: derive the report from this turn's execute claim.
+    Derive,
+}
+
+/// A command worker. Holds its own credential only; `Debug` prints it redacted.
+#[derive(Debug)]
+pub struct CommandGateway {
+    name: String,
+    argv: Vec<String>,
+    briefing_in_file: bool,
+    limits: Limits,
+    pass_env: Vec<String>,
+    env: Vec<(String, String)>,
+    credential: Option<(String, Credential)>,
+    output_dir: String,
+    handoff: HandoffMode,
+}
+
+impl CommandGateway {
+    /// Builds a command worker from its options (see the module documentation).
+    pub fn new(name: &str, options: &Options, credential: Option<Credential>) -> Result<Self> {
+        if let Some(unknown) = options
+            .keys()
+            .find(|k| !KNOWN_OPTIONS.contains(&k.as_str()))
+        {
+            return Err(Error::Config(format!(
+                "command worker \"{name}\": unknown option \"{unknown}\"; known: {}",
+                KNOWN_OPTIONS.join(", ")
+            )));
+        }
+        let template = match (string(options, "command")?, string(options, "preset")?) {
+            (Some(command), _) => command.to_string(),
+            (None, Some(preset)) => preset_command(preset)?.to_string(),
+            (None, None) => {
+                return Err(Error::Config(format!(
+                    "command worker \"{name}\" needs options.command (e.g. \"my-agent --brief {{briefing_file}}\") or options.preset ({})",
+                    preset_names()
+                )));
+            }
+        };
+        let argv = argv::split(&template)?;
+        argv::check_placeholders(&argv)?;
+        let seconds = |key: &str, default: u64| -> Result<Duration> {
+            match options.get(key) {
+                None => Ok(Duration::from_secs(default)),
+                Some(v) => v
+                    .as_f64()
+                    .filter(|s| s.is_finite() && *s > 0.0)
+                    .map(Duration::from_secs_f64)
+                    .ok_or_else(|| {
+                        Error::Config(format!(
+                            "options.{key} must be a positive number of seconds, got {v}"
+                        ))
+                    }),
+            }
+        };
+        let limits = Limits {
+            total: seconds("timeout_s", 1800)?,
+            silence: seconds("silence_s", 300)?,
+            prompt_silence: seconds("prompt_silence_s", 20)?,
+        };
+        let pass_env = match options.get("pass_env") {
+            None => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| v.as_str().map(str::to_string).and_then(valid_var))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| {
+                    Error::Config("options.pass_env must be a list of variable names".into())
+                })?,
+            Some(v) => {
+                return Err(Error::Config(format!(
+                    "options.pass_env must be a list of variable names, got {v}"
+                )));
+            }
+        };
+        let env = match options.get("env") {
+            None => Vec::new(),
+            Some(Value::Object(table)) => table
+                .iter()
+                .map(|(k, v)| {
+                    let value = match v {
+                        Value::String(s) => s.clone(),
+                        Value::Number(n) => n.to_string(),
+                        Value::Bool(b) => b.to_string(),
+                        _ => return None,
+                    };
+                    valid_var(k.clone()).map(|k| (k, value))
+                })
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| {
+                    Error::Config(
+                        "options.env must map variable names to strings, numbers or booleans"
+                            .into(),
+                    )
+                })?,
+            Some(v) => {
+                return Err(Error::Config(format!(
+                    "options.env must be a table of variables, got {v}"
+                )));
+            }
+        };
+        let key_var = match string(options, "api_key_env")? {
+            Some(var) => Some(valid_var(var.to_string()).ok_or_else(|| {
+                Error::Config(format!(
+                    "options.api_key_env \"{var}\" is not a variable name"
+                ))
+            })?),
+            None => None,
+        };
+        let credential = match (credential, key_var) {
+            (Some(c), Some(var)) => Some((var, c)),
+            (Some(_), None) => {
+                return Err(Error::Config(format!(
+                    "command worker \"{name}\" was given a key but no options.api_key_env to export it under"
+                )));
+            }
+            (None, _) => None,
+        };
+        let handoff = match string(options, "handoff")? {
+            None | Some("prompt") => HandoffMode::Prompt,
+            Some("derive") => HandoffMode::Derive,
+            Some(other) => {
+                return Err(Error::Config(format!(
+                    "options.handoff must be \"prompt\" or \"derive\", got \"{other}\""
+                )));
+            }
+        };
+        Ok(CommandGateway {
+            name: name.to_string(),
+            briefing_in_file: argv::uses(&argv, "briefing_file"),
+            argv,
+            limits,
+            pass_env,
+            env,
+            credential,
+            output_dir: string(options, "output_dir")?
+                .unwrap_or(DEFAULT_OUTPUT_DIR)
+                .to_string(),
+            handoff,
+        })
+    }
+
+    /// The argv template after splitting, placeholders unsubstituted.
+    pub fn argv_template(&self) -> &[String] {
+        &self.argv
+    }
+
+    pub fn handoff_mode(&self) -> HandoffMode {
+        self.handoff
+    }
+
+    fn output_paths(&self, workspace: &Path, turn: u32, call: CallKind) -> OutputPaths {
+        let ws = workspace.to_string_lossy();
+        let rendered = self
+            .output_dir
+            .replace("{workspace}", &ws)
+            .replace("{turn}", &turn.to_string())
+            .replace("{call}", call.as_str());
+        OutputPaths::in_dir(workspace.join(rendered))
+    }
+
+    /// The agent's whole environment.
+    fn child_env(&self) -> Vec<(String, OsString)> {
+        let mut env: Vec<(String, OsString)> = Vec::new();
+        let mut set = |k: &str, v: OsString| {
+            env.retain(|(name, _)| name != k);
+            env.push((k.to_string(), v));
+        };
+        for name in BASE_ENV
+            .iter()
+            .copied()
+            .chain(self.pass_env.iter().map(String::as_str))
+        {
+            if let Some(value) = std::env::var_os(name) {
+                set(name, value);
+            }
+        }
+        for (k, v) in &self.env {
+            set(k, v.into());
+        }
+        if let Some((var, credential)) = &self.credential {
+            set(var, credential.secret().into());
+        }
+        env
+    }
+
+    fn scrub(&self, text: &str) -> String {
+        match &self.credential {
+            Some((_, c)) => c.scrub(text),
+            None => text.to_string(),
+        }
+    }
+
+    /// `handoff = "derive"`: the report comes from this turn's execute claim, newest
+    /// of the execute and execute-repair runs.
+    fn derive_handoff(&self, workspace: &Path, turn: u32) -> Result<ModelResponse> {
+        let candidates: Vec<PathBuf> = [CallKind::ExecuteRepair, CallKind::Execute]
+            .into_iter()
+            .map(|call| {
+                self.output_paths(workspace, turn, call)
+                    .dir
+                    .join("claim.json")
+            })
+            .collect();
+        let newest = candidates
+            .iter()
+            .filter_map(|p| {
+                let modified = std::fs::metadata(p).and_then(|m| m.modified()).ok()?;
+                Some((modified, p))
+            })
+            .max_by_key(|(modified, _)| *modified)
+            .map(|(_, p)| p);
+        let Some(path) = newest else {
+            return Err(Error::Unparseable {
+                detail: format!(
+                    "handoff = \"derive\" found no execute claim for turn {turn}; looked at {}",
+                    candidates
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| Error::Unparseable {
+            detail: format!("{}: {e}", path.display()),
+        })?;
+        let result = match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Object(map)) => map,
+            _ => {
+                return Err(Error::Unparseable {
+                    detail: format!("{} does not hold a JSON object", path.display()),
+                });
+            }
+        };
+        Ok(ModelResponse {
+            text: claim::derive_report(&result).to_string(),
+            usage: Usage::default(),
+        })
+    }
+
+    fn stopped(&self, stop: Stopped, out: &OutputPaths) -> Error {
+        match stop {
+            Stopped::Spawn { program, source } => Error::Config(format!(
+                "command worker \"{}\": cannot start \"{program}\": {source}{}",
+                self.name,
+                if source.kind() == std::io::ErrorKind::NotFound {
+                    " (is it installed, and on the PATH the agent gets? add directories with options.env.PATH)"
+                } else {
+                    ""
+                }
+            )),
+            Stopped::Io { what, source } => Error::Server {
+                message: format!("command worker \"{}\": {what}: {source}", self.name),
+            },
+            Stopped::TimedOut { after } => Error::Timeout(after),
+            Stopped::Silent { for_ } => Error::AgentSilent {
+                seconds: for_.as_secs(),
+                output: out.dir.display().to_string(),
+            },
+            Stopped::WaitingForInput { line } => Error::AgentWaitingForInput {
+                prompt: self.scrub(&line),
+            },
+        }
+    }
+}
+
+impl Gateway for CommandGateway {
+    fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelResponse> {
+        let workspace = request.workspace.ok_or_else(|| {
+            Error::Config(format!(
+                "command worker \"{}\" needs a workspace (a job's worktree) to run in; it never runs in baton's own directory",
+                self.name
+            ))
+        })?;
+        let workspace = std::fs::canonicalize(workspace)
+            .ok()
+            .filter(|p| p.is_dir())
+            .ok_or_else(|| {
+                Error::Config(format!(
+                    "command worker \"{}\": workspace {} is not a directory",
+                    self.name,
+                    workspace.display()
+                ))
+            })?;
+        let kind = match request.call {
+            CallKind::Execute | CallKind::ExecuteRepair => ClaimKind::Result,
+            CallKind::Handoff | CallKind::HandoffRepair => ClaimKind::Report,
+        };
+        if kind == ClaimKind::Report && self.handoff == HandoffMode::Derive {
+            return self.derive_handoff(&workspace, request.turn);
+        }
+
+        let io = |what: String| {
+            move |e: std::io::Error| Error::Server {
+                message: format!("{what}: {e}"),
+            }
+        };
+        let scratch = workspace.join(".baton");
+        let claim_file = scratch.join("claim.json");
+        let out = self.output_paths(&workspace, request.turn, request.call);
+        std::fs::create_dir_all(&out.dir).map_err(io(format!("creating {}", out.dir.display())))?;
+        std::fs::create_dir_all(&scratch).map_err(io(format!("creating {}", scratch.display())))?;
+        // A claim left by an earlier run must never pass for this one's.
+        match std::fs::remove_file(&claim_file) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(io(format!("removing {}", claim_file.display()))(e));
+            }
+            _ => {}
+        }
+
+        let ws = workspace.to_string_lossy();
+        let claim_path = claim_file.to_string_lossy();
+        let briefing = briefing(request, &ws, &claim_path);
+        let briefing_file = out.dir.join("briefing.md");
+        if self.briefing_in_file {
+            std::fs::write(&briefing_file, &briefing)
+                .map_err(io(format!("writing {}", briefing_file.display())))?;
+        }
+        let briefing_path = briefing_file.to_string_lossy();
+        let argv = argv::substitute(
+            &self.argv,
+            &[
+                ("briefing_file", &briefing_path),
+                ("workspace", &ws),
+                ("claim_file", &claim_path),
+            ],
+        );
+        let env = self.child_env();
+        let finished = run::run(&RunSpec {
+            argv: &argv,
+            cwd: &workspace,
+            env: &env,
+            stdin: (!self.briefing_in_file).then_some(briefing.as_bytes()),
+            stdout_path: &out.stdout,
+            stderr_path: &out.stderr,
+            limits: self.limits,
+        })
+        .map_err(|stop| self.stopped(stop, &out))?;
+
+        if !finished.status.success() {
+            return Err(Error::AgentExited {
+                status: describe_status(finished.status),
+                stderr_tail: self.scrub(&run::tail_lines(&finished.stderr_tail, 20)),
+            });
+        }
+        match claim::find(&claim_file, &finished.stdout_tail, kind) {
+            Lookup::Found(found) => {
+                let saved = out.dir.join("claim.json");
+                std::fs::write(&saved, &found.text)
+                    .map_err(io(format!("writing {}", saved.display())))?;
+                Ok(ModelResponse {
+                    text: found.text,
+                    usage: found.usage,
+                })
+            }
+            Lookup::AgentError(message) => Err(Error::AgentExited {
+                status: "exit code 0, but its output reports an error".into(),
+                stderr_tail: self.scrub(&message),
+            }),
+            Lookup::NotFound(looked) => Err(Error::Unparseable {
+                detail: format!(
+                    "command worker \"{}\" left no claim; looked at: {}; its output is in {} ({} bytes of stdout)",
+                    self.name,
+                    looked.join("; "),
+                    out.dir.display(),
+                    finished.stdout_bytes
+                ),
+            }),
+        }
+    }
+}
+
+/// The whole prompt for an agent: the system prompt, the user message, and where
+/// it may leave its claim.
+fn briefing(request: &ModelRequest<'_>, workspace: &str, claim_file: &str) -> String {
+    let mut text = String::with_capacity(request.system.len() + request.user.len() + 512);
+    text.push_str(request.system);
+    text.push_str("\n\n");
+    text.push_str(request.user);
+    text.push_str("\n\n---\nYou are running as a command-line agent in the workspace ");
+    text.push_str(workspace);
+    text.push_str(". When you are done, write the JSON object to ");
+    text.push_str(claim_file);
+    text.push_str(" (or print it as the last thing in your output).\n");
+    text
+}
+
+fn describe_status(status: std::process::ExitStatus) -> String {
+    if let Some(code) = status.code() {
+        return format!("exit code {code}");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return format!("killed by signal {signal}");
+        }
+    }
+    status.to_string()
+}
+
+fn string<'a>(options: &'a Options, key: &str) -> Result<Option<&'a str>> {
+    match options.get(key) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.as_str())),
+        Some(v) => Err(Error::Config(format!(
+            "options.{key} must be a string, got {v}"
+        ))),
+    }
+}
+
+fn valid_var(name: String) -> Option<String> {
+    (!name.is_empty() && !name.contains(['=', '\0'])).then_some(name)
+}
+
+fn preset_command(preset: &str) -> Result<&'static str> {
+    PRESETS
+        .iter()
+        .find(|(name, _)| *name == preset)
+        .map(|(_, command)| *command)
+        .ok_or_else(|| {
+            Error::Config(format!(
+                "unknown options.preset \"{preset}\"; known: {}",
+                preset_names()
+            ))
+        })
+}
+
+fn preset_names() -> String {
+    PRESETS
+        .iter()
+        .map(|(name, _)| *name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn options(v: Value) -> Options {
+        match v {
+            Value::Object(m) => m,
+            _ => Options::new(),
+        }
+    }
+
+    #[test]
+    fn presets_fill_the_command_and_all_parse() {
+        for (name, _) in PRESETS {
+            let g = CommandGateway::new("a", &options(json!({"preset": name})), None).unwrap();
+            assert!(!g.argv_template().is_empty());
+        }
+        let g = CommandGateway::new("a", &options(json!({"preset": "claude"})), None).unwrap();
+        assert_eq!(g.argv_template()[0], "claude");
+        assert!(!g.briefing_in_file);
+        let g = CommandGateway::new("a", &options(json!({"preset": "aider"})), None).unwrap();
+        assert!(g.briefing_in_file);
+        let g = CommandGateway::new(
+            "a",
+            &options(json!({"preset": "claude", "command": "mine --x"})),
+            None,
+        )
+        .unwrap();
+        assert_eq!(g.argv_template(), ["mine", "--x"]);
+    }
+
+    #[test]
+    fn bad_options_are_config_errors() {
+        for bad in [
+            json!({}),
+            json!({"preset": "cursor"}),
+            json!({"command": "x", "timeout": 5}),
+            json!({"command": "x", "timeout_s": -1}),
+            json!({"command": "x", "env": ["A"]}),
+            json!({"command": "x", "pass_env": "PATH"}),
+            json!({"command": "x", "handoff": "skip"}),
+            json!({"command": "x {nope}"}),
+        ] {
+            let err = CommandGateway::new("a", &options(bad.clone()), None).unwrap_err();
+            assert_eq!(err.class(), "config", "{bad}: {err}");
+        }
+        let key = Credential::new("sk-secret").unwrap();
+        let err =
+            CommandGateway::new("a", &options(json!({"command": "x"})), Some(key)).unwrap_err();
+        assert!(err.to_string().contains("api_key_env"), "{err}");
+    }
+
+    #[test]
+    fn debug_never_shows_the_key() {
+        let key = Credential::new("sk-secret-123").unwrap();
+        let g = CommandGateway::new(
+            "a",
+            &options(json!({"command": "x", "api_key_env": "K"})),
+            Some(key),
+        )
+        .unwrap();
+        assert!(!format!("{g:?}").contains("sk-secret-123"));
+        let env = g.child_env();
+        assert!(env.iter().any(|(k, v)| k == "K" && v == "sk-secret-123"));
+    }
+}

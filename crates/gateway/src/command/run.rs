@@ -1,0 +1,593 @@
+//! Running one agent process: spawn in its own session, feed the briefing, copy
+//! stdout and stderr to files as they come (no size ceiling), watch liveness, and kill
+//! the whole process group when a limit is crossed.
+//!
+//! Two reader threads copy the pipes to disk through a fixed buffer; they also keep a
+//! bounded tail of each stream in memory (for claim parsing and error messages) and
+//! stamp the time of the last output. The calling thread only watches: it polls the
+//! child, the clock and the shared state, and never touches the pipes, so a child
+//! that fills both pipes at once cannot deadlock against us.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+/// Bytes kept in memory from the end of stdout: enough for any claim an agent prints
+/// last. The file on disk has everything.
+pub(crate) const STDOUT_TAIL: usize = 1 << 20;
+/// Bytes kept from the end of stderr, for error messages.
+pub(crate) const STDERR_TAIL: usize = 64 << 10;
+/// The copy buffer of each reader thread.
+const COPY_BUFFER: usize = 64 << 10;
+/// How often the watcher looks at the clock while output is still flowing.
+const WATCH_TICK: Duration = Duration::from_millis(50);
+/// After the agent exits, how long stragglers that inherited its pipes (a background
+/// process it started) may keep them open before the group is killed.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+/// Between SIGTERM and SIGKILL when a limit is crossed.
+const KILL_GRACE: Duration = Duration::from_secs(1);
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// Whole run.
+    pub total: Duration,
+    /// Longest stretch without any output.
+    pub silence: Duration,
+    /// Silence after a line that looks like a prompt.
+    pub prompt_silence: Duration,
+}
+
+pub(crate) struct RunSpec<'a> {
+    pub argv: &'a [String],
+    pub cwd: &'a Path,
+    pub env: &'a [(String, OsString)],
+    /// Written to the child's stdin, which is then closed; `None` gives it /dev/null.
+    pub stdin: Option<&'a [u8]>,
+    pub stdout_path: &'a Path,
+    pub stderr_path: &'a Path,
+    pub limits: Limits,
+}
+
+/// A process that ran to its end (successfully or not).
+#[derive(Debug)]
+pub(crate) struct Finished {
+    pub status: ExitStatus,
+    pub stdout_tail: Vec<u8>,
+    pub stderr_tail: Vec<u8>,
+    pub stdout_bytes: u64,
+}
+
+/// Why a process did not run to its end.
+#[derive(Debug)]
+pub(crate) enum Stopped {
+    Spawn { program: String, source: io::Error },
+    Io { what: String, source: io::Error },
+    TimedOut { after: Duration },
+    Silent { for_: Duration },
+    WaitingForInput { line: String },
+}
+
+#[derive(Debug)]
+struct Stream {
+    tail: Vec<u8>,
+    cap: usize,
+    bytes: u64,
+}
+
+impl Stream {
+    fn new(cap: usize) -> Self {
+        Stream {
+            tail: Vec::new(),
+            cap,
+            bytes: 0,
+        }
+    }
+
+    fn push(&mut self, chunk: &[u8]) {
+        self.bytes += chunk.len() as u64;
+        self.tail.extend_from_slice(chunk);
+        // Trim in amortised steps, not on every chunk.
+        if self.tail.len() > 2 * self.cap {
+            let excess = self.tail.len() - self.cap;
+            self.tail.drain(..excess);
+        }
+    }
+
+    fn into_tail(mut self) -> Vec<u8> {
+        if self.tail.len() > self.cap {
+            let excess = self.tail.len() - self.cap;
+            self.tail.drain(..excess);
+        }
+        self.tail
+    }
+}
+
+#[derive(Debug)]
+struct Shared {
+    last_output_at: Instant,
+    /// Which stream wrote last: its last line is the one a prompt would be.
+    last_was_stderr: bool,
+    stdout: Stream,
+    stderr: Stream,
+}
+
+type Locked<'a> = std::sync::MutexGuard<'a, Shared>;
+
+fn lock(shared: &Mutex<Shared>) -> Locked<'_> {
+    // A reader that panicked leaves consistent data behind: every update is a plain
+    // append under the lock.
+    shared.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Runs the process to its end or until a limit stops it.
+pub(crate) fn run(spec: &RunSpec<'_>) -> Result<Finished, Stopped> {
+    let stdout_file = create(spec.stdout_path)?;
+    let stderr_file = create(spec.stderr_path)?;
+    let mut child = spawn(spec)?;
+    let started_at = Instant::now();
+    let shared = Arc::new(Mutex::new(Shared {
+        last_output_at: started_at,
+        last_was_stderr: false,
+        stdout: Stream::new(STDOUT_TAIL),
+        stderr: Stream::new(STDERR_TAIL),
+    }));
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let mut readers = Vec::with_capacity(2);
+    if let Some(pipe) = child.stdout.take() {
+        readers.push(copy_thread(
+            pipe,
+            stdout_file,
+            false,
+            &shared,
+            done_tx.clone(),
+        ));
+    }
+    if let Some(pipe) = child.stderr.take() {
+        readers.push(copy_thread(
+            pipe,
+            stderr_file,
+            true,
+            &shared,
+            done_tx.clone(),
+        ));
+    }
+    drop(done_tx);
+    let writer = match (child.stdin.take(), spec.stdin) {
+        (Some(mut pipe), Some(bytes)) => {
+            let bytes = bytes.to_vec();
+            // A thread, so a briefing bigger than the pipe buffer cannot block the
+            // watcher; a child that exits without reading it gives BrokenPipe, which
+            // is its business, not an error of ours.
+            Some(thread::spawn(move || {
+                let _ = pipe.write_all(&bytes);
+            }))
+        }
+        _ => None,
+    };
+
+    let outcome = watch(
+        &mut child,
+        spec.limits,
+        started_at,
+        &shared,
+        &done_rx,
+        readers.len(),
+    );
+    let status = match outcome {
+        Ok(status) => status,
+        Err(stop) => {
+            terminate(&mut child);
+            finish_readers(readers, &done_rx, KILL_GRACE);
+            return Err(stop);
+        }
+    };
+    // The agent is gone; anything it left behind that still holds its pipes gets a
+    // moment to finish, then goes with the group.
+    if !all_done(&done_rx, readers.len(), EXIT_GRACE) {
+        kill_group(&child, Signal::Kill);
+    }
+    let io_error = finish_readers(readers, &done_rx, KILL_GRACE);
+    if let Some(w) = writer {
+        let _ = w.join();
+    }
+    if let Some((what, source)) = io_error {
+        return Err(Stopped::Io { what, source });
+    }
+    let shared = Arc::try_unwrap(shared)
+        .map(|m| m.into_inner().unwrap_or_else(PoisonError::into_inner))
+        .unwrap_or_else(|arc| {
+            // A reader is still alive (it escaped the process group); take a copy.
+            let s = lock(&arc);
+            Shared {
+                last_output_at: s.last_output_at,
+                last_was_stderr: s.last_was_stderr,
+                stdout: Stream {
+                    tail: s.stdout.tail.clone(),
+                    cap: s.stdout.cap,
+                    bytes: s.stdout.bytes,
+                },
+                stderr: Stream {
+                    tail: s.stderr.tail.clone(),
+                    cap: s.stderr.cap,
+                    bytes: s.stderr.bytes,
+                },
+            }
+        });
+    Ok(Finished {
+        status,
+        stdout_bytes: shared.stdout.bytes,
+        stdout_tail: shared.stdout.into_tail(),
+        stderr_tail: shared.stderr.into_tail(),
+    })
+}
+
+fn create(path: &Path) -> Result<File, Stopped> {
+    File::create(path).map_err(|source| Stopped::Io {
+        what: format!("creating {}", path.display()),
+        source,
+    })
+}
+
+fn spawn(spec: &RunSpec<'_>) -> Result<Child, Stopped> {
+    let (program, args) = spec.argv.split_first().ok_or_else(|| Stopped::Spawn {
+        program: String::new(),
+        source: io::Error::new(io::ErrorKind::InvalidInput, "empty command"),
+    })?;
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .current_dir(spec.cwd)
+        .env_clear()
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    detach_from_terminal(&mut cmd);
+    cmd.spawn().map_err(|source| Stopped::Spawn {
+        program: program.clone(),
+        source,
+    })
+}
+
+/// Puts the child in a new session: its own process group (so a limit kills the
+/// agent and everything it started) and no controlling terminal (so a tool that
+/// opens `/dev/tty` to ask a question fails at once instead of reading the keyboard
+/// of whoever started baton, or stopping on SIGTTIN).
+#[cfg(unix)]
+fn detach_from_terminal(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: `setsid` is async-signal-safe and touches no memory of the parent; it
+    // is the only call made between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(unix))]
+fn detach_from_terminal(_cmd: &mut Command) {}
+
+fn copy_thread(
+    mut pipe: impl Read + Send + 'static,
+    mut file: File,
+    is_stderr: bool,
+    shared: &Arc<Mutex<Shared>>,
+    done: mpsc::Sender<()>,
+) -> JoinHandle<io::Result<()>> {
+    let shared = Arc::clone(shared);
+    thread::spawn(move || {
+        let mut buf = vec![0u8; COPY_BUFFER];
+        let result = loop {
+            let n = match pipe.read(&mut buf) {
+                Ok(0) => break Ok(()),
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => break Err(e),
+            };
+            if let Err(e) = file.write_all(&buf[..n]) {
+                break Err(e);
+            }
+            let mut s = lock(&shared);
+            s.last_output_at = Instant::now();
+            s.last_was_stderr = is_stderr;
+            if is_stderr {
+                s.stderr.push(&buf[..n]);
+            } else {
+                s.stdout.push(&buf[..n]);
+            }
+        };
+        let result = result.and_then(|()| file.flush());
+        let _ = done.send(());
+        result
+    })
+}
+
+fn watch(
+    child: &mut Child,
+    limits: Limits,
+    started_at: Instant,
+    shared: &Mutex<Shared>,
+    done: &Receiver<()>,
+    readers: usize,
+) -> Result<ExitStatus, Stopped> {
+    let mut open = readers;
+    let mut nap = Duration::from_micros(100);
+    loop {
+        if let Some(status) = child.try_wait().map_err(|source| Stopped::Io {
+            what: "waiting for the agent".into(),
+            source,
+        })? {
+            return Ok(status);
+        }
+        let now = Instant::now();
+        if now.duration_since(started_at) >= limits.total {
+            return Err(Stopped::TimedOut {
+                after: limits.total,
+            });
+        }
+        let (silent_for, prompt) = {
+            let s = lock(shared);
+            let silent_for = now.saturating_duration_since(s.last_output_at);
+            let prompt = (silent_for >= limits.prompt_silence)
+                .then(|| {
+                    let tail = if s.last_was_stderr {
+                        &s.stderr.tail
+                    } else {
+                        &s.stdout.tail
+                    };
+                    prompt_line(tail)
+                })
+                .flatten();
+            (silent_for, prompt)
+        };
+        if let Some(line) = prompt {
+            return Err(Stopped::WaitingForInput { line });
+        }
+        if silent_for >= limits.silence {
+            return Err(Stopped::Silent { for_: silent_for });
+        }
+        if open > 0 {
+            match done.recv_timeout(WATCH_TICK) {
+                Ok(()) => open -= 1,
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => open = 0,
+            }
+        } else {
+            // Both pipes are closed, so the exit is moments away: poll closely.
+            thread::sleep(nap);
+            nap = (nap * 2).min(WATCH_TICK);
+        }
+    }
+}
+
+/// Waits until `count` readers have reported, or `grace` passes.
+fn all_done(done: &Receiver<()>, count: usize, grace: Duration) -> bool {
+    let deadline = Instant::now() + grace;
+    let mut seen = 0;
+    while seen < count {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match done.recv_timeout(left) {
+            Ok(()) => seen += 1,
+            Err(RecvTimeoutError::Timeout) => return false,
+            Err(RecvTimeoutError::Disconnected) => return true,
+        }
+    }
+    true
+}
+
+/// Joins the readers that finished within `grace`; one that did not (its pipe is
+/// held by a process outside the group) is left to end on its own. Returns the
+/// first I/O error a reader hit.
+fn finish_readers(
+    readers: Vec<JoinHandle<io::Result<()>>>,
+    done: &Receiver<()>,
+    grace: Duration,
+) -> Option<(String, io::Error)> {
+    // Reports already consumed by `watch`/`all_done` are not repeated; `is_finished`
+    // is the ground truth, the channel only saves busy waiting.
+    let deadline = Instant::now() + grace;
+    while readers.iter().any(|r| !r.is_finished()) && Instant::now() < deadline {
+        let _ = done.recv_timeout(Duration::from_millis(10));
+    }
+    let mut first = None;
+    for reader in readers {
+        if !reader.is_finished() {
+            continue;
+        }
+        if let Ok(Err(e)) = reader.join()
+            && first.is_none()
+        {
+            first = Some(("saving the agent's output".to_string(), e));
+        }
+    }
+    first
+}
+
+#[derive(Clone, Copy)]
+enum Signal {
+    Term,
+    Kill,
+}
+
+/// SIGTERM to the group, a moment to exit, then SIGKILL; reaps the child.
+fn terminate(child: &mut Child) {
+    kill_group(child, Signal::Term);
+    let deadline = Instant::now() + KILL_GRACE;
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            // The leader is gone; its group may not be.
+            kill_group(child, Signal::Kill);
+            return;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    kill_group(child, Signal::Kill);
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[cfg(unix)]
+fn kill_group(child: &Child, signal: Signal) {
+    let Ok(pid) = libc::pid_t::try_from(child.id()) else {
+        return;
+    };
+    let sig = match signal {
+        Signal::Term => libc::SIGTERM,
+        Signal::Kill => libc::SIGKILL,
+    };
+    // SAFETY: plain syscall; the child called setsid, so its pid is its group id and
+    // `-pid` addresses exactly the agent and what it started.
+    unsafe {
+        libc::kill(-pid, sig);
+    }
+}
+
+#[cfg(not(unix))]
+fn kill_group(_child: &Child, _signal: Signal) {
+    // No process groups here: `terminate` falls back to killing the child alone.
+}
+
+/// The last line of `tail` when it looks like a question waiting for an answer.
+///
+/// Explicit answer markers (`[y/N]`, `(y/n)`, `[yes/no]`, `password:`, `passphrase`)
+/// count however the line ends. Weaker endings (`?`, `:`, `>`) count only when the
+/// line is unterminated — the cursor left on it, as an input prompt does — because a
+/// finished line ending in a colon ("Running tests:") is ordinary progress output.
+pub(crate) fn prompt_line(tail: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(&tail[tail.len().saturating_sub(4096)..]);
+    let terminated = text.ends_with('\n');
+    let line = text
+        .trim_end_matches(['\n', '\r'])
+        .rsplit(['\n', '\r'])
+        .next()
+        .unwrap_or("");
+    let line = strip_ansi(line);
+    let trimmed = line.trim();
+    if trimmed.is_empty() {
+        return None;
+    }
+    let lower = trimmed.to_ascii_lowercase();
+    let strong = [
+        "[y/n]", "(y/n)", "[yes/no]", "(yes/no)", "[y/n/a]", "(y/n/a)",
+    ]
+    .iter()
+    .any(|m| lower.contains(m))
+        || lower.ends_with("password:")
+        || lower.ends_with("passphrase:")
+        || lower.contains("press enter")
+        || lower.contains("press any key");
+    let weak = !terminated
+        && (trimmed.ends_with('?')
+            || trimmed.ends_with(':')
+            || trimmed.ends_with('>')
+            || trimmed.ends_with('$')
+            || trimmed.ends_with('#'));
+    (strong || weak).then(|| trimmed.chars().take(200).collect())
+}
+
+/// Drops ANSI escape sequences (colours, cursor moves) from a line.
+fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                // Parameters and intermediates, then one final byte in @..~.
+                for c in chars.by_ref() {
+                    if ('@'..='~').contains(&c) {
+                        break;
+                    }
+                }
+            } else {
+                chars.next();
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The last `max_lines` lines of `bytes` as text, for error messages.
+pub(crate) fn tail_lines(bytes: &[u8], max_lines: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.trim_end();
+    let mut start = text.len();
+    for _ in 0..max_lines {
+        match text[..start].rfind('\n') {
+            Some(i) => start = i,
+            None => {
+                start = 0;
+                break;
+            }
+        }
+    }
+    text[start..].trim_start_matches('\n').to_string()
+}
+
+/// Where the output of one run is kept.
+#[derive(Debug, Clone)]
+pub(crate) struct OutputPaths {
+    pub dir: PathBuf,
+    pub stdout: PathBuf,
+    pub stderr: PathBuf,
+}
+
+impl OutputPaths {
+    pub fn in_dir(dir: PathBuf) -> Self {
+        OutputPaths {
+            stdout: dir.join("stdout"),
+            stderr: dir.join("stderr"),
+            dir,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompts_are_recognised_and_progress_lines_are_not() {
+        let p = |s: &str| prompt_line(s.as_bytes());
+        assert_eq!(
+            p("working\nDo you want to continue? [y/N] ").as_deref(),
+            Some("Do you want to continue? [y/N]")
+        );
+        assert!(p("Overwrite file? (y/n)\n").is_some());
+        assert!(p("Password:").is_some());
+        assert!(p("Enter the token: ").is_some());
+        assert!(p("> ").is_some());
+        assert!(p("\u{1b}[1mProceed?\u{1b}[0m ").is_some());
+        assert_eq!(p("Running tests:\n"), None);
+        assert_eq!(p("What next?\n"), None);
+        assert_eq!(p("compiling 3 crates"), None);
+        assert_eq!(p(""), None);
+    }
+
+    #[test]
+    fn tails_keep_the_end() {
+        let mut s = Stream::new(4);
+        for chunk in [&b"abc"[..], b"defgh", b"ij"] {
+            s.push(chunk);
+        }
+        assert_eq!(s.bytes, 10);
+        assert_eq!(s.into_tail(), b"ghij");
+        assert_eq!(tail_lines(b"a\nb\nc\nd\n", 2), "c\nd");
+        assert_eq!(tail_lines(b"only", 3), "only");
+    }
+}
