@@ -9,6 +9,7 @@ pub mod clock;
 pub mod config;
 pub mod demo;
 pub mod export;
+pub mod hook;
 pub mod orchestrator;
 pub mod policy;
 pub mod report;
@@ -16,6 +17,7 @@ pub mod verify;
 
 pub use clock::{Clock, SystemClock};
 pub use config::{Roster, RunSettings, WorkerConfig};
+pub use hook::{HookOutcome, TurnFacts, WorkspaceHook};
 pub use orchestrator::{Engine, RunEnd, RunSpec, Session, StepOutcome, TurnSummary};
 pub use policy::{RotatingPolicy, SwitchPolicy, TurnPlan};
 
@@ -45,6 +47,8 @@ pub enum Error {
     },
     #[error("no worker \"{id}\" in the roster (workers: {known})")]
     NoSuchWorker { id: String, known: String },
+    #[error("workspace: {0}")]
+    Workspace(String),
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }

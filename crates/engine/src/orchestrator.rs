@@ -24,6 +24,7 @@ use sha2::{Digest, Sha256};
 use crate::audit;
 use crate::clock::{Clock, SystemClock};
 use crate::config::{Roster, RunSettings, WorkerConfig};
+use crate::hook::{HookOutcome, TurnFacts, WorkspaceHook};
 use crate::policy::{RotatingPolicy, SwitchPolicy, TurnPlan};
 use crate::{Error, Result};
 
@@ -54,6 +55,10 @@ pub struct Session {
     pub state: ExecutionState,
     pub status: RunStatus,
     pub config: RunConfig,
+    /// For a job's run: the lease every turn commit must still hold.
+    pub lease: Option<baton_store::LeaseFence>,
+    /// For a job's run: the worktree the workers work in, committed after every turn.
+    pub workspace: Option<Arc<dyn WorkspaceHook>>,
     gateways: Vec<Option<Arc<dyn Gateway>>>,
     estimator: Arc<dyn TokenEstimator>,
     system_tokens: usize,
@@ -285,6 +290,8 @@ impl Engine {
             });
         }
         Ok(Session {
+            lease: None,
+            workspace: None,
             run: run.clone(),
             prior_outputs: self.store.prior_outputs(run, state.turns)?,
             state,
@@ -414,6 +421,30 @@ impl Engine {
         }
     }
 
+    /// Whether the plan has nothing left once `plan`'s turn commits.
+    fn is_last_turn(&self, session: &Session, plan: &TurnPlan) -> bool {
+        let mut after = session.state.clone();
+        if let Some(id) = &plan.assignment.step_id
+            && let Some(step) = after.plan.iter_mut().find(|s| &s.id == id)
+        {
+            step.status = StepStatus::Done;
+        }
+        // Participation as the reconciler would record it.
+        let worker = &session.config.roster.workers[plan.worker];
+        if !after.workers.iter().any(|w| w.id == worker.id) {
+            after.workers.push(baton_core::state::WorkerRecord {
+                id: worker.id.clone(),
+                model: worker.model.clone(),
+                family: worker.family.clone(),
+                turns: vec![after.turns],
+            });
+        }
+        after.turns += 1;
+        self.policy
+            .next_turn(&after, &session.config.roster, &session.config.settings)
+            .is_none()
+    }
+
     /// Re-opens a blocked run so it can continue (a human has looked at it).
     pub fn unblock(&self, session: &mut Session) -> Result<()> {
         if session.status == RunStatus::Blocked {
@@ -451,7 +482,7 @@ impl Engine {
             schema,
             max_tokens: worker.max_tokens,
             temperature: worker.temperature,
-            workspace: None,
+            workspace: session.workspace.as_ref().map(|w| w.path()),
         };
         let started_at = self.clock.now();
         let t0 = Instant::now();
@@ -670,7 +701,31 @@ impl Engine {
             });
         }
 
-        let (status, outcome, result_json, report_json) = match claims_ok {
+        // The workspace sees the turn before the reconciler does, so claims about files
+        // are checked against the turn's commit.
+        let hooked: Option<HookOutcome> = match &session.workspace {
+            None => None,
+            Some(hook) => {
+                let last = claims_ok.is_some() && self.is_last_turn(session, plan);
+                Some(
+                    hook.after_calls(&TurnFacts {
+                        run: &session.run,
+                        turn,
+                        worker: &worker,
+                        assignment: &plan.assignment,
+                        result: claims_ok
+                            .as_ref()
+                            .map(|(r, _): &(Parsed<_>, Parsed<_>)| &r.claim),
+                        last,
+                    })?,
+                )
+            }
+        };
+        let verifier: Arc<dyn Verifier> = match &hooked {
+            Some(h) => h.verifier.clone(),
+            None => self.verifier.clone(),
+        };
+        let (status, mut outcome, result_json, report_json) = match claims_ok {
             Some((result, report)) => {
                 let ctx = TurnContext {
                     worker: &profile,
@@ -686,7 +741,7 @@ impl Engine {
                     &result.claim,
                     &report.claim,
                     refusals,
-                    &*self.verifier,
+                    &*verifier,
                 );
                 // The plan cursor belongs to the orchestrator: the step is done because
                 // its turn commits, whatever the claims said about completion.
@@ -716,6 +771,19 @@ impl Engine {
                 (TurnStatus::Failed, ReconcileOutcome::default(), None, None)
             }
         };
+        if let Some(h) = &hooked {
+            outcome.refusals.extend(h.refusals.iter().cloned());
+            outcome.warnings.extend(h.warnings.iter().cloned());
+            if !h.workspace.gates.is_empty() {
+                let ctx = TurnContext {
+                    worker: &profile,
+                    turn,
+                    at: now,
+                    assignment: &plan.assignment,
+                };
+                reconciler::apply_gates(&mut next, &ctx, &h.workspace.gates, &mut outcome);
+            }
+        }
         next.turns += 1;
         for r in &outcome.refusals {
             events.push(Event {
@@ -791,7 +859,7 @@ impl Engine {
             outcome,
             audit: transfer,
             error,
-            workspace: None,
+            workspace: hooked.map(|h| h.workspace),
             started_at,
             finished_at: now,
         };
@@ -801,6 +869,7 @@ impl Engine {
             changes,
             events,
             status: RunStatus::Active,
+            lease: session.lease.clone(),
         };
         self.store.commit_turn(&commit)?;
         session.state = next;

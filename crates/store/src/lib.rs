@@ -15,7 +15,10 @@ use baton_core::turn::TurnRecord;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+pub mod jobs;
 pub mod sqlite;
+
+pub use jobs::{ClaimOutcome, JobInfo, JobStatus, NewJob};
 
 pub use sqlite::SqliteStore;
 
@@ -48,6 +51,16 @@ pub enum Error {
         "database schema version {found} is newer than this baton understands ({supported}); upgrade baton"
     )]
     SchemaTooNew { found: i64, supported: i64 },
+    #[error("no job matches \"{prefix}\"; `baton jobs` lists them")]
+    JobNotFound { prefix: String },
+    #[error("\"{prefix}\" matches {} jobs ({}); type more of the id", candidates.len(), candidates.join(", "))]
+    AmbiguousJob {
+        prefix: String,
+        candidates: Vec<String>,
+    },
+    /// The fence of every job write: another worker holds the job now.
+    #[error("lost the lease on job {job}: {reason}")]
+    LeaseLost { job: String, reason: String },
     #[error("database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
 }
@@ -97,6 +110,13 @@ pub struct RunInfo {
     pub config: serde_json::Value,
 }
 
+/// A job's lease, proven by its token: every write for a claimed job carries it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaseFence {
+    pub job: String,
+    pub token: String,
+}
+
 /// Everything one turn writes, committed atomically.
 #[derive(Debug, Clone)]
 pub struct TurnCommit {
@@ -108,6 +128,8 @@ pub struct TurnCommit {
     pub events: Vec<Event>,
     /// Run status after the turn.
     pub status: RunStatus,
+    /// For a job's run: the lease that must still be held for the turn to commit.
+    pub lease: Option<LeaseFence>,
 }
 
 /// A stored event with its position in the run's append-only log.
@@ -155,4 +177,50 @@ pub trait Store: Send + Sync {
 
     /// Raw model outputs of all committed turns before `turn`, for the transfer audit.
     fn prior_outputs(&self, run: &RunId, before_turn: u32) -> Result<Vec<String>>;
+
+    /// Puts a job on the queue.
+    fn enqueue_job(&self, job: &NewJob) -> Result<()>;
+
+    /// Every job, newest first.
+    fn list_jobs(&self) -> Result<Vec<JobInfo>>;
+
+    /// The job whose id is `prefix` or starts with it.
+    fn resolve_job(&self, prefix: &str) -> Result<String>;
+
+    fn job(&self, id: &str) -> Result<JobInfo>;
+
+    /// Claims the oldest queued job, or else the oldest running job whose lease expired
+    /// (its worker died), in one transaction: the job gets `token`, `owner` and a lease
+    /// until `now + lease`. `Skipped` when there is nothing to claim.
+    fn try_claim_job(
+        &self,
+        owner: &str,
+        token: &str,
+        now: Timestamp,
+        lease_ms: i64,
+    ) -> Result<ClaimOutcome>;
+
+    /// Extends a held lease (the heartbeat). `LeaseLost` when the token no longer holds it.
+    fn renew_lease(&self, fence: &LeaseFence, now: Timestamp, lease_ms: i64) -> Result<()>;
+
+    /// Records the run a job's turns belong to. Fenced.
+    fn set_job_run(&self, fence: &LeaseFence, run: &RunId, now: Timestamp) -> Result<()>;
+
+    /// Ends a job: `Outbox` with its result, or `Failed` with the reason. Fenced.
+    fn finish_job(
+        &self,
+        fence: &LeaseFence,
+        status: JobStatus,
+        outbox: Option<&serde_json::Value>,
+        error: Option<&str>,
+        now: Timestamp,
+    ) -> Result<()>;
+
+    /// Records the judge's verdict on a group of candidate jobs and marks them judged.
+    fn record_judgement(
+        &self,
+        group: &str,
+        judgement: &serde_json::Value,
+        now: Timestamp,
+    ) -> Result<()>;
 }

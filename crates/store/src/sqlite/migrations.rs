@@ -83,6 +83,27 @@ const MIGRATIONS: &[&str] = &[
     ) STRICT;
     CREATE INDEX events_by_run ON events(run_id, seq);
     "#,
+    // 2: jobs — a queue with leases; spec, outbox and judgement are engine JSON.
+    r#"
+    CREATE TABLE jobs (
+        id                TEXT PRIMARY KEY NOT NULL,
+        grp               TEXT NOT NULL,
+        status            TEXT NOT NULL,
+        spec              TEXT NOT NULL,
+        run_id            TEXT,
+        attempts          INTEGER NOT NULL DEFAULT 0,
+        lease_token       TEXT,
+        lease_owner       TEXT,
+        lease_expires_at  INTEGER,
+        created_at        INTEGER NOT NULL,
+        updated_at        INTEGER NOT NULL,
+        outbox            TEXT,
+        error             TEXT,
+        judgement         TEXT
+    ) STRICT;
+    CREATE INDEX jobs_claimable ON jobs(status, created_at);
+    CREATE INDEX jobs_by_group ON jobs(grp);
+    "#,
 ];
 
 /// The schema version this build writes.

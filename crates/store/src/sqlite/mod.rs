@@ -8,6 +8,7 @@
 //! The connection sits behind a `Mutex`: SQLite serialises writers anyway, and one
 //! connection keeps the prepared-statement cache warm.
 
+mod jobs;
 mod migrations;
 mod read;
 mod write;
@@ -17,14 +18,17 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use baton_core::events::Event;
-use baton_core::ids::RunId;
+use baton_core::ids::{RunId, Timestamp};
 use baton_core::state::{ExecutionState, RecordChange};
 use baton_core::turn::TurnRecord;
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::{Error, Result, RunInfo, RunStatus, Store, StoredEvent, TurnCommit};
+use crate::{
+    ClaimOutcome, Error, JobInfo, JobStatus, LeaseFence, NewJob, Result, RunInfo, RunStatus, Store,
+    StoredEvent, TurnCommit,
+};
 
 /// How long a statement waits for another process's write lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -152,6 +156,7 @@ impl Store for SqliteStore {
     }
 
     fn commit_turn(&self, commit: &TurnCommit) -> Result<()> {
+        // The lease fence runs inside the turn's transaction (see `write::commit_turn`).
         // Encoding happens before the lock: the lock covers database work only.
         let turn = write::EncodedTurn::new(commit)?;
         self.write(|tx| write::commit_turn(tx, &turn))
@@ -176,6 +181,60 @@ impl Store for SqliteStore {
 
     fn events(&self, run: &RunId, after: i64) -> Result<Vec<StoredEvent>> {
         self.read(|conn| read::events(conn, run, after))
+    }
+
+    fn enqueue_job(&self, job: &NewJob) -> Result<()> {
+        self.write(|tx| jobs::enqueue(tx, job))
+    }
+
+    fn list_jobs(&self) -> Result<Vec<JobInfo>> {
+        self.read(jobs::list)
+    }
+
+    fn resolve_job(&self, prefix: &str) -> Result<String> {
+        self.read(|c| jobs::resolve(c, prefix))
+    }
+
+    fn job(&self, id: &str) -> Result<JobInfo> {
+        self.read(|c| jobs::get(c, id))
+    }
+
+    fn try_claim_job(
+        &self,
+        owner: &str,
+        token: &str,
+        now: Timestamp,
+        lease_ms: i64,
+    ) -> Result<ClaimOutcome> {
+        self.write(|tx| jobs::try_claim(tx, owner, token, now, lease_ms))
+    }
+
+    fn renew_lease(&self, fence: &LeaseFence, now: Timestamp, lease_ms: i64) -> Result<()> {
+        self.write(|tx| jobs::renew(tx, fence, now, lease_ms))
+    }
+
+    fn set_job_run(&self, fence: &LeaseFence, run: &RunId, now: Timestamp) -> Result<()> {
+        self.write(|tx| jobs::set_run(tx, fence, run, now))
+    }
+
+    fn finish_job(
+        &self,
+        fence: &LeaseFence,
+        status: JobStatus,
+        outbox: Option<&serde_json::Value>,
+        error: Option<&str>,
+        now: Timestamp,
+    ) -> Result<()> {
+        self.write(|tx| jobs::finish(tx, fence, status, outbox, error, now))
+    }
+
+    fn record_judgement(
+        &self,
+        group: &str,
+        judgement: &serde_json::Value,
+        now: Timestamp,
+    ) -> Result<()> {
+        self.write(|tx| jobs::judge(tx, group, judgement, now))
     }
 
     fn prior_outputs(&self, run: &RunId, before_turn: u32) -> Result<Vec<String>> {

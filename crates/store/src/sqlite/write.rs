@@ -156,6 +156,10 @@ pub(super) fn commit_turn(tx: &Transaction<'_>, turn: &EncodedTurn<'_>) -> Resul
     let commit = turn.commit;
     let rec = &commit.record;
     let run = &rec.run_id;
+    // A job's turn commits only while its worker still holds the job's lease.
+    if let Some(fence) = &commit.lease {
+        super::jobs::check_fence(tx, fence)?;
+    }
     let fenced = tx
         .prepare_cached(
             "UPDATE runs SET turns = turns + 1, header = ?1, status = ?2, updated_at = ?3

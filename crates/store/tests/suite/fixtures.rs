@@ -155,6 +155,7 @@ pub fn next_turn(before: &ExecutionState) -> (ExecutionState, TurnCommit) {
         changes,
         events,
         status: RunStatus::Active,
+        lease: None,
     };
     (after, commit)
 }

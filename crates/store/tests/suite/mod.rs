@@ -7,6 +7,7 @@
 
 pub mod conformance;
 pub mod fixtures;
+pub mod jobs;
 mod sqlite;
 
 use baton_core::ids::RunId;
@@ -114,6 +115,24 @@ macro_rules! conformance_tests {
         #[test]
         fn corrupt_rows_are_errors_with_context() {
             c::corrupt_rows_are_errors_with_context(&$new);
+        }
+        #[test]
+        fn jobs_are_claimed_oldest_first_and_once() {
+            $crate::suite::jobs::jobs_are_claimed_oldest_first_and_once($new.store());
+        }
+        #[test]
+        fn an_expired_lease_is_reclaimed_and_the_old_token_is_fenced_off() {
+            $crate::suite::jobs::an_expired_lease_is_reclaimed_and_the_old_token_is_fenced_off(
+                &$new,
+            );
+        }
+        #[test]
+        fn racing_claims_never_share_a_job() {
+            $crate::suite::jobs::racing_claims_never_share_a_job(&$new);
+        }
+        #[test]
+        fn judging_a_group_marks_its_finished_candidates() {
+            $crate::suite::jobs::judging_a_group_marks_its_finished_candidates($new.store());
         }
     };
 }

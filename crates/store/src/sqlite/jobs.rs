@@ -1,0 +1,272 @@
+//! The job queue's SQL. Claims run in an IMMEDIATE transaction, so two processes never
+//! claim the same job; every later write is fenced with `WHERE id = ? AND lease_token = ?`.
+
+use baton_core::ids::{RunId, Timestamp};
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+
+use super::{from_json, to_json};
+use crate::jobs::{ClaimOutcome, JobInfo, JobStatus, NewJob};
+use crate::{Error, LeaseFence, Result};
+
+const COLUMNS: &str = "id, grp, status, spec, run_id, attempts, lease_owner, lease_expires_at, \
+                       created_at, updated_at, outbox, error, judgement";
+
+fn job_from_row(row: &Row<'_>) -> rusqlite::Result<RawJob> {
+    Ok(RawJob {
+        id: row.get(0)?,
+        group: row.get(1)?,
+        status: row.get(2)?,
+        spec: row.get(3)?,
+        run_id: row.get(4)?,
+        attempts: row.get(5)?,
+        lease_owner: row.get(6)?,
+        lease_expires_at: row.get(7)?,
+        created_at: row.get(8)?,
+        updated_at: row.get(9)?,
+        outbox: row.get(10)?,
+        error: row.get(11)?,
+        judgement: row.get(12)?,
+    })
+}
+
+struct RawJob {
+    id: String,
+    group: String,
+    status: String,
+    spec: String,
+    run_id: Option<String>,
+    attempts: u32,
+    lease_owner: Option<String>,
+    lease_expires_at: Option<i64>,
+    created_at: i64,
+    updated_at: i64,
+    outbox: Option<String>,
+    error: Option<String>,
+    judgement: Option<String>,
+}
+
+impl RawJob {
+    fn decode(self) -> Result<JobInfo> {
+        let id = self.id;
+        let what = |field: &str| format!("{field} of job {id}");
+        let status = JobStatus::parse(&self.status).ok_or_else(|| Error::Corrupt {
+            what: what("status"),
+            detail: format!("unknown status \"{}\"", self.status),
+        })?;
+        let spec = from_json(&self.spec, || what("spec"))?;
+        let outbox = match self.outbox {
+            Some(t) => Some(from_json(&t, || what("outbox"))?),
+            None => None,
+        };
+        let judgement = match self.judgement {
+            Some(t) => Some(from_json(&t, || what("judgement"))?),
+            None => None,
+        };
+        Ok(JobInfo {
+            group: self.group,
+            status,
+            spec,
+            run_id: self.run_id.map(RunId),
+            attempts: self.attempts,
+            lease_owner: self.lease_owner,
+            lease_expires_at: self.lease_expires_at.map(Timestamp),
+            created_at: Timestamp(self.created_at),
+            updated_at: Timestamp(self.updated_at),
+            outbox,
+            error: self.error,
+            judgement,
+            id,
+        })
+    }
+}
+
+pub(super) fn enqueue(tx: &Transaction<'_>, job: &NewJob) -> Result<()> {
+    let spec = to_json(&job.spec, || format!("spec of job {}", job.id))?;
+    tx.prepare_cached(
+        "INSERT INTO jobs (id, grp, status, spec, created_at, updated_at)
+         VALUES (?1, ?2, 'queued', ?3, ?4, ?4)",
+    )?
+    .execute(params![job.id, job.group, spec, job.created_at.0])?;
+    Ok(())
+}
+
+pub(super) fn list(conn: &Connection) -> Result<Vec<JobInfo>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM jobs ORDER BY created_at DESC, id"
+    ))?;
+    let rows = stmt.query_map([], job_from_row)?;
+    let mut out = Vec::new();
+    for row in rows {
+        out.push(row?.decode()?);
+    }
+    Ok(out)
+}
+
+pub(super) fn get(conn: &Connection, id: &str) -> Result<JobInfo> {
+    conn.prepare_cached(&format!("SELECT {COLUMNS} FROM jobs WHERE id = ?1"))?
+        .query_row([id], job_from_row)
+        .optional()?
+        .ok_or_else(|| Error::JobNotFound {
+            prefix: id.to_string(),
+        })?
+        .decode()
+}
+
+pub(super) fn resolve(conn: &Connection, prefix: &str) -> Result<String> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id FROM jobs WHERE id = ?1 OR substr(id, 1, length(?1)) = ?1 ORDER BY id LIMIT 11",
+    )?;
+    let ids: Vec<String> = stmt
+        .query_map([prefix], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    if ids.iter().any(|i| i == prefix) {
+        return Ok(prefix.to_string());
+    }
+    match ids.len() {
+        0 => Err(Error::JobNotFound {
+            prefix: prefix.to_string(),
+        }),
+        1 => Ok(ids.into_iter().next().unwrap_or_default()),
+        _ => Err(Error::AmbiguousJob {
+            prefix: prefix.to_string(),
+            candidates: ids,
+        }),
+    }
+}
+
+pub(super) fn try_claim(
+    tx: &Transaction<'_>,
+    owner: &str,
+    token: &str,
+    now: Timestamp,
+    lease_ms: i64,
+) -> Result<ClaimOutcome> {
+    // Queued jobs first (oldest first), then running jobs whose worker stopped renewing.
+    let candidate: Option<(String, String)> = tx
+        .prepare_cached(
+            "SELECT id, status FROM jobs
+             WHERE status = 'queued' OR (status = 'running' AND lease_expires_at < ?1)
+             ORDER BY status = 'running', created_at, id LIMIT 1",
+        )?
+        .query_row([now.0], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    let Some((id, status)) = candidate else {
+        return Ok(ClaimOutcome::Skipped {
+            reason: "no queued job and no expired lease".into(),
+        });
+    };
+    let expires_at = Timestamp(now.0 + lease_ms);
+    tx.prepare_cached(
+        "UPDATE jobs SET status = 'running', lease_token = ?1, lease_owner = ?2,
+                lease_expires_at = ?3, attempts = attempts + 1, updated_at = ?4
+         WHERE id = ?5",
+    )?
+    .execute(params![token, owner, expires_at.0, now.0, id])?;
+    let job = get(tx, &id)?;
+    Ok(ClaimOutcome::Claimed {
+        job: Box::new(job),
+        token: token.to_string(),
+        expires_at,
+        reclaimed: status == "running",
+    })
+}
+
+/// Fails with `LeaseLost` unless `fence` holds the job's lease and the job is running.
+pub(super) fn check_fence(conn: &Connection, fence: &LeaseFence) -> Result<()> {
+    let row: Option<(Option<String>, String)> = conn
+        .prepare_cached("SELECT lease_token, status FROM jobs WHERE id = ?1")?
+        .query_row([&fence.job], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    match row {
+        None => Err(Error::JobNotFound {
+            prefix: fence.job.clone(),
+        }),
+        Some((Some(token), status)) if token == fence.token && status == "running" => Ok(()),
+        Some((_, status)) if status != "running" => Err(Error::LeaseLost {
+            job: fence.job.clone(),
+            reason: format!("the job is {status}"),
+        }),
+        Some(_) => Err(Error::LeaseLost {
+            job: fence.job.clone(),
+            reason: "another worker claimed it after this lease expired".into(),
+        }),
+    }
+}
+
+pub(super) fn renew(
+    tx: &Transaction<'_>,
+    fence: &LeaseFence,
+    now: Timestamp,
+    lease_ms: i64,
+) -> Result<()> {
+    check_fence(tx, fence)?;
+    tx.prepare_cached(
+        "UPDATE jobs SET lease_expires_at = ?1, updated_at = ?2 WHERE id = ?3 AND lease_token = ?4",
+    )?
+    .execute(params![now.0 + lease_ms, now.0, fence.job, fence.token])?;
+    Ok(())
+}
+
+pub(super) fn set_run(
+    tx: &Transaction<'_>,
+    fence: &LeaseFence,
+    run: &RunId,
+    now: Timestamp,
+) -> Result<()> {
+    check_fence(tx, fence)?;
+    tx.prepare_cached(
+        "UPDATE jobs SET run_id = ?1, updated_at = ?2 WHERE id = ?3 AND lease_token = ?4",
+    )?
+    .execute(params![run.0, now.0, fence.job, fence.token])?;
+    Ok(())
+}
+
+pub(super) fn finish(
+    tx: &Transaction<'_>,
+    fence: &LeaseFence,
+    status: JobStatus,
+    outbox: Option<&serde_json::Value>,
+    error: Option<&str>,
+    now: Timestamp,
+) -> Result<()> {
+    check_fence(tx, fence)?;
+    let outbox = match outbox {
+        Some(v) => Some(to_json(v, || format!("outbox of job {}", fence.job))?),
+        None => None,
+    };
+    tx.prepare_cached(
+        "UPDATE jobs SET status = ?1, outbox = ?2, error = ?3, lease_token = NULL,
+                lease_expires_at = NULL, updated_at = ?4
+         WHERE id = ?5 AND lease_token = ?6",
+    )?
+    .execute(params![
+        status.as_str(),
+        outbox,
+        error,
+        now.0,
+        fence.job,
+        fence.token
+    ])?;
+    Ok(())
+}
+
+pub(super) fn judge(
+    tx: &Transaction<'_>,
+    group: &str,
+    judgement: &serde_json::Value,
+    now: Timestamp,
+) -> Result<()> {
+    let text = to_json(judgement, || format!("judgement of group {group}"))?;
+    let changed = tx
+        .prepare_cached(
+            "UPDATE jobs SET judgement = ?1, status = 'judged', updated_at = ?2
+             WHERE grp = ?3 AND status IN ('outbox', 'judged')",
+        )?
+        .execute(params![text, now.0, group])?;
+    if changed == 0 {
+        return Err(Error::JobNotFound {
+            prefix: format!("group {group} (no finished candidates)"),
+        });
+    }
+    Ok(())
+}

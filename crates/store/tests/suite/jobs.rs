@@ -1,0 +1,208 @@
+//! Conformance checks of the job queue: claims, leases, fencing, reclaiming.
+
+use baton_core::ids::{RunId, Timestamp};
+use baton_store::{ClaimOutcome, Error, JobStatus, LeaseFence, NewJob, Store};
+use serde_json::json;
+
+use super::Backend;
+use super::fixtures;
+
+fn enqueue(store: &dyn Store, id: &str, group: &str, at: i64) {
+    store
+        .enqueue_job(&NewJob {
+            id: id.into(),
+            group: group.into(),
+            spec: json!({"objective": format!("job {id}")}),
+            created_at: Timestamp(at),
+        })
+        .unwrap();
+}
+
+fn claim(
+    store: &dyn Store,
+    owner: &str,
+    token: &str,
+    now: i64,
+) -> Option<(String, LeaseFence, bool)> {
+    match store
+        .try_claim_job(owner, token, Timestamp(now), 1_000)
+        .unwrap()
+    {
+        ClaimOutcome::Claimed {
+            job,
+            token,
+            reclaimed,
+            ..
+        } => Some((
+            job.id.clone(),
+            LeaseFence {
+                job: job.id.clone(),
+                token,
+            },
+            reclaimed,
+        )),
+        ClaimOutcome::Skipped { .. } => None,
+    }
+}
+
+pub fn jobs_are_claimed_oldest_first_and_once(store: &dyn Store) {
+    enqueue(store, "job-b", "g", 20);
+    enqueue(store, "job-a", "g", 10);
+    let (first, _, reclaimed) = claim(store, "w1", "t1", 100).unwrap();
+    assert_eq!(first, "job-a");
+    assert!(!reclaimed);
+    let (second, _, _) = claim(store, "w2", "t2", 100).unwrap();
+    assert_eq!(second, "job-b");
+    assert!(
+        claim(store, "w3", "t3", 100).is_none(),
+        "nothing left while leases hold"
+    );
+    let job = store.job("job-a").unwrap();
+    assert_eq!(job.status, JobStatus::Running);
+    assert_eq!(job.lease_owner.as_deref(), Some("w1"));
+    assert_eq!(job.attempts, 1);
+    assert_eq!(store.resolve_job("job-a").unwrap(), "job-a");
+    assert!(matches!(
+        store.resolve_job("job-"),
+        Err(Error::AmbiguousJob { .. })
+    ));
+    assert!(matches!(
+        store.resolve_job("zzz"),
+        Err(Error::JobNotFound { .. })
+    ));
+}
+
+pub fn an_expired_lease_is_reclaimed_and_the_old_token_is_fenced_off(backend: &dyn Backend) {
+    let store = backend.store();
+    enqueue(store, "job-1", "g", 10);
+    let (_, old, _) = claim(store, "dead-worker", "old-token", 100).unwrap();
+    // Heartbeats keep it: renewal moves the expiry.
+    store.renew_lease(&old, Timestamp(900), 1_000).unwrap();
+    assert!(
+        claim(store, "w2", "t2", 1_500).is_none(),
+        "renewed lease still holds at 1500"
+    );
+    // The worker dies; after expiry another claims it.
+    let (id, new, reclaimed) = claim(store, "w2", "new-token", 2_000).unwrap();
+    assert_eq!(id, "job-1");
+    assert!(reclaimed);
+    assert_eq!(store.job("job-1").unwrap().attempts, 2);
+    // Every write with the old token is refused; the new token works.
+    assert!(matches!(
+        store.renew_lease(&old, Timestamp(2_001), 1_000),
+        Err(Error::LeaseLost { .. })
+    ));
+    let run = RunId("run-1".into());
+    assert!(matches!(
+        store.set_job_run(&old, &run, Timestamp(2_002)),
+        Err(Error::LeaseLost { .. })
+    ));
+    assert!(matches!(
+        store.finish_job(
+            &old,
+            JobStatus::Outbox,
+            Some(&json!({"branch": "x"})),
+            None,
+            Timestamp(2_003)
+        ),
+        Err(Error::LeaseLost { .. })
+    ));
+    // A turn of the job's run cannot commit under the old lease either.
+    let state = fixtures::create(store, "run-1", 1);
+    store.set_job_run(&new, &run, Timestamp(2_004)).unwrap();
+    let (_, mut commit) = fixtures::next_turn(&state);
+    commit.lease = Some(old.clone());
+    assert!(matches!(
+        store.commit_turn(&commit),
+        Err(Error::LeaseLost { .. })
+    ));
+    assert_eq!(
+        store.turns(&run).unwrap().len(),
+        0,
+        "a fenced-off turn writes nothing"
+    );
+    commit.lease = Some(new.clone());
+    store.commit_turn(&commit).unwrap();
+    // Finishing releases the lease; the job cannot be claimed again.
+    store
+        .finish_job(
+            &new,
+            JobStatus::Outbox,
+            Some(&json!({"branch": "baton/job-1"})),
+            None,
+            Timestamp(2_100),
+        )
+        .unwrap();
+    let job = store.job("job-1").unwrap();
+    assert_eq!(job.status, JobStatus::Outbox);
+    assert_eq!(job.run_id, Some(run));
+    assert_eq!(job.outbox.unwrap()["branch"], "baton/job-1");
+    assert!(claim(store, "w3", "t3", 10_000).is_none());
+    assert!(matches!(
+        store.renew_lease(&new, Timestamp(2_200), 1_000),
+        Err(Error::LeaseLost { .. })
+    ));
+    // Another process sees the same.
+    assert_eq!(
+        backend.reopen().job("job-1").unwrap().status,
+        JobStatus::Outbox
+    );
+}
+
+pub fn racing_claims_never_share_a_job(backend: &dyn Backend) {
+    for i in 0..8 {
+        enqueue(backend.store(), &format!("job-{i}"), "g", i);
+    }
+    let stores: Vec<Box<dyn Store>> = (0..4).map(|_| backend.reopen()).collect();
+    let claimed = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for (n, store) in stores.iter().enumerate() {
+            let claimed = &claimed;
+            s.spawn(move || {
+                for k in 0..4 {
+                    if let Some((id, _, _)) =
+                        claim(store.as_ref(), &format!("w{n}"), &format!("t{n}-{k}"), 100)
+                    {
+                        claimed.lock().unwrap().push(id);
+                    }
+                }
+            });
+        }
+    });
+    let mut claimed = claimed.into_inner().unwrap();
+    claimed.sort();
+    let mut unique = claimed.clone();
+    unique.dedup();
+    assert_eq!(claimed, unique, "a job was claimed twice");
+    assert_eq!(claimed.len(), 8);
+}
+
+pub fn judging_a_group_marks_its_finished_candidates(store: &dyn Store) {
+    enqueue(store, "c1", "grp", 1);
+    enqueue(store, "c2", "grp", 2);
+    for (i, token) in ["a", "b"].iter().enumerate() {
+        let (_, fence, _) = claim(store, "w", token, 10 + i as i64).unwrap();
+        store
+            .finish_job(
+                &fence,
+                JobStatus::Outbox,
+                Some(&json!({})),
+                None,
+                Timestamp(20),
+            )
+            .unwrap();
+    }
+    store
+        .record_judgement("grp", &json!({"winner": "B"}), Timestamp(30))
+        .unwrap();
+    for id in ["c1", "c2"] {
+        let job = store.job(id).unwrap();
+        assert_eq!(job.status, JobStatus::Judged);
+        assert_eq!(job.judgement.unwrap()["winner"], "B");
+    }
+    assert!(
+        store
+            .record_judgement("nope", &json!({}), Timestamp(31))
+            .is_err()
+    );
+}
