@@ -1,0 +1,383 @@
+//! Creating and reopening a job's worktree, and the questions asked of it directly.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::git::{Git, nul_records, os, same_path, utf8_path};
+use crate::repo::{Repo, current_branch_in, resolve_in};
+
+/// What the job runner records to create a job's workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkspaceSpec {
+    /// The job's id; names the worktree directory and the branch.
+    pub job_id: String,
+    /// The commit the job starts from, recorded when the job was queued (so a job that
+    /// is resumed days later still starts where it was planned, not at today's HEAD).
+    pub base: String,
+    /// The branch `base` was taken from, for [`Repo::drift`].
+    pub base_branch: Option<String>,
+    /// Directory that holds worktrees, one subdirectory per job. Relative paths are
+    /// relative to the repository's checkout.
+    pub root: PathBuf,
+}
+
+/// A job's worktree. Obtained only from [`Repo::create_workspace`] or
+/// [`Repo::open_workspace`], which check that it really is one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Workspace {
+    pub job_id: String,
+    /// The worktree's top directory, absolute.
+    pub path: PathBuf,
+    /// Short branch name, `baton/job-<id>`.
+    pub branch: String,
+    /// Full sha of the base commit.
+    pub base: String,
+}
+
+/// The branch a job's turns are committed on.
+pub fn branch_for_job(job_id: &str) -> String {
+    format!("baton/job-{job_id}")
+}
+
+/// Checks that a job id can be both a directory name and part of a branch name.
+pub fn validate_job_id(job_id: &str) -> Result<()> {
+    let reason = if job_id.is_empty() {
+        Some("it is empty")
+    } else if job_id.len() > 128 {
+        Some("it is longer than 128 bytes")
+    } else if !job_id
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    {
+        Some("it contains a character other than letters, digits, '.', '_' and '-'")
+    } else if job_id.starts_with(['.', '-']) {
+        Some("it starts with '.' or '-'")
+    } else if job_id.contains("..") || job_id.ends_with(".lock") || job_id.ends_with('.') {
+        Some("git forbids '..', a trailing '.' and a '.lock' suffix in branch names")
+    } else {
+        None
+    };
+    match reason {
+        Some(reason) => Err(Error::InvalidJobId {
+            job_id: job_id.to_owned(),
+            reason,
+        }),
+        None => Ok(()),
+    }
+}
+
+impl Repo {
+    /// Creates the job's worktree at `<root>/<job_id>` on a new branch
+    /// `baton/job-<job_id>` starting at `spec.base`.
+    ///
+    /// Idempotent for resuming after a crash: if the worktree already exists for this job
+    /// and branch it is returned as is; if only the branch exists (its worktree was
+    /// collected, or creation died half-way) it is checked out again with its turns
+    /// intact. Anything else in the way is an error; the job is never pointed at the main
+    /// checkout instead.
+    pub fn create_workspace(&self, spec: &WorkspaceSpec) -> Result<Workspace> {
+        validate_job_id(&spec.job_id)?;
+        let branch = branch_for_job(&spec.job_id);
+        let full_ref = format!("refs/heads/{branch}");
+        let root = self.absolute(&spec.root);
+        let path = root.join(&spec.job_id);
+        if same_path(&path, self.workdir()) || self.workdir().starts_with(&path) {
+            return Err(Error::PathOccupied {
+                job_id: spec.job_id.clone(),
+                path,
+                reason: "it is (or contains) the main checkout".to_owned(),
+            });
+        }
+        let base = self.resolve(&spec.base)?;
+        let workspace = Workspace {
+            job_id: spec.job_id.clone(),
+            path: path.clone(),
+            branch: branch.clone(),
+            base: base.clone(),
+        };
+
+        let git = self.git();
+        if let Some(entry) = self.worktree_at(&path)? {
+            let half_made = entry.locked.as_deref() == Some("initializing");
+            if entry.prunable || half_made {
+                // A registration whose directory is gone, or a `worktree add` that died
+                // before checkout finished: neither holds work, so clear it and recreate.
+                if half_made {
+                    git.run(&[
+                        os("worktree"),
+                        os("remove"),
+                        os("--force"),
+                        os("--force"),
+                        path.as_os_str(),
+                    ])?;
+                }
+                git.run(&[os("worktree"), os("prune")])?;
+            } else if entry.branch.as_deref() == Some(full_ref.as_str()) {
+                if !self.is_ancestor(&base, &full_ref)? {
+                    return Err(Error::BranchDoesNotContainBase { branch, base });
+                }
+                // Same job, same branch: resume. Make sure git in that directory really
+                // resolves to the worktree (its `.git` file may have been deleted).
+                workspace.verify_toplevel()?;
+                return Ok(workspace);
+            } else {
+                return Err(Error::PathOccupied {
+                    job_id: spec.job_id.clone(),
+                    path,
+                    reason: format!(
+                        "it is a worktree on {}",
+                        entry.branch.as_deref().unwrap_or("a detached HEAD")
+                    ),
+                });
+            }
+        }
+        if path.exists() && !is_empty_dir(&path)? {
+            return Err(Error::PathOccupied {
+                job_id: spec.job_id.clone(),
+                path,
+                reason: "it exists and is not a worktree of this repository".to_owned(),
+            });
+        }
+        self.ignore_root_inside_checkout(&root)?;
+
+        let existing = self.branch_tip(&branch)?;
+        let mut args = vec![os("worktree"), os("add"), os("--quiet")];
+        if existing.is_some() {
+            if let Some(other) = self
+                .worktrees()?
+                .into_iter()
+                .find(|w| w.branch.as_deref() == Some(full_ref.as_str()))
+            {
+                return Err(Error::BranchCheckedOutElsewhere {
+                    branch,
+                    elsewhere: other.path,
+                });
+            }
+            if !self.is_ancestor(&base, &full_ref)? {
+                return Err(Error::BranchDoesNotContainBase { branch, base });
+            }
+            args.extend([os("--end-of-options"), path.as_os_str(), os(&branch)]);
+        } else {
+            args.extend([
+                os("--no-track"),
+                os("-b"),
+                os(&branch),
+                os("--end-of-options"),
+                path.as_os_str(),
+                os(&base),
+            ]);
+        }
+        let out = git.output(&args)?;
+        if !out.status.success() {
+            return Err(Error::CreateWorkspace {
+                job_id: spec.job_id.clone(),
+                path,
+                branch,
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+            });
+        }
+        workspace.verify_toplevel()?;
+        Ok(workspace)
+    }
+
+    /// Reopens an existing job worktree, failing loudly if its directory is gone, is not
+    /// a worktree of this repository, or is not on `expected_branch`. Never returns the
+    /// main checkout.
+    pub fn open_workspace(
+        &self,
+        job_id: &str,
+        expected_branch: &str,
+        base: &str,
+        root: &Path,
+    ) -> Result<Workspace> {
+        validate_job_id(job_id)?;
+        let path = self.absolute(root).join(job_id);
+        let workspace = Workspace {
+            job_id: job_id.to_owned(),
+            path: path.clone(),
+            branch: expected_branch.to_owned(),
+            base: self.resolve(base)?,
+        };
+        if !path.is_dir() {
+            return Err(workspace.vanished());
+        }
+        match self.worktree_at(&path)? {
+            None => {
+                return Err(Error::NotAWorktree {
+                    path,
+                    reason: format!(
+                        "it is not registered as a worktree of {}",
+                        self.workdir().display()
+                    ),
+                });
+            }
+            Some(entry) if entry.prunable => return Err(workspace.vanished()),
+            Some(_) => {}
+        }
+        workspace.checked_head()?;
+        Ok(workspace)
+    }
+
+    /// When the worktree root lies inside the checkout, a `.gitignore` of `*` in it keeps
+    /// the worktrees out of the checkout's `git status` and `git add -A`.
+    fn ignore_root_inside_checkout(&self, root: &Path) -> Result<()> {
+        let inside = root.starts_with(self.workdir())
+            || root
+                .canonicalize()
+                .ok()
+                .zip(self.workdir().canonicalize().ok())
+                .is_some_and(|(r, w)| r.starts_with(w));
+        if !inside {
+            return Ok(());
+        }
+        std::fs::create_dir_all(root).map_err(|source| Error::Io {
+            action: "creating the worktree root",
+            path: root.to_path_buf(),
+            source,
+        })?;
+        let ignore = root.join(".gitignore");
+        if !ignore.exists() {
+            std::fs::write(&ignore, "# baton job worktrees\n*\n").map_err(|source| Error::Io {
+                action: "writing",
+                path: ignore.clone(),
+                source,
+            })?;
+        }
+        Ok(())
+    }
+}
+
+impl Workspace {
+    pub(crate) fn git(&self) -> Git {
+        Git::new(&self.path)
+    }
+
+    fn vanished(&self) -> Error {
+        Error::WorkspaceVanished {
+            job_id: self.job_id.clone(),
+            path: self.path.clone(),
+        }
+    }
+
+    /// Git run in this directory must resolve to this worktree; if its `.git` file were
+    /// gone, git would walk up and act on an enclosing checkout instead.
+    fn verify_toplevel(&self) -> Result<()> {
+        self.checked(&[os("rev-parse"), os("--show-toplevel")])
+            .map(|_| ())
+    }
+
+    /// Runs `rev-parse --show-toplevel <extra...>` after checking the directory exists,
+    /// and returns the lines after the toplevel once it is confirmed to be this worktree.
+    fn checked(&self, args: &[&std::ffi::OsStr]) -> Result<Vec<String>> {
+        if !self.path.is_dir() {
+            return Err(self.vanished());
+        }
+        let git = self.git();
+        let out = git.output(args)?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut lines = text.lines();
+        let top = lines.next().unwrap_or_default();
+        if top.is_empty() || !same_path(Path::new(top), &self.path) {
+            let reason = if top.is_empty() {
+                "git finds no repository there".to_owned()
+            } else {
+                format!("git resolves it to the checkout at {top}")
+            };
+            return Err(Error::NotAWorktree {
+                path: self.path.clone(),
+                reason,
+            });
+        }
+        if !out.status.success() {
+            return Err(git.failure(args, &out));
+        }
+        Ok(lines.map(str::to_owned).collect())
+    }
+
+    /// HEAD's sha after checking that this is the worktree and HEAD is on its branch.
+    pub(crate) fn checked_head(&self) -> Result<String> {
+        let lines = self.checked(&[
+            os("rev-parse"),
+            os("--show-toplevel"),
+            os("HEAD"),
+            os("--symbolic-full-name"),
+            os("HEAD"),
+        ])?;
+        let (Some(head), Some(symbolic)) = (lines.first(), lines.get(1)) else {
+            return Err(self.git().unexpected(
+                &[os("rev-parse"), os("HEAD")],
+                "expected the HEAD sha and its ref",
+            ));
+        };
+        let expected = format!("refs/heads/{}", self.branch);
+        if *symbolic != expected {
+            return Err(Error::BranchSwitched {
+                path: self.path.clone(),
+                expected: self.branch.clone(),
+                actual: symbolic
+                    .strip_prefix("refs/heads/")
+                    .map(str::to_owned)
+                    .or_else(|| (symbolic != "HEAD").then(|| symbolic.clone())),
+            });
+        }
+        Ok(head.clone())
+    }
+
+    /// The worktree's HEAD commit (full sha), after checking it is still on its branch.
+    pub fn head(&self) -> Result<String> {
+        self.checked_head()
+    }
+
+    /// Paths with uncommitted changes: modified or deleted tracked files, staged
+    /// changes, and untracked files that are not ignored.
+    pub fn dirty(&self) -> Result<Vec<String>> {
+        self.verify_toplevel()?;
+        dirty_paths(&self.git())
+    }
+
+    /// The branch HEAD is on, `None` when detached. Does not require it to be ours.
+    pub(crate) fn actual_branch(&self) -> Result<Option<String>> {
+        self.verify_toplevel()?;
+        current_branch_in(&self.git())
+    }
+
+    pub(crate) fn resolve(&self, rev: &str) -> Result<String> {
+        resolve_in(&self.git(), rev)
+    }
+}
+
+/// `git status --porcelain -z` paths, untracked files listed one by one.
+pub(crate) fn dirty_paths(git: &Git) -> Result<Vec<String>> {
+    let args = [
+        os("status"),
+        os("--porcelain=v1"),
+        os("-z"),
+        os("--untracked-files=all"),
+        os("--ignore-submodules=none"),
+    ];
+    let out = git.run(&args)?;
+    let mut paths = Vec::new();
+    let mut records = nul_records(&out);
+    while let Some(record) = records.next() {
+        if record.len() < 4 || record[2] != b' ' {
+            return Err(git.unexpected(&args, "status record shorter than `XY path`"));
+        }
+        paths.push(utf8_path(&record[3..])?);
+        // A rename or copy is followed by a record with its source path.
+        if matches!(record[0], b'R' | b'C') {
+            records.next();
+        }
+    }
+    Ok(paths)
+}
+
+fn is_empty_dir(path: &Path) -> Result<bool> {
+    let mut entries = std::fs::read_dir(path).map_err(|source| Error::Io {
+        action: "reading",
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(entries.next().is_none())
+}
