@@ -1,4 +1,6 @@
 mod anthropic;
+mod command;
+mod command_liveness;
 mod common;
 mod gemini;
 mod openai;
