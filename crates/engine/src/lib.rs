@@ -10,6 +10,7 @@ pub mod config;
 pub mod demo;
 pub mod export;
 pub mod hook;
+pub mod jobs;
 pub mod orchestrator;
 pub mod policy;
 pub mod report;

@@ -2,6 +2,7 @@ mod adversarial;
 mod demo;
 mod failures;
 mod invariants;
+mod jobs;
 mod replay;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,205 @@
+//! Gates: mechanical pass/fail commands (tests, lint, migrations) run in a job's
+//! worktree. No model is involved; their results are facts.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use baton_core::turn::GateResult;
+use serde::{Deserialize, Serialize};
+
+/// A configured gate.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GateSpec {
+    /// A short name issues can refer to (`tests`, `lint`).
+    pub name: String,
+    /// Run with `sh -c` in the worktree.
+    pub command: String,
+    #[serde(default = "default_timeout")]
+    pub timeout_s: u64,
+}
+
+fn default_timeout() -> u64 {
+    1800
+}
+
+impl GateSpec {
+    /// `name=command`, or a bare command named after its first word.
+    pub fn parse(text: &str) -> GateSpec {
+        match text.split_once('=') {
+            Some((name, command)) if !name.trim().is_empty() && !name.contains(' ') => GateSpec {
+                name: name.trim().to_string(),
+                command: command.trim().to_string(),
+                timeout_s: default_timeout(),
+            },
+            _ => GateSpec {
+                name: text.split_whitespace().next().unwrap_or("gate").to_string(),
+                command: text.trim().to_string(),
+                timeout_s: default_timeout(),
+            },
+        }
+    }
+}
+
+/// Bytes of a gate's output kept in the record; the whole output stays in its file.
+const TAIL_BYTES: u64 = 4096;
+
+/// Runs one gate in `dir` against `commit`, its combined output going to a file under
+/// `out_dir` with no size ceiling. `hide` are environment variables the gate must not
+/// see (the workers' keys).
+pub fn run_gate(
+    gate: &GateSpec,
+    dir: &Path,
+    commit: &str,
+    out_dir: &Path,
+    hide: &[String],
+) -> GateResult {
+    let started = Instant::now();
+    let file_name = format!(
+        "{}-{}.log",
+        sanitize(&gate.name),
+        &commit[..commit.len().min(12)]
+    );
+    let path = out_dir.join(file_name);
+    let result = |exit_code: Option<i32>, tail: String| GateResult {
+        name: gate.name.clone(),
+        command: gate.command.clone(),
+        commit: commit.to_string(),
+        exit_code,
+        passed: exit_code == Some(0),
+        duration_ms: started.elapsed().as_millis() as u64,
+        output_tail: tail,
+        output_file: Some(path.display().to_string()),
+    };
+    if let Err(e) = std::fs::create_dir_all(out_dir) {
+        return result(None, format!("cannot create {}: {e}", out_dir.display()));
+    }
+    let (out, err) = match File::create(&path).and_then(|f| Ok((f.try_clone()?, f))) {
+        Ok(pair) => pair,
+        Err(e) => return result(None, format!("cannot create {}: {e}", path.display())),
+    };
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(&gate.command)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err);
+    for var in hide {
+        cmd.env_remove(var);
+    }
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            return result(
+                None,
+                format!("could not start `sh -c {}`: {e}", gate.command),
+            );
+        }
+    };
+    let deadline = started + Duration::from_secs(gate.timeout_s);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(_) => break None,
+        }
+    };
+    let mut tail = read_tail(&path);
+    if status.is_none() {
+        tail.push_str(&format!(
+            "\n[baton: killed after the gate's {} s timeout]",
+            gate.timeout_s
+        ));
+    }
+    result(status.and_then(|s| s.code()), tail)
+}
+
+fn read_tail(path: &Path) -> String {
+    let Ok(mut f) = File::open(path) else {
+        return String::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = f.seek(SeekFrom::Start(len.saturating_sub(TAIL_BYTES)));
+    let mut buf = Vec::new();
+    let _ = f.read_to_end(&mut buf);
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gates_pass_fail_time_out_and_keep_their_whole_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let ok = GateSpec::parse("tests=printf 'all good'; exit 0");
+        let r = run_gate(&ok, dir.path(), "abcdef1234567890", &out, &[]);
+        assert!(r.passed && r.exit_code == Some(0), "{r:?}");
+        assert_eq!(r.output_tail, "all good");
+        let failing = GateSpec::parse("echo broken >&2; exit 3");
+        let r = run_gate(&failing, dir.path(), "abcdef1234567890", &out, &[]);
+        assert!(!r.passed);
+        assert_eq!(r.exit_code, Some(3));
+        assert_eq!(r.name, "echo");
+        assert!(r.output_tail.contains("broken"));
+        let slow = GateSpec {
+            name: "slow".into(),
+            command: "sleep 5".into(),
+            timeout_s: 0,
+        };
+        let r = run_gate(&slow, dir.path(), "abcdef1234567890", &out, &[]);
+        assert!(
+            !r.passed && r.exit_code.is_none() && r.output_tail.contains("timeout"),
+            "{r:?}"
+        );
+        // Large output is kept whole on disk, only its tail in the record.
+        let big = GateSpec::parse("big=head -c 300000 /dev/zero | tr '\\\\0' x");
+        let r = run_gate(&big, dir.path(), "abcdef1234567890", &out, &[]);
+        assert_eq!(
+            std::fs::metadata(r.output_file.unwrap()).unwrap().len(),
+            300_000
+        );
+        assert_eq!(r.output_tail.len(), TAIL_BYTES as usize);
+    }
+
+    #[test]
+    fn gates_do_not_see_hidden_variables() {
+        // The runner hides every worker's key variable; HOME stands in for one here
+        // (the test process has it, and setting variables would race other tests).
+        let dir = tempfile::tempdir().unwrap();
+        let gate = GateSpec::parse("env=/usr/bin/env");
+        let seen = run_gate(&gate, dir.path(), "0123456789ab", dir.path(), &[]);
+        let all = std::fs::read_to_string(seen.output_file.unwrap()).unwrap();
+        assert!(all.lines().any(|l| l.starts_with("HOME=")), "{all}");
+        let hidden = run_gate(
+            &gate,
+            dir.path(),
+            "0123456789ac",
+            dir.path(),
+            &["HOME".into()],
+        );
+        let all = std::fs::read_to_string(hidden.output_file.unwrap()).unwrap();
+        assert!(!all.lines().any(|l| l.starts_with("HOME=")), "{all}");
+    }
+}

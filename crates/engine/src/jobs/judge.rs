@@ -1,0 +1,256 @@
+//! The judge: a worker that compares a group's candidates against the rubric fixed at
+//! enqueue time, blind. Candidates are labelled A, B, … in an order shuffled from the
+//! group id; no worker id, model or family reaches the judge — only each candidate's
+//! gate results, diff size and patch, with any such name that appears in them masked.
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use baton_core::claims::extract_json_object;
+use baton_core::turn::CallKind;
+use baton_gateway::{Gateway, ModelRequest};
+use baton_store::{JobInfo, JobStatus, Store};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::{JobSpec, Outbox, decode_outbox, decode_spec};
+use crate::clock::Clock;
+use crate::config::WorkerConfig;
+use crate::{Error, Result};
+
+/// Characters of each candidate's patch the judge sees.
+const PATCH_CHARS: usize = 12_000;
+
+static SCHEMA: LazyLock<Value> = LazyLock::new(|| {
+    json!({
+        "type": "object",
+        "properties": {
+            "scores": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "candidate": {"type": "string"},
+                        "score": {"type": "number"},
+                        "reasons": {"type": "string"}
+                    },
+                    "required": ["candidate", "score", "reasons"],
+                    "additionalProperties": false
+                }
+            },
+            "winner": {"type": "string"},
+            "verdict": {"type": "string"}
+        },
+        "required": ["scores", "winner", "verdict"],
+        "additionalProperties": false
+    })
+});
+
+/// What the judge said, as a model claim.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Verdict {
+    pub scores: Vec<Score>,
+    pub winner: String,
+    pub verdict: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Score {
+    pub candidate: String,
+    pub score: f64,
+    pub reasons: String,
+}
+
+/// The recorded judgement: the verdict, and which label was which job (never shown to
+/// the judge).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Judgement {
+    pub group: String,
+    pub rubric: String,
+    pub labels: BTreeMap<String, String>,
+    pub verdict: Verdict,
+    /// The winning job.
+    pub winner_job: String,
+    pub judge: String,
+    pub judge_model: String,
+    /// The whole request as sent, so anyone can check what the judge saw.
+    pub request: String,
+}
+
+/// The candidates of a group that finished, in the judge's (shuffled) order.
+fn candidates(store: &dyn Store, group: &str) -> Result<Vec<(JobInfo, JobSpec, Outbox)>> {
+    let mut out = Vec::new();
+    for job in store.list_jobs()?.into_iter().filter(|j| j.group == group) {
+        if !matches!(job.status, JobStatus::Outbox | JobStatus::Judged) {
+            continue;
+        }
+        let spec = decode_spec(&job)?;
+        if let Some(outbox) = decode_outbox(&job)? {
+            out.push((job, spec, outbox));
+        }
+    }
+    out.sort_by_key(|(job, _, _)| {
+        let mut h = Sha256::new();
+        h.update(group.as_bytes());
+        h.update(job.id.as_bytes());
+        h.finalize().to_vec()
+    });
+    Ok(out)
+}
+
+/// Replaces every name that could identify a candidate's workers.
+fn mask(text: &str, names: &[String]) -> String {
+    let mut out = text.to_string();
+    for name in names.iter().filter(|n| n.len() >= 2) {
+        out = out.replace(name.as_str(), "[masked]");
+    }
+    out
+}
+
+/// Builds the judge's request for a group: its prompt (system, user) and labels.
+pub fn request(
+    store: &dyn Store,
+    group: &str,
+) -> Result<(String, String, BTreeMap<String, String>, String)> {
+    let cands = candidates(store, group)?;
+    if cands.len() < 2 {
+        return Err(Error::Config(format!(
+            "group {group} has {} finished candidate(s); the judge compares two or more (`baton jobs` shows them)",
+            cands.len()
+        )));
+    }
+    let spec = &cands[0].1;
+    let rubric = spec.rubric.clone().unwrap_or_else(|| {
+        "Correctness first (do the gates pass, does the change do what the tasks ask), then \
+         completeness, then simplicity and clarity of the change."
+            .to_string()
+    });
+    let mut names: Vec<String> = Vec::new();
+    for (job, s, o) in &cands {
+        names.push(job.id.clone());
+        names.push(o.branch.clone());
+        names.push(o.run_id.0.clone());
+        for w in &s.roster.workers {
+            names.push(w.id.to_string());
+            names.push(w.model.clone());
+            names.push(
+                w.model
+                    .split_once('/')
+                    .map(|(_, m)| m.to_string())
+                    .unwrap_or_default(),
+            );
+            names.push(w.family.clone());
+        }
+    }
+    // Longest first, so a name that contains another is masked whole.
+    names.sort_by_key(|n| std::cmp::Reverse(n.len()));
+    names.dedup();
+    let mut user = format!("# Objective\n{}\n\n# Tasks\n", spec.objective);
+    for (i, t) in spec.tasks.iter().enumerate() {
+        user.push_str(&format!("{}. {t}\n", i + 1));
+    }
+    user.push_str(&format!("\n# Rubric\n{rubric}\n"));
+    let mut labels = BTreeMap::new();
+    for (i, (job, _, outbox)) in cands.iter().enumerate() {
+        let label = char::from(b'A' + (i as u8 % 26)).to_string();
+        labels.insert(label.clone(), job.id.clone());
+        user.push_str(&format!("\n# Candidate {label}\n"));
+        user.push_str(&format!(
+            "Diff: {} files changed, {} insertions, {} deletions.\n",
+            outbox.diff.files_changed, outbox.diff.insertions, outbox.diff.deletions
+        ));
+        if outbox.gates.is_empty() {
+            user.push_str("Gates: none configured.\n");
+        }
+        for g in &outbox.gates {
+            user.push_str(&format!(
+                "Gate {}: {} (exit {})\n",
+                g.name,
+                if g.passed { "PASSED" } else { "FAILED" },
+                g.exit_code.map_or("none".to_string(), |c| c.to_string())
+            ));
+        }
+        let patch = std::fs::read_to_string(&outbox.patch_file).unwrap_or_default();
+        let clipped: String = patch.chars().take(PATCH_CHARS).collect();
+        user.push_str("```diff\n");
+        user.push_str(&clipped);
+        if clipped.len() < patch.len() {
+            user.push_str("\n[… patch shortened]");
+        }
+        user.push_str("\n```\n");
+    }
+    user.push_str(&format!(
+        "\n# Your answer\nScore every candidate from 0 to 10 against the rubric, name the winner by its label, \
+         and give a one-paragraph verdict. Return one JSON object matching this schema:\n{}\n",
+        *SCHEMA
+    ));
+    let system = "You are a judge comparing candidate changes to one codebase, blind: you know \
+                  them only by their labels. Judge the work, not its authors."
+        .to_string();
+    Ok((system, mask(&user, &names), labels, rubric))
+}
+
+/// Asks `judge` (with its gateway) for a verdict on `group` and records it.
+pub fn judge(
+    store: &dyn Store,
+    clock: &dyn Clock,
+    group: &str,
+    judge: &WorkerConfig,
+    gateway: &dyn Gateway,
+) -> Result<Judgement> {
+    let (system, user, labels, rubric) = request(store, group)?;
+    let model = judge
+        .model
+        .split_once('/')
+        .map_or(judge.model.as_str(), |(_, m)| m);
+    let response = gateway
+        .complete(&ModelRequest {
+            model,
+            system: &system,
+            user: &user,
+            call: CallKind::Execute,
+            turn: 0,
+            schema: &SCHEMA,
+            max_tokens: judge.max_tokens,
+            temperature: judge.temperature,
+            workspace: None,
+        })
+        .map_err(|error| Error::Gateway {
+            worker: judge.id.to_string(),
+            error,
+        })?;
+    let json = extract_json_object(&response.text).ok_or_else(|| {
+        Error::Config(format!(
+            "the judge's answer has no JSON object: {}",
+            clip(&response.text)
+        ))
+    })?;
+    let verdict: Verdict = serde_json::from_str(json)
+        .map_err(|e| Error::Config(format!("the judge's answer does not match its schema: {e}")))?;
+    let winner_job = labels.get(verdict.winner.trim()).cloned().ok_or_else(|| {
+        Error::Config(format!(
+            "the judge named \"{}\", which is no candidate's label",
+            verdict.winner
+        ))
+    })?;
+    let judgement = Judgement {
+        group: group.to_string(),
+        rubric,
+        labels,
+        verdict,
+        winner_job,
+        judge: judge.id.to_string(),
+        judge_model: judge.model.clone(),
+        request: format!("{system}\n\n{user}"),
+    };
+    let value = serde_json::to_value(&judgement).map_err(|e| Error::Config(e.to_string()))?;
+    store.record_judgement(group, &value, clock.now())?;
+    Ok(judgement)
+}
+
+fn clip(s: &str) -> String {
+    baton_core::reconciler::clip(s, 200)
+}

@@ -1,0 +1,211 @@
+//! Jobs: queue → claim → isolate → converse → commit → outbox → judge.
+//!
+//! A job is one candidate's attempt at a plan in its own git worktree. `enqueue` records
+//! the plan, the repository's base commit, the gates and the candidate's roster;
+//! `work` claims jobs under a lease renewed by a heartbeat and runs them, every turn a
+//! commit on the job's branch, every store write fenced by the lease token, so a worker
+//! whose lease was taken over cannot commit. A killed worker's job is reclaimed once its
+//! lease expires and resumes from its last committed turn.
+
+pub mod gates;
+pub mod git_hook;
+pub mod judge;
+pub mod runner;
+
+use std::path::PathBuf;
+
+use baton_core::ids::RunId;
+use baton_core::turn::GateResult;
+use baton_store::{NewJob, Store};
+use baton_workspace::{DiffStat, Repo};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+pub use gates::GateSpec;
+
+use crate::clock::Clock;
+use crate::config::{Roster, RunSettings};
+use crate::{Error, Result};
+
+/// What `enqueue` records for a job (the store keeps it as JSON).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobSpec {
+    pub objective: String,
+    pub tasks: Vec<String>,
+    /// The repository's checkout.
+    pub repo: PathBuf,
+    /// The commit the job starts from, recorded at enqueue time.
+    pub base: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_branch: Option<String>,
+    /// Where its worktree goes (one directory per job).
+    pub worktree_root: PathBuf,
+    #[serde(default)]
+    pub gates: Vec<GateSpec>,
+    /// Run the gates after every turn, not only after the last.
+    #[serde(default)]
+    pub gate_each_turn: bool,
+    /// The candidate's workers (no secrets: keys are named, never stored).
+    pub roster: Roster,
+    pub settings: RunSettings,
+    /// What the judge scores candidates against, fixed at enqueue time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rubric: Option<String>,
+    /// A label for humans (the candidate's worker ids); never shown to the judge.
+    pub candidate: String,
+}
+
+/// What a finished job leaves in the outbox.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outbox {
+    pub run_id: RunId,
+    pub branch: String,
+    pub base: String,
+    pub head: String,
+    pub worktree: PathBuf,
+    /// `git diff --binary base head`, written next to the worktrees.
+    pub patch_file: PathBuf,
+    pub diff: DiffStat,
+    pub turns: u32,
+    /// The gates' last runs.
+    #[serde(default)]
+    pub gates: Vec<GateResult>,
+    /// How the run ended (`finished`, or the question it stopped on).
+    pub ended: String,
+    /// Drift noticed while the job ran (base moved, commits made outside baton).
+    #[serde(default)]
+    pub drift: Vec<String>,
+}
+
+/// A request to queue work: one job per candidate.
+#[derive(Debug, Clone)]
+pub struct EnqueueRequest {
+    pub objective: String,
+    pub tasks: Vec<String>,
+    pub repo: PathBuf,
+    /// A branch, tag or commit; `HEAD` by default.
+    pub base: Option<String>,
+    pub worktree_root: Option<PathBuf>,
+    pub gates: Vec<GateSpec>,
+    pub gate_each_turn: bool,
+    /// Each candidate's roster (one job each).
+    pub candidates: Vec<Roster>,
+    pub settings: RunSettings,
+    pub rubric: Option<String>,
+}
+
+/// Ids of what `enqueue` created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Enqueued {
+    pub group: String,
+    pub jobs: Vec<String>,
+    pub base: String,
+}
+
+/// A short random-looking id with a prefix: unique per process, time and counter.
+pub(crate) fn new_id(prefix: &str, clock: &dyn Clock, salt: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut h = Sha256::new();
+    h.update(clock.now().0.to_le_bytes());
+    h.update(std::process::id().to_le_bytes());
+    h.update(COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+    h.update(salt.as_bytes());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    h.update(nanos.to_le_bytes());
+    format!("{prefix}{}", crate::audit::hex(&h.finalize()[..5]))
+}
+
+pub fn enqueue(store: &dyn Store, clock: &dyn Clock, req: &EnqueueRequest) -> Result<Enqueued> {
+    if req.objective.trim().is_empty() {
+        return Err(Error::Config(
+            "the objective is empty; pass --objective \"…\"".into(),
+        ));
+    }
+    if req.tasks.iter().all(|t| t.trim().is_empty()) {
+        return Err(Error::Config(
+            "the plan has no steps; pass at least one --task \"…\"".into(),
+        ));
+    }
+    if req.candidates.is_empty() {
+        return Err(Error::Config(
+            "no candidate: pass --worker ID (from the roster) at least once".into(),
+        ));
+    }
+    req.settings.validate()?;
+    for c in &req.candidates {
+        c.validate()?;
+    }
+    let ws = |e: baton_workspace::Error| Error::Workspace(e.to_string());
+    let repo = Repo::open(&req.repo).map_err(ws)?;
+    let base_rev = req.base.clone().unwrap_or_else(|| "HEAD".into());
+    let base = repo.resolve(&base_rev).map_err(ws)?;
+    let base_branch = match &req.base {
+        Some(b) if repo.resolve(&format!("refs/heads/{b}")).is_ok() => Some(b.clone()),
+        Some(_) => None,
+        None => repo.current_branch().map_err(ws)?,
+    };
+    let root = req
+        .worktree_root
+        .clone()
+        .unwrap_or_else(|| repo.default_worktree_root());
+    let group = new_id("g", clock, &req.objective);
+    let mut jobs = Vec::new();
+    for roster in &req.candidates {
+        let label = roster.ids();
+        let spec = JobSpec {
+            objective: req.objective.trim().to_string(),
+            tasks: req
+                .tasks
+                .iter()
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty())
+                .collect(),
+            repo: repo.workdir().to_path_buf(),
+            base: base.clone(),
+            base_branch: base_branch.clone(),
+            worktree_root: root.clone(),
+            gates: req.gates.clone(),
+            gate_each_turn: req.gate_each_turn,
+            roster: roster.clone(),
+            settings: req.settings.clone(),
+            rubric: req.rubric.clone(),
+            candidate: label.clone(),
+        };
+        let id = new_id("j", clock, &label);
+        let spec = serde_json::to_value(&spec)
+            .map_err(|e| Error::Config(format!("cannot encode job: {e}")))?;
+        store.enqueue_job(&NewJob {
+            id: id.clone(),
+            group: group.clone(),
+            spec,
+            created_at: clock.now(),
+        })?;
+        jobs.push(id);
+    }
+    Ok(Enqueued { group, jobs, base })
+}
+
+pub(crate) fn decode_spec(job: &baton_store::JobInfo) -> Result<JobSpec> {
+    serde_json::from_value(job.spec.clone()).map_err(|e| {
+        Error::Store(baton_store::Error::Corrupt {
+            what: format!("spec of job {}", job.id),
+            detail: e.to_string(),
+        })
+    })
+}
+
+pub fn decode_outbox(job: &baton_store::JobInfo) -> Result<Option<Outbox>> {
+    match &job.outbox {
+        None => Ok(None),
+        Some(v) => serde_json::from_value(v.clone()).map(Some).map_err(|e| {
+            Error::Store(baton_store::Error::Corrupt {
+                what: format!("outbox of job {}", job.id),
+                detail: e.to_string(),
+            })
+        }),
+    }
+}

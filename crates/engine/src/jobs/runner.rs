@@ -1,0 +1,443 @@
+//! `baton work`: claim jobs and run them, each in its own worktree, `concurrency` at a
+//! time, with a heartbeat that keeps each lease and a fence on every write.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use baton_store::{ClaimOutcome, JobInfo, JobStatus, LeaseFence, Store};
+use baton_workspace::{Repo, Workspace, WorkspaceSpec, branch_for_job};
+
+use super::git_hook::GitHook;
+use super::{JobSpec, Outbox, decode_spec, new_id};
+use crate::clock::Clock;
+use crate::config::Roster;
+use crate::orchestrator::{Engine, RunEnd, RunSpec, TurnSummary};
+use crate::{Error, Result};
+
+#[derive(Clone)]
+pub struct WorkOptions {
+    /// Names this worker process in leases (`host:pid` by default).
+    pub owner: String,
+    pub concurrency: usize,
+    /// How long a claim holds without a heartbeat.
+    pub lease: Duration,
+    /// Keep polling for new jobs instead of stopping when none is claimable.
+    pub follow: bool,
+    pub poll: Duration,
+    /// Literal keys from the roster file (never stored).
+    pub keys: Option<Roster>,
+}
+
+impl Default for WorkOptions {
+    fn default() -> Self {
+        WorkOptions {
+            owner: format!("pid-{}", std::process::id()),
+            concurrency: 1,
+            lease: Duration::from_secs(30),
+            follow: false,
+            poll: Duration::from_secs(1),
+            keys: None,
+        }
+    }
+}
+
+/// What `work` reports as it goes.
+#[derive(Debug, Clone)]
+pub enum Progress {
+    Claimed {
+        job: String,
+        candidate: String,
+        reclaimed: bool,
+    },
+    Turn {
+        job: String,
+        summary: Box<TurnSummary>,
+    },
+    Finished {
+        job: String,
+        status: JobStatus,
+        detail: String,
+    },
+    /// The lease was taken over: another worker continues the job.
+    LeaseLost { job: String },
+}
+
+/// How one job ended in this process.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobReport {
+    pub job: String,
+    pub status: JobStatus,
+    pub detail: String,
+}
+
+/// Runs jobs until none is claimable (or forever with `follow`).
+pub fn work(
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    options: &WorkOptions,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<Vec<JobReport>> {
+    let reports = std::sync::Mutex::new(Vec::new());
+    let first_error: std::sync::Mutex<Option<Error>> = std::sync::Mutex::new(None);
+    std::thread::scope(|s| {
+        for _ in 0..options.concurrency.max(1) {
+            s.spawn(|| {
+                loop {
+                    let token = new_id("lease-", &*clock, &options.owner);
+                    let lease_ms = options.lease.as_millis() as i64;
+                    let claimed =
+                        store.try_claim_job(&options.owner, &token, clock.now(), lease_ms);
+                    match claimed {
+                        Err(e) => {
+                            first_error
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .get_or_insert(e.into());
+                            return;
+                        }
+                        Ok(ClaimOutcome::Skipped { .. }) => {
+                            if !options.follow {
+                                return;
+                            }
+                            std::thread::sleep(options.poll);
+                        }
+                        Ok(ClaimOutcome::Claimed {
+                            job,
+                            token,
+                            reclaimed,
+                            ..
+                        }) => {
+                            let fence = LeaseFence {
+                                job: job.id.clone(),
+                                token,
+                            };
+                            let report = run_claimed(
+                                &store, &clock, options, &job, &fence, reclaimed, progress,
+                            );
+                            reports
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .push(report);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    if let Some(e) = first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(e);
+    }
+    Ok(reports.into_inner().unwrap_or_else(|p| p.into_inner()))
+}
+
+/// Runs one claimed job and always leaves it finished, failed or (lease lost) to its
+/// new owner.
+fn run_claimed(
+    store: &Arc<dyn Store>,
+    clock: &Arc<dyn Clock>,
+    options: &WorkOptions,
+    job: &JobInfo,
+    fence: &LeaseFence,
+    reclaimed: bool,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> JobReport {
+    let candidate = decode_spec(job).map(|s| s.candidate).unwrap_or_default();
+    progress(Progress::Claimed {
+        job: job.id.clone(),
+        candidate,
+        reclaimed,
+    });
+    let done = AtomicBool::new(false);
+    let lost = AtomicBool::new(false);
+    let outcome = std::thread::scope(|s| {
+        // The heartbeat: renew at a third of the lease, so two missed beats still hold.
+        s.spawn(|| {
+            let every = options.lease / 3;
+            let mut next = Instant::now() + every;
+            while !done.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(20).min(every));
+                if Instant::now() < next {
+                    continue;
+                }
+                next = Instant::now() + every;
+                let renewed =
+                    store.renew_lease(fence, clock.now(), options.lease.as_millis() as i64);
+                if matches!(renewed, Err(baton_store::Error::LeaseLost { .. })) {
+                    lost.store(true, Ordering::Release);
+                    return;
+                }
+            }
+        });
+        let outcome = run_job(store, clock, options, job, fence, progress);
+        done.store(true, Ordering::Release);
+        outcome
+    });
+    let report = |status: JobStatus, detail: String| {
+        progress(Progress::Finished {
+            job: job.id.clone(),
+            status,
+            detail: detail.clone(),
+        });
+        JobReport {
+            job: job.id.clone(),
+            status,
+            detail,
+        }
+    };
+    match outcome {
+        Ok(()) => {
+            let status = store
+                .job(&job.id)
+                .map(|j| j.status)
+                .unwrap_or(JobStatus::Outbox);
+            report(status, "in the outbox".into())
+        }
+        Err(Error::Store(baton_store::Error::LeaseLost { .. })) => {
+            progress(Progress::LeaseLost {
+                job: job.id.clone(),
+            });
+            JobReport {
+                job: job.id.clone(),
+                status: JobStatus::Running,
+                detail: "lease lost; another worker continues it".into(),
+            }
+        }
+        Err(_) if lost.load(Ordering::Acquire) => {
+            progress(Progress::LeaseLost {
+                job: job.id.clone(),
+            });
+            JobReport {
+                job: job.id.clone(),
+                status: JobStatus::Running,
+                detail: "lease lost; another worker continues it".into(),
+            }
+        }
+        Err(e) => {
+            let message = e.to_string();
+            match store.finish_job(fence, JobStatus::Failed, None, Some(&message), clock.now()) {
+                Ok(()) => report(JobStatus::Failed, message),
+                Err(_) => {
+                    progress(Progress::LeaseLost {
+                        job: job.id.clone(),
+                    });
+                    JobReport {
+                        job: job.id.clone(),
+                        status: JobStatus::Running,
+                        detail: message,
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Lists baton's scratch directory in the repository's shared exclude file, so neither
+/// the user's checkout nor any worktree ever commits it.
+fn exclude_scratch(repo: &Repo) -> Result<()> {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo.workdir())
+        .args(["rev-parse", "--git-common-dir"])
+        .env_remove("GIT_DIR")
+        .output()
+        .map_err(|e| Error::Workspace(format!("cannot run git: {e}")))?;
+    let common = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let common = repo.workdir().join(common);
+    let info = common.join("info");
+    std::fs::create_dir_all(&info)?;
+    let path = info.join("exclude");
+    let existing = std::fs::read_to_string(&path).unwrap_or_default();
+    if !existing.lines().any(|l| l.trim() == ".baton/") {
+        let mut text = existing;
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str("# baton's scratch area (database, worktrees, agent output)\n.baton/\n");
+        std::fs::write(&path, text)?;
+    }
+    Ok(())
+}
+
+fn ws(e: baton_workspace::Error) -> Error {
+    Error::Workspace(e.to_string())
+}
+
+/// The worktree for a job: created on the first claim, re-opened afterwards. baton
+/// never falls back to the user's checkout: a worktree that vanished fails the job.
+fn workspace_for(repo: &Repo, job: &JobInfo, spec: &JobSpec) -> Result<Workspace> {
+    if job.run_id.is_some() {
+        return repo
+            .open_workspace(
+                &job.id,
+                &branch_for_job(&job.id),
+                &spec.base,
+                &spec.worktree_root,
+            )
+            .map_err(ws);
+    }
+    repo.create_workspace(&WorkspaceSpec {
+        job_id: job.id.clone(),
+        base: spec.base.clone(),
+        base_branch: spec.base_branch.clone(),
+        root: spec.worktree_root.clone(),
+    })
+    .map_err(ws)
+}
+
+fn run_job(
+    store: &Arc<dyn Store>,
+    clock: &Arc<dyn Clock>,
+    options: &WorkOptions,
+    job: &JobInfo,
+    fence: &LeaseFence,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<()> {
+    let spec = decode_spec(job)?;
+    let repo = Repo::open(&spec.repo).map_err(ws)?;
+    exclude_scratch(&repo)?;
+    let workspace = workspace_for(&repo, job, &spec)?;
+    let engine = Engine::new(store.clone()).with_clock(clock.clone());
+    let run = match &job.run_id {
+        Some(run) => run.clone(),
+        None => {
+            let run = engine.create_run(&RunSpec {
+                objective: spec.objective.clone(),
+                tasks: spec.tasks.clone(),
+                step_budgets: Vec::new(),
+                roster: spec.roster.clone(),
+                settings: spec.settings.clone(),
+            })?;
+            store.set_job_run(fence, &run, clock.now())?;
+            run
+        }
+    };
+    let gate_dir = spec.worktree_root.join(format!("{}-gates", job.id));
+    let gate_dir = if gate_dir.is_absolute() {
+        gate_dir
+    } else {
+        repo.workdir().join(gate_dir)
+    };
+    let hook = GitHook {
+        workspace: workspace.clone(),
+        job_id: job.id.clone(),
+        gates: spec.gates.clone(),
+        gate_each_turn: spec.gate_each_turn,
+        gate_dir,
+        hide: spec
+            .roster
+            .workers
+            .iter()
+            .filter_map(|w| w.api_key_env.clone())
+            .collect(),
+    };
+    // Resume exactly where the record is: the last committed turn's commit. A commit or
+    // edits left by a turn that never reached the store belong to the turn in flight.
+    let turns = store.turns(&run)?;
+    let last_commit = turns
+        .iter()
+        .rev()
+        .find_map(|t| t.workspace.as_ref().map(|w| w.commit.clone()))
+        .unwrap_or_else(|| spec.base.clone());
+    hook.reset_to(&last_commit)?;
+
+    let mut drift = Vec::new();
+    if let Ok(d) = repo.drift(&workspace, spec.base_branch.as_deref()) {
+        if let Some((old, new)) = &d.base_moved {
+            drift.push(format!(
+                "the base branch moved from {} to {} since the job was queued",
+                short(old),
+                short(new)
+            ));
+        }
+        if let Some(branch) = &d.branch_changed {
+            return Err(Error::Workspace(format!(
+                "the worktree {} is on {branch}, not {}: it was switched outside baton; switch it back or re-enqueue",
+                workspace.path.display(),
+                workspace.branch
+            )));
+        }
+        for c in &d.commits_outside_baton {
+            drift.push(format!(
+                "commit {} on {} was not made by baton",
+                short(c),
+                workspace.branch
+            ));
+        }
+    }
+
+    let mut session = engine.open_with_keys(&run, None, options.keys.as_ref())?;
+    session.lease = Some(fence.clone());
+    session.workspace = Some(Arc::new(hook));
+    if session.status == baton_store::RunStatus::Blocked {
+        engine.unblock(&mut session)?;
+    }
+    let end = engine.run(&mut session, None, &mut |summary, _| {
+        progress(Progress::Turn {
+            job: job.id.clone(),
+            summary: Box::new(summary.clone()),
+        });
+    })?;
+
+    let head = workspace.head().map_err(ws)?;
+    let diff = workspace.diff_stat(&spec.base, &head).map_err(ws)?;
+    let patch = workspace.patch(&spec.base, &head).map_err(ws)?;
+    let patch_file = outbox_dir(&repo, &spec).join(format!("{}.patch", job.id));
+    if let Some(dir) = patch_file.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(&patch_file, patch)?;
+    let turns = store.turns(&run)?;
+    let gates = turns
+        .iter()
+        .rev()
+        .filter_map(|t| t.workspace.as_ref())
+        .find(|w| !w.gates.is_empty())
+        .map(|w| w.gates.clone())
+        .unwrap_or_default();
+    let (status, ended, error) = match end {
+        RunEnd::Finished => (baton_store::JobStatus::Outbox, "finished".to_string(), None),
+        RunEnd::Blocked { question } => (
+            baton_store::JobStatus::Failed,
+            format!("blocked: {question}"),
+            Some(question),
+        ),
+        RunEnd::Paused => (
+            baton_store::JobStatus::Failed,
+            "paused".to_string(),
+            Some("paused".to_string()),
+        ),
+    };
+    let outbox = Outbox {
+        run_id: run,
+        branch: workspace.branch.clone(),
+        base: spec.base.clone(),
+        head,
+        worktree: workspace.path.clone(),
+        patch_file,
+        diff,
+        turns: turns.len() as u32,
+        gates,
+        ended,
+        drift,
+    };
+    let value = serde_json::to_value(&outbox)
+        .map_err(|e| Error::Config(format!("cannot encode outbox: {e}")))?;
+    store.finish_job(fence, status, Some(&value), error.as_deref(), clock.now())?;
+    Ok(())
+}
+
+fn outbox_dir(repo: &Repo, spec: &JobSpec) -> std::path::PathBuf {
+    let root: &Path = &spec.worktree_root;
+    let base = if root.is_absolute() {
+        root.to_path_buf()
+    } else {
+        repo.workdir().join(root)
+    };
+    base.join("outbox")
+}
+
+fn short(sha: &str) -> &str {
+    &sha[..sha.len().min(12)]
+}

@@ -1,0 +1,398 @@
+//! Jobs end to end: a scripted fake agent (a small Python program the test writes) works
+//! in real git worktrees, sometimes lies, and the engine catches each lie.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+use baton_core::state::IssueStatus;
+use baton_core::turn::TurnStatus;
+use baton_engine::config::WorkerConfig;
+use baton_engine::jobs::judge::judge;
+use baton_engine::jobs::runner::{WorkOptions, work};
+use baton_engine::jobs::{EnqueueRequest, GateSpec, decode_outbox, enqueue};
+use baton_gateway::{Gateway, ModelResponse, Usage};
+use baton_store::JobStatus;
+
+use super::*;
+
+/// Reads its briefing on stdin, acts on the assigned task, writes its claim file.
+/// Tasks: `write PATH` (writes it), `LIE-missing PATH` (claims it, writes nothing),
+/// `LIE-empty PATH` (claims a change, changes nothing), `LIE-tests` (claims the tests
+/// pass, names the gate, changes nothing else).
+const FAKE_AGENT: &str = r###"
+import json, os, re, sys
+claim_file = sys.argv[1]
+brief = sys.stdin.read()
+m = re.search(r"## Assigned task\n(?:Step T\d+: )?(.*)", brief)
+task = m.group(1).strip() if m else ""
+who = os.environ.get("AGENT_NAME", "agent")
+claim = {"summary": "did: " + task, "last_action": "worked on " + task, "next_action": "continue"}
+words = task.split()
+if words and words[0] == "write":
+    path = words[1]
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w") as f:
+        f.write("written by " + who + " for: " + task + "\n")
+    claim["artifacts"] = [{"name": path, "description": "wrote " + path}]
+elif words and words[0] == "LIE-missing":
+    claim["artifacts"] = [{"name": words[1], "description": "I definitely wrote this"}]
+elif words and words[0] == "LIE-empty":
+    claim["artifacts"] = [{"name": words[1], "description": "rewrote it completely"}]
+elif words and words[0] == "LIE-tests":
+    claim["completed"] = ["All tests pass now"]
+    claim["issues"] = [{"title": "The test suite must pass", "severity": "high", "gate": "tests"}]
+    claim["resolved_issues"] = [{"issue": "The test suite must pass", "note": "ran them, all green"}]
+with open(claim_file, "w") as f:
+    json.dump(claim, f)
+print("done")
+"###;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A repository with one commit, and the fake agent next to it.
+fn repo() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["config", "user.email", "dev@example.com"]);
+    git(&repo, &["config", "user.name", "dev"]);
+    std::fs::write(repo.join("README.md"), "# project\n").unwrap();
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "initial"]);
+    let agent = dir.path().join("fake_agent.py");
+    std::fs::write(&agent, FAKE_AGENT).unwrap();
+    (dir, repo, agent)
+}
+
+fn agent_worker(id: &str, agent: &Path) -> WorkerConfig {
+    let mut w = WorkerConfig::mock(id, id);
+    w.model = format!("command/{id}");
+    w.family = format!("family-{id}");
+    w.max_retries = 0;
+    let options = serde_json::json!({
+        "command": format!("python3 {} {{claim_file}}", agent.display()),
+        "handoff": "derive",
+        "pass_env": ["PATH"],
+        "env": {"AGENT_NAME": id},
+    });
+    w.options = options.as_object().unwrap().clone();
+    w
+}
+
+fn request(
+    repo: &Path,
+    tasks: &[&str],
+    candidates: Vec<Roster>,
+    gate_each_turn: bool,
+) -> EnqueueRequest {
+    EnqueueRequest {
+        objective: "Make the project pass its gate".into(),
+        tasks: tasks.iter().map(|t| t.to_string()).collect(),
+        repo: repo.to_path_buf(),
+        base: None,
+        worktree_root: None,
+        gates: vec![GateSpec::parse("tests=test -f ok.txt")],
+        gate_each_turn,
+        candidates,
+        settings: RunSettings {
+            estimator: "heuristic".into(),
+            repair_attempts: 0,
+            ..RunSettings::default()
+        },
+        rubric: Some("Prefer the candidate whose gate passes.".into()),
+    }
+}
+
+/// The real clock: leases are measured in it (a stepping test clock would expire them).
+fn clock() -> Arc<dyn baton_engine::Clock> {
+    Arc::new(baton_engine::SystemClock)
+}
+
+#[test]
+fn every_turn_is_a_commit_and_every_lie_is_caught() {
+    let (dir, repo, agent) = repo();
+    let store = store_in(dir.path());
+    let roster = Roster {
+        workers: vec![agent_worker("coder", &agent)],
+    };
+    let tasks = [
+        "write src/app.txt",
+        "LIE-missing src/ghost.txt",
+        "LIE-empty src/app.txt",
+        "write ok.txt",
+    ];
+    let queued = enqueue(
+        store.as_ref(),
+        &*clock(),
+        &request(&repo, &tasks, vec![roster], false),
+    )
+    .unwrap();
+    let main_head = git(&repo, &["rev-parse", "HEAD"]);
+
+    let reports = work(store.clone(), clock(), &WorkOptions::default(), &|_| {}).unwrap();
+    assert_eq!(reports.len(), 1);
+    assert_eq!(reports[0].status, JobStatus::Outbox, "{:?}", reports[0]);
+
+    let job = store.job(&queued.jobs[0]).unwrap();
+    let outbox = decode_outbox(&job).unwrap().unwrap();
+    let run = job.run_id.clone().unwrap();
+    let turns = store.turns(&run).unwrap();
+    assert_eq!(turns.len(), 4);
+    assert!(turns.iter().all(|t| t.status == TurnStatus::Committed));
+
+    // Turn 0: a real change, committed with trailers, verified with the content hash.
+    let ws0 = turns[0].workspace.as_ref().unwrap();
+    assert!(ws0.changed && ws0.files == ["src/app.txt"]);
+    let trailers = git(
+        &outbox.worktree,
+        &["log", "-1", "--format=%(trailers)", &ws0.commit],
+    );
+    assert!(
+        trailers.contains(&format!("Baton-Run: {}", run.0)),
+        "{trailers}"
+    );
+    assert!(
+        trailers.contains("Baton-Turn: 0") && trailers.contains("Baton-Worker: coder"),
+        "{trailers}"
+    );
+    assert!(
+        trailers.contains("Baton-Model: command/coder")
+            && trailers.contains("Baton-Family: family-coder")
+    );
+    let state = store.load_state(&run).unwrap();
+    let app = state
+        .artifacts
+        .iter()
+        .find(|a| a.name == "src/app.txt")
+        .unwrap();
+    assert!(app.versions[0].verified);
+    let bytes = git(
+        &outbox.worktree,
+        &["show", &format!("{}:src/app.txt", ws0.commit)],
+    );
+    let expected =
+        baton_engine::audit::hex(&<sha2::Sha256 as sha2::Digest>::digest(bytes.as_bytes()));
+    assert_eq!(
+        app.versions[0].content_hash.as_deref(),
+        Some(expected.as_str())
+    );
+
+    // Turn 1: a file claimed but never written is a refused claim, not an artifact.
+    assert!(
+        turns[1].outcome.refusals.iter().any(|r| r
+            .reason
+            .contains("src/ghost.txt is not in the turn's commit")),
+        "{:?}",
+        turns[1].outcome
+    );
+    assert!(state.artifacts.iter().all(|a| a.name != "src/ghost.txt"));
+    assert!(!turns[1].workspace.as_ref().unwrap().changed);
+
+    // Turn 2: changes claimed, diff empty.
+    assert!(
+        turns[2]
+            .outcome
+            .refusals
+            .iter()
+            .any(|r| r.reason.contains("diff is empty")),
+        "{:?}",
+        turns[2].outcome
+    );
+    assert_eq!(
+        app.versions.len(),
+        1,
+        "the unchanged file gained no version"
+    );
+
+    // Turn 3 is the last: the gate ran on its commit and passed.
+    let ws3 = turns[3].workspace.as_ref().unwrap();
+    assert_eq!(ws3.gates.len(), 1);
+    assert!(ws3.gates[0].passed && ws3.gates[0].commit == ws3.commit);
+    assert_eq!(outbox.gates, ws3.gates);
+    assert_eq!(outbox.ended, "finished");
+    assert_eq!(outbox.diff.files_changed, 2);
+    let patch = std::fs::read_to_string(&outbox.patch_file).unwrap();
+    assert!(patch.contains("src/app.txt") && patch.contains("ok.txt"));
+    // Two commits on the branch (the turns that changed something), none in the checkout.
+    let log = git(
+        &outbox.worktree,
+        &["rev-list", "--count", &format!("{}..HEAD", queued.base)],
+    );
+    assert_eq!(log.trim(), "2");
+    assert_eq!(
+        git(&repo, &["rev-parse", "HEAD"]),
+        main_head,
+        "the user's checkout is untouched"
+    );
+    assert!(
+        git(&repo, &["status", "--porcelain"]).trim().is_empty(),
+        "{}",
+        git(&repo, &["status", "--porcelain"])
+    );
+}
+
+#[test]
+fn a_failing_gate_keeps_the_issue_open_for_the_next_worker_and_a_passing_gate_closes_it() {
+    let (dir, repo, agent) = repo();
+    let store = store_in(dir.path());
+    let roster = Roster {
+        workers: vec![agent_worker("a", &agent), agent_worker("b", &agent)],
+    };
+    let queued = enqueue(
+        store.as_ref(),
+        &*clock(),
+        &request(&repo, &["LIE-tests", "write ok.txt"], vec![roster], true),
+    )
+    .unwrap();
+    work(store.clone(), clock(), &WorkOptions::default(), &|_| {}).unwrap();
+    let run = store.job(&queued.jobs[0]).unwrap().run_id.unwrap();
+    let turns = store.turns(&run).unwrap();
+
+    // Turn 0 claimed the tests pass; the gate said otherwise.
+    let g0 = &turns[0].workspace.as_ref().unwrap().gates[0];
+    assert!(!g0.passed);
+    // The next worker was shown the failing gate as a fact, and the claim as unverified.
+    let briefing = &turns[1].package.text;
+    assert!(briefing.contains("Gate `tests` fails"), "{briefing}");
+    assert!(
+        briefing.contains("NOT verified") || briefing.contains("not verified"),
+        "{briefing}"
+    );
+
+    // Turn 1 made it pass: every issue naming the gate closed, verified by gate and commit.
+    let ws1 = turns[1].workspace.as_ref().unwrap();
+    assert!(ws1.gates[0].passed);
+    let state = store.load_state(&run).unwrap();
+    let short = &ws1.commit[..12];
+    for issue in state
+        .issues
+        .iter()
+        .filter(|i| i.gate.as_deref() == Some("tests"))
+    {
+        assert_eq!(issue.status, IssueStatus::Resolved, "{}", issue.title);
+        assert_eq!(
+            issue.verified_by.as_deref(),
+            Some(format!("gate:tests@{short}").as_str())
+        );
+    }
+    assert_eq!(state.issues.iter().filter(|i| i.gate.is_some()).count(), 2);
+}
+
+/// A judge gateway that records what it was sent and picks candidate B.
+#[derive(Debug, Default)]
+struct RecordingJudge {
+    seen: Mutex<Vec<String>>,
+}
+
+impl Gateway for RecordingJudge {
+    fn complete(
+        &self,
+        request: &baton_gateway::ModelRequest<'_>,
+    ) -> baton_gateway::Result<ModelResponse> {
+        self.seen
+            .lock()
+            .unwrap()
+            .push(format!("{}\n{}", request.system, request.user));
+        Ok(ModelResponse {
+            text: r#"{"scores":[{"candidate":"A","score":4,"reasons":"gate fails"},{"candidate":"B","score":9,"reasons":"gate passes"}],"winner":"B","verdict":"B passes its gate"}"#.into(),
+            usage: Usage::default(),
+        })
+    }
+}
+
+#[test]
+fn four_concurrent_jobs_on_the_same_file_names_never_interfere_and_the_judge_is_blind() {
+    let (dir, repo, agent) = repo();
+    let store = store_in(dir.path());
+    let names = ["alpha", "beta", "gamma", "delta"];
+    let candidates: Vec<Roster> = names
+        .iter()
+        .map(|n| Roster {
+            workers: vec![agent_worker(n, &agent)],
+        })
+        .collect();
+    let queued = enqueue(
+        store.as_ref(),
+        &*clock(),
+        &request(
+            &repo,
+            &["write shared/file.txt", "write ok.txt"],
+            candidates,
+            false,
+        ),
+    )
+    .unwrap();
+    let options = WorkOptions {
+        concurrency: 4,
+        ..WorkOptions::default()
+    };
+    let reports = work(store.clone(), clock(), &options, &|_| {}).unwrap();
+    assert_eq!(reports.len(), 4, "{reports:?}");
+    assert!(
+        reports.iter().all(|r| r.status == JobStatus::Outbox),
+        "{reports:?}"
+    );
+    let mut worktrees = std::collections::BTreeSet::new();
+    for id in &queued.jobs {
+        let job = store.job(id).unwrap();
+        let outbox = decode_outbox(&job).unwrap().unwrap();
+        let spec: baton_engine::jobs::JobSpec = serde_json::from_value(job.spec.clone()).unwrap();
+        let who = &spec.candidate;
+        let content = git(
+            &outbox.worktree,
+            &["show", &format!("{}:shared/file.txt", outbox.head)],
+        );
+        assert!(
+            content.starts_with(&format!("written by {who} ")),
+            "{who}: {content}"
+        );
+        assert!(outbox.gates[0].passed);
+        worktrees.insert(outbox.worktree.clone());
+    }
+    assert_eq!(worktrees.len(), 4);
+
+    // The judge sees candidates by label only: no worker id, model, family or job id.
+    let gateway = RecordingJudge::default();
+    let judge_worker = WorkerConfig::mock("judge", "referee");
+    let verdict = judge(
+        store.as_ref(),
+        &*clock(),
+        &queued.group,
+        &judge_worker,
+        &gateway,
+    )
+    .unwrap();
+    let seen = gateway.seen.lock().unwrap().join("\n");
+    for n in names {
+        assert!(!seen.contains(n), "the judge saw \"{n}\"");
+        assert!(!seen.contains(&format!("command/{n}")));
+    }
+    for id in &queued.jobs {
+        assert!(!seen.contains(id.as_str()), "the judge saw job id {id}");
+    }
+    assert!(
+        seen.contains("Candidate A")
+            && seen.contains("Candidate D")
+            && seen.contains("Prefer the candidate")
+    );
+    assert_eq!(verdict.labels.len(), 4);
+    assert_eq!(verdict.winner_job, verdict.labels["B"]);
+    let judged = store.job(&verdict.winner_job).unwrap();
+    assert_eq!(judged.status, JobStatus::Judged);
+    assert_eq!(judged.judgement.unwrap()["verdict"]["winner"], "B");
+}
