@@ -74,7 +74,7 @@ pub struct DiffStat {
     pub binary_files: usize,
 }
 
-/// A staged change, from `git diff-index --raw -z`.
+/// A committed change, from `git diff-tree --raw -z`.
 struct Staged {
     status: ChangeStatus,
     path: String,
@@ -85,8 +85,8 @@ struct Staged {
 
 impl Workspace {
     /// Stages everything in the worktree that `.gitignore` allows (`git add -A`) and
-    /// commits it on the job's branch with the turn's trailers. An empty turn makes no
-    /// commit and returns [`CommitOutcome::NoChanges`].
+    /// commits it on the job's branch with the turn's trailers. A turn whose tree equals
+    /// HEAD's makes no commit and returns [`CommitOutcome::NoChanges`].
     ///
     /// The commit is built with plumbing (`write-tree`, `commit-tree`) and the branch is
     /// moved with a compare-and-swap (`update-ref <new> <old>`), so a concurrent writer
@@ -97,13 +97,24 @@ impl Workspace {
         let parent = self.checked_head()?;
         let git = self.git();
         git.run(&[os("add"), os("-A")])?;
-        let staged = staged_changes(&git)?;
-        if staged.is_empty() {
-            return Ok(CommitOutcome::NoChanges { head: parent });
-        }
         let tree = git.line(&[os("write-tree")])?;
+        if tree == parent.tree {
+            return Ok(CommitOutcome::NoChanges {
+                head: parent.commit,
+            });
+        }
+        // Read (and check) the change list before committing, so a path baton cannot
+        // record stops the turn rather than leaving a commit nobody was told about.
+        let staged = changes_between(&git, &parent.tree, &tree)?;
+        let identity = match self.identity.0.get() {
+            Some(identity) => identity,
+            None => {
+                let found = identity_overrides(&git)?;
+                self.identity.0.get_or_init(|| found)
+            }
+        };
         let mut args: Vec<&std::ffi::OsStr> = Vec::new();
-        for setting in identity_overrides(&git)? {
+        for setting in identity {
             args.extend([os("-c"), os(setting)]);
         }
         // Signing could prompt for a passphrase mid-run; these are checkpoints on a
@@ -112,13 +123,14 @@ impl Workspace {
             os("commit-tree"),
             os("--no-gpg-sign"),
             os("-p"),
-            os(&parent),
+            os(&parent.commit),
             os("-F"),
             os("-"),
             os(&tree),
         ]);
         let out = git.run_with_input(&args, message.as_bytes())?;
         let sha = String::from_utf8_lossy(&out).trim().to_owned();
+        let parent = parent.commit;
         let full_ref = format!("refs/heads/{}", self.branch);
         let reflog = format!("baton: job {} turn {}", turn.job_id, turn.turn);
         let update = [
@@ -372,15 +384,17 @@ pub(crate) fn identity_overrides(git: &Git) -> Result<Vec<&'static str>> {
     Ok(settings)
 }
 
-fn staged_changes(git: &Git) -> Result<Vec<Staged>> {
+/// The files changed between two trees, from `git diff-tree --raw -z`.
+fn changes_between(git: &Git, old_tree: &str, new_tree: &str) -> Result<Vec<Staged>> {
     let args = [
-        os("diff-index"),
-        os("--cached"),
+        os("diff-tree"),
+        os("-r"),
         os("--raw"),
         os("-z"),
         os("-M"),
         os("--no-abbrev"),
-        os("HEAD"),
+        os(old_tree),
+        os(new_tree),
     ];
     let out = git.run(&args)?;
     let mut staged = Vec::new();

@@ -1,6 +1,7 @@
 //! Creating and reopening a job's worktree, and the questions asked of it directly.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
@@ -34,6 +35,8 @@ pub struct Workspace {
     pub branch: String,
     /// Full sha of the base commit.
     pub base: String,
+    #[serde(skip)]
+    pub(crate) identity: IdentityCache,
 }
 
 /// The branch a job's turns are committed on.
@@ -96,6 +99,7 @@ impl Repo {
             path: path.clone(),
             branch: branch.clone(),
             base: base.clone(),
+            identity: IdentityCache::default(),
         };
 
         let git = self.git();
@@ -199,6 +203,7 @@ impl Repo {
             path: path.clone(),
             branch: expected_branch.to_owned(),
             base: self.resolve(base)?,
+            identity: IdentityCache::default(),
         };
         if !path.is_dir() {
             return Err(workspace.vanished());
@@ -296,19 +301,21 @@ impl Workspace {
         Ok(lines.map(str::to_owned).collect())
     }
 
-    /// HEAD's sha after checking that this is the worktree and HEAD is on its branch.
-    pub(crate) fn checked_head(&self) -> Result<String> {
+    /// HEAD's commit and tree after checking that this is the worktree and HEAD is on
+    /// its branch; one git call, since every turn pays for it.
+    pub(crate) fn checked_head(&self) -> Result<CheckedHead> {
         let lines = self.checked(&[
             os("rev-parse"),
             os("--show-toplevel"),
             os("HEAD"),
+            os("HEAD^{tree}"),
             os("--symbolic-full-name"),
             os("HEAD"),
         ])?;
-        let (Some(head), Some(symbolic)) = (lines.first(), lines.get(1)) else {
+        let [commit, tree, symbolic] = lines.as_slice() else {
             return Err(self.git().unexpected(
                 &[os("rev-parse"), os("HEAD")],
-                "expected the HEAD sha and its ref",
+                format!("expected HEAD's commit, tree and ref, got {lines:?}"),
             ));
         };
         let expected = format!("refs/heads/{}", self.branch);
@@ -322,12 +329,15 @@ impl Workspace {
                     .or_else(|| (symbolic != "HEAD").then(|| symbolic.clone())),
             });
         }
-        Ok(head.clone())
+        Ok(CheckedHead {
+            commit: commit.clone(),
+            tree: tree.clone(),
+        })
     }
 
     /// The worktree's HEAD commit (full sha), after checking it is still on its branch.
     pub fn head(&self) -> Result<String> {
-        self.checked_head()
+        self.checked_head().map(|h| h.commit)
     }
 
     /// Paths with uncommitted changes: modified or deleted tracked files, staged
@@ -347,6 +357,25 @@ impl Workspace {
         resolve_in(&self.git(), rev)
     }
 }
+
+pub(crate) struct CheckedHead {
+    pub commit: String,
+    pub tree: String,
+}
+
+/// Which `user.*` settings the repository lacks, looked up once per workspace: the
+/// answer does not change during a job, and every turn would otherwise pay a git call.
+/// Never part of a workspace's identity (equality, serialization).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct IdentityCache(pub(crate) OnceLock<Vec<&'static str>>);
+
+impl PartialEq for IdentityCache {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for IdentityCache {}
 
 /// `git status --porcelain -z` paths, untracked files listed one by one.
 pub(crate) fn dirty_paths(git: &Git) -> Result<Vec<String>> {
