@@ -19,11 +19,11 @@ const DEFAULT_DB: &str = ".baton/baton.db";
 const DEFAULT_CONFIG: &str = "baton.toml";
 
 /// Resolved global settings: defaults < file < environment < flags.
-struct Context_ {
+pub(crate) struct Context_ {
     db: PathBuf,
     file: FileConfig,
     config_path: Option<PathBuf>,
-    verbose: bool,
+    pub(crate) verbose: bool,
 }
 
 fn context(cli: &Cli) -> Result<Context_> {
@@ -63,7 +63,7 @@ fn context(cli: &Cli) -> Result<Context_> {
 }
 
 impl Context_ {
-    fn store(&self) -> Result<Arc<dyn Store>> {
+    pub(crate) fn store(&self) -> Result<Arc<dyn Store>> {
         let store = SqliteStore::open(&self.db).with_context(|| {
             format!(
                 "opening the database {} (set --db or BATON_DB to use another)",
@@ -85,11 +85,11 @@ impl Context_ {
     }
 
     /// Literal keys from the configuration file's roster, which runs never store.
-    fn keys(&self) -> Option<&Roster> {
+    pub(crate) fn keys(&self) -> Option<&Roster> {
         self.file.roster.as_ref()
     }
 
-    fn settings(&self, flags: &BudgetArgs) -> RunSettings {
+    pub(crate) fn settings(&self, flags: &BudgetArgs) -> RunSettings {
         let d = RunSettings::default();
         RunSettings {
             budget: flags.budget.or(self.file.budget).unwrap_or(d.budget),
@@ -104,7 +104,7 @@ impl Context_ {
     }
 
     /// The configured roster, or the offline default of five mock workers.
-    fn roster(&self) -> (Roster, String) {
+    pub(crate) fn roster(&self) -> (Roster, String) {
         match (&self.file.roster, &self.config_path) {
             (Some(r), Some(p)) => (r.clone(), format!("roster from {}", p.display())),
             _ => (
@@ -339,6 +339,21 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench { turns, estimator } => bench(&turns, &estimator),
+        Command::Enqueue(args) => crate::jobs::enqueue(&ctx, args),
+        Command::Work {
+            concurrency,
+            lease_s,
+            follow,
+        } => crate::jobs::work(&ctx, concurrency, lease_s, follow),
+        Command::Jobs { json } => crate::jobs::list(&ctx, json),
+        Command::Outbox { job, json } => crate::jobs::outbox(&ctx, job.as_deref(), json),
+        Command::Judge { target, judge } => crate::jobs::judge(&ctx, &target, judge.as_deref()),
+        Command::Gc {
+            repo,
+            worktrees,
+            keep,
+            idle_hours,
+        } => crate::jobs::gc(&ctx, &repo, worktrees.as_deref(), keep, idle_hours),
     }
 }
 

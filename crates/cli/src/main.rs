@@ -1,6 +1,7 @@
 //! `baton`: run long work through many models, one bounded briefing at a time.
 
 mod commands;
+mod jobs;
 mod render;
 
 use std::path::PathBuf;
@@ -165,6 +166,56 @@ pub enum Command {
         /// Write to this file instead of standard output
         #[arg(long)]
         out: Option<PathBuf>,
+    },
+    /// Queue work for coding agents: one job per --worker (candidate), each in its own worktree
+    Enqueue(jobs::EnqueueArgs),
+    /// Claim queued jobs and run them, each in its own git worktree
+    Work {
+        /// Jobs to run at once
+        #[arg(long, default_value_t = 1)]
+        concurrency: usize,
+        /// Seconds a claim holds without a heartbeat (a killed worker's jobs are
+        /// reclaimed after this)
+        #[arg(long, default_value_t = 30)]
+        lease_s: u64,
+        /// Keep polling for new jobs instead of stopping when the queue is empty
+        #[arg(long)]
+        follow: bool,
+    },
+    /// Jobs: queued, running, in the outbox, judged, with progress
+    Jobs {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Finished jobs: branch, commits, diff summary, gate results, patch
+    Outbox {
+        /// A job id or prefix [default: every finished job]
+        job: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Blind comparison of a group's candidates against the rubric fixed at enqueue
+    Judge {
+        /// A group id, or any job of the group
+        target: String,
+        /// The judging worker (a roster id) [default: the first roster worker]
+        #[arg(long)]
+        judge: Option<String>,
+    },
+    /// Remove worktrees of finished jobs (never one with uncommitted changes)
+    Gc {
+        /// The repository [default: the current directory]
+        #[arg(long, default_value = ".")]
+        repo: PathBuf,
+        /// Worktree directory [default: <repo>/.baton/worktrees]
+        #[arg(long)]
+        worktrees: Option<PathBuf>,
+        /// Keep this many most recent finished worktrees
+        #[arg(long, default_value_t = 5)]
+        keep: usize,
+        /// Keep worktrees touched in the last this many hours
+        #[arg(long, default_value_t = 24)]
+        idle_hours: u64,
     },
     /// Measure tokens sent against transcript replay, and engine speed
     Bench {

@@ -45,6 +45,9 @@ impl Gateway for MockGateway {
         if !self.delay.is_zero() {
             std::thread::sleep(self.delay);
         }
+        if request.schema["properties"]["winner"].is_object() {
+            return Ok(respond(request, judge_verdict(request.user)));
+        }
         let task = assigned_task(request.user);
         let answer = match demo::step_of(task) {
             Some(step) => match request.call {
@@ -56,16 +59,48 @@ impl Gateway for MockGateway {
                 CallKind::Handoff | CallKind::HandoffRepair => generic_report(task),
             },
         };
-        let text = answer.to_string();
-        Ok(ModelResponse {
-            usage: Usage {
-                input_tokens: ((request.system.len() + request.user.len()) / 4) as u64,
-                output_tokens: (text.len() / 4) as u64,
-                cached_tokens: 0,
-            },
-            text,
-        })
+        Ok(respond(request, answer))
     }
+}
+
+fn respond(request: &ModelRequest<'_>, answer: Value) -> ModelResponse {
+    let text = answer.to_string();
+    ModelResponse {
+        usage: Usage {
+            input_tokens: ((request.system.len() + request.user.len()) / 4) as u64,
+            output_tokens: (text.len() / 4) as u64,
+            cached_tokens: 0,
+        },
+        text,
+    }
+}
+
+/// A judge's verdict, as the mock gives it: each `# Candidate X` section scores by its
+/// passed gates and (less) by the size of its diff; the best wins, ties to the first.
+fn judge_verdict(user: &str) -> Value {
+    let mut scores = Vec::new();
+    let mut best: Option<(String, f64)> = None;
+    for section in user.split("\n# Candidate ").skip(1) {
+        let label: String = section
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect();
+        let body = section.split("\n# ").next().unwrap_or(section);
+        let passed = body.matches(": PASSED").count() as f64;
+        let failed = body.matches(": FAILED").count() as f64;
+        let score = (5.0 + 3.0 * passed - 3.0 * failed).clamp(0.0, 10.0);
+        let reasons = format!("{passed} gate(s) passed, {failed} failed");
+        if best.as_ref().is_none_or(|(_, s)| score > *s) {
+            best = Some((label.clone(), score));
+        }
+        scores.push(json!({"candidate": label, "score": score, "reasons": reasons}));
+    }
+    let winner = best.map(|(l, _)| l).unwrap_or_default();
+    json!({
+        "scores": scores,
+        "winner": winner,
+        "verdict": format!("Candidate {winner} passes the most gates.")
+    })
 }
 
 /// The text of the briefing's "Assigned task" section, as a model would read it.

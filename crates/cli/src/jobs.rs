@@ -1,0 +1,472 @@
+//! Job commands: enqueue, work, jobs, outbox, judge, gc.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use baton_engine::config::{Roster, WorkerConfig};
+use baton_engine::jobs::runner::{Progress, WorkOptions};
+use baton_engine::jobs::{self as engine_jobs, EnqueueRequest, GateSpec, JobSpec, decode_outbox};
+use baton_engine::{Clock, SystemClock};
+use baton_store::{JobInfo, JobStatus};
+use clap::Args;
+
+use crate::BudgetArgs;
+use crate::commands::Context_;
+
+#[derive(Args, Debug)]
+pub struct EnqueueArgs {
+    /// What the work is for
+    #[arg(long)]
+    objective: String,
+    /// A step of the plan, in order (repeat)
+    #[arg(long = "task", required = true)]
+    tasks: Vec<String>,
+    /// A gate: `name=command` or just `command` (repeat); runs in the worktree at the end
+    #[arg(long = "gate")]
+    gates: Vec<String>,
+    /// Also run the gates after every turn
+    #[arg(long)]
+    gate_each_turn: bool,
+    /// A candidate: a roster worker id, or `a+b` for a team taking turns (repeat: one
+    /// job per candidate, judged blind against each other). A preset name (claude,
+    /// codex, gemini, opencode, aider, qwen) works without a roster entry.
+    #[arg(long = "worker", required = true)]
+    workers: Vec<String>,
+    /// The repository [default: the current directory]
+    #[arg(long, default_value = ".")]
+    repo: PathBuf,
+    /// The branch, tag or commit the jobs start from [default: HEAD]
+    #[arg(long)]
+    base: Option<String>,
+    /// Where the worktrees go [default: <repo>/.baton/worktrees]
+    #[arg(long)]
+    worktrees: Option<PathBuf>,
+    /// What the judge scores candidates against (fixed now, for every candidate)
+    #[arg(long)]
+    rubric: Option<String>,
+    #[command(flatten)]
+    budget: BudgetArgs,
+}
+
+const PRESETS: [&str; 6] = ["claude", "codex", "gemini", "opencode", "aider", "qwen"];
+
+/// A candidate's roster from `a` or `a+b`, by roster id or preset name.
+fn candidate(ctx: &Context_, spec: &str) -> Result<Roster> {
+    let (roster, _) = ctx.roster();
+    let mut workers = Vec::new();
+    for id in spec.split('+').map(str::trim).filter(|s| !s.is_empty()) {
+        if let Some(w) = roster.workers.iter().find(|w| w.id.as_str() == id) {
+            workers.push(w.clone());
+        } else if PRESETS.contains(&id) {
+            let mut w = WorkerConfig::mock(id, id);
+            w.model = format!("command/{id}");
+            w.family = id.to_string();
+            w.options.insert("preset".into(), id.into());
+            w.options
+                .insert("pass_env".into(), serde_json::json!(["PATH", "HOME"]));
+            workers.push(w);
+        } else {
+            bail!(
+                "no worker \"{id}\" in the roster ({}) and it is not a preset ({}); add it to baton.toml",
+                roster.ids(),
+                PRESETS.join(", ")
+            );
+        }
+    }
+    if workers.is_empty() {
+        bail!("--worker \"{spec}\" names no worker");
+    }
+    Ok(Roster { workers })
+}
+
+pub fn enqueue(ctx: &Context_, args: EnqueueArgs) -> Result<ExitCode> {
+    let store = ctx.store()?;
+    let candidates = args
+        .workers
+        .iter()
+        .map(|w| candidate(ctx, w))
+        .collect::<Result<Vec<_>>>()?;
+    let request = EnqueueRequest {
+        objective: args.objective,
+        tasks: args.tasks,
+        repo: args.repo,
+        base: args.base,
+        worktree_root: args.worktrees,
+        gates: args.gates.iter().map(|g| GateSpec::parse(g)).collect(),
+        gate_each_turn: args.gate_each_turn,
+        candidates,
+        settings: ctx.settings(&args.budget),
+        rubric: args.rubric,
+    };
+    let queued = engine_jobs::enqueue(store.as_ref(), &SystemClock, &request)?;
+    println!(
+        "queued {} job(s) in group {} from {}: {}",
+        queued.jobs.len(),
+        queued.group,
+        &queued.base[..12.min(queued.base.len())],
+        queued.jobs.join(", ")
+    );
+    println!("run them with `baton work` (add --concurrency N to run several at once)");
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn work(ctx: &Context_, concurrency: usize, lease_s: u64, follow: bool) -> Result<ExitCode> {
+    if lease_s < 3 {
+        bail!("--lease-s must be at least 3 (the heartbeat renews at a third of it)");
+    }
+    let store = ctx.store()?;
+    let options = WorkOptions {
+        owner: format!("pid-{}", std::process::id()),
+        concurrency: concurrency.max(1),
+        lease: Duration::from_secs(lease_s),
+        follow,
+        keys: ctx.keys().cloned(),
+        ..WorkOptions::default()
+    };
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let reports = engine_jobs::runner::work(store, clock, &options, &|p| match p {
+        Progress::Claimed {
+            job,
+            candidate,
+            reclaimed,
+        } => eprintln!(
+            "job {job} ({candidate}) claimed{}",
+            if reclaimed {
+                " — taken over from a worker whose lease expired"
+            } else {
+                ""
+            }
+        ),
+        Progress::Turn { job, summary } => eprintln!(
+            "job {job}: turn {} · {} · {} · {}",
+            summary.turn,
+            summary.worker,
+            summary
+                .assignment
+                .step_id
+                .as_deref()
+                .unwrap_or("continuation"),
+            match &summary.error {
+                Some(e) => format!("FAILED: {e}"),
+                None => format!(
+                    "committed ({} refused, {} warnings)",
+                    summary.refusals.len(),
+                    summary.warnings.len()
+                ),
+            }
+        ),
+        Progress::Finished {
+            job,
+            status,
+            detail,
+        } => eprintln!("job {job}: {} — {detail}", status.as_str()),
+        Progress::LeaseLost { job } => {
+            eprintln!("job {job}: lease lost; another worker continues it")
+        }
+    })?;
+    if reports.is_empty() {
+        println!("no job to run: the queue is empty (`baton jobs` lists every job)");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let failed = reports
+        .iter()
+        .filter(|r| r.status == JobStatus::Failed)
+        .count();
+    println!(
+        "ran {} job(s): {} in the outbox, {failed} failed. See `baton outbox`.",
+        reports.len(),
+        reports
+            .iter()
+            .filter(|r| r.status == JobStatus::Outbox)
+            .count()
+    );
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn progress_of(store: &dyn baton_store::Store, job: &JobInfo) -> String {
+    let Some(run) = &job.run_id else {
+        return "not started".into();
+    };
+    match store.load_state(run) {
+        Ok(s) => format!(
+            "steps {}/{} · {} turns",
+            s.steps_done(),
+            s.plan.len(),
+            s.turns
+        ),
+        Err(_) => "run unreadable".into(),
+    }
+}
+
+pub fn list(ctx: &Context_, json: bool) -> Result<ExitCode> {
+    let store = ctx.store()?;
+    let jobs = store.list_jobs()?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&jobs)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if jobs.is_empty() {
+        println!(
+            "no jobs; queue one with `baton enqueue --objective \"…\" --task \"…\" --worker ID`"
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = format!(
+        "{:<13} {:<11} {:<9} {:<22} {:<26} {}\n",
+        "job", "group", "status", "candidate", "progress", "notes"
+    );
+    for job in &jobs {
+        let spec: Option<JobSpec> = serde_json::from_value(job.spec.clone()).ok();
+        let mut notes = Vec::new();
+        if job.attempts > 1 {
+            notes.push(format!("claimed {} times", job.attempts));
+        }
+        if job.status == JobStatus::Running
+            && let (Some(owner), Some(until)) = (&job.lease_owner, job.lease_expires_at)
+        {
+            notes.push(format!("held by {owner} until {until}"));
+        }
+        if let Some(e) = &job.error {
+            notes.push(baton_core::reconciler::clip(e, 60));
+        }
+        if let Ok(Some(o)) = decode_outbox(job)
+            && !o.drift.is_empty()
+        {
+            notes.push(format!("drift: {}", o.drift.join("; ")));
+        }
+        let _ = writeln!(
+            out,
+            "{:<13} {:<11} {:<9} {:<22} {:<26} {}",
+            job.id,
+            job.group,
+            job.status.as_str(),
+            spec.map(|s| s.candidate).unwrap_or_default(),
+            progress_of(store.as_ref(), job),
+            notes.join(" · ")
+        );
+    }
+    print!("{out}");
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn outbox(ctx: &Context_, job: Option<&str>, json: bool) -> Result<ExitCode> {
+    let store = ctx.store()?;
+    let jobs: Vec<JobInfo> = match job {
+        Some(prefix) => vec![store.job(&store.resolve_job(prefix)?)?],
+        None => store
+            .list_jobs()?
+            .into_iter()
+            .filter(|j| j.outbox.is_some())
+            .collect(),
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&jobs)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if jobs.is_empty() {
+        println!("the outbox is empty; `baton work` runs queued jobs");
+        return Ok(ExitCode::SUCCESS);
+    }
+    for job in &jobs {
+        let spec: Option<JobSpec> = serde_json::from_value(job.spec.clone()).ok();
+        println!(
+            "── job {} ({}) · {} · group {}",
+            job.id,
+            spec.map(|s| s.candidate).unwrap_or_default(),
+            job.status.as_str(),
+            job.group
+        );
+        let Some(o) = decode_outbox(job)? else {
+            println!(
+                "   no result: {}",
+                job.error.as_deref().unwrap_or("not finished")
+            );
+            continue;
+        };
+        println!(
+            "   branch {} · {} → {} · {} turns · {}",
+            o.branch,
+            &o.base[..12.min(o.base.len())],
+            &o.head[..12.min(o.head.len())],
+            o.turns,
+            o.ended
+        );
+        println!(
+            "   diff: {} files, +{} −{}{} · patch {}",
+            o.diff.files_changed,
+            o.diff.insertions,
+            o.diff.deletions,
+            if o.diff.binary_files > 0 {
+                format!(", {} binary", o.diff.binary_files)
+            } else {
+                String::new()
+            },
+            o.patch_file.display()
+        );
+        println!("   worktree {}", o.worktree.display());
+        if o.gates.is_empty() {
+            println!("   gates: none configured");
+        }
+        for g in &o.gates {
+            println!(
+                "   gate {}: {} (exit {}, {} ms) at {} — output {}",
+                g.name,
+                if g.passed { "PASSED" } else { "FAILED" },
+                g.exit_code.map_or("none".into(), |c| c.to_string()),
+                g.duration_ms,
+                &g.commit[..12.min(g.commit.len())],
+                g.output_file.as_deref().unwrap_or("—")
+            );
+        }
+        for d in &o.drift {
+            println!("   drift: {d}");
+        }
+        if let Some(j) = &job.judgement {
+            let winner = j["winner_job"].as_str().unwrap_or("");
+            println!(
+                "   judged: {}",
+                if winner == job.id {
+                    "WINNER"
+                } else {
+                    "not the winner"
+                }
+            );
+        }
+        println!(
+            "   record: `baton state {}`, `baton history {}`",
+            o.run_id, o.run_id
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn judge(ctx: &Context_, target: &str, judge: Option<&str>) -> Result<ExitCode> {
+    let store = ctx.store()?;
+    let jobs = store.list_jobs()?;
+    let group = if jobs.iter().any(|j| j.group == target) {
+        target.to_string()
+    } else {
+        store.job(&store.resolve_job(target)?)?.group
+    };
+    let (roster, note) = ctx.roster();
+    let worker = match judge {
+        Some(id) => roster.find(id)?.clone(),
+        None => roster
+            .workers
+            .iter()
+            .find(|w| w.enabled)
+            .cloned()
+            .with_context(|| format!("no judge: {note}; pass --judge ID"))?,
+    };
+    let mut worker = worker;
+    if worker.api_key.is_none()
+        && let Some(keys) = ctx.keys()
+    {
+        worker.api_key = keys
+            .workers
+            .iter()
+            .find(|k| k.id == worker.id)
+            .and_then(|k| k.api_key.clone());
+    }
+    let gateway = baton_engine::orchestrator::build_gateway(&worker)?;
+    let j = engine_jobs::judge::judge(
+        store.as_ref(),
+        &SystemClock,
+        &group,
+        &worker,
+        gateway.as_ref(),
+    )?;
+    println!("group {group}, judged by {} against: {}", j.judge, j.rubric);
+    for s in &j.verdict.scores {
+        let job = j
+            .labels
+            .get(&s.candidate)
+            .map(String::as_str)
+            .unwrap_or("?");
+        let outbox = store
+            .job(job)
+            .ok()
+            .and_then(|jb| decode_outbox(&jb).ok().flatten());
+        let gates: Vec<String> = outbox
+            .map(|o| {
+                o.gates
+                    .iter()
+                    .map(|g| format!("{} {}", g.name, if g.passed { "passed" } else { "FAILED" }))
+                    .collect()
+            })
+            .unwrap_or_default();
+        println!(
+            "  {} = job {job}: {:.1}/10 · gates: {} · {}",
+            s.candidate,
+            s.score,
+            if gates.is_empty() {
+                "none".into()
+            } else {
+                gates.join(", ")
+            },
+            s.reasons
+        );
+    }
+    println!(
+        "winner: {} (job {}) — {}",
+        j.verdict.winner, j.winner_job, j.verdict.verdict
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn gc(
+    ctx: &Context_,
+    repo: &Path,
+    worktrees: Option<&Path>,
+    keep: usize,
+    idle_hours: u64,
+) -> Result<ExitCode> {
+    let store = ctx.store()?;
+    let repo = baton_workspace::Repo::open(repo)?;
+    let root = worktrees
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| repo.default_worktree_root());
+    let jobs = store.list_jobs()?;
+    let finished = |id: &str| {
+        jobs.iter().any(|j| {
+            j.id == id
+                && matches!(
+                    j.status,
+                    JobStatus::Outbox | JobStatus::Judged | JobStatus::Failed
+                )
+        })
+    };
+    let policy = baton_workspace::Retention {
+        keep_newest: keep,
+        min_idle: Duration::from_secs(idle_hours * 3600),
+    };
+    let report = repo.gc(&root, &policy, &finished)?;
+    for r in &report.removed {
+        println!(
+            "removed {} (job {}); its branch {} keeps every commit",
+            r.path.display(),
+            r.job_id,
+            r.branch
+        );
+    }
+    for k in &report.kept {
+        println!(
+            "kept {} (job {}): {:?}",
+            k.path.display(),
+            k.job_id,
+            k.reason
+        );
+    }
+    if report.removed.is_empty() && report.kept.is_empty() {
+        println!("no worktrees under {}", root.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
