@@ -1,5 +1,6 @@
 mod cli;
 mod crash;
+mod jobs;
 mod providers;
 
 use std::path::{Path, PathBuf};

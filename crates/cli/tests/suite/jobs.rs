@@ -1,0 +1,152 @@
+//! Jobs through the `baton` binary: a killed `baton work` leaves its job to be
+//! reclaimed after the lease expires, and the job resumes from its last committed turn
+//! without redoing one.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use baton_store::{JobStatus, SqliteStore, Store};
+
+use super::*;
+
+/// Like the engine suite's fake agent, plus a pause so a worker can be killed mid-job.
+const AGENT: &str = r###"
+import json, os, re, sys, time
+claim_file = sys.argv[1]
+brief = sys.stdin.read()
+m = re.search(r"## Assigned task\n(?:Step T\d+: )?(.*)", brief)
+task = m.group(1).strip() if m else ""
+time.sleep(float(os.environ.get("AGENT_SLEEP", "0")))
+path = task.split()[1]
+with open(path, "w") as f:
+    f.write(task + "\n")
+# Count how often each task ran: a redone turn would show up here.
+with open(os.environ["AGENT_LOG"], "a") as f:
+    f.write(task + "\n")
+with open(claim_file, "w") as f:
+    json.dump({"summary": "did " + task, "last_action": "wrote " + path, "next_action": "next",
+               "artifacts": [{"name": path, "description": "written"}]}, f)
+"###;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn a_killed_worker_leaves_its_job_to_be_reclaimed_and_no_committed_turn_is_redone() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    git(d, &["init", "-q", "-b", "main"]);
+    git(d, &["config", "user.email", "dev@example.com"]);
+    git(d, &["config", "user.name", "dev"]);
+    std::fs::write(d.join("README.md"), "hello\n").unwrap();
+    git(d, &["add", "."]);
+    git(d, &["commit", "-q", "-m", "init"]);
+    let agent = d.join("agent.py");
+    std::fs::write(&agent, AGENT).unwrap();
+    let log = d.join("agent.log");
+    std::fs::write(
+        d.join("baton.toml"),
+        format!(
+            "estimator = \"heuristic\"\n[[workers]]\nid = \"slow\"\nmodel = \"command/slow\"\n\
+             options = {{ command = \"python3 {} {{claim_file}}\", handoff = \"derive\", pass_env = [\"PATH\"], \
+             env = {{ AGENT_SLEEP = \"0.4\", AGENT_LOG = \"{}\" }} }}\n",
+            agent.display(),
+            log.display()
+        ),
+    )
+    .unwrap();
+    let tasks = ["write a.txt", "write b.txt", "write c.txt", "write d.txt"];
+    let mut args = vec![
+        "enqueue",
+        "--objective",
+        "Write four files",
+        "--worker",
+        "slow",
+    ];
+    for t in &tasks {
+        args.extend(["--task", t]);
+    }
+    run_ok(d, &args);
+    let store = SqliteStore::open(&db(d)).unwrap();
+    let job = store.list_jobs().unwrap()[0].id.clone();
+
+    // Kill the first worker as soon as two turns are committed.
+    let mut worker = baton(d)
+        .args(["work", "--lease-s", "3"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let run = store.job(&job).unwrap().run_id;
+        let turns = run.map(|r| store.run_info(&r).unwrap().turns).unwrap_or(0);
+        if turns >= 2 || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    worker.kill().unwrap();
+    worker.wait().unwrap();
+    let killed = store.job(&job).unwrap();
+    assert_eq!(
+        killed.status,
+        JobStatus::Running,
+        "the dead worker still holds the lease"
+    );
+    let committed_before = store
+        .run_info(killed.run_id.as_ref().unwrap())
+        .unwrap()
+        .turns;
+    assert!((2..4).contains(&committed_before), "{committed_before}");
+
+    // While the lease holds, a new worker finds nothing to claim.
+    let out = run_ok(d, &["work", "--lease-s", "3"]);
+    assert!(out.contains("no job to run"), "{out}");
+    // Once it expires, the job is reclaimed and finished from its last committed turn.
+    std::thread::sleep(Duration::from_millis(3200));
+    let out = baton(d).args(["work", "--lease-s", "3"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("taken over"),
+        "{}",
+        text(&out)
+    );
+
+    let done = store.job(&job).unwrap();
+    assert_eq!(done.status, JobStatus::Outbox);
+    assert_eq!(done.attempts, 2);
+    let run = done.run_id.unwrap();
+    let turns: Vec<u32> = store.turns(&run).unwrap().iter().map(|t| t.turn).collect();
+    assert_eq!(turns, [0, 1, 2, 3], "every turn once");
+    // The agent ran each committed task once; only the turn in flight may have run twice.
+    let ran = std::fs::read_to_string(&log).unwrap();
+    for (i, t) in tasks.iter().enumerate() {
+        let times = ran.lines().filter(|l| l == t).count();
+        if (i as u32) < committed_before {
+            assert_eq!(times, 1, "committed turn {i} ({t}) was redone:\n{ran}");
+        } else {
+            assert!((1..=2).contains(&times), "{t}: {times}\n{ran}");
+        }
+    }
+    // The branch has one commit per turn, and the files are all there.
+    let worktree = d.join(".baton/worktrees").join(&job);
+    let commits = git(&worktree, &["rev-list", "--count", "main..HEAD"]);
+    assert_eq!(commits.trim(), "4");
+    for f in ["a.txt", "b.txt", "c.txt", "d.txt"] {
+        assert!(worktree.join(f).exists(), "{f}");
+    }
+}
