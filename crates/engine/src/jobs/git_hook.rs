@@ -75,8 +75,8 @@ impl WorkspaceHook for GitHook {
     }
 
     fn after_calls(&self, facts: &TurnFacts<'_>) -> Result<HookOutcome> {
-        let head = self.workspace.head().map_err(ws_err)?;
         let Some(result) = facts.result else {
+            let head = self.workspace.head().map_err(ws_err)?;
             // Never merged half-formed: a failed turn leaves no trace in the worktree.
             self.reset_to(&head)?;
             return Ok(HookOutcome {
