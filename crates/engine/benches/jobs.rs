@@ -29,7 +29,14 @@ json.dump({"summary": "s", "last_action": "wrote " + path, "artifacts": [{"name"
 "###;
 
 fn git(dir: &Path, args: &[&str]) {
-    let ok = Command::new("git").arg("-C").arg(dir).args(args).output().unwrap().status.success();
+    let ok = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap()
+        .status
+        .success();
     assert!(ok, "git {args:?}");
 }
 
@@ -38,11 +45,30 @@ fn command_turn(c: &mut Criterion) {
     let repo_dir = dir.path().join("repo");
     std::fs::create_dir_all(repo_dir.join("src")).unwrap();
     for i in 0..1000 {
-        std::fs::write(repo_dir.join("src").join(format!("f{i:04}.txt")), format!("file {i}\n")).unwrap();
+        std::fs::write(
+            repo_dir.join("src").join(format!("f{i:04}.txt")),
+            format!("file {i}\n"),
+        )
+        .unwrap();
     }
     git(&repo_dir, &["init", "-q", "-b", "main"]);
-    git(&repo_dir, &["-c", "user.email=a@b", "-c", "user.name=a", "add", "."]);
-    git(&repo_dir, &["-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q", "-m", "init"]);
+    git(
+        &repo_dir,
+        &["-c", "user.email=a@b", "-c", "user.name=a", "add", "."],
+    );
+    git(
+        &repo_dir,
+        &[
+            "-c",
+            "user.email=a@b",
+            "-c",
+            "user.name=a",
+            "commit",
+            "-q",
+            "-m",
+            "init",
+        ],
+    );
     let agent = dir.path().join("agent.py");
     std::fs::write(&agent, AGENT).unwrap();
     let repo = Repo::open(&repo_dir).unwrap();
@@ -72,8 +98,13 @@ fn command_turn(c: &mut Criterion) {
             objective: "Write files".into(),
             tasks,
             step_budgets: Vec::new(),
-            roster: Roster { workers: vec![worker] },
-            settings: RunSettings { estimator: "heuristic".into(), ..RunSettings::default() },
+            roster: Roster {
+                workers: vec![worker],
+            },
+            settings: RunSettings {
+                estimator: "heuristic".into(),
+                ..RunSettings::default()
+            },
         })
         .unwrap();
     let mut session = engine.open(&run, None).unwrap();
@@ -85,21 +116,24 @@ fn command_turn(c: &mut Criterion) {
         gate_dir: dir.path().join("gates"),
         hide: Vec::new(),
     }));
-    c.bench_function("command-worker turn, engine overhead (1,000-file repo)", |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                match engine.step(&mut session).unwrap() {
-                    StepOutcome::Turn(s) => {
-                        assert!(s.error.is_none(), "{:?}", s.error);
-                        total += s.engine_time;
+    c.bench_function(
+        "command-worker turn, engine overhead (1,000-file repo)",
+        |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    match engine.step(&mut session).unwrap() {
+                        StepOutcome::Turn(s) => {
+                            assert!(s.error.is_none(), "{:?}", s.error);
+                            total += s.engine_time;
+                        }
+                        other => panic!("{other:?}"),
                     }
-                    other => panic!("{other:?}"),
                 }
-            }
-            total
-        })
-    });
+                total
+            })
+        },
+    );
 }
 
 fn claim(c: &mut Criterion) {
@@ -121,7 +155,9 @@ fn claim(c: &mut Criterion) {
             }
             let t0 = Instant::now();
             for i in 0..iters {
-                let got = store.try_claim_job("bench", &format!("t{i}"), Timestamp(1), 30_000).unwrap();
+                let got = store
+                    .try_claim_job("bench", &format!("t{i}"), Timestamp(1), 30_000)
+                    .unwrap();
                 assert!(matches!(got, ClaimOutcome::Claimed { .. }));
             }
             t0.elapsed()

@@ -337,7 +337,11 @@ fn gate(name: &str, passed: bool, commit: &str) -> crate::turn::GateResult {
         exit_code: Some(if passed { 0 } else { 101 }),
         passed,
         duration_ms: 5,
-        output_tail: if passed { "ok".into() } else { "test parse ... FAILED".into() },
+        output_tail: if passed {
+            "ok".into()
+        } else {
+            "test parse ... FAILED".into()
+        },
         output_file: None,
     }
 }
@@ -353,15 +357,39 @@ fn a_failing_gate_is_a_fact_for_the_next_worker_and_a_passing_gate_closes_what_n
         detail: None,
         gate: Some("tests".into()),
     });
-    r.resolved_issues.push(ResolutionClaimInput { issue: "I1".into(), note: Some("tests pass, trust me".into()) });
-    run_turn(&mut s, "w1", 0, &r, &report("wrote code", "test"), &NoVerifier);
-    assert_eq!(s.issues[0].status, IssueStatus::Open, "a claimed pass closes nothing");
+    r.resolved_issues.push(ResolutionClaimInput {
+        issue: "I1".into(),
+        note: Some("tests pass, trust me".into()),
+    });
+    run_turn(
+        &mut s,
+        "w1",
+        0,
+        &r,
+        &report("wrote code", "test"),
+        &NoVerifier,
+    );
+    assert_eq!(
+        s.issues[0].status,
+        IssueStatus::Open,
+        "a claimed pass closes nothing"
+    );
 
     let w = worker("w1");
     let a = step("T1");
-    let ctx = TurnContext { worker: &w, turn: 1, at: Timestamp(9), assignment: &a };
+    let ctx = TurnContext {
+        worker: &w,
+        turn: 1,
+        at: Timestamp(9),
+        assignment: &a,
+    };
     let mut out = ReconcileOutcome::default();
-    apply_gates(&mut s, &ctx, &[gate("tests", false, "abc123def4567890")], &mut out);
+    apply_gates(
+        &mut s,
+        &ctx,
+        &[gate("tests", false, "abc123def4567890")],
+        &mut out,
+    );
     assert_eq!(s.issues.len(), 2);
     let failing = &s.issues[1];
     assert_eq!(failing.gate.as_deref(), Some("tests"));
@@ -369,12 +397,25 @@ fn a_failing_gate_is_a_fact_for_the_next_worker_and_a_passing_gate_closes_what_n
     assert!(failing.detail.contains("exit code 101") && failing.detail.contains("FAILED"));
     assert_eq!(s.issues[0].status, IssueStatus::Open);
 
-    let ctx = TurnContext { worker: &w, turn: 2, at: Timestamp(10), assignment: &a };
+    let ctx = TurnContext {
+        worker: &w,
+        turn: 2,
+        at: Timestamp(10),
+        assignment: &a,
+    };
     let mut out = ReconcileOutcome::default();
-    apply_gates(&mut s, &ctx, &[gate("tests", true, "fedcba9876543210")], &mut out);
+    apply_gates(
+        &mut s,
+        &ctx,
+        &[gate("tests", true, "fedcba9876543210")],
+        &mut out,
+    );
     for issue in &s.issues {
         assert_eq!(issue.status, IssueStatus::Resolved, "{}", issue.id);
-        assert_eq!(issue.verified_by.as_deref(), Some("gate:tests@fedcba987654"));
+        assert_eq!(
+            issue.verified_by.as_deref(),
+            Some("gate:tests@fedcba987654")
+        );
     }
     assert_eq!(out.count(Action::Verified), 2);
 }
