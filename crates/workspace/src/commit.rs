@@ -1,5 +1,6 @@
 //! One commit per turn, and reading committed content back for the verifier and outbox.
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 
 use serde::{Deserialize, Serialize};
@@ -103,13 +104,41 @@ impl Workspace {
                 head: parent.commit,
             });
         }
-        // Read (and check) the change list before committing, so a path baton cannot
-        // record stops the turn rather than leaving a commit nobody was told about.
-        let staged = changes_between(&git, &parent.tree, &tree)?;
+        // The change list and the commit object are independent, so they are made side
+        // by side (each is a git process, and a turn's latency is mostly process
+        // start-up). The branch only moves once the list has been read and checked, so
+        // a path baton cannot record stops the turn instead of leaving a commit nobody
+        // was told about; the orphaned commit object is garbage for `git gc`.
+        let (staged, sha) = std::thread::scope(|s| {
+            let listing = s.spawn(|| changes_between(&git, &parent.tree, &tree));
+            let sha = self.commit_tree(&git, &parent.commit, &tree, &message);
+            (join(listing), sha)
+        });
+        let (staged, sha) = (staged?, sha?);
+        let (moved, hashes) = std::thread::scope(|s| {
+            let hashing = s.spawn(|| blob_sha256(&git, &staged));
+            let moved = self.move_branch(&git, turn, &parent.commit, &sha);
+            (moved, join(hashing))
+        });
+        moved?;
+        let hashes = hashes?;
+        let files = staged
+            .into_iter()
+            .map(|s| ChangedFile {
+                sha256: hashes.get(s.new_blob.as_str()).cloned(),
+                path: s.path,
+                status: s.status,
+                renamed_from: s.renamed_from,
+            })
+            .collect();
+        Ok(CommitOutcome::Committed { sha, files })
+    }
+
+    fn commit_tree(&self, git: &Git, parent: &str, tree: &str, message: &str) -> Result<String> {
         let identity = match self.identity.0.get() {
             Some(identity) => identity,
             None => {
-                let found = identity_overrides(&git)?;
+                let found = identity_overrides(git)?;
                 self.identity.0.get_or_init(|| found)
             }
         };
@@ -123,14 +152,21 @@ impl Workspace {
             os("commit-tree"),
             os("--no-gpg-sign"),
             os("-p"),
-            os(&parent.commit),
+            os(parent),
             os("-F"),
             os("-"),
-            os(&tree),
+            os(tree),
         ]);
         let out = git.run_with_input(&args, message.as_bytes())?;
         let sha = String::from_utf8_lossy(&out).trim().to_owned();
-        let parent = parent.commit;
+        if sha.len() < 40 || !sha.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(git.unexpected(&args, format!("not a commit id: {sha:?}")));
+        }
+        Ok(sha)
+    }
+
+    /// Points the job's branch at `sha` if it still points at `parent`.
+    fn move_branch(&self, git: &Git, turn: &TurnCommitInfo, parent: &str, sha: &str) -> Result<()> {
         let full_ref = format!("refs/heads/{}", self.branch);
         let reflog = format!("baton: job {} turn {}", turn.job_id, turn.turn);
         let update = [
@@ -138,44 +174,20 @@ impl Workspace {
             os("-m"),
             os(&reflog),
             os(&full_ref),
-            os(&sha),
-            os(&parent),
+            os(sha),
+            os(parent),
         ];
         let out = git.output(&update)?;
-        if !out.status.success() {
-            let now = self.resolve(&full_ref)?;
-            if now != parent {
-                return Err(Error::ConcurrentCommit {
-                    branch: self.branch.clone(),
-                    expected: parent,
-                });
-            }
-            return Err(git.failure(&update, &out));
+        if out.status.success() {
+            return Ok(());
         }
-        let hashes = blob_sha256(
-            &git,
-            staged
-                .iter()
-                .filter(|s| s.status != ChangeStatus::Deleted && has_content(&s.new_mode))
-                .map(|s| s.new_blob.as_str()),
-        )?;
-        let files = staged
-            .into_iter()
-            .map(|s| {
-                let sha256 = hashes
-                    .iter()
-                    .find(|(blob, _)| *blob == s.new_blob)
-                    .filter(|_| s.status != ChangeStatus::Deleted && has_content(&s.new_mode))
-                    .map(|(_, hash)| hash.clone());
-                ChangedFile {
-                    path: s.path,
-                    status: s.status,
-                    renamed_from: s.renamed_from,
-                    sha256,
-                }
-            })
-            .collect();
-        Ok(CommitOutcome::Committed { sha, files })
+        if self.resolve(&full_ref)? != parent {
+            return Err(Error::ConcurrentCommit {
+                branch: self.branch.clone(),
+                expected: parent.to_owned(),
+            });
+        }
+        Err(git.failure(&update, &out))
     }
 
     fn message(&self, turn: &TurnCommitInfo) -> Result<String> {
@@ -327,6 +339,14 @@ impl Workspace {
     }
 }
 
+/// A scoped thread's result; a panic in it is re-raised here, as if it had run inline.
+fn join<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    match handle.join() {
+        Ok(value) => value,
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
 fn check_trailer_value(field: &'static str, value: &str) -> Result<()> {
     if value.trim().is_empty() {
         return Err(Error::InvalidTurnInfo {
@@ -441,15 +461,17 @@ fn has_content(mode: &str) -> bool {
     matches!(mode, "100644" | "100755" | "120000")
 }
 
-/// sha256 of each blob's content, streamed through one `git cat-file --batch` so large
-/// files are never held in memory.
-fn blob_sha256<'a>(
-    git: &Git,
-    blobs: impl Iterator<Item = &'a str>,
-) -> Result<Vec<(String, String)>> {
-    let blobs: Vec<&str> = blobs.collect();
+/// sha256 of the committed content of each change that has content (not deletions or
+/// submodules), by blob id, streamed through one `git cat-file --batch` so large files
+/// are never held in memory.
+fn blob_sha256(git: &Git, changes: &[Staged]) -> Result<HashMap<String, String>> {
+    let blobs: Vec<&str> = changes
+        .iter()
+        .filter(|c| c.status != ChangeStatus::Deleted && has_content(&c.new_mode))
+        .map(|c| c.new_blob.as_str())
+        .collect();
     if blobs.is_empty() {
-        return Ok(Vec::new());
+        return Ok(HashMap::new());
     }
     let args = [os("cat-file"), os("--batch")];
     let mut child = git.spawn(&args)?;
@@ -479,10 +501,10 @@ fn read_batch(
     args: &[&std::ffi::OsStr],
     stdout: impl Read,
     count: usize,
-) -> Result<Vec<(String, String)>> {
+) -> Result<HashMap<String, String>> {
     let io_err = |e: std::io::Error| git.unexpected(args, format!("reading output: {e}"));
     let mut reader = BufReader::with_capacity(64 * 1024, stdout);
-    let mut hashes = Vec::with_capacity(count);
+    let mut hashes = HashMap::with_capacity(count);
     let mut header = Vec::new();
     for _ in 0..count {
         header.clear();
@@ -511,7 +533,7 @@ fn read_batch(
         }
         let mut lf = [0u8; 1];
         reader.read_exact(&mut lf).map_err(io_err)?;
-        hashes.push(((*object).to_owned(), hex(&hasher.finalize())));
+        hashes.insert((*object).to_owned(), hex(&hasher.finalize()));
     }
     Ok(hashes)
 }
@@ -552,6 +574,51 @@ mod tests {
             identity_overrides(&git).unwrap(),
             ["user.email=baton@localhost"]
         );
+    }
+
+    #[test]
+    fn a_branch_that_moved_under_the_turn_is_a_concurrent_commit_not_an_overwrite() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("repo");
+        std::fs::create_dir_all(&main).unwrap();
+        let git = git_in(&main);
+        git.run(&[os("init"), os("-q")]).unwrap();
+        std::fs::write(main.join("a"), "a").unwrap();
+        git.run(&[os("add"), os("a")]).unwrap();
+        git.run(&[
+            os("-c"),
+            os("user.name=t"),
+            os("-c"),
+            os("user.email=t@t"),
+            os("commit"),
+            os("-qm"),
+            os("a"),
+        ])
+        .unwrap();
+        let repo = crate::Repo::open(&main).unwrap();
+        let ws = repo
+            .create_workspace(&crate::WorkspaceSpec {
+                job_id: "j".to_owned(),
+                base: "HEAD".to_owned(),
+                base_branch: None,
+                root: dir.path().join("wt"),
+            })
+            .unwrap();
+        let info = TurnCommitInfo {
+            run_id: "r".to_owned(),
+            job_id: "j".to_owned(),
+            turn: 1,
+            worker: "w".to_owned(),
+            model: "m".to_owned(),
+            family: "f".to_owned(),
+            subject: "s".to_owned(),
+            body: None,
+        };
+        let head = ws.head().unwrap();
+        let stale = "0".repeat(40);
+        let err = ws.move_branch(&ws.git(), &info, &stale, &head).unwrap_err();
+        assert!(matches!(err, Error::ConcurrentCommit { .. }), "{err}");
+        assert_eq!(ws.head().unwrap(), head);
     }
 
     #[test]
