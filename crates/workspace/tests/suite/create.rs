@@ -247,3 +247,21 @@ fn two_jobs_editing_the_same_file_names_concurrently_do_not_interfere() {
     }
     assert_eq!(f.main_snapshot(), before);
 }
+
+#[test]
+fn a_worktree_add_that_died_half_way_is_cleared_and_redone() {
+    let f = Fixture::new();
+    let ws = f.create("j1");
+    // What `git worktree add` leaves when killed before its checkout finished.
+    std::fs::remove_file(ws.path.join("README.md")).unwrap();
+    let admin = git(
+        &ws.path,
+        &["rev-parse", "--path-format=absolute", "--git-dir"],
+    );
+    std::fs::write(std::path::Path::new(&admin).join("locked"), "initializing").unwrap();
+
+    let again = f.create("j1");
+    assert_eq!(again.head().unwrap(), f.second);
+    assert!(again.path.join("README.md").exists());
+    assert!(again.dirty().unwrap().is_empty());
+}
