@@ -75,6 +75,9 @@ impl WorkspaceHook for GitHook {
     }
 
     fn after_calls(&self, facts: &TurnFacts<'_>) -> Result<HookOutcome> {
+        let _shared = super::GIT_WORKTREES
+            .read()
+            .unwrap_or_else(|p| p.into_inner());
         let Some(result) = facts.result else {
             let head = self.workspace.head().map_err(ws_err)?;
             // Never merged half-formed: a failed turn leaves no trace in the worktree.

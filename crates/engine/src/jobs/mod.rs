@@ -23,6 +23,11 @@ use sha2::{Digest, Sha256};
 
 pub use gates::GateSpec;
 
+/// Held shared by git work inside a job's worktree, exclusively while a worktree is
+/// created: `git worktree add` fails when it reads another worktree's administrative
+/// files mid-write.
+pub(crate) static GIT_WORKTREES: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
 use crate::clock::Clock;
 use crate::config::{Roster, RunSettings};
 use crate::{Error, Result};
