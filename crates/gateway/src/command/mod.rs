@@ -42,9 +42,10 @@
 //!
 //! Output is copied to disk as it comes, with no size ceiling. A process that is
 //! alive and whose output progresses is fine however long it is quiet between
-//! lines, up to `silence_s`. It runs in its own session (process group, no
-//! controlling terminal): a limit kills the agent and everything it started, and a
-//! tool that opens `/dev/tty` to ask a question fails at once.
+//! lines, up to `silence_s`. It runs in its own process group, so a limit kills the
+//! agent and everything it started; when baton has a controlling terminal the agent
+//! gets a new session without one, so a tool that opens `/dev/tty` to ask a question
+//! fails at once instead of waiting on the keyboard.
 //!
 //! # The claim
 //!

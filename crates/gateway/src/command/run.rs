@@ -27,6 +27,10 @@ pub(crate) const STDERR_TAIL: usize = 64 << 10;
 const COPY_BUFFER: usize = 64 << 10;
 /// How often the watcher looks at the clock while output is still flowing.
 const WATCH_TICK: Duration = Duration::from_millis(50);
+/// After both pipes close, the watcher polls for the exit at most this far apart
+/// for [`CLOSE_POLL_WINDOW`], then every [`WATCH_TICK`].
+const CLOSE_POLL_MAX: Duration = Duration::from_millis(1);
+const CLOSE_POLL_WINDOW: Duration = Duration::from_millis(200);
 /// After the agent exits, how long stragglers that inherited its pipes (a background
 /// process it started) may keep them open before the group is killed.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
@@ -239,7 +243,19 @@ fn spawn(spec: &RunSpec<'_>) -> Result<Child, Stopped> {
         program: String::new(),
         source: io::Error::new(io::ErrorKind::InvalidInput, "empty command"),
     })?;
-    let mut cmd = Command::new(program);
+    let path = spec
+        .env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_os_str());
+    let resolved = resolve_program(program, path, spec.cwd).ok_or_else(|| Stopped::Spawn {
+        program: program.clone(),
+        source: io::Error::new(
+            io::ErrorKind::NotFound,
+            "no such executable on the PATH the agent gets",
+        ),
+    })?;
+    let mut cmd = Command::new(resolved);
     cmd.args(args)
         .current_dir(spec.cwd)
         .env_clear()
@@ -258,13 +274,54 @@ fn spawn(spec: &RunSpec<'_>) -> Result<Child, Stopped> {
     })
 }
 
-/// Puts the child in a new session: its own process group (so a limit kills the
-/// agent and everything it started) and no controlling terminal (so a tool that
-/// opens `/dev/tty` to ask a question fails at once instead of reading the keyboard
-/// of whoever started baton, or stopping on SIGTTIN).
+/// The program's full path, looked up the way `execvp` in the child would: a name
+/// with a slash is taken relative to the workspace, a bare name is searched in the
+/// child's `PATH` (relative entries again from the workspace).
+///
+/// Why resolve it here: std spawns with `posix_spawn` only when it need not search a
+/// `PATH` of the child's own in another directory; otherwise it forks, which costs
+/// milliseconds in a large process (see `benches/command.rs`).
+fn resolve_program(program: &str, path: Option<&std::ffi::OsStr>, cwd: &Path) -> Option<PathBuf> {
+    if program.contains('/') {
+        return Some(cwd.join(program));
+    }
+    std::env::split_paths(path?)
+        .map(|dir| cwd.join(dir).join(program))
+        .find(|candidate| is_executable(candidate))
+}
+
+#[cfg(unix)]
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(not(unix))]
+fn is_executable(path: &Path) -> bool {
+    path.is_file()
+}
+
+/// Gives the child its own process group, so a limit kills the agent and everything
+/// it started. When baton itself has a controlling terminal, the child gets a new
+/// session instead, with no terminal at all: a tool that opens `/dev/tty` to ask a
+/// question then fails at once, instead of reading the keyboard of whoever started
+/// baton or stopping on SIGTTIN as a background group would.
+///
+/// Why not always a new session: `setsid` needs a `pre_exec` hook, which makes std
+/// fork instead of `posix_spawn`, and a fork costs milliseconds in a large process
+/// (see `benches/command.rs`). A server has no terminal, so it takes the fast path.
 #[cfg(unix)]
 fn detach_from_terminal(cmd: &mut Command) {
     use std::os::unix::process::CommandExt;
+    let has_terminal = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+        .is_ok();
+    if !has_terminal {
+        cmd.process_group(0);
+        return;
+    }
     // SAFETY: `setsid` is async-signal-safe and touches no memory of the parent; it
     // is the only call made between fork and exec.
     unsafe {
@@ -324,7 +381,8 @@ fn watch(
     readers: usize,
 ) -> Result<ExitStatus, Stopped> {
     let mut open = readers;
-    let mut nap = Duration::from_micros(100);
+    let mut nap = Duration::from_micros(50);
+    let mut closed_at: Option<Instant> = None;
     loop {
         if let Some(status) = child.try_wait().map_err(|source| Stopped::Io {
             what: "waiting for the agent".into(),
@@ -366,9 +424,17 @@ fn watch(
                 Err(RecvTimeoutError::Disconnected) => open = 0,
             }
         } else {
-            // Both pipes are closed, so the exit is moments away: poll closely.
+            // Both pipes are closed, so the exit is normally moments away: poll
+            // closely for a while (a blocking wait would ignore the limits if the
+            // agent closed its output and kept running), then back off.
+            let closed_for = closed_at.get_or_insert(now).elapsed();
             thread::sleep(nap);
-            nap = (nap * 2).min(WATCH_TICK);
+            let ceiling = if closed_for < CLOSE_POLL_WINDOW {
+                CLOSE_POLL_MAX
+            } else {
+                WATCH_TICK
+            };
+            nap = (nap * 2).min(ceiling);
         }
     }
 }
@@ -448,8 +514,9 @@ fn kill_group(child: &Child, signal: Signal) {
         Signal::Term => libc::SIGTERM,
         Signal::Kill => libc::SIGKILL,
     };
-    // SAFETY: plain syscall; the child called setsid, so its pid is its group id and
-    // `-pid` addresses exactly the agent and what it started.
+    // SAFETY: plain syscall; the child leads its own process group (see
+    // `detach_from_terminal`), so `-pid` addresses exactly the agent and what it
+    // started.
     unsafe {
         libc::kill(-pid, sig);
     }
