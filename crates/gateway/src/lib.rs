@@ -147,8 +147,14 @@ pub enum Error {
     #[error("the agent failed ({status}): {stderr_tail}")]
     AgentExited { status: String, stderr_tail: String },
     /// A command worker printed nothing for too long and was killed.
-    #[error("the agent was killed: no output for {seconds} s (its output is in {output})")]
-    AgentSilent { seconds: u64, output: String },
+    #[error(
+        "the agent was killed: no output for {:.1} s (its output is in {output})",
+        silent_for.as_secs_f64()
+    )]
+    AgentSilent {
+        silent_for: Duration,
+        output: String,
+    },
     /// A command worker stopped at a question nobody will answer.
     #[error("the agent is waiting for input: {prompt}; run it non-interactively — see the presets")]
     AgentWaitingForInput { prompt: String },

@@ -384,7 +384,7 @@ impl CommandGateway {
             },
             Stopped::TimedOut { after } => Error::Timeout(after),
             Stopped::Silent { for_ } => Error::AgentSilent {
-                seconds: for_.as_secs(),
+                silent_for: for_,
                 output: out.dir.display().to_string(),
             },
             Stopped::WaitingForInput { line } => Error::AgentWaitingForInput {

@@ -193,7 +193,7 @@ pub(crate) fn run(spec: &RunSpec<'_>) -> Result<Finished, Stopped> {
     };
     // The agent is gone; anything it left behind that still holds its pipes gets a
     // moment to finish, then goes with the group.
-    if !all_done(&done_rx, readers.len(), EXIT_GRACE) {
+    if !readers_finish_within(&done_rx, EXIT_GRACE) {
         kill_group(&child, Signal::Kill);
     }
     let io_error = finish_readers(readers, &done_rx, KILL_GRACE);
@@ -439,19 +439,18 @@ fn watch(
     }
 }
 
-/// Waits until `count` readers have reported, or `grace` passes.
-fn all_done(done: &Receiver<()>, count: usize, grace: Duration) -> bool {
+/// Whether every reader finishes within `grace`: each holds a sender of `done`, so
+/// the channel disconnects exactly when the last one is gone.
+fn readers_finish_within(done: &Receiver<()>, grace: Duration) -> bool {
     let deadline = Instant::now() + grace;
-    let mut seen = 0;
-    while seen < count {
+    loop {
         let left = deadline.saturating_duration_since(Instant::now());
         match done.recv_timeout(left) {
-            Ok(()) => seen += 1,
+            Ok(()) => {}
             Err(RecvTimeoutError::Timeout) => return false,
             Err(RecvTimeoutError::Disconnected) => return true,
         }
     }
-    true
 }
 
 /// Joins the readers that finished within `grace`; one that did not (its pipe is
@@ -462,8 +461,8 @@ fn finish_readers(
     done: &Receiver<()>,
     grace: Duration,
 ) -> Option<(String, io::Error)> {
-    // Reports already consumed by `watch`/`all_done` are not repeated; `is_finished`
-    // is the ground truth, the channel only saves busy waiting.
+    // `is_finished` is the ground truth; the channel only saves busy waiting while a
+    // reader still runs.
     let deadline = Instant::now() + grace;
     while readers.iter().any(|r| !r.is_finished()) && Instant::now() < deadline {
         let _ = done.recv_timeout(Duration::from_millis(10));

@@ -117,13 +117,12 @@ fn silence_beyond_silence_s_is_killed_but_slow_progress_is_not() {
             CallKind::Execute,
         )
         .unwrap_err();
-    assert!(matches!(err, Error::AgentSilent { .. }), "{err:?}");
+    let Error::AgentSilent { silent_for, .. } = &err else {
+        panic!("{err:?}")
+    };
+    assert!(*silent_for >= Duration::from_millis(500) && *silent_for < Duration::from_secs(2));
     assert_eq!(err.class(), "timeout");
-    assert!(
-        err.to_string().contains("no output for 0 s")
-            || err.to_string().contains("no output for 1 s"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("no output for 0."), "{err}");
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "{:?}",
