@@ -29,8 +29,7 @@ struct RawFile {
     estimator: Option<String>,
     /// Repair calls per claim when output fails its schema (default 1; 0 disables).
     repair_attempts: Option<u32>,
-    #[serde(default)]
-    workers: Vec<RawWorker>,
+    workers: Option<Vec<RawWorker>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -165,6 +164,9 @@ impl WorkerConfig {
                 Some(env) => format!("set ({env})"),
                 None => "set (provider's default variable)".into(),
             },
+            Ok(None) if baton_gateway::needs_key(&self.model) => {
+                "missing: export the provider's key variable or set api_key_env".into()
+            }
             Ok(None) => "not needed".into(),
             Err(e) => format!("missing: {e}"),
         }
@@ -273,6 +275,9 @@ fn default_repairs() -> u32 {
     DEFAULT_REPAIR_ATTEMPTS
 }
 
+/// The smallest budget that can carry a task and an objective.
+pub const MIN_BUDGET: usize = 50;
+
 /// Repair calls per claim by default.
 pub const DEFAULT_REPAIR_ATTEMPTS: u32 = 1;
 
@@ -299,10 +304,17 @@ impl RunSettings {
 
     pub fn validate(&self) -> Result<()> {
         self.estimator_kind()?;
-        if self.budget < 50 {
+        if self.budget < MIN_BUDGET {
             return Err(Error::Config(format!(
-                "budget {} is too small to brief anyone; use at least 50 tokens",
+                "budget {} is too small to brief anyone; use at least {MIN_BUDGET} tokens",
                 self.budget
+            )));
+        }
+        if let Some(total) = self.total_budget
+            && total < MIN_BUDGET
+        {
+            return Err(Error::Config(format!(
+                "total budget {total} is too small to brief anyone; use at least {MIN_BUDGET} tokens per step"
             )));
         }
         Ok(())
@@ -345,6 +357,7 @@ pub fn parse_file(path: &str, text: &str) -> Result<FileConfig> {
     let warnings: Vec<String> = raw
         .workers
         .iter()
+        .flatten()
         .filter(|w| w.api_key.is_some())
         .map(|w| {
             format!(
@@ -353,11 +366,16 @@ pub fn parse_file(path: &str, text: &str) -> Result<FileConfig> {
             )
         })
         .collect();
-    let roster = if raw.workers.is_empty() {
+    if raw.workers.as_ref().is_some_and(Vec::is_empty) {
+        return Err(bad(
+            "the roster is empty; add at least one [[workers]] entry (or remove `workers` to use the offline mock workers)".into(),
+        ));
+    }
+    let raw_workers = raw.workers.unwrap_or_default();
+    let roster = if raw_workers.is_empty() {
         None
     } else {
-        let workers = raw
-            .workers
+        let workers = raw_workers
             .into_iter()
             .map(|w| {
                 let family = w.family.unwrap_or_else(|| {
@@ -407,8 +425,9 @@ pub fn scaffold(workers: usize) -> String {
          # total_budget = 12000        # or: tokens for the whole plan, later steps get more\n\
          # estimator = \"bpe\"           # or \"heuristic\" (BATON_ESTIMATOR)\n\n\
          # Workers take turns in this order. model = \"provider/model\"; the prefix picks the\n\
-         # provider. This build ships \"mock\" (offline, deterministic) and \"scripted\"\n\
-         # (replays a JSONL file: options = { script = \"run.jsonl\" }).\n",
+         # provider: openai, anthropic, gemini, groq, deepseek, openrouter, together, mistral,\n\
+         # xai, ollama, llamacpp, lmstudio, vllm, command (a coding-agent CLI), mock (offline,\n\
+         # deterministic) or scripted (replays a JSONL file). See the README.\n",
     );
     for i in 1..=workers.max(1) {
         out.push_str(&format!(

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use baton_core::ids::RunId;
 use baton_core::state::{ExecutionState, IssueStatus};
 use baton_core::turn::{TurnRecord, TurnStatus};
-use baton_gateway::scripted::{ScriptLine, ScriptedError};
+use baton_gateway::scripted::{ScriptLine, ScriptedError, ScriptedUsage};
 use baton_store::{Store, StoredEvent};
 use serde::Serialize;
 
@@ -47,15 +47,27 @@ pub fn script(store: &dyn Store, run: &RunId) -> Result<String> {
                     call: c.call,
                     output: Some(output.clone()),
                     error: None,
+                    usage: c.usage.map(|u| ScriptedUsage {
+                        input_tokens: u.input_tokens,
+                        output_tokens: u.output_tokens,
+                        cached_tokens: u.cached_tokens,
+                    }),
                 },
                 (None, Some(err)) => ScriptLine {
                     turn: t.turn,
                     call: c.call,
                     output: None,
                     error: Some(ScriptedError {
-                        class: err.split(' ').next().unwrap_or("server_error").to_string(),
+                        // Failed calls are recorded as "<class>[ after N attempts]: …".
+                        class: err
+                            .split([':', ' '])
+                            .next()
+                            .filter(|c| !c.is_empty())
+                            .unwrap_or("server_error")
+                            .to_string(),
                         message: err.clone(),
                     }),
+                    usage: None,
                 },
                 (None, None) => continue,
             };

@@ -181,7 +181,14 @@ impl Engine {
                 "the objective is empty; pass --objective \"…\"".into(),
             ));
         }
-        if spec.tasks.iter().all(|t| t.trim().is_empty()) {
+        if let Some(i) = spec.tasks.iter().position(|t| t.trim().is_empty()) {
+            return Err(Error::Config(format!(
+                "task {} is blank; every --task needs text (the plan has {} tasks)",
+                i + 1,
+                spec.tasks.len()
+            )));
+        }
+        if spec.tasks.is_empty() {
             return Err(Error::Config(
                 "the plan has no steps; pass at least one --task \"…\"".into(),
             ));
@@ -195,6 +202,17 @@ impl Engine {
             .map(|t| t.trim().to_string())
             .filter(|t| !t.is_empty())
             .collect();
+        if let Some(b) = spec
+            .step_budgets
+            .iter()
+            .flatten()
+            .find(|b| **b < crate::config::MIN_BUDGET)
+        {
+            return Err(Error::Config(format!(
+                "step budget {b} is too small to brief anyone; use at least {} tokens",
+                crate::config::MIN_BUDGET
+            )));
+        }
         let mut state = ExecutionState::new(id.clone(), spec.objective.trim(), &tasks);
         for (step, budget) in state.plan.iter_mut().zip(&spec.step_budgets) {
             step.budget = *budget;
@@ -504,11 +522,16 @@ impl Engine {
                 (result, attempts)
             }
         };
-        let usage = outcome.as_ref().ok().map(|r| ReportedUsage {
-            input_tokens: r.usage.input_tokens,
-            output_tokens: r.usage.output_tokens,
-            cached_tokens: r.usage.cached_tokens,
-        });
+        // All zeros means the gateway had nothing to report (an agent CLI without usage).
+        let usage = outcome
+            .as_ref()
+            .ok()
+            .filter(|r| r.usage != baton_gateway::Usage::default())
+            .map(|r| ReportedUsage {
+                input_tokens: r.usage.input_tokens,
+                output_tokens: r.usage.output_tokens,
+                cached_tokens: r.usage.cached_tokens,
+            });
         let tokens_sent = session.system_tokens + session.estimator.count(&prompt.user);
         let record = CallRecord {
             call,
@@ -762,8 +785,11 @@ impl Engine {
                     });
                 }
                 next.consecutive_failures = 0;
-                let rj = serde_json::to_value(&result.claim).ok();
-                let pj = serde_json::to_value(&report.claim).ok();
+                // Plain data structs: serialising them cannot fail.
+                let rj =
+                    Some(serde_json::to_value(&result.claim).unwrap_or(serde_json::Value::Null));
+                let pj =
+                    Some(serde_json::to_value(&report.claim).unwrap_or(serde_json::Value::Null));
                 (TurnStatus::Committed, outcome, rj, pj)
             }
             None => {

@@ -291,6 +291,16 @@ pub fn for_model_with_credential(
     }
 }
 
+/// Whether the provider of `model` needs a key (hosted APIs do; local servers, the
+/// mock and replays do not).
+pub fn needs_key(model: &str) -> bool {
+    split_model(model)
+        .ok()
+        .and_then(|(p, _)| providers::ProviderKind::from_prefix(p))
+        .and_then(|k| k.default_key_env())
+        .is_some()
+}
+
 /// Checks a worker's model string without building anything.
 pub fn validate_model(model: &str) -> Result<()> {
     let (provider, _) = split_model(model)?;

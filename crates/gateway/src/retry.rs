@@ -12,10 +12,12 @@ pub struct RetryPolicy {
     pub max_retries: u32,
     /// The first backoff delay; doubled on every further retry.
     pub base: Duration,
-    /// The longest backoff. A provider that asks for a longer wait than this is not
-    /// retried at all: sleeping that long inside a turn is worse than handing the
-    /// error (with its `retry_after`) to the caller, which can pick another pool.
+    /// The longest backoff of our own.
     pub cap: Duration,
+    /// The longest wait a provider may ask for. Its delay is honoured exactly up to
+    /// this; a provider that asks for longer is not retried, and the error (with its
+    /// `retry_after`) goes back to the caller, which fails the turn.
+    pub max_wait: Duration,
     /// The fraction of a backoff delay that is randomised, in `0.0..=1.0`: a delay `d`
     /// becomes uniform in `[d * (1 - jitter), d]`, so workers that failed together do
     /// not retry together. Provider-given delays are never jittered.
@@ -34,6 +36,7 @@ impl RetryPolicy {
             max_retries,
             base: Duration::from_millis(500),
             cap: Duration::from_secs(60),
+            max_wait: Duration::from_secs(600),
             jitter: 0.5,
         }
     }
@@ -56,7 +59,7 @@ impl RetryPolicy {
             return None;
         }
         if let Some(asked) = error.retry_after() {
-            return (asked <= self.cap).then_some(asked);
+            return (asked <= self.max_wait).then_some(asked);
         }
         let exp = self
             .base
@@ -167,7 +170,9 @@ mod tests {
             retry_after: Some(Duration::from_secs(2)),
         };
         assert_eq!(p.delay(2, &overloaded), Some(Duration::from_secs(2)));
-        // Longer than the cap: hand it back to the caller instead of sleeping.
+        // "Try again in 1m30s" is honoured, beyond the backoff cap.
+        assert_eq!(p.delay(1, &rate_limited(90)), Some(Duration::from_secs(90)));
+        // Longer than `max_wait`: hand it back to the caller instead of sleeping.
         assert_eq!(p.delay(1, &rate_limited(3600)), None);
     }
 
@@ -177,6 +182,7 @@ mod tests {
             max_retries: 10,
             base: Duration::from_millis(250),
             cap: Duration::from_secs(2),
+            max_wait: Duration::from_secs(600),
             jitter: 0.5,
         };
         let server = Error::Server {

@@ -29,6 +29,19 @@ pub struct ScriptLine {
     pub output: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ScriptedError>,
+    /// The usage the provider reported for the recorded call, replayed as is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<ScriptedUsage>,
+}
+
+/// Recorded token usage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(default)]
+    pub cached_tokens: u64,
 }
 
 /// A failure to replay instead of an output.
@@ -68,6 +81,27 @@ impl ScriptedError {
         }
     }
 }
+
+/// The failure classes a script can replay.
+pub const ERROR_CLASSES: &[&str] = &[
+    "rate_limited",
+    "overloaded",
+    "auth",
+    "quota_exhausted",
+    "context_too_long",
+    "bad_request",
+    "unknown_model",
+    "server_error",
+    "timeout",
+    "truncated",
+    "unparseable",
+    "unreachable",
+    // Replayed as a server error: what matters on replay is that the call failed.
+    "agent_exited",
+    "interactive",
+    "script",
+    "config",
+];
 
 #[derive(Debug)]
 pub struct ScriptedGateway {
@@ -141,14 +175,13 @@ impl Gateway for ScriptedGateway {
             return Err(err.to_error());
         }
         let text = entry.output.clone().unwrap_or_default();
-        Ok(ModelResponse {
-            usage: Usage {
-                input_tokens: ((request.system.len() + request.user.len()) / 4) as u64,
-                output_tokens: (text.len() / 4) as u64,
-                cached_tokens: 0,
-            },
-            text,
-        })
+        // Only what the recording says the provider reported; nothing is made up.
+        let usage = entry.usage.map_or(Usage::default(), |u| Usage {
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+            cached_tokens: u.cached_tokens,
+        });
+        Ok(ModelResponse { usage, text })
     }
 }
 

@@ -63,15 +63,11 @@ impl Gateway for MockGateway {
     }
 }
 
-fn respond(request: &ModelRequest<'_>, answer: Value) -> ModelResponse {
-    let text = answer.to_string();
+/// The mock is no provider: it reports no usage (baton's own token counts stand).
+fn respond(_request: &ModelRequest<'_>, answer: Value) -> ModelResponse {
     ModelResponse {
-        usage: Usage {
-            input_tokens: ((request.system.len() + request.user.len()) / 4) as u64,
-            output_tokens: (text.len() / 4) as u64,
-            cached_tokens: 0,
-        },
-        text,
+        usage: Usage::default(),
+        text: answer.to_string(),
     }
 }
 

@@ -246,7 +246,7 @@ impl HttpGateway {
         {
             return Err(Error::Auth {
                 message: format!(
-                    "{}/{model} needs an API key: set {var}, or options.api_key_env to the variable that holds it",
+                    "{}/{model} needs an API key: export {var}, or set the worker's api_key_env to the variable that holds it",
                     kind.prefix()
                 ),
             });
@@ -432,6 +432,15 @@ impl HttpGateway {
         }
         if status == 408 {
             return Error::Server { message };
+        }
+        // A server error that says when to come back is honoured like a rate limit.
+        if (500..600).contains(&status)
+            && let Some(delay) = retry_after()
+        {
+            return Error::Overloaded {
+                message,
+                retry_after: Some(delay),
+            };
         }
         if (400..500).contains(&status) {
             return Error::BadRequest { message };

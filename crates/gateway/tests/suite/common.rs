@@ -65,6 +65,7 @@ pub fn policy() -> RetryPolicy {
         base: Duration::from_millis(1),
         cap: Duration::from_secs(600),
         jitter: 0.0,
+        max_wait: Duration::from_secs(600),
     }
 }
 
