@@ -81,6 +81,25 @@ impl Repo {
     /// intact. Anything else in the way is an error; the job is never pointed at the main
     /// checkout instead.
     pub fn create_workspace(&self, spec: &WorkspaceSpec) -> Result<Workspace> {
+        // `git worktree add` reads every other worktree's administrative files and fails
+        // ("failed to read .git/worktrees/<id>/commondir") when it meets one that a
+        // concurrent `add` is still writing. Creations in this process take turns; a
+        // creation racing another process is retried.
+        static CREATING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _one_at_a_time = CREATING.lock().unwrap_or_else(|p| p.into_inner());
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match self.create_workspace_once(spec) {
+                Err(Error::CreateWorkspace { .. }) if attempt < 3 => {
+                    std::thread::sleep(std::time::Duration::from_millis(50 * attempt));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn create_workspace_once(&self, spec: &WorkspaceSpec) -> Result<Workspace> {
         validate_job_id(&spec.job_id)?;
         let branch = branch_for_job(&spec.job_id);
         let full_ref = format!("refs/heads/{branch}");
