@@ -39,13 +39,18 @@ fn assignment_label(step: Option<&String>, task: &str) -> String {
 pub fn progress_line(s: &TurnSummary, session: &Session) -> String {
     let total = session.state.plan.len();
     let mut line = format!(
-        "turn {:>3} · {} ({}) · {} · briefing {}/{} tokens · {}",
+        "turn {:>3} · {} ({}) · {} · briefing {}/{} tokens{} · {}",
         s.turn,
         s.worker,
         s.model,
         assignment_label(s.assignment.step_id.as_ref(), &s.assignment.task),
         n(s.package_tokens as u64),
         n(s.budget as u64),
+        if s.package_tokens > s.budget {
+            " (OVER BUDGET: the task and objective alone do not fit)"
+        } else {
+            ""
+        },
         match s.status {
             TurnStatus::Committed => "committed".to_string(),
             TurnStatus::Failed =>
@@ -433,7 +438,7 @@ pub fn run_summary(r: &RunReport, s: &ExecutionState, elapsed: Duration) -> Stri
     out.push_str(&reported_line(r));
     let _ = writeln!(
         out,
-        "conversations passed between workers: {} (measured over {} requests against {} earlier outputs)",
+        "conversations passed between workers: {} (measured: {} requests, {} checks of a request against an earlier raw output)",
         r.conversations_passed,
         r.requests_audited,
         n(r.prior_outputs_checked)
@@ -591,7 +596,7 @@ pub fn demo(
     );
     let _ = writeln!(
         out,
-        "conversations passed between workers: {} (measured: {} requests, each [system, user] and searched for {} earlier raw outputs)",
+        "conversations passed between workers: {} (measured: {} requests, each [system, user], {} checks of a request against an earlier raw output)",
         r.conversations_passed,
         r.requests_audited,
         n(r.prior_outputs_checked)

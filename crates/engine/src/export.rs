@@ -124,7 +124,9 @@ fn render_markdown(r: &RunReport, state: &ExecutionState, turns: &[TurnRecord]) 
             s.title
         );
     }
-    md.push_str("\n## Decisions\n\n");
+    if !state.decisions.is_empty() {
+        md.push_str("\n## Decisions\n\n");
+    }
     for d in &state.decisions {
         let reason = d.reason.as_deref().unwrap_or("(no reason given)");
         let _ = writeln!(
@@ -143,7 +145,9 @@ fn render_markdown(r: &RunReport, state: &ExecutionState, turns: &[TurnRecord]) 
             }
         );
     }
-    md.push_str("\n## Artifacts\n\n");
+    if !state.artifacts.is_empty() {
+        md.push_str("\n## Artifacts\n\n");
+    }
     for a in &state.artifacts {
         let latest = a.latest();
         let modifiers: Vec<String> = a.modifiers().iter().map(|w| w.to_string()).collect();
@@ -167,7 +171,9 @@ fn render_markdown(r: &RunReport, state: &ExecutionState, turns: &[TurnRecord]) 
             }
         );
     }
-    md.push_str("\n## Issues\n\n");
+    if !state.issues.is_empty() {
+        md.push_str("\n## Issues\n\n");
+    }
     for i in &state.issues {
         let status = match i.status {
             IssueStatus::Open => "open",
@@ -197,7 +203,9 @@ fn render_markdown(r: &RunReport, state: &ExecutionState, turns: &[TurnRecord]) 
             i.title
         );
     }
-    md.push_str("\n## Failed attempts\n\n");
+    if !state.failed_attempts.is_empty() {
+        md.push_str("\n## Failed attempts\n\n");
+    }
     for f in &state.failed_attempts {
         let _ = writeln!(
             md,
@@ -205,7 +213,9 @@ fn render_markdown(r: &RunReport, state: &ExecutionState, turns: &[TurnRecord]) 
             f.id, f.what, f.why, f.provenance.recorded_by, f.provenance.turn
         );
     }
-    md.push_str("\n## Assumptions\n\n");
+    if !state.assumptions.is_empty() {
+        md.push_str("\n## Assumptions\n\n");
+    }
     for a in &state.assumptions {
         let _ = writeln!(
             md,
