@@ -51,6 +51,8 @@ pub enum Error {
     #[error("workspace: {0}")]
     Workspace(String),
     #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
     Io(#[from] std::io::Error),
 }
 

@@ -897,7 +897,18 @@ impl Engine {
             status: RunStatus::Active,
             lease: session.lease.clone(),
         };
-        self.store.commit_turn(&commit)?;
+        match self.store.commit_turn(&commit) {
+            Ok(()) => {}
+            // Fenced off: another process committed this turn first. Its turn stands.
+            Err(baton_store::Error::TurnConflict { run, turn, .. }) => {
+                return Err(Error::Conflict(format!(
+                    "another baton process committed turn {turn} of run {run} while this one was working on it; \
+                     its turn stands and this one was discarded (its model calls are recorded nowhere). \
+                     Run one `baton resume {run}` at a time."
+                )));
+            }
+            Err(e) => return Err(e.into()),
+        }
         session.state = next;
         session.prior_outputs.extend(new_outputs);
         let engine_time = t0.elapsed().saturating_sub(model_time);

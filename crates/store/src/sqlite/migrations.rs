@@ -104,6 +104,15 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX jobs_claimable ON jobs(status, created_at);
     CREATE INDEX jobs_by_group ON jobs(grp);
     "#,
+    // 3: the event log and the per-turn rows are append-only, enforced by the database.
+    r#"
+    CREATE TRIGGER events_never_change BEFORE UPDATE ON events
+    BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+    CREATE TRIGGER events_never_vanish BEFORE DELETE ON events
+    BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+    CREATE TRIGGER turns_never_change BEFORE UPDATE ON turns
+    BEGIN SELECT RAISE(ABORT, 'committed turns are never rewritten'); END;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -87,6 +87,12 @@ impl Backend for Sqlite {
 
     fn damage(&self, damage: &Damage) {
         let conn = self.raw();
+        // Damage comes from outside baton (a disk, a hand edit), which the append-only
+        // triggers do not stop; drop them to simulate it.
+        conn.execute_batch(
+            "DROP TRIGGER IF EXISTS events_never_change; DROP TRIGGER IF EXISTS turns_never_change;",
+        )
+        .unwrap();
         let changed = match damage {
             Damage::RecordBody { run, kind, ordinal } => conn.execute(
                 "UPDATE records SET body = '{\"id\": truncated' WHERE run_id = ?1 AND kind = ?2 AND ordinal = ?3",
@@ -111,3 +117,24 @@ impl Backend for Sqlite {
 }
 
 super::conformance_tests!(Sqlite::new());
+
+#[test]
+fn events_and_committed_turns_cannot_be_rewritten_or_deleted() {
+    let backend = Sqlite::new();
+    let store = backend.store();
+    let state = super::fixtures::create(store, "run-1", 1);
+    let (_, commit) = super::fixtures::next_turn(&state);
+    store.commit_turn(&commit).unwrap();
+    let conn = backend.raw();
+    for sql in [
+        "UPDATE events SET body = '{}'",
+        "DELETE FROM events",
+        "UPDATE turns SET record = '{}'",
+    ] {
+        let err = conn.execute(sql, []).unwrap_err().to_string();
+        assert!(
+            err.contains("append-only") || err.contains("never rewritten"),
+            "{sql}: {err}"
+        );
+    }
+}
