@@ -66,6 +66,8 @@ fn candidate(ctx: &Context_, spec: &str) -> Result<Roster> {
             w.model = format!("command/{id}");
             w.family = id.to_string();
             w.options.insert("preset".into(), id.into());
+            // One agent run per turn: its handoff report is derived from its claim.
+            w.options.insert("handoff".into(), "derive".into());
             w.options
                 .insert("pass_env".into(), serde_json::json!(["PATH", "HOME"]));
             workers.push(w);
