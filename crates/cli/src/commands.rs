@@ -195,6 +195,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             let engine = ctx.engine(&store);
             let id = resolve(store.as_ref(), run.as_deref())?;
             let mut session = engine.open_with_keys(&id, None, ctx.keys())?;
+            engine.lease(&mut session, baton_engine::lease::DEFAULT_RUN_LEASE)?;
             match engine.step(&mut session)? {
                 StepOutcome::Turn(summary) => {
                     eprintln!("{}", render::progress_line(&summary, &session));
@@ -383,6 +384,7 @@ fn drive(
     record: Option<&Path>,
 ) -> Result<ExitCode> {
     let mut session = engine.open_with_keys(id, None, ctx.keys())?;
+    engine.lease(&mut session, baton_engine::lease::DEFAULT_RUN_LEASE)?;
     if session.status == baton_store::RunStatus::Blocked {
         eprintln!("run {id} was blocked; resuming as asked");
         engine.unblock(&mut session)?;

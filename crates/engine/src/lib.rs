@@ -11,6 +11,7 @@ pub mod demo;
 pub mod export;
 pub mod hook;
 pub mod jobs;
+pub mod lease;
 pub mod orchestrator;
 pub mod policy;
 pub mod report;

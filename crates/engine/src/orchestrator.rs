@@ -59,6 +59,8 @@ pub struct Session {
     pub lease: Option<baton_store::LeaseFence>,
     /// For a job's run: the worktree the workers work in, committed after every turn.
     pub workspace: Option<Arc<dyn WorkspaceHook>>,
+    /// The run's own lease, when this process took it (see `Engine::lease`).
+    pub run_lease: Option<crate::lease::RunLease>,
     gateways: Vec<Option<Arc<dyn Gateway>>>,
     estimator: Arc<dyn TokenEstimator>,
     system_tokens: usize,
@@ -310,6 +312,7 @@ impl Engine {
         Ok(Session {
             lease: None,
             workspace: None,
+            run_lease: None,
             run: run.clone(),
             prior_outputs: self.store.prior_outputs(run, state.turns)?,
             state,
@@ -437,6 +440,22 @@ impl Engine {
                 StepOutcome::Blocked { question } => return Ok(RunEnd::Blocked { question }),
             }
         }
+    }
+
+    /// Takes the run's lease for this process (refused, before any model call, when
+    /// another live process advances the run); every turn is then fenced with it.
+    pub fn lease(&self, session: &mut Session, lease: Duration) -> Result<()> {
+        if session.run_lease.is_none() {
+            let token = crate::jobs::new_id("run-lease-", &*self.clock, &session.run.0);
+            session.run_lease = Some(crate::lease::acquire(
+                self.store.clone(),
+                self.clock.clone(),
+                &session.run,
+                token,
+                lease,
+            )?);
+        }
+        Ok(())
     }
 
     /// Whether the plan has nothing left once `plan`'s turn commits.
@@ -896,6 +915,7 @@ impl Engine {
             events,
             status: RunStatus::Active,
             lease: session.lease.clone(),
+            run_lease: session.run_lease.as_ref().map(|l| l.token.clone()),
         };
         match self.store.commit_turn(&commit) {
             Ok(()) => {}

@@ -130,6 +130,15 @@ pub struct TurnCommit {
     pub status: RunStatus,
     /// For a job's run: the lease that must still be held for the turn to commit.
     pub lease: Option<LeaseFence>,
+    /// The run's own lease token, when the process advancing it holds one.
+    pub run_lease: Option<String>,
+}
+
+/// Who holds a run's lease, when another process does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaseHolder {
+    pub owner: String,
+    pub expires_at: Timestamp,
 }
 
 /// A stored event with its position in the run's append-only log.
@@ -215,6 +224,31 @@ pub trait Store: Send + Sync {
         error: Option<&str>,
         now: Timestamp,
     ) -> Result<()>;
+
+    /// Takes the run's lease for `owner` until `now + lease_ms`: granted when nobody
+    /// holds it, it expired, or `take_over` (its holder is known to be dead). Otherwise
+    /// returns who holds it.
+    fn try_lease_run(
+        &self,
+        run: &RunId,
+        owner: &str,
+        token: &str,
+        now: Timestamp,
+        lease_ms: i64,
+        take_over: bool,
+    ) -> Result<Result<(), LeaseHolder>>;
+
+    /// Extends a held run lease. `LeaseLost` when the token no longer holds it.
+    fn renew_run_lease(
+        &self,
+        run: &RunId,
+        token: &str,
+        now: Timestamp,
+        lease_ms: i64,
+    ) -> Result<()>;
+
+    /// Gives a run lease up (a no-op when the token no longer holds it).
+    fn release_run_lease(&self, run: &RunId, token: &str) -> Result<()>;
 
     /// Records the judge's verdict on a group of candidate jobs and marks them judged.
     fn record_judgement(

@@ -134,3 +134,46 @@ fn a_turn_is_never_committed_twice_by_concurrent_sessions() {
     let turns: Vec<u32> = store.turns(&id).unwrap().iter().map(|t| t.turn).collect();
     assert_eq!(turns, [0, 1]);
 }
+
+#[test]
+fn a_second_process_is_refused_the_run_before_it_spends_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let engine = engine(&store);
+    let id = engine.create_run(&demo::spec()).unwrap();
+    let mut first = engine.open(&id, None).unwrap();
+    engine
+        .lease(&mut first, std::time::Duration::from_secs(30))
+        .unwrap();
+    let mut second = engine.open(&id, None).unwrap();
+    let err = engine
+        .lease(&mut second, std::time::Duration::from_secs(30))
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("is being advanced by pid-"),
+        "{err}"
+    );
+    assert!(matches!(
+        engine.step(&mut first).unwrap(),
+        StepOutcome::Turn(_)
+    ));
+    // Releasing (the first process ends) lets the next one in.
+    drop(first);
+    engine
+        .lease(&mut second, std::time::Duration::from_secs(30))
+        .unwrap();
+    let mut third = engine.open(&id, None).unwrap();
+    assert!(
+        engine
+            .lease(&mut third, std::time::Duration::from_secs(30))
+            .is_err()
+    );
+    drop(second);
+    engine
+        .lease(&mut third, std::time::Duration::from_secs(30))
+        .unwrap();
+    match engine.step(&mut third).unwrap() {
+        StepOutcome::Turn(s) => assert_eq!(s.turn, 1),
+        other => panic!("{other:?}"),
+    }
+}

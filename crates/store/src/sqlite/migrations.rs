@@ -113,6 +113,12 @@ const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER turns_never_change BEFORE UPDATE ON turns
     BEGIN SELECT RAISE(ABORT, 'committed turns are never rewritten'); END;
     "#,
+    // 4: a run is advanced by one process at a time, under a lease.
+    r#"
+    ALTER TABLE runs ADD COLUMN lease_token TEXT;
+    ALTER TABLE runs ADD COLUMN lease_owner TEXT;
+    ALTER TABLE runs ADD COLUMN lease_expires_at INTEGER;
+    "#,
 ];
 
 /// The schema version this build writes.

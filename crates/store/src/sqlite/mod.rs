@@ -232,6 +232,32 @@ impl Store for SqliteStore {
         self.write(|tx| jobs::finish(tx, fence, status, outbox, error, now))
     }
 
+    fn try_lease_run(
+        &self,
+        run: &RunId,
+        owner: &str,
+        token: &str,
+        now: Timestamp,
+        lease_ms: i64,
+        take_over: bool,
+    ) -> Result<std::result::Result<(), crate::LeaseHolder>> {
+        self.write(|tx| write::try_lease_run(tx, run, owner, token, now, lease_ms, take_over))
+    }
+
+    fn renew_run_lease(
+        &self,
+        run: &RunId,
+        token: &str,
+        now: Timestamp,
+        lease_ms: i64,
+    ) -> Result<()> {
+        self.write(|tx| write::renew_run_lease(tx, run, token, now, lease_ms))
+    }
+
+    fn release_run_lease(&self, run: &RunId, token: &str) -> Result<()> {
+        self.write(|tx| write::release_run_lease(tx, run, token))
+    }
+
     fn record_judgement(
         &self,
         group: &str,

@@ -4,7 +4,7 @@
 //! and the write transaction cover only database work.
 
 use baton_core::events::Event;
-use baton_core::ids::RunId;
+use baton_core::ids::{RunId, Timestamp};
 use baton_core::state::{ExecutionState, RecordChange};
 use rusqlite::{OptionalExtension, Transaction, params};
 
@@ -156,9 +156,13 @@ pub(super) fn commit_turn(tx: &Transaction<'_>, turn: &EncodedTurn<'_>) -> Resul
     let commit = turn.commit;
     let rec = &commit.record;
     let run = &rec.run_id;
-    // A job's turn commits only while its worker still holds the job's lease.
+    // A job's turn commits only while its worker still holds the job's lease, and a
+    // run's only while its process still holds the run's.
     if let Some(fence) = &commit.lease {
         super::jobs::check_fence(tx, fence)?;
+    }
+    if let Some(token) = &commit.run_lease {
+        check_run_lease(tx, run, token)?;
     }
     let fenced = tx
         .prepare_cached(
@@ -275,5 +279,85 @@ fn insert_events(tx: &Transaction<'_>, events: &[EncodedEvent]) -> Result<()> {
     for e in events {
         insert.execute(params![e.run_id, e.turn, e.at, e.kind, e.body])?;
     }
+    Ok(())
+}
+
+/// Fails with `LeaseLost` unless `token` holds the run's lease.
+pub(super) fn check_run_lease(tx: &Transaction<'_>, run: &RunId, token: &str) -> Result<()> {
+    let held: Option<Option<String>> = tx
+        .prepare_cached("SELECT lease_token FROM runs WHERE id = ?1")?
+        .query_row([&run.0], |r| r.get(0))
+        .optional()?;
+    match held {
+        None => Err(Error::RunNotFound {
+            prefix: run.0.clone(),
+        }),
+        Some(Some(t)) if t == token => Ok(()),
+        Some(_) => Err(Error::LeaseLost {
+            job: format!("run {}", run.0),
+            reason: "another process took the run over after this one's lease expired".into(),
+        }),
+    }
+}
+
+pub(super) fn try_lease_run(
+    tx: &Transaction<'_>,
+    run: &RunId,
+    owner: &str,
+    token: &str,
+    now: Timestamp,
+    lease_ms: i64,
+    take_over: bool,
+) -> Result<std::result::Result<(), crate::LeaseHolder>> {
+    let taken = tx
+        .prepare_cached(
+            "UPDATE runs SET lease_token = ?1, lease_owner = ?2, lease_expires_at = ?3
+             WHERE id = ?4 AND (lease_token IS NULL OR lease_expires_at < ?5 OR ?6)",
+        )?
+        .execute(params![
+            token,
+            owner,
+            now.0 + lease_ms,
+            run.0,
+            now.0,
+            take_over
+        ])?;
+    if taken == 1 {
+        return Ok(Ok(()));
+    }
+    let holder: Option<(Option<String>, Option<i64>)> = tx
+        .prepare_cached("SELECT lease_owner, lease_expires_at FROM runs WHERE id = ?1")?
+        .query_row([&run.0], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    match holder {
+        None => Err(Error::RunNotFound {
+            prefix: run.0.clone(),
+        }),
+        Some((owner, expires)) => Ok(Err(crate::LeaseHolder {
+            owner: owner.unwrap_or_default(),
+            expires_at: Timestamp(expires.unwrap_or(0)),
+        })),
+    }
+}
+
+pub(super) fn renew_run_lease(
+    tx: &Transaction<'_>,
+    run: &RunId,
+    token: &str,
+    now: Timestamp,
+    lease_ms: i64,
+) -> Result<()> {
+    check_run_lease(tx, run, token)?;
+    tx.prepare_cached("UPDATE runs SET lease_expires_at = ?1 WHERE id = ?2 AND lease_token = ?3")?
+        .execute(params![now.0 + lease_ms, run.0, token])?;
+    Ok(())
+}
+
+pub(super) fn release_run_lease(tx: &Transaction<'_>, run: &RunId, token: &str) -> Result<()> {
+    tx.prepare_cached(
+        "UPDATE runs SET lease_token = NULL, lease_owner = NULL, lease_expires_at = NULL
+         WHERE id = ?1 AND lease_token = ?2",
+    )?
+    .execute(params![run.0, token])?;
     Ok(())
 }

@@ -156,6 +156,7 @@ pub fn next_turn(before: &ExecutionState) -> (ExecutionState, TurnCommit) {
         events,
         status: RunStatus::Active,
         lease: None,
+        run_lease: None,
     };
     (after, commit)
 }

@@ -206,3 +206,70 @@ pub fn judging_a_group_marks_its_finished_candidates(store: &dyn Store) {
             .is_err()
     );
 }
+
+pub fn a_run_is_advanced_by_one_lease_holder_at_a_time(store: &dyn Store) {
+    let state = fixtures::create(store, "run-1", 1);
+    let run = RunId("run-1".into());
+    assert_eq!(
+        store
+            .try_lease_run(&run, "p1", "t1", Timestamp(100), 1_000, false)
+            .unwrap(),
+        Ok(())
+    );
+    let held = store
+        .try_lease_run(&run, "p2", "t2", Timestamp(500), 1_000, false)
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(held.owner, "p1");
+    assert_eq!(held.expires_at, Timestamp(1_100));
+    // Renewal keeps it; a turn under the holder's token commits, under another's not.
+    store
+        .renew_run_lease(&run, "t1", Timestamp(900), 1_000)
+        .unwrap();
+    assert!(
+        store
+            .try_lease_run(&run, "p2", "t2", Timestamp(1_500), 1_000, false)
+            .unwrap()
+            .is_err()
+    );
+    let (_, mut commit) = fixtures::next_turn(&state);
+    commit.run_lease = Some("t2".into());
+    assert!(matches!(
+        store.commit_turn(&commit),
+        Err(Error::LeaseLost { .. })
+    ));
+    commit.run_lease = Some("t1".into());
+    store.commit_turn(&commit).unwrap();
+    // After expiry, or with take_over (its holder is known dead), another takes it.
+    assert_eq!(
+        store
+            .try_lease_run(&run, "p2", "t2", Timestamp(2_000), 1_000, false)
+            .unwrap(),
+        Ok(())
+    );
+    assert!(matches!(
+        store.renew_run_lease(&run, "t1", Timestamp(2_001), 1_000),
+        Err(Error::LeaseLost { .. })
+    ));
+    assert_eq!(
+        store
+            .try_lease_run(&run, "p3", "t3", Timestamp(2_002), 1_000, true)
+            .unwrap(),
+        Ok(())
+    );
+    // Release frees it at once; releasing with a stale token does nothing.
+    store.release_run_lease(&run, "t2").unwrap();
+    assert!(
+        store
+            .try_lease_run(&run, "p4", "t4", Timestamp(2_003), 1_000, false)
+            .unwrap()
+            .is_err()
+    );
+    store.release_run_lease(&run, "t3").unwrap();
+    assert_eq!(
+        store
+            .try_lease_run(&run, "p4", "t4", Timestamp(2_004), 1_000, false)
+            .unwrap(),
+        Ok(())
+    );
+}

@@ -131,6 +131,10 @@ macro_rules! conformance_tests {
             $crate::suite::jobs::racing_claims_never_share_a_job(&$new);
         }
         #[test]
+        fn a_run_is_advanced_by_one_lease_holder_at_a_time() {
+            $crate::suite::jobs::a_run_is_advanced_by_one_lease_holder_at_a_time($new.store());
+        }
+        #[test]
         fn judging_a_group_marks_its_finished_candidates() {
             $crate::suite::jobs::judging_a_group_marks_its_finished_candidates($new.store());
         }
