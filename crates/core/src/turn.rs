@@ -82,6 +82,9 @@ pub struct CallRecord {
     /// What went wrong, when the call or its parsing failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The gateway's failure class (`auth`, `rate_limited`, …) when the call failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_class: Option<String>,
     pub started_at: Timestamp,
     pub duration_ms: u64,
     /// Tokens as the provider reported them (the offline mock reports estimates).

@@ -61,6 +61,8 @@ pub struct Session {
     pub workspace: Option<Arc<dyn WorkspaceHook>>,
     /// The run's own lease, when this process took it (see `Engine::lease`).
     pub run_lease: Option<crate::lease::RunLease>,
+    /// Why the run stopped, when this session blocked it.
+    blocked: Option<String>,
     gateways: Vec<Option<Arc<dyn Gateway>>>,
     estimator: Arc<dyn TokenEstimator>,
     system_tokens: usize,
@@ -313,6 +315,7 @@ impl Engine {
             lease: None,
             workspace: None,
             run_lease: None,
+            blocked: None,
             run: run.clone(),
             prior_outputs: self.store.prior_outputs(run, state.turns)?,
             state,
@@ -390,8 +393,38 @@ impl Engine {
             session.status = RunStatus::Finished;
             return Ok(StepOutcome::Finished);
         };
-        let summary = self.run_turn(session, &plan)?;
-        if summary.status == TurnStatus::Failed
+        let (summary, fatal) = self.run_turn(session, &plan)?;
+        // A failure no retry can fix (a bad key, an unknown model), about to be met again
+        // by the same worker: stop now instead of failing the same way twice more.
+        let again = fatal.is_some()
+            && self
+                .policy
+                .next_turn(
+                    &session.state,
+                    &session.config.roster,
+                    &session.config.settings,
+                )
+                .is_some_and(|next| next.worker == plan.worker);
+        if let (true, Some(error)) = (again, &fatal) {
+            let worker = &session.config.roster.workers[plan.worker].id;
+            let question = format!(
+                "worker {worker} cannot work: {error}. Fix its configuration (key, model, \
+                 provider) in the roster, then run `baton resume {}`.",
+                session.run
+            );
+            let event = Event {
+                run_id: session.run.clone(),
+                turn: None,
+                at: self.clock.now(),
+                kind: EventKind::RunBlocked {
+                    question: question.clone(),
+                },
+            };
+            self.store
+                .update_run(&session.run, RunStatus::Blocked, &[event])?;
+            session.status = RunStatus::Blocked;
+            session.blocked = Some(question);
+        } else if summary.status == TurnStatus::Failed
             && session.state.consecutive_failures >= MAX_CONSECUTIVE_FAILURES
             && session
                 .state
@@ -488,6 +521,7 @@ impl Engine {
             self.store
                 .update_run(&session.run, RunStatus::Active, &[])?;
             session.status = RunStatus::Active;
+            session.blocked = None;
         }
         Ok(())
     }
@@ -524,12 +558,16 @@ impl Engine {
         let started_at = self.clock.now();
         let t0 = Instant::now();
         let retry = RetryPolicy::new(worker.max_retries);
+        let mut error_class = None;
         let (outcome, attempts) = match &session.gateways[worker_index] {
             None => (Err(format!("worker {} is disabled", worker.id)), Vec::new()),
             Some(gateway) => {
                 let (result, attempts) =
                     complete_with_retry(&**gateway, &request, &retry, &mut std::thread::sleep);
                 let tries = attempts.len();
+                if let Err(e) = &result {
+                    error_class = Some(e.class().to_string());
+                }
                 let result = result.map_err(|e| {
                     let after = if tries > 1 {
                         format!(" after {tries} attempts")
@@ -565,6 +603,7 @@ impl Engine {
                 .unwrap_or(0),
             output: outcome.as_ref().ok().map(|r| r.text.clone()),
             error: outcome.as_ref().err().cloned(),
+            error_class,
             started_at,
             duration_ms: t0.elapsed().as_millis() as u64,
             cost_micro_usd: match (&worker.price, usage) {
@@ -637,7 +676,13 @@ impl Engine {
         }
     }
 
-    fn run_turn(&self, session: &mut Session, plan: &TurnPlan) -> Result<TurnSummary> {
+    /// Runs and commits one turn. Also returns the failure, when a call failed in a way
+    /// no retry can fix (see `FATAL_CLASSES`).
+    fn run_turn(
+        &self,
+        session: &mut Session,
+        plan: &TurnPlan,
+    ) -> Result<(TurnSummary, Option<String>)> {
         let t0 = Instant::now();
         let turn = session.state.turns;
         let worker: WorkerConfig = session.config.roster.workers[plan.worker].clone();
@@ -889,6 +934,15 @@ impl Engine {
             engine_time: Duration::ZERO,
         };
         let new_outputs: Vec<String> = calls.iter().filter_map(|c| c.output.clone()).collect();
+        let fatal = calls
+            .iter()
+            .rev()
+            .find(|c| {
+                c.error_class
+                    .as_deref()
+                    .is_some_and(|k| FATAL_CLASSES.contains(&k))
+            })
+            .and_then(|c| c.error.clone());
         let record = TurnRecord {
             run_id: session.run.clone(),
             turn,
@@ -932,12 +986,18 @@ impl Engine {
         session.state = next;
         session.prior_outputs.extend(new_outputs);
         let engine_time = t0.elapsed().saturating_sub(model_time);
-        Ok(TurnSummary {
-            engine_time,
-            ..summary
-        })
+        Ok((
+            TurnSummary {
+                engine_time,
+                ..summary
+            },
+            fatal,
+        ))
     }
 }
+
+/// Gateway failure classes that the same worker will meet again on the next try.
+const FATAL_CLASSES: &[&str] = &["auth", "config", "unknown_model", "quota_exhausted"];
 
 /// The worker's gateway, with only its own credential (invariant 9).
 pub fn build_gateway(worker: &WorkerConfig) -> Result<Arc<dyn Gateway>> {
@@ -956,6 +1016,9 @@ pub fn build_gateway(worker: &WorkerConfig) -> Result<Arc<dyn Gateway>> {
 }
 
 fn blocked_question(session: &Session) -> String {
+    if let Some(reason) = &session.blocked {
+        return reason.clone();
+    }
     let step = session
         .state
         .cursor()

@@ -88,3 +88,31 @@ fn three_failures_in_a_row_block_the_run_with_a_concrete_question() {
     );
     assert_eq!(store.load_state(&id).unwrap().steps_done(), 1);
 }
+
+#[test]
+fn a_failure_no_retry_can_fix_blocks_at_once_when_the_same_worker_is_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(dir.path(), &[error_line(0, "execute", "auth")]);
+    let store = store_in(dir.path());
+    let engine = engine(&store);
+    let (id, end) = run_all(&engine, &spec(&["step"], scripted_roster(1, &script)));
+    let RunEnd::Blocked { question } = end else {
+        panic!("{end:?}")
+    };
+    assert!(
+        question.starts_with("worker w1 cannot work: auth"),
+        "{question}"
+    );
+    assert!(question.contains("baton resume"), "{question}");
+    assert_eq!(
+        store.turns(&id).unwrap().len(),
+        1,
+        "blocked after one turn, not three"
+    );
+    assert_eq!(
+        store.turn(&id, 0).unwrap().unwrap().calls[0]
+            .error_class
+            .as_deref(),
+        Some("auth")
+    );
+}

@@ -216,6 +216,7 @@ fn turn_record(
             "x".repeat(2000)
         )),
         error: None,
+        error_class: None,
         usage: None,
         cost_micro_usd: None,
         attempts: Vec::new(),
