@@ -80,8 +80,12 @@ pub struct ModelResponse {
 /// before their message is kept.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum Error {
-    #[error("rate limited{}", show_delay(retry_after))]
-    RateLimited { retry_after: Option<Duration> },
+    #[error("rate limited{}{}", show_delay(retry_after), show_message(message))]
+    RateLimited {
+        retry_after: Option<Duration>,
+        /// What the provider said, when it said anything.
+        message: String,
+    },
     #[error("provider overloaded{}: {message}", show_delay(retry_after))]
     Overloaded {
         message: String,
@@ -160,6 +164,14 @@ pub enum Error {
     AgentWaitingForInput { prompt: String },
 }
 
+fn show_message(message: &str) -> String {
+    if message.is_empty() {
+        String::new()
+    } else {
+        format!(": {message}")
+    }
+}
+
 fn show_delay(delay: &Option<Duration>) -> String {
     delay
         .map(|d| format!(" (retry after {:.1}s)", d.as_secs_f64()))
@@ -184,7 +196,7 @@ impl Error {
     /// The delay the provider asked for, when it named one.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
-            Error::RateLimited { retry_after } | Error::Overloaded { retry_after, .. } => {
+            Error::RateLimited { retry_after, .. } | Error::Overloaded { retry_after, .. } => {
                 *retry_after
             }
             _ => None,

@@ -152,6 +152,7 @@ mod tests {
     fn rate_limited(secs: u64) -> Error {
         Error::RateLimited {
             retry_after: Some(Duration::from_secs(secs)),
+            message: String::new(),
         }
     }
 

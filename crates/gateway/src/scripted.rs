@@ -60,7 +60,10 @@ impl ScriptedError {
     fn to_error(&self) -> Error {
         let message = self.message.clone();
         match self.class.as_str() {
-            "rate_limited" => Error::RateLimited { retry_after: None },
+            "rate_limited" => Error::RateLimited {
+                retry_after: None,
+                message,
+            },
             "overloaded" => Error::Overloaded {
                 message,
                 retry_after: None,

@@ -412,6 +412,7 @@ impl HttpGateway {
             } else {
                 Error::RateLimited {
                     retry_after: retry_after(),
+                    message,
                 }
             };
         }

@@ -169,7 +169,7 @@ fn first_delay(action: Action) -> Option<Duration> {
     let server = TestServer::start(vec![action]);
     let user = briefing();
     match openai(&server).complete(&request(&user)) {
-        Err(Error::RateLimited { retry_after }) => retry_after,
+        Err(Error::RateLimited { retry_after, .. }) => retry_after,
         other => panic!("expected rate limited, got {other:?}"),
     }
 }
