@@ -591,12 +591,24 @@ fn issues(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             render: &|i, out| {
                 let _ = write!(out, "- {} [{}] ", i.id, i.severity.as_str());
                 let mut cut = push_clean(out, &i.title, MAX_ITEM_CHARS);
-                if !i.detail.is_empty() {
+                // A gate that keeps failing reaffirms its issue with each run's output:
+                // the newest run is the fact the next worker needs.
+                let latest = i
+                    .reaffirmed
+                    .last()
+                    .filter(|r| i.gate.is_some() && r.by == i.provenance.recorded_by)
+                    .and_then(|r| r.wording.as_deref().map(|w| (w, r.turn)));
+                let detail = latest.map_or(i.detail.as_str(), |(w, _)| w);
+                if !detail.is_empty() {
                     out.push_str(": ");
-                    cut |= push_clean(out, &i.detail, MAX_ITEM_CHARS);
+                    cut |= push_clean(out, detail, MAX_ITEM_CHARS);
                 }
                 let p = &i.provenance;
-                let _ = write!(out, " (raised by {}, turn {})", p.recorded_by, p.turn);
+                let _ = write!(out, " (raised by {}, turn {}", p.recorded_by, p.turn);
+                if let Some((_, turn)) = latest {
+                    let _ = write!(out, "; still failing at turn {turn}");
+                }
+                out.push(')');
                 if let Some(claim) = &i.resolution_claimed_by {
                     let _ = write!(
                         out,

@@ -419,3 +419,33 @@ fn a_failing_gate_is_a_fact_for_the_next_worker_and_a_passing_gate_closes_what_n
     }
     assert_eq!(out.count(Action::Verified), 2);
 }
+
+#[test]
+fn a_gate_that_keeps_failing_shows_its_newest_output_to_the_next_worker() {
+    let mut s = state();
+    let w = worker("w1");
+    let a = step("T1");
+    for (turn, tail) in [
+        (0u32, "first failure: 3 tests"),
+        (1, "second failure: only test_login"),
+    ] {
+        let ctx = TurnContext {
+            worker: &w,
+            turn,
+            at: Timestamp(9),
+            assignment: &a,
+        };
+        let mut g = gate("tests", false, "abc123def4567890");
+        g.output_tail = tail.into();
+        apply_gates(&mut s, &ctx, &[g], &mut ReconcileOutcome::default());
+    }
+    assert_eq!(s.issues.len(), 1, "one issue per failing gate, reaffirmed");
+    let p = crate::compiler::compile(&s, &a, &w, 2000, &crate::tokens::HeuristicEstimator);
+    assert!(
+        p.text.contains("second failure: only test_login"),
+        "{}",
+        p.text
+    );
+    assert!(!p.text.contains("first failure"), "{}", p.text);
+    assert!(p.text.contains("still failing at turn 1"), "{}", p.text);
+}
