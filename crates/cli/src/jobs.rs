@@ -98,7 +98,15 @@ pub fn enqueue(ctx: &Context_, args: EnqueueArgs) -> Result<ExitCode> {
         repo: args.repo,
         base: args.base,
         worktree_root: args.worktrees,
-        gates: args.gates.iter().map(|g| GateSpec::parse(g)).collect(),
+        gates: args
+            .gates
+            .iter()
+            .map(|g| {
+                GateSpec::try_parse(g).with_context(|| {
+                    format!("--gate \"{g}\" has no command; use --gate \"name=command\" or --gate \"command\"")
+                })
+            })
+            .collect::<Result<Vec<_>>>()?,
         gate_each_turn: args.gate_each_turn,
         candidates,
         settings: ctx.settings(&args.budget),
@@ -171,7 +179,19 @@ pub fn work(ctx: &Context_, concurrency: usize, lease_s: u64, follow: bool) -> R
         }
     })?;
     if reports.is_empty() {
-        println!("no job to run: the queue is empty (`baton jobs` lists every job)");
+        let running = ctx
+            .store()?
+            .list_jobs()?
+            .into_iter()
+            .filter(|j| j.status == JobStatus::Running)
+            .count();
+        if running > 0 {
+            println!(
+                "no job to run: nothing is queued, and {running} running job(s) are held by other workers' leases (`baton jobs` shows who, and until when)"
+            );
+        } else {
+            println!("no job to run: the queue is empty (`baton jobs` lists every job)");
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let failed = reports

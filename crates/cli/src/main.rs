@@ -229,6 +229,13 @@ pub enum Command {
 }
 
 fn main() -> ExitCode {
+    // `baton outbox | head` closing the pipe is the reader's choice, not an error: die
+    // quietly of SIGPIPE like other command-line tools instead of panicking in println!.
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of one signal before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     match commands::dispatch(cli) {
         Ok(code) => code,

@@ -254,6 +254,28 @@ pub fn history(r: &RunReport) -> String {
         if let Some(e) = &t.error {
             let _ = writeln!(out, "      error: {e}");
         }
+        if let Some(w) = &t.workspace {
+            let short = &w.commit[..w.commit.len().min(12)];
+            if w.changed {
+                let _ = writeln!(
+                    out,
+                    "      commit {short}: {} file(s): {}",
+                    w.files.len(),
+                    w.files.join(", ")
+                );
+            } else {
+                let _ = writeln!(out, "      no changes (head {short})");
+            }
+            for g in &w.gates {
+                let _ = writeln!(
+                    out,
+                    "      gate {}: {} (exit {})",
+                    g.name,
+                    if g.passed { "passed" } else { "FAILED" },
+                    g.exit_code.map_or("none".into(), |c| c.to_string())
+                );
+            }
+        }
         for x in &t.refusals {
             let _ = writeln!(out, "      refused {}: {}", x.claim, x.reason);
         }

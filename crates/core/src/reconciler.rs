@@ -73,6 +73,13 @@ pub enum Verification {
 pub trait Verifier: Send + Sync {
     fn verify_artifact(&self, artifact: &Artifact, version: &ArtifactVersion) -> Verification;
     fn verify_resolution(&self, issue: &Issue, claim: &ResolutionClaim) -> Verification;
+
+    /// The content hash of `artifact` when this turn is seen to have changed it (a
+    /// workspace commit that touched the file), so a claim in unchanged words still
+    /// records the new version. `None`: nothing observed.
+    fn observed_change(&self, _artifact: &Artifact) -> Option<String> {
+        None
+    }
 }
 
 /// Verifies nothing: every claim stays unverified.
@@ -366,8 +373,12 @@ fn merge_artifacts(
             Some(idx) => {
                 let art = &state.artifacts[idx];
                 let latest = art.latest();
+                // The same words can still cover new bytes: what the verifier saw on disk
+                // this turn decides, when it saw the artifact change.
+                let on_disk = verifier.observed_change(art);
                 let unchanged = latest.description == claim.description
-                    && (hash.is_none() || hash == latest.content_hash);
+                    && (hash.is_none() || hash == latest.content_hash)
+                    && (on_disk.is_none() || on_disk == latest.content_hash);
                 if unchanged {
                     let id = art.id.clone();
                     let r = ctx.reaffirmation("", "");

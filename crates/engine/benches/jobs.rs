@@ -76,7 +76,7 @@ fn command_turn(c: &mut Criterion) {
     let workspace = repo
         .create_workspace(&WorkspaceSpec {
             job_id: "bench".into(),
-            base,
+            base: base.clone(),
             base_branch: None,
             root: dir.path().join("worktrees"),
         })
@@ -115,6 +115,8 @@ fn command_turn(c: &mut Criterion) {
         gate_each_turn: false,
         gate_dir: dir.path().join("gates"),
         hide: Vec::new(),
+        fence: None,
+        last_commit: std::sync::Mutex::new(base),
     }));
     c.bench_function(
         "command-worker turn, engine overhead (1,000-file repo)",

@@ -557,7 +557,11 @@ impl Engine {
         };
         let started_at = self.clock.now();
         let t0 = Instant::now();
-        let retry = RetryPolicy::new(worker.max_retries);
+        let retries = match &session.gateways[worker_index] {
+            Some(g) if !g.retries_in_place() => 0,
+            _ => worker.max_retries,
+        };
+        let retry = RetryPolicy::new(retries);
         let mut error_class = None;
         let (outcome, attempts) = match &session.gateways[worker_index] {
             None => (Err(format!("worker {} is disabled", worker.id)), Vec::new()),

@@ -34,6 +34,9 @@ pub struct TurnRow {
     pub error: Option<String>,
     pub conversations_passed: u32,
     pub messages_per_call: Vec<u32>,
+    /// The turn's commit and gate runs, for workers in a workspace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<baton_core::turn::WorkspaceTurn>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -88,6 +91,7 @@ pub fn row(t: &TurnRecord) -> TurnRow {
         error: t.error.clone(),
         conversations_passed: t.audit.conversations_passed(),
         messages_per_call: t.audit.messages_per_call.clone(),
+        workspace: t.workspace.clone(),
     }
 }
 

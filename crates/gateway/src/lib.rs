@@ -233,6 +233,13 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// A model client. Dyn-compatible; held as `Arc<dyn Gateway>`.
 pub trait Gateway: Send + Sync + fmt::Debug {
     fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelResponse>;
+
+    /// Whether a failed call may simply be made again. False for workers that change
+    /// a workspace: a second attempt would build on the first one's half-done edits,
+    /// so the turn fails instead and its edits are discarded.
+    fn retries_in_place(&self) -> bool {
+        true
+    }
 }
 
 /// Provider options for a worker, as the roster gives them.

@@ -26,6 +26,13 @@ fn default_timeout() -> u64 {
 }
 
 impl GateSpec {
+    /// `name=command`, or a bare command named after its first word; `None` when no
+    /// command is given.
+    pub fn try_parse(text: &str) -> Option<GateSpec> {
+        let gate = GateSpec::parse(text);
+        (!gate.command.trim().is_empty()).then_some(gate)
+    }
+
     /// `name=command`, or a bare command named after its first word.
     pub fn parse(text: &str) -> GateSpec {
         match text.split_once('=') {
@@ -87,7 +94,10 @@ pub fn run_gate(
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err);
-    for var in hide {
+    // A gate runs code the agent wrote: it gets no key of any worker (named by the
+    // roster, or looking like a secret), and what it prints is scrubbed of their values.
+    let hidden = secret_variables(hide);
+    for (var, _) in &hidden {
         cmd.env_remove(var);
     }
     let mut child = match cmd.spawn() {
@@ -113,6 +123,9 @@ pub fn run_gate(
         }
     };
     let mut tail = read_tail(&path);
+    for (_, value) in hidden.iter().filter(|(_, v)| v.len() >= 8) {
+        tail = tail.replace(value.as_str(), "[redacted]");
+    }
     if status.is_none() {
         tail.push_str(&format!(
             "\n[baton: killed after the gate's {} s timeout]",
@@ -120,6 +133,32 @@ pub fn run_gate(
         ));
     }
     result(status.and_then(|s| s.code()), tail)
+}
+
+/// Variables a gate must not see: those named in `hide` and any whose name says it
+/// holds a secret, with their values (for scrubbing).
+fn secret_variables(hide: &[String]) -> Vec<(String, String)> {
+    secrets_among(std::env::vars(), hide)
+}
+
+fn secrets_among(
+    vars: impl Iterator<Item = (String, String)>,
+    hide: &[String],
+) -> Vec<(String, String)> {
+    const SECRET_WORDS: [&str; 7] = [
+        "KEY",
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "AUTH",
+    ];
+    vars.filter(|(name, _)| {
+        let upper = name.to_ascii_uppercase();
+        hide.contains(name) || SECRET_WORDS.iter().any(|w| upper.contains(w))
+    })
+    .collect()
 }
 
 fn read_tail(path: &Path) -> String {
@@ -181,6 +220,34 @@ mod tests {
             300_000
         );
         assert_eq!(r.output_tail.len(), TAIL_BYTES as usize);
+    }
+
+    #[test]
+    fn any_variable_named_like_a_secret_is_withheld_from_gates() {
+        let vars = [
+            ("PATH", "/usr/bin"),
+            ("JUDGE_SECRET_KEY", "sk-judge"),
+            ("AWS_SECRET_ACCESS_KEY", "aws"),
+            ("GITHUB_TOKEN", "ghp"),
+            ("DB_PASSWORD", "pw"),
+            ("MY_VAR", "x"),
+            ("HOME", "/root"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()));
+        let hidden: Vec<String> = secrets_among(vars.into_iter(), &["MY_VAR".into()])
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(
+            hidden,
+            [
+                "JUDGE_SECRET_KEY",
+                "AWS_SECRET_ACCESS_KEY",
+                "GITHUB_TOKEN",
+                "DB_PASSWORD",
+                "MY_VAR"
+            ]
+        );
     }
 
     #[test]

@@ -27,6 +27,12 @@ pub struct GitHook {
     pub gate_dir: PathBuf,
     /// Variables gates must not see (every worker's key variable).
     pub hide: Vec<String>,
+    /// Proves this process still holds the job before anything is committed to git (a
+    /// worker whose lease was taken over must not commit, to the store or the branch).
+    pub fence: Option<Arc<dyn Fn() -> Result<()> + Send + Sync>>,
+    /// The commit of the last turn the record has; the next turn's changes are taken
+    /// against it, even when the agent committed on its own.
+    pub last_commit: std::sync::Mutex<String>,
 }
 
 fn ws_err(e: baton_workspace::Error) -> Error {
@@ -34,16 +40,55 @@ fn ws_err(e: baton_workspace::Error) -> Error {
 }
 
 impl GitHook {
-    /// Throws away everything since `commit` in the worktree (a failed turn's edits, or
-    /// a crashed process's half turn). Ignored files, baton's `.baton/` scratch area
-    /// among them, stay.
-    pub fn reset_to(&self, commit: &str) -> Result<()> {
-        git(
-            &self.workspace.path,
-            &["reset", "--hard", "--quiet", commit],
-        )?;
-        git(&self.workspace.path, &["clean", "-fd", "--quiet"])?;
-        Ok(())
+    /// Puts the worktree back at `commit`, discarding what came after it (a failed
+    /// turn's edits, a crashed process's half turn, a gate's side effects). Nothing is
+    /// lost: uncommitted changes are first saved as a commit under
+    /// `refs/baton/discarded/<job>/…`, whose name is returned. Ignored files, baton's
+    /// `.baton/` scratch area among them, stay.
+    pub fn reset_to(&self, commit: &str, why: &str) -> Result<Option<String>> {
+        let dir = &self.workspace.path;
+        let saved = if git(dir, &["status", "--porcelain"])?.trim().is_empty() {
+            None
+        } else {
+            git(dir, &["add", "-A"])?;
+            let tree = git(dir, &["write-tree"])?.trim().to_string();
+            let message = format!("baton: {why} (job {}), kept for recovery", self.job_id);
+            let sha = git(
+                dir,
+                &[
+                    "-c",
+                    "user.name=baton",
+                    "-c",
+                    "user.email=baton@localhost",
+                    "commit-tree",
+                    &tree,
+                    "-p",
+                    "HEAD",
+                    "-m",
+                    &message,
+                ],
+            )?
+            .trim()
+            .to_string();
+            let stamp = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis())
+                .unwrap_or(0);
+            let name = format!("refs/baton/discarded/{}/{stamp}", self.job_id);
+            git(dir, &["update-ref", &name, &sha])?;
+            Some(name)
+        };
+        git(dir, &["reset", "--hard", "--quiet", commit])?;
+        git(dir, &["clean", "-fd", "--quiet"])?;
+        *self.last_commit.lock().unwrap_or_else(|p| p.into_inner()) = commit.to_string();
+        Ok(saved)
+    }
+
+    fn last(&self) -> String {
+        self.last_commit
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 }
 
@@ -78,22 +123,37 @@ impl WorkspaceHook for GitHook {
         let _shared = super::GIT_WORKTREES
             .read()
             .unwrap_or_else(|p| p.into_inner());
+        // Nothing reaches the branch from a worker whose lease was taken over.
+        if let Some(fence) = &self.fence {
+            fence()?;
+        }
+        let last = self.last();
         let Some(result) = facts.result else {
-            let head = self.workspace.head().map_err(ws_err)?;
             // Never merged half-formed: a failed turn leaves no trace in the worktree.
-            self.reset_to(&head)?;
+            let saved = self.reset_to(&last, &format!("edits of failed turn {}", facts.turn))?;
+            let mut warning =
+                "the turn failed; its edits in the worktree were discarded".to_string();
+            if let Some(r) = saved {
+                warning.push_str(&format!(" (kept at {r})"));
+            }
             return Ok(HookOutcome {
                 workspace: WorkspaceTurn {
-                    commit: head.clone(),
+                    commit: last.clone(),
                     changed: false,
                     files: Vec::new(),
                     gates: Vec::new(),
                 },
-                verifier: Arc::new(GitVerifier::unchanged(self.workspace.clone(), head)),
+                verifier: Arc::new(GitVerifier::unchanged(self.workspace.clone(), last)),
                 refusals: Vec::new(),
-                warnings: vec!["the turn failed; its edits in the worktree were discarded".into()],
+                warnings: vec![warning],
             });
         };
+        // An agent that commits its own work (aider does by default) moved HEAD: take
+        // its commits back into the index, so the turn's commit holds all of them and
+        // carries the turn's trailers.
+        if self.workspace.head().map_err(ws_err)? != last {
+            git(&self.workspace.path, &["reset", "--soft", "--quiet", &last])?;
+        }
         let task = match &facts.assignment.step_id {
             Some(id) => format!("{id} {}", facts.assignment.task),
             None => "continuation".to_string(),
@@ -142,12 +202,14 @@ impl WorkspaceHook for GitHook {
                 (head, false, Vec::new())
             }
         };
+        *self.last_commit.lock().unwrap_or_else(|p| p.into_inner()) = commit.clone();
         let changed_files: BTreeMap<String, Option<String>> = files
             .iter()
             .filter(|f| f.status != ChangeStatus::Deleted)
             .map(|f| (f.path.clone(), f.sha256.clone()))
             .collect();
         let mut gates = Vec::new();
+        let mut warnings = Vec::new();
         if facts.last || self.gate_each_turn {
             for gate in &self.gates {
                 gates.push(run_gate(
@@ -156,6 +218,13 @@ impl WorkspaceHook for GitHook {
                     &commit,
                     &self.gate_dir,
                     &self.hide,
+                ));
+            }
+            // What the gates wrote is not the next worker's turn.
+            let why = format!("files the gates changed after turn {}", facts.turn);
+            if let Some(saved) = self.reset_to(&commit, &why)? {
+                warnings.push(format!(
+                    "the gates changed files in the worktree; discarded (kept at {saved})"
                 ));
             }
         }
@@ -172,7 +241,7 @@ impl WorkspaceHook for GitHook {
                 changed: changed_files,
             }),
             refusals,
-            warnings: Vec::new(),
+            warnings,
         })
     }
 }
@@ -232,6 +301,19 @@ impl Verifier for GitVerifier {
             Err(e) => Verification::Rejected {
                 reason: format!("could not read {path} at {short}: {e}"),
             },
+        }
+    }
+
+    fn observed_change(&self, artifact: &Artifact) -> Option<String> {
+        let path = normalize_path(&artifact.name);
+        match self.changed.get(&path)? {
+            Some(hash) => Some(hash.clone()),
+            None => self
+                .workspace
+                .file_at(&self.commit, &path)
+                .ok()
+                .flatten()
+                .map(|bytes| hex(&Sha256::digest(&bytes))),
         }
     }
 

@@ -153,6 +153,8 @@ pub fn enqueue(store: &dyn Store, clock: &dyn Clock, req: &EnqueueRequest) -> Re
         Some(_) => None,
         None => repo.current_branch().map_err(ws)?,
     };
+    // Keep baton's directory (database, worktrees) out of the checkout's `git status`.
+    runner::exclude_scratch(&repo)?;
     let root = req
         .worktree_root
         .clone()

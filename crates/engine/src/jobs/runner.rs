@@ -188,11 +188,15 @@ fn run_claimed(
     };
     match outcome {
         Ok(()) => {
-            let status = store
-                .job(&job.id)
-                .map(|j| j.status)
-                .unwrap_or(JobStatus::Outbox);
-            report(status, "in the outbox".into())
+            let finished = store.job(&job.id).ok();
+            let status = finished.as_ref().map_or(JobStatus::Outbox, |j| j.status);
+            let detail = match (status, finished.and_then(|j| j.error)) {
+                (JobStatus::Failed, Some(e)) => {
+                    format!("failed, with what it did in the outbox: {e}")
+                }
+                _ => "in the outbox".to_string(),
+            };
+            report(status, detail)
         }
         Err(Error::Store(baton_store::Error::LeaseLost { .. })) => {
             progress(Progress::LeaseLost {
@@ -235,7 +239,7 @@ fn run_claimed(
 
 /// Lists baton's scratch directory in the repository's shared exclude file, so neither
 /// the user's checkout nor any worktree ever commits it.
-fn exclude_scratch(repo: &Repo) -> Result<()> {
+pub(crate) fn exclude_scratch(repo: &Repo) -> Result<()> {
     let out = std::process::Command::new("git")
         .arg("-C")
         .arg(repo.workdir())
@@ -319,6 +323,20 @@ fn run_job(
     } else {
         repo.workdir().join(gate_dir)
     };
+    // Drift first: a reset must never destroy work someone did by hand.
+    let mut drift = drift_notes(&repo, &workspace, &spec)?;
+    let turns = store.turns(&run)?;
+    // Resume exactly where the record is: the last committed turn's commit. A commit or
+    // edits left by a turn that never reached the store belong to the turn in flight.
+    let last_commit = turns
+        .iter()
+        .rev()
+        .find_map(|t| t.workspace.as_ref().map(|w| w.commit.clone()))
+        .unwrap_or_else(|| spec.base.clone());
+    let fence_store = store.clone();
+    let fence_clock = clock.clone();
+    let fence_token = fence.clone();
+    let lease_ms = options.lease.as_millis() as i64;
     let hook = GitHook {
         workspace: workspace.clone(),
         job_id: job.id.clone(),
@@ -331,40 +349,21 @@ fn run_job(
             .iter()
             .filter_map(|w| w.api_key_env.clone())
             .collect(),
+        // Renewing is the check: it fails unless this process still holds the job.
+        fence: Some(Arc::new(move || {
+            fence_store
+                .renew_lease(&fence_token, fence_clock.now(), lease_ms)
+                .map_err(Error::from)
+        })),
+        last_commit: std::sync::Mutex::new(last_commit.clone()),
     };
-    // Resume exactly where the record is: the last committed turn's commit. A commit or
-    // edits left by a turn that never reached the store belong to the turn in flight.
-    let turns = store.turns(&run)?;
-    let last_commit = turns
-        .iter()
-        .rev()
-        .find_map(|t| t.workspace.as_ref().map(|w| w.commit.clone()))
-        .unwrap_or_else(|| spec.base.clone());
-    hook.reset_to(&last_commit)?;
-
-    let mut drift = Vec::new();
-    if let Ok(d) = repo.drift(&workspace, spec.base_branch.as_deref()) {
-        if let Some((old, new)) = &d.base_moved {
-            drift.push(format!(
-                "the base branch moved from {} to {} since the job was queued",
-                short(old),
-                short(new)
-            ));
-        }
-        if let Some(branch) = &d.branch_changed {
-            return Err(Error::Workspace(format!(
-                "the worktree {} is on {branch}, not {}: it was switched outside baton; switch it back or re-enqueue",
-                workspace.path.display(),
-                workspace.branch
-            )));
-        }
-        for c in &d.commits_outside_baton {
-            drift.push(format!(
-                "commit {} on {} was not made by baton",
-                short(c),
-                workspace.branch
-            ));
-        }
+    if let Some(saved) = hook.reset_to(
+        &last_commit,
+        "uncommitted work found when the job was resumed",
+    )? {
+        drift.push(format!(
+            "uncommitted changes in the worktree were set aside at {saved} before resuming"
+        ));
     }
 
     let mut session = engine.open_with_keys(&run, None, options.keys.as_ref())?;
@@ -380,6 +379,12 @@ fn run_job(
         });
     })?;
 
+    // Drift while the job ran (the base moved, someone committed on its branch).
+    for note in drift_notes(&repo, &workspace, &spec).unwrap_or_else(|e| vec![e.to_string()]) {
+        if !drift.contains(&note) {
+            drift.push(note);
+        }
+    }
     let head = workspace.head().map_err(ws)?;
     let diff = workspace.diff_stat(&spec.base, &head).map_err(ws)?;
     let patch = workspace.patch(&spec.base, &head).map_err(ws)?;
@@ -436,6 +441,42 @@ fn outbox_dir(repo: &Repo, spec: &JobSpec) -> std::path::PathBuf {
         repo.workdir().join(root)
     };
     base.join("outbox")
+}
+
+/// What moved under the job, as notes; an error when the worktree was switched to
+/// another branch or someone committed on the job's branch (baton will not reset over
+/// their work).
+fn drift_notes(repo: &Repo, workspace: &Workspace, spec: &JobSpec) -> Result<Vec<String>> {
+    let d = repo
+        .drift(workspace, spec.base_branch.as_deref())
+        .map_err(ws)?;
+    if let Some(branch) = &d.branch_changed {
+        return Err(Error::Workspace(format!(
+            "the worktree {} is on {branch}, not {}: it was switched outside baton; switch it back, then `baton work` again",
+            workspace.path.display(),
+            workspace.branch
+        )));
+    }
+    if !d.commits_outside_baton.is_empty() {
+        let list: Vec<&str> = d.commits_outside_baton.iter().map(|c| short(c)).collect();
+        return Err(Error::Workspace(format!(
+            "someone committed on {} outside baton ({}); baton will not reset over that work. \
+             Move it to a branch of your own (e.g. `git branch keep {}`), reset {} to its last baton commit, then `baton work` again",
+            workspace.branch,
+            list.join(", "),
+            list[0],
+            workspace.branch
+        )));
+    }
+    let mut notes = Vec::new();
+    if let Some((old, new)) = &d.base_moved {
+        notes.push(format!(
+            "the base branch moved from {} to {} since the job was queued",
+            short(old),
+            short(new)
+        ));
+    }
+    Ok(notes)
 }
 
 fn short(sha: &str) -> &str {

@@ -39,6 +39,15 @@ elif words and words[0] == "LIE-missing":
     claim["artifacts"] = [{"name": words[1], "description": "I definitely wrote this"}]
 elif words and words[0] == "LIE-empty":
     claim["artifacts"] = [{"name": words[1], "description": "rewrote it completely"}]
+elif words and words[0] == "commit-write":
+    # Like aider: the agent commits its own work.
+    path = words[1]
+    with open(path, "w") as f:
+        f.write("committed by the agent for: " + task + "\n")
+    import subprocess
+    subprocess.run(["git", "add", "-A"], check=True)
+    subprocess.run(["git", "-c", "user.name=agent", "-c", "user.email=a@b", "commit", "-q", "-m", "agent's own commit"], check=True)
+    claim["artifacts"] = [{"name": path, "description": "wrote " + path}]
 elif words and words[0] == "LIE-tests":
     claim["completed"] = ["All tests pass now"]
     claim["issues"] = [{"title": "The test suite must pass", "severity": "high", "gate": "tests"}]
@@ -395,4 +404,196 @@ fn four_concurrent_jobs_on_the_same_file_names_never_interfere_and_the_judge_is_
     let judged = store.job(&verdict.winner_job).unwrap();
     assert_eq!(judged.status, JobStatus::Judged);
     assert_eq!(judged.judgement.unwrap()["verdict"]["winner"], "B");
+}
+
+#[test]
+fn agent_commits_gate_side_effects_and_rewritten_files_are_handled() {
+    let (dir, repo, agent) = repo();
+    let store = store_in(dir.path());
+    let roster = Roster {
+        workers: vec![agent_worker("coder", &agent)],
+    };
+    // Turn 0 writes shared.txt; turn 1 commits on its own; turn 2 rewrites shared.txt
+    // in the same words; a gate that writes a file runs after every turn.
+    let tasks = [
+        "write shared.txt first",
+        "commit-write self.txt",
+        "write shared.txt second",
+        "write ok.txt",
+    ];
+    let mut req = request(&repo, &tasks, vec![roster], true);
+    req.gates = vec![GateSpec::parse(
+        "stamp=date > build_stamp.txt && test -f shared.txt",
+    )];
+    let queued = enqueue(store.as_ref(), &*clock(), &req).unwrap();
+    let reports = work(store.clone(), clock(), &WorkOptions::default(), &|_| {}).unwrap();
+    assert_eq!(reports[0].status, JobStatus::Outbox, "{reports:?}");
+    let job = store.job(&queued.jobs[0]).unwrap();
+    let outbox = decode_outbox(&job).unwrap().unwrap();
+    let turns = store.turns(job.run_id.as_ref().unwrap()).unwrap();
+
+    // The agent's own commit became the turn's commit, with baton's trailers.
+    let ws1 = turns[1].workspace.as_ref().unwrap();
+    assert_eq!(ws1.files, ["self.txt"], "{ws1:?}");
+    assert!(
+        turns[1].outcome.refusals.is_empty(),
+        "{:?}",
+        turns[1].outcome.refusals
+    );
+    let trailers = git(
+        &outbox.worktree,
+        &["log", "-1", "--format=%(trailers)", &ws1.commit],
+    );
+    assert!(trailers.contains("Baton-Turn: 1"), "{trailers}");
+    let authors = git(
+        &outbox.worktree,
+        &["log", "--format=%s", &format!("{}..HEAD", queued.base)],
+    );
+    assert!(!authors.contains("agent's own commit"), "{authors}");
+
+    // The gate's file never entered a turn's commit.
+    for t in &turns {
+        let files = &t.workspace.as_ref().unwrap().files;
+        assert!(
+            !files.iter().any(|f| f == "build_stamp.txt"),
+            "turn {}: {files:?}",
+            t.turn
+        );
+    }
+    assert!(!outbox.worktree.join("build_stamp.txt").exists());
+
+    // shared.txt rewritten in the same words gained a version with the new bytes' hash.
+    let state = store.load_state(job.run_id.as_ref().unwrap()).unwrap();
+    let shared = state
+        .artifacts
+        .iter()
+        .find(|a| a.name == "shared.txt")
+        .unwrap();
+    assert_eq!(shared.versions.len(), 2, "{shared:?}");
+    assert!(shared.versions.iter().all(|v| v.verified));
+    assert_ne!(
+        shared.versions[0].content_hash,
+        shared.versions[1].content_hash
+    );
+}
+
+#[test]
+fn a_resumed_job_refuses_to_reset_over_hand_commits_and_keeps_stray_edits() {
+    use baton_engine::jobs::git_hook::GitHook;
+    let (dir, repo, _agent) = repo();
+    let base = git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    let r = baton_workspace::Repo::open(&repo).unwrap();
+    let ws = r
+        .create_workspace(&baton_workspace::WorkspaceSpec {
+            job_id: "j1".into(),
+            base: base.clone(),
+            base_branch: Some("main".into()),
+            root: dir.path().join("wt"),
+        })
+        .unwrap();
+    let hook = GitHook {
+        workspace: ws.clone(),
+        job_id: "j1".into(),
+        gates: Vec::new(),
+        gate_each_turn: false,
+        gate_dir: dir.path().join("gates"),
+        hide: Vec::new(),
+        fence: None,
+        last_commit: Mutex::new(base.clone()),
+    };
+    // Stray uncommitted edits are set aside under refs/baton/discarded, not destroyed.
+    std::fs::write(ws.path.join("notes.txt"), "my notes\n").unwrap();
+    let saved = hook.reset_to(&base, "test").unwrap().unwrap();
+    assert!(saved.starts_with("refs/baton/discarded/j1/"), "{saved}");
+    assert!(!ws.path.join("notes.txt").exists());
+    assert_eq!(
+        git(&ws.path, &["show", &format!("{saved}:notes.txt")]),
+        "my notes\n"
+    );
+
+    // A commit made by hand on the job's branch is drift that stops the job.
+    let d = r.drift(&ws, Some("main")).unwrap();
+    assert!(d.commits_outside_baton.is_empty());
+    std::fs::write(ws.path.join("mine.txt"), "by hand\n").unwrap();
+    git(&ws.path, &["add", "."]);
+    git(
+        &ws.path,
+        &[
+            "-c",
+            "user.name=me",
+            "-c",
+            "user.email=me@x",
+            "commit",
+            "-q",
+            "-m",
+            "by hand",
+        ],
+    );
+    let d = r.drift(&ws, Some("main")).unwrap();
+    assert_eq!(d.commits_outside_baton.len(), 1);
+}
+
+#[test]
+fn a_worker_that_lost_its_lease_commits_nothing_to_the_branch() {
+    use baton_core::compiler::{Assignment, AssignmentKind};
+    use baton_engine::WorkspaceHook;
+    use baton_engine::hook::TurnFacts;
+    use baton_engine::jobs::git_hook::GitHook;
+    let (dir, repo, _agent) = repo();
+    let base = git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    let r = baton_workspace::Repo::open(&repo).unwrap();
+    let ws = r
+        .create_workspace(&baton_workspace::WorkspaceSpec {
+            job_id: "j2".into(),
+            base: base.clone(),
+            base_branch: None,
+            root: dir.path().join("wt"),
+        })
+        .unwrap();
+    let lost: Arc<dyn Fn() -> baton_engine::Result<()> + Send + Sync> = Arc::new(|| {
+        Err(baton_engine::Error::Store(baton_store::Error::LeaseLost {
+            job: "j2".into(),
+            reason: "taken over".into(),
+        }))
+    });
+    let hook = GitHook {
+        workspace: ws.clone(),
+        job_id: "j2".into(),
+        gates: Vec::new(),
+        gate_each_turn: false,
+        gate_dir: dir.path().join("gates"),
+        hide: Vec::new(),
+        fence: Some(lost),
+        last_commit: Mutex::new(base.clone()),
+    };
+    std::fs::write(ws.path.join("late.txt"), "from a stale worker\n").unwrap();
+    let worker = agent_worker("stale", Path::new("/nonexistent"));
+    let assignment = Assignment {
+        kind: AssignmentKind::Step,
+        step_id: Some("T1".into()),
+        task: "t".into(),
+    };
+    let result = baton_core::claims::WorkerResult {
+        summary: "s".into(),
+        last_action: "a".into(),
+        ..Default::default()
+    };
+    let run = RunId("r".into());
+    let err = hook
+        .after_calls(&TurnFacts {
+            run: &run,
+            turn: 0,
+            worker: &worker,
+            assignment: &assignment,
+            result: Some(&result),
+            last: false,
+        })
+        .err()
+        .expect("fenced off");
+    assert!(err.to_string().contains("lost the lease"), "{err}");
+    assert_eq!(
+        git(&ws.path, &["rev-parse", "HEAD"]).trim(),
+        base,
+        "nothing reached the branch"
+    );
 }

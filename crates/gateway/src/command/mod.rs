@@ -395,6 +395,10 @@ impl CommandGateway {
 }
 
 impl Gateway for CommandGateway {
+    fn retries_in_place(&self) -> bool {
+        false
+    }
+
     fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelResponse> {
         let workspace = request.workspace.ok_or_else(|| {
             Error::Config(format!(

@@ -307,9 +307,9 @@ fn is_executable(path: &Path) -> bool {
 /// question then fails at once, instead of reading the keyboard of whoever started
 /// baton or stopping on SIGTTIN as a background group would.
 ///
-/// Why not always a new session: `setsid` needs a `pre_exec` hook, which makes std
-/// fork instead of `posix_spawn`, and a fork costs milliseconds in a large process
-/// (see `benches/command.rs`). A server has no terminal, so it takes the fast path.
+/// The `pre_exec` hook makes std fork instead of `posix_spawn` (a few milliseconds in
+/// a large process, see `benches/command.rs`); an agent that outlives a killed baton
+/// is worth far more than that.
 #[cfg(unix)]
 fn detach_from_terminal(cmd: &mut Command) {
     use std::os::unix::process::CommandExt;
@@ -318,15 +318,22 @@ fn detach_from_terminal(cmd: &mut Command) {
         .write(true)
         .open("/dev/tty")
         .is_ok();
-    if !has_terminal {
-        cmd.process_group(0);
-        return;
-    }
-    // SAFETY: `setsid` is async-signal-safe and touches no memory of the parent; it
-    // is the only call made between fork and exec.
+    // SAFETY: `setsid`, `setpgid` and `prctl` are async-signal-safe and touch no memory
+    // of the parent; they are the only calls made between fork and exec.
     unsafe {
-        cmd.pre_exec(|| {
-            if libc::setsid() == -1 {
+        cmd.pre_exec(move || {
+            let grouped = if has_terminal {
+                libc::setsid()
+            } else {
+                libc::setpgid(0, 0)
+            };
+            if grouped == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            // If baton dies (kill -9 included) the agent dies with it, instead of
+            // working on, unseen, in a worktree another worker will take over.
+            #[cfg(target_os = "linux")]
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
                 return Err(io::Error::last_os_error());
             }
             Ok(())
