@@ -88,6 +88,12 @@ pub fn run_gate(
         Err(e) => return result(None, format!("cannot create {}: {e}", path.display())),
     };
     let mut cmd = Command::new("sh");
+    // Its own process group, so a timeout kills what the gate started too.
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
+    }
     cmd.arg("-c")
         .arg(&gate.command)
         .current_dir(dir)
@@ -114,7 +120,7 @@ pub fn run_gate(
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
             Ok(None) if Instant::now() >= deadline => {
-                let _ = child.kill();
+                kill_group(&mut child);
                 let _ = child.wait();
                 break None;
             }
@@ -159,6 +165,20 @@ fn secrets_among(
         hide.contains(name) || SECRET_WORDS.iter().any(|w| upper.contains(w))
     })
     .collect()
+}
+
+/// Kills the gate and everything it started (its process group).
+fn kill_group(child: &mut std::process::Child) {
+    #[cfg(unix)]
+    {
+        // The group's id is the child's pid (`process_group(0)`); `kill -KILL -<pgid>`.
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", child.id())])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+    let _ = child.kill();
 }
 
 fn read_tail(path: &Path) -> String {

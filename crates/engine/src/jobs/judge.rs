@@ -101,12 +101,33 @@ fn candidates(store: &dyn Store, group: &str) -> Result<Vec<(JobInfo, JobSpec, O
     Ok(out)
 }
 
-/// Replaces every name that could identify a candidate's workers.
+/// Replaces every name that could identify a candidate's workers, in any letter case
+/// ("Claude" for a worker `claude`). Names shorter than three characters would garble
+/// every patch and are left alone.
 fn mask(text: &str, names: &[String]) -> String {
     let mut out = text.to_string();
-    for name in names.iter().filter(|n| n.len() >= 2) {
-        out = out.replace(name.as_str(), "[masked]");
+    for name in names.iter().filter(|n| n.chars().count() >= 3) {
+        out = replace_ignoring_case(&out, name, "[masked]");
     }
+    out
+}
+
+fn replace_ignoring_case(text: &str, needle: &str, with: &str) -> String {
+    let lower = text.to_lowercase();
+    let needle = needle.to_lowercase();
+    // Lower-casing can change byte lengths outside ASCII; then match exactly instead.
+    if lower.len() != text.len() || needle.is_empty() {
+        return text.replace(&needle, with);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut from = 0;
+    while let Some(at) = lower[from..].find(&needle) {
+        let start = from + at;
+        out.push_str(&text[from..start]);
+        out.push_str(with);
+        from = start + needle.len();
+    }
+    out.push_str(&text[from..]);
     out
 }
 
@@ -173,7 +194,13 @@ pub fn request(
                 g.exit_code.map_or("none".to_string(), |c| c.to_string())
             ));
         }
-        let patch = std::fs::read_to_string(&outbox.patch_file).unwrap_or_default();
+        let patch = match std::fs::read(&outbox.patch_file) {
+            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Err(e) => format!(
+                "[the patch file {} could not be read: {e}]",
+                outbox.patch_file.display()
+            ),
+        };
         let clipped: String = patch.chars().take(PATCH_CHARS).collect();
         user.push_str("```diff\n");
         user.push_str(&clipped);
@@ -249,6 +276,27 @@ pub fn judge(
     let value = serde_json::to_value(&judgement).map_err(|e| Error::Config(e.to_string()))?;
     store.record_judgement(group, &value, clock.now())?;
     Ok(judgement)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_masked_in_any_case_and_short_ones_are_left_alone() {
+        let names = vec![
+            "claude".to_string(),
+            "ab".to_string(),
+            "command/claude".to_string(),
+        ];
+        assert_eq!(
+            mask(
+                "Co-authored-by: Claude; CLAUDE.md; tab; command/claude",
+                &names
+            ),
+            "Co-authored-by: [masked]; [masked].md; tab; command/[masked]"
+        );
+    }
 }
 
 fn clip(s: &str) -> String {

@@ -182,10 +182,13 @@ impl CommandGateway {
                     }),
             }
         };
+        let silence = seconds("silence_s", 300)?;
         let limits = Limits {
             total: seconds("timeout_s", 1800)?,
-            silence: seconds("silence_s", 300)?,
-            prompt_silence: seconds("prompt_silence_s", 20)?,
+            silence,
+            // A question must be recognised before plain silence would kill the agent,
+            // or it is reported as "no output" instead of "waiting for input".
+            prompt_silence: seconds("prompt_silence_s", 20)?.min(silence.mul_f64(0.8)),
         };
         let pass_env = match options.get("pass_env") {
             None => Vec::new(),
