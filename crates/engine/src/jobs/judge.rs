@@ -278,6 +278,10 @@ pub fn judge(
     Ok(judgement)
 }
 
+fn clip(s: &str) -> String {
+    baton_core::reconciler::clip(s, 200)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,8 +301,4 @@ mod tests {
             "Co-authored-by: [masked]; [masked].md; tab; command/[masked]"
         );
     }
-}
-
-fn clip(s: &str) -> String {
-    baton_core::reconciler::clip(s, 200)
 }
