@@ -86,6 +86,8 @@ fn candidate(ctx: &Context_, spec: &str) -> Result<Roster> {
 }
 
 pub fn enqueue(ctx: &Context_, args: EnqueueArgs) -> Result<ExitCode> {
+    // Check the repository before anything is created on disk (the database included).
+    baton_workspace::Repo::open(&args.repo)?;
     let store = ctx.store()?;
     let candidates = args
         .workers
