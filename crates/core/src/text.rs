@@ -318,6 +318,9 @@ pub fn same_statement(a: &str, b: &str) -> bool {
 #[derive(Default)]
 pub struct ScoringCache {
     slots: std::sync::Mutex<Vec<Vec<Option<CachedTerms>>>>,
+    /// The last query built, keyed by its texts (a run asks the same one until its
+    /// assignment changes).
+    query: std::sync::Mutex<Option<(Vec<String>, std::sync::Arc<TermQuery>)>>,
 }
 
 #[derive(Clone)]
@@ -327,6 +330,20 @@ struct CachedTerms {
 }
 
 impl ScoringCache {
+    /// The query for `texts`, built once per distinct set of texts.
+    pub fn query(&self, texts: &[&str]) -> std::sync::Arc<TermQuery> {
+        let mut cached = self.query.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((key, query)) = cached.as_ref()
+            && key.len() == texts.len()
+            && key.iter().zip(texts).all(|(a, b)| a == b)
+        {
+            return query.clone();
+        }
+        let query = std::sync::Arc::new(TermQuery::new(texts));
+        *cached = Some((texts.iter().map(|t| t.to_string()).collect(), query.clone()));
+        query
+    }
+
     /// Locks the cache for one compile.
     pub fn lock(&self) -> ScoringCacheGuard<'_> {
         ScoringCacheGuard {
@@ -413,8 +430,10 @@ impl ScoringCacheGuard<'_> {
 impl Clone for ScoringCache {
     fn clone(&self) -> Self {
         let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let query = self.query.lock().unwrap_or_else(|e| e.into_inner()).clone();
         ScoringCache {
             slots: std::sync::Mutex::new(slots),
+            query: std::sync::Mutex::new(query),
         }
     }
 }

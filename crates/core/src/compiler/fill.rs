@@ -16,7 +16,6 @@ use super::{
     SectionReport, WorkerProfile,
 };
 use crate::state::ExecutionState;
-use crate::text::TermQuery;
 use crate::tokens::TokenEstimator;
 
 /// The task and the objective are never shortened below this many chars each.
@@ -114,7 +113,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
         let cx = Context {
             state,
             assignment,
-            query: TermQuery::new(&[&assignment.task, &state.objective]),
+            query: state.scoring.query(&[&assignment.task, &state.objective]),
             step_index,
             cache: std::cell::RefCell::new(state.scoring.lock()),
         };

@@ -223,7 +223,7 @@ fn fixed_item(arena: &mut Arena<'_>, id: &str, pos: usize, line: &str) -> Item {
 pub(super) struct Context<'s> {
     pub state: &'s ExecutionState,
     pub assignment: &'s Assignment,
-    pub query: TermQuery,
+    pub query: std::sync::Arc<TermQuery>,
     /// Index of the assigned plan step (or, for a continuation, the cursor).
     pub step_index: Option<usize>,
     /// The state's memoised term sets, locked for this compile.
