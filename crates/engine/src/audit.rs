@@ -2,9 +2,9 @@
 //!
 //! For every call it records the number of messages and a hash of exactly what was
 //! sent, checks that the request was built from this turn's package alone, and searches
-//! the request for every earlier turn's raw model output. The search hashes each window
-//! of the request once, so checking a hundred prior outputs costs one pass over the
-//! request rather than a hundred.
+//! the request for every earlier turn's raw model output. The search makes one pass over
+//! the request for all earlier outputs together, so checking a hundred of them costs
+//! about as much as checking one.
 
 use std::collections::HashSet;
 
@@ -36,15 +36,17 @@ pub fn hex(bytes: &[u8]) -> String {
 
 const BASE: u64 = 0x0000_0100_0000_01b3;
 
-/// Polynomial hash of a window, consistent with `Rolling`.
+/// Polynomial hash of a `WINDOW`-byte prefix.
 fn window_hash(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0u64, |h, &b| {
         h.wrapping_mul(BASE).wrapping_add(u64::from(b) + 1)
     })
 }
 
-/// Adds to `found` the indices of the `needles` that occur in `hay`, by Rabin-Karp over
-/// `WINDOW`-byte prefixes.
+/// Adds to `found` the indices of the `needles` that occur in `hay`. Candidate start
+/// positions are found by the needles' first two bytes (a 64 Kibit table), and only
+/// there is a `WINDOW`-byte prefix hashed and looked up: model outputs start with a
+/// few distinct byte pairs (`{"`), so almost every position is skipped with one load.
 fn find_occurring(hay: &str, needles: &[&str], found: &mut HashSet<usize>) {
     let bytes = hay.as_bytes();
     let candidates: Vec<(usize, &str)> = needles
@@ -56,36 +58,28 @@ fn find_occurring(hay: &str, needles: &[&str], found: &mut HashSet<usize>) {
     if candidates.is_empty() || bytes.len() < WINDOW {
         return;
     }
+    let mut starts = vec![0u64; 1024];
     let mut prefixes: HashSet<u64> = HashSet::with_capacity(candidates.len());
-    // A 64 Kibit filter in front of the set keeps the per-byte cost to a shift and a load.
-    let mut filter = vec![0u64; 1024];
     for (_, n) in &candidates {
-        let h = window_hash(&n.as_bytes()[..WINDOW]);
-        prefixes.insert(h);
-        let bit = (h >> 48) as usize;
-        filter[bit >> 6] |= 1 << (bit & 63);
+        let b = n.as_bytes();
+        let pair = usize::from(b[0]) << 8 | usize::from(b[1]);
+        starts[pair >> 6] |= 1 << (pair & 63);
+        prefixes.insert(window_hash(&b[..WINDOW]));
     }
-    let top = (0..WINDOW - 1).fold(1u64, |p, _| p.wrapping_mul(BASE));
-    let mut h = window_hash(&bytes[..WINDOW]);
-    let mut pos = 0;
-    loop {
-        let bit = (h >> 48) as usize;
-        if filter[bit >> 6] & (1 << (bit & 63)) != 0 && prefixes.contains(&h) {
-            let rest = &bytes[pos..];
-            for (i, n) in &candidates {
-                if rest.starts_with(n.as_bytes()) {
-                    found.insert(*i);
-                }
+    for pos in 0..=bytes.len() - WINDOW {
+        let pair = usize::from(bytes[pos]) << 8 | usize::from(bytes[pos + 1]);
+        if starts[pair >> 6] & (1 << (pair & 63)) == 0 {
+            continue;
+        }
+        if !prefixes.contains(&window_hash(&bytes[pos..pos + WINDOW])) {
+            continue;
+        }
+        let rest = &bytes[pos..];
+        for (i, n) in &candidates {
+            if rest.starts_with(n.as_bytes()) {
+                found.insert(*i);
             }
         }
-        if pos + WINDOW >= bytes.len() {
-            break;
-        }
-        h = h
-            .wrapping_sub((u64::from(bytes[pos]) + 1).wrapping_mul(top))
-            .wrapping_mul(BASE)
-            .wrapping_add(u64::from(bytes[pos + WINDOW]) + 1);
-        pos += 1;
     }
 }
 
