@@ -164,9 +164,15 @@ fn run_claimed(
                 next = Instant::now() + every;
                 let renewed =
                     store.renew_lease(fence, clock.now(), options.lease.as_millis() as i64);
-                if matches!(renewed, Err(baton_store::Error::LeaseLost { .. })) {
-                    lost.store(true, Ordering::Release);
-                    return;
+                match renewed {
+                    Ok(()) => {}
+                    Err(baton_store::Error::LeaseLost { .. }) => {
+                        lost.store(true, Ordering::Release);
+                        return;
+                    }
+                    // A transient failure (a busy database): try again soon rather than
+                    // a third of a lease later, before the lease can run out.
+                    Err(_) => next = Instant::now() + (every / 10).max(Duration::from_millis(50)),
                 }
             }
         });
