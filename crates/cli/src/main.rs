@@ -1,5 +1,9 @@
 //! `baton`: run long work through many models, one bounded briefing at a time.
 
+// First: its macros shadow std's printing macros in every module below.
+#[macro_use]
+mod out;
+
 mod commands;
 mod jobs;
 mod render;
@@ -229,13 +233,8 @@ pub enum Command {
 }
 
 fn main() -> ExitCode {
-    // `baton outbox | head` closing the pipe is the reader's choice, not an error: die
-    // quietly of SIGPIPE like other command-line tools instead of panicking in println!.
-    #[cfg(unix)]
-    // SAFETY: restoring the default disposition of one signal before any thread starts.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    // SIGPIPE stays ignored (Rust's default): see `out` for why and how `| head` still
+    // ends quietly.
     let cli = Cli::parse();
     match commands::dispatch(cli) {
         Ok(code) => code,

@@ -1,5 +1,6 @@
 mod cli;
 mod crash;
+mod hardening;
 mod jobs;
 mod providers;
 

@@ -474,9 +474,17 @@ impl Gateway for CommandGateway {
         })
         .map_err(|stop| self.stopped(stop, &out))?;
 
+        // Said with whatever failure follows: an agent that took its prompt from
+        // somewhere else, or died at once (a bad flag, no login), never read it.
+        let unread = finished.briefing_unread.map_or(String::new(), |u| {
+            format!(
+                " (it exited without reading its briefing: {} of {} bytes reached it; does it take the prompt on stdin?)",
+                u.written, u.total
+            )
+        });
         if !finished.status.success() {
             return Err(Error::AgentExited {
-                status: describe_status(finished.status),
+                status: format!("{}{unread}", describe_status(finished.status)),
                 stderr_tail: self.scrub(&run::tail_lines(&finished.stderr_tail, 20)),
             });
         }
@@ -496,7 +504,7 @@ impl Gateway for CommandGateway {
             }),
             Lookup::NotFound(looked) => Err(Error::Unparseable {
                 detail: format!(
-                    "command worker \"{}\" left no claim; looked at: {}; its output is in {} ({} bytes of stdout)",
+                    "command worker \"{}\" left no claim{unread}; looked at: {}; its output is in {} ({} bytes of stdout)",
                     self.name,
                     looked.join("; "),
                     out.dir.display(),

@@ -62,6 +62,8 @@ pub(crate) struct RunSpec<'a> {
 #[derive(Debug)]
 pub(crate) struct Finished {
     pub status: ExitStatus,
+    /// Set when the process exited (or closed its stdin) before reading its briefing.
+    pub briefing_unread: Option<Unread>,
     pub stdout_tail: Vec<u8>,
     pub stderr_tail: Vec<u8>,
     pub stdout_bytes: u64,
@@ -166,11 +168,10 @@ pub(crate) fn run(spec: &RunSpec<'_>) -> Result<Finished, Stopped> {
         (Some(mut pipe), Some(bytes)) => {
             let bytes = bytes.to_vec();
             // A thread, so a briefing bigger than the pipe buffer cannot block the
-            // watcher; a child that exits without reading it gives BrokenPipe, which
-            // is its business, not an error of ours.
-            Some(thread::spawn(move || {
-                let _ = pipe.write_all(&bytes);
-            }))
+            // watcher. A child that exits without reading it gives EPIPE (SIGPIPE is
+            // ignored, see the CLI's `out`): the agent's business, reported with its
+            // result, never baton's death.
+            Some(thread::spawn(move || write_counting(&mut pipe, &bytes)))
         }
         _ => None,
     };
@@ -197,9 +198,10 @@ pub(crate) fn run(spec: &RunSpec<'_>) -> Result<Finished, Stopped> {
         kill_group(&child, Signal::Kill);
     }
     let io_error = finish_readers(readers, &done_rx, KILL_GRACE);
-    if let Some(w) = writer {
-        let _ = w.join();
-    }
+    let briefing_unread = writer.and_then(|w| w.join().ok()).and_then(|written| {
+        let total = spec.stdin.map_or(0, <[u8]>::len);
+        (written < total).then_some(Unread { written, total })
+    });
     if let Some((what, source)) = io_error {
         return Err(Stopped::Io { what, source });
     }
@@ -225,10 +227,33 @@ pub(crate) fn run(spec: &RunSpec<'_>) -> Result<Finished, Stopped> {
         });
     Ok(Finished {
         status,
+        briefing_unread,
         stdout_bytes: shared.stdout.bytes,
         stdout_tail: shared.stdout.into_tail(),
         stderr_tail: shared.stderr.into_tail(),
     })
+}
+
+/// How much of the briefing reached the agent before it stopped reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Unread {
+    pub written: usize,
+    pub total: usize,
+}
+
+/// Writes `bytes` and closes the pipe; returns how many bytes the reader accepted.
+fn write_counting(pipe: &mut impl Write, bytes: &[u8]) -> usize {
+    let mut written = 0;
+    while written < bytes.len() {
+        match pipe.write(&bytes[written..]) {
+            Ok(0) => break,
+            Ok(n) => written += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            // BrokenPipe, mostly: the reader is gone.
+            Err(_) => break,
+        }
+    }
+    written
 }
 
 fn create(path: &Path) -> Result<File, Stopped> {
