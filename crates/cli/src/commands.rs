@@ -193,10 +193,15 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Step { run } => {
             let store = ctx.store()?;
             let engine = ctx.engine(&store);
-            let id = resolve(store.as_ref(), run.as_deref())?;
+            let id = resolve_own_run(store.as_ref(), run.as_deref())?;
             let mut session = engine.open_with_keys(&id, None, ctx.keys())?;
             engine.lease(&mut session, baton_engine::lease::DEFAULT_RUN_LEASE)?;
-            match engine.step(&mut session)? {
+            session.cancel = baton_gateway::Cancel::on_interrupt();
+            let stepped = engine.step(&mut session);
+            if let Some(code) = interrupted(store.as_ref(), &id, &stepped) {
+                return Ok(code);
+            }
+            match stepped? {
                 StepOutcome::Turn(summary) => {
                     eprintln!("{}", render::progress_line(&summary, &session));
                     if session.status == baton_store::RunStatus::Blocked {
@@ -224,10 +229,14 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             run,
             max_turns,
             record,
+            roster,
         } => {
             let store = ctx.store()?;
             let engine = ctx.engine(&store);
-            let id = resolve(store.as_ref(), run.as_deref())?;
+            let id = resolve_own_run(store.as_ref(), run.as_deref())?;
+            if let Some(path) = &roster {
+                replace_roster(&ctx, &engine, &id, path)?;
+            }
             drive(
                 &ctx,
                 &engine,
@@ -347,6 +356,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             follow,
         } => crate::jobs::work(&ctx, concurrency, lease_s, follow),
         Command::Jobs { json } => crate::jobs::list(&ctx, json),
+        Command::Requeue { job, roster } => requeue(&ctx, &job, roster.as_deref()),
         Command::Outbox { job, json } => crate::jobs::outbox(&ctx, job.as_deref(), json),
         Command::Judge { target, judge } => crate::jobs::judge(&ctx, &target, judge.as_deref()),
         Command::Gc {
@@ -375,6 +385,125 @@ fn init(path: &Path, workers: usize, force: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The run `resume` and `step` act on: the one named, or the newest that is not a
+/// job's. A job's run continues only in its worktree, through `baton work`.
+fn resolve_own_run(store: &dyn Store, run: Option<&str>) -> Result<RunId> {
+    let jobs = store.list_jobs()?;
+    let id = match run {
+        Some(prefix) => store.resolve_run(prefix)?,
+        None => {
+            let runs = store.list_runs()?;
+            let own = runs
+                .iter()
+                .find(|r| !jobs.iter().any(|j| j.run_id.as_ref() == Some(&r.id)));
+            match own {
+                Some(r) => r.id.clone(),
+                None if runs.is_empty() => bail!(
+                    "no runs in this database yet; start one with `baton demo` or `baton run --objective \"…\" --task \"…\"`"
+                ),
+                None => bail!(
+                    "every run in this database belongs to a job; jobs continue with `baton work` (`baton jobs` lists them)"
+                ),
+            }
+        }
+    };
+    if let Some(job) = jobs.iter().find(|j| j.run_id.as_ref() == Some(&id)) {
+        let next = match job.status {
+            baton_store::JobStatus::Queued => "`baton work` runs it".to_string(),
+            baton_store::JobStatus::Running => format!(
+                "`baton work` is running it{}",
+                job.lease_owner
+                    .as_deref()
+                    .map(|o| format!(" ({o})"))
+                    .unwrap_or_default()
+            ),
+            baton_store::JobStatus::Failed => format!(
+                "continue it with `baton requeue {}` (add --roster <file> to replace its roster), then `baton work`",
+                job.id
+            ),
+            _ => format!("it is finished: `baton outbox {}`", job.id),
+        };
+        bail!(
+            "run {id} is the run of job {} ({}): its turns run in the job's worktree, not here; {next}",
+            job.id,
+            job.status.as_str()
+        );
+    }
+    Ok(id)
+}
+
+/// `resume --roster FILE`: the run's roster replaced, the change said and recorded.
+fn replace_roster(ctx: &Context_, engine: &Engine, id: &RunId, path: &Path) -> Result<()> {
+    let roster = roster_from(path)?;
+    baton_engine::orchestrator::check_roster(&roster, ctx.keys(), true)?;
+    let changes = engine.change_roster(id, &roster, &path.display().to_string())?;
+    if changes.is_empty() {
+        eprintln!(
+            "the roster in {} is the run's roster already",
+            path.display()
+        );
+    }
+    for c in &changes {
+        eprintln!("roster of run {id}: {c}");
+    }
+    Ok(())
+}
+
+fn roster_from(path: &Path) -> Result<baton_engine::Roster> {
+    let file = config::load_file(path)?;
+    for warning in &file.warnings {
+        eprintln!("warning: {warning}");
+    }
+    file.roster
+        .with_context(|| format!("{} has no [[workers]]: nothing to replace the roster with", path.display()))
+}
+
+/// When the process was interrupted: says what was kept and how to continue, and
+/// returns the exit status; `None` otherwise.
+fn interrupted<T>(
+    store: &dyn Store,
+    id: &RunId,
+    result: &baton_engine::Result<T>,
+) -> Option<ExitCode> {
+    let what = match result {
+        Err(baton_engine::Error::Cancelled { turn }) => {
+            format!("turn {turn} was in flight and is discarded (nothing of it is committed)")
+        }
+        Err(baton_engine::Error::Stopped { next_turn }) => {
+            format!("stopped before turn {next_turn}")
+        }
+        _ => return None,
+    };
+    let turns = store.run_info(id).map(|i| i.turns).unwrap_or(0);
+    eprintln!(
+        "interrupted: {what}; {turns} turn(s) of run {id} are committed and its lease is released. Continue with `baton resume {id}`."
+    );
+    crate::signals::exit_code()
+}
+
+pub(crate) fn requeue(ctx: &Context_, job: &str, roster: Option<&Path>) -> Result<ExitCode> {
+    let store = ctx.store()?;
+    let id = store.resolve_job(job)?;
+    let info = store.job(&id)?;
+    if let Some(path) = roster {
+        let Some(run) = &info.run_id else {
+            bail!(
+                "job {id} never started, so it has no run whose roster to replace; enqueue it again with the fixed roster"
+            );
+        };
+        let engine = ctx.engine(&store);
+        replace_roster(ctx, &engine, run, path)?;
+    }
+    store.requeue_job(&id, baton_engine::Clock::now(&baton_engine::SystemClock))?;
+    println!(
+        "job {id} is queued again; `baton work` continues it from its last committed turn{}",
+        info.run_id
+            .map(|r| format!(" (run {r})"))
+            .unwrap_or_default()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 fn drive(
     ctx: &Context_,
     engine: &Engine,
@@ -385,6 +514,7 @@ fn drive(
 ) -> Result<ExitCode> {
     let mut session = engine.open_with_keys(id, None, ctx.keys())?;
     engine.lease(&mut session, baton_engine::lease::DEFAULT_RUN_LEASE)?;
+    session.cancel = baton_gateway::Cancel::on_interrupt();
     if session.status == baton_store::RunStatus::Blocked {
         eprintln!("run {id} was blocked; resuming as asked");
         engine.unblock(&mut session)?;
@@ -396,6 +526,9 @@ fn drive(
     // Record what ran even when the run stopped on an error.
     if let Some(path) = record {
         write_record(store, id, path)?;
+    }
+    if let Some(code) = interrupted(store, id, &end) {
+        return Ok(code);
     }
     let end = end?;
     let (report, state, _) = baton_engine::report::build(store, id)?;

@@ -132,11 +132,11 @@ pub fn work(ctx: &Context_, concurrency: usize, lease_s: u64, follow: bool) -> R
     }
     let store = ctx.store()?;
     let options = WorkOptions {
-        owner: format!("pid-{}", std::process::id()),
         concurrency: concurrency.max(1),
         lease: Duration::from_secs(lease_s),
         follow,
         keys: ctx.keys().cloned(),
+        cancel: baton_gateway::Cancel::on_interrupt(),
         ..WorkOptions::default()
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
@@ -176,10 +176,33 @@ pub fn work(ctx: &Context_, concurrency: usize, lease_s: u64, follow: bool) -> R
             status,
             detail,
         } => eprintln!("job {job}: {} — {detail}", status.as_str()),
-        Progress::LeaseLost { job } => {
-            eprintln!("job {job}: lease lost; another worker continues it")
+        Progress::LeaseLost { job, reason } => {
+            eprintln!("job {job}: lease lost ({reason}); its agent was stopped and another worker continues the job")
         }
+        Progress::Released { job, turn } => eprintln!(
+            "job {job}: interrupted{}; the job is queued again",
+            turn.map(|t| format!(" (turn {t} discarded, nothing of it committed)"))
+                .unwrap_or_default()
+        ),
     })?;
+    for r in reports.iter().filter(|r| r.unrecorded.is_some()) {
+        eprintln!(
+            "job {}: {} — {}",
+            r.job,
+            r.detail,
+            r.unrecorded.as_deref().unwrap_or_default()
+        );
+    }
+    if let Some(code) = crate::signals::exit_code() {
+        let released = reports
+            .iter()
+            .filter(|r| r.status == JobStatus::Queued)
+            .count();
+        println!(
+            "interrupted: {released} job(s) given back to the queue; `baton work` continues them from their last committed turn"
+        );
+        return Ok(code);
+    }
     if reports.is_empty() {
         let running = ctx
             .store()?

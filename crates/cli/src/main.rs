@@ -7,6 +7,7 @@ mod out;
 mod commands;
 mod jobs;
 mod render;
+mod signals;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -114,6 +115,18 @@ pub enum Command {
         /// Save every model response of the run as a replay script (JSONL)
         #[arg(long)]
         record: Option<PathBuf>,
+        /// Replace the run's roster with this file's (a fixed model, provider or base
+        /// URL); recorded in the run's history
+        #[arg(long)]
+        roster: Option<PathBuf>,
+    },
+    /// Put a failed job back on the queue; it continues from its last committed turn
+    Requeue {
+        /// Job id or unambiguous prefix
+        job: String,
+        /// Replace the job's roster with this file's (recorded in its run's history)
+        #[arg(long)]
+        roster: Option<PathBuf>,
     },
     /// List the runs in the database
     Runs,
@@ -236,6 +249,21 @@ fn main() -> ExitCode {
     // SIGPIPE stays ignored (Rust's default): see `out` for why and how `| head` still
     // ends quietly.
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Work { .. }) {
+        // Before any thread starts: the watchdog is a fork of this process, and kills
+        // what the agents and gates started if baton dies without cleaning up.
+        baton_gateway::contain::start_watchdog();
+    }
+    if matches!(
+        cli.command,
+        Command::Work { .. }
+            | Command::Run { .. }
+            | Command::Resume { .. }
+            | Command::Step { .. }
+            | Command::Demo { .. }
+    ) {
+        signals::install();
+    }
     match commands::dispatch(cli) {
         Ok(code) => code,
         Err(e) => {

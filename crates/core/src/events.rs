@@ -66,6 +66,12 @@ pub enum EventKind {
     RunBlocked {
         question: String,
     },
+    /// A human replaced the run's roster (e.g. `baton resume --roster`): what changed,
+    /// and from which file. Stamped by the engine like every event.
+    RosterChanged {
+        source: String,
+        changes: Vec<String>,
+    },
 }
 
 impl EventKind {
@@ -81,6 +87,7 @@ impl EventKind {
             EventKind::StepDone { .. } => "step_done",
             EventKind::RunFinished { .. } => "run_finished",
             EventKind::RunBlocked { .. } => "run_blocked",
+            EventKind::RosterChanged { .. } => "roster_changed",
         }
     }
 }

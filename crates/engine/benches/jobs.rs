@@ -117,6 +117,7 @@ fn command_turn(c: &mut Criterion) {
         hide: Vec::new(),
         fence: None,
         last_commit: std::sync::Mutex::new(base),
+        cancel: Default::default(),
     }));
     c.bench_function(
         "command-worker turn, engine overhead (1,000-file repo)",

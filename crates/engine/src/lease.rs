@@ -4,12 +4,13 @@
 //! spends anything; a process that died on this machine is recognised and taken over at
 //! once, one on another machine when its lease expires.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use baton_core::ids::RunId;
+use baton_gateway::Cancel;
 use baton_store::Store;
 
 use crate::clock::Clock;
@@ -18,14 +19,124 @@ use crate::{Error, Result};
 /// How long a run lease holds without a heartbeat.
 pub const DEFAULT_RUN_LEASE: Duration = Duration::from_secs(30);
 
+/// Why a heartbeat gave up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeaseLoss {
+    /// Another process holds the lease now.
+    TakenOver(String),
+    /// It could not be renewed for two thirds of the lease (a database that keeps
+    /// failing); the work was stopped before the lease could expire under it.
+    Unrenewable(String),
+}
+
+impl std::fmt::Display for LeaseLoss {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LeaseLoss::TakenOver(why) | LeaseLoss::Unrenewable(why) => f.write_str(why),
+        }
+    }
+}
+
+type Renew = Box<dyn Fn() -> std::result::Result<(), baton_store::Error> + Send>;
+
+/// Renews a lease at a third of its length in a background thread, until stopped or
+/// dropped. A transient failure is retried soon; when the lease is taken over or
+/// cannot be renewed for two thirds of it, the heartbeat records the loss, cancels
+/// `cancel` (so an agent or gate in flight is killed before the lease can expire
+/// under it) and stops. Callers check [`Heartbeat::lost`] before the next model call.
+pub struct Heartbeat {
+    stop: Arc<AtomicBool>,
+    lost: Arc<Mutex<Option<LeaseLoss>>>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Heartbeat {
+    pub fn start(lease: Duration, cancel: Option<Cancel>, renew: Renew) -> Heartbeat {
+        let stop = Arc::new(AtomicBool::new(false));
+        let lost = Arc::new(Mutex::new(None));
+        let handle = {
+            let (stop, lost) = (stop.clone(), lost.clone());
+            std::thread::spawn(move || beat(lease, &stop, &lost, cancel.as_ref(), &renew))
+        };
+        Heartbeat {
+            stop,
+            lost,
+            handle: Some(handle),
+        }
+    }
+
+    pub fn lost(&self) -> Option<LeaseLoss> {
+        self.lost.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Stops renewing (waits for the thread).
+    pub fn stop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Heartbeat {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn beat(
+    lease: Duration,
+    stop: &AtomicBool,
+    lost: &Mutex<Option<LeaseLoss>>,
+    cancel: Option<&Cancel>,
+    renew: &Renew,
+) {
+    let every = lease / 3;
+    let mut last_renewed = Instant::now();
+    let mut next = last_renewed + every;
+    let give_up = |why: LeaseLoss| {
+        *lost.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+        if let Some(c) = cancel {
+            c.cancel();
+        }
+    };
+    while !stop.load(Ordering::Acquire) {
+        std::thread::sleep(Duration::from_millis(20).min(every));
+        if Instant::now() < next {
+            continue;
+        }
+        match renew() {
+            Ok(()) => {
+                last_renewed = Instant::now();
+                next = last_renewed + every;
+            }
+            Err(baton_store::Error::LeaseLost { reason, .. }) => {
+                give_up(LeaseLoss::TakenOver(reason));
+                return;
+            }
+            Err(e) => {
+                if last_renewed.elapsed() >= every * 2 {
+                    give_up(LeaseLoss::Unrenewable(format!(
+                        "the lease could not be renewed for {:.1} s ({e}); work was stopped before the lease could run out",
+                        last_renewed.elapsed().as_secs_f64()
+                    )));
+                    return;
+                }
+                // A transient failure (a busy database): try again soon rather than a
+                // third of a lease later.
+                next = Instant::now() + (every / 10).max(Duration::from_millis(50));
+            }
+        }
+    }
+}
+
 /// A held run lease; renewed in the background, released when dropped.
 pub struct RunLease {
     pub token: String,
     pub owner: String,
     run: RunId,
     store: Arc<dyn Store>,
-    stop: Arc<AtomicBool>,
-    heartbeat: Option<JoinHandle<()>>,
+    heartbeat: Heartbeat,
 }
 
 impl std::fmt::Debug for RunLease {
@@ -37,12 +148,16 @@ impl std::fmt::Debug for RunLease {
     }
 }
 
+impl RunLease {
+    /// Why the lease was lost, if it was: the next turn must not start.
+    pub fn lost(&self) -> Option<LeaseLoss> {
+        self.heartbeat.lost()
+    }
+}
+
 impl Drop for RunLease {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(h) = self.heartbeat.take() {
-            let _ = h.join();
-        }
+        self.heartbeat.stop();
         // Best effort: an unreleased lease simply expires.
         let _ = self.store.release_run_lease(&self.run, &self.token);
     }
@@ -72,9 +187,21 @@ pub fn owner_is_dead(owner: &str) -> bool {
     if host != hostname() || !std::path::Path::new("/proc/self").exists() {
         return false;
     }
-    pid.parse::<u32>()
-        .map(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists())
-        .unwrap_or(false)
+    pid.parse::<u32>().map(process_is_gone).unwrap_or(false)
+}
+
+/// True when no process `pid` runs: none exists, or it is a zombie (it exited and
+/// waits only to be reaped; it will never renew a lease again).
+fn process_is_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state is the first field after the command, which is in parentheses
+        // and may itself contain spaces and parentheses.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state == "Z" || state == "X"),
+        Err(_) => !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+    }
 }
 
 /// Takes the run's lease for this process, or says who holds it.
@@ -85,9 +212,33 @@ pub fn acquire(
     token: String,
     lease: Duration,
 ) -> Result<RunLease> {
+    acquire_inner(store, clock, run, token, lease, false)
+}
+
+/// Takes the run's lease whoever holds it: for the holder of the job the run belongs
+/// to (its lease is the proof of ownership; a worker that lost the job may still hold
+/// the run's lease, stopped but not dead).
+pub fn acquire_owned(
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    run: &RunId,
+    token: String,
+    lease: Duration,
+) -> Result<RunLease> {
+    acquire_inner(store, clock, run, token, lease, true)
+}
+
+fn acquire_inner(
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    run: &RunId,
+    token: String,
+    lease: Duration,
+    take_over: bool,
+) -> Result<RunLease> {
     let owner = this_owner();
-    let lease_ms = lease.as_millis() as i64;
-    let mut taken = store.try_lease_run(run, &owner, &token, clock.now(), lease_ms, false)?;
+    let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
+    let mut taken = store.try_lease_run(run, &owner, &token, clock.now(), lease_ms, take_over)?;
     if let Err(holder) = &taken
         && owner_is_dead(&holder.owner)
     {
@@ -100,41 +251,20 @@ pub fn acquire(
             holder.owner, holder.expires_at
         )));
     }
-    let stop = Arc::new(AtomicBool::new(false));
     let heartbeat = {
-        let (store, clock, stop, run, token) = (
-            store.clone(),
-            clock.clone(),
-            stop.clone(),
-            run.clone(),
-            token.clone(),
-        );
-        std::thread::spawn(move || {
-            let every = lease / 3;
-            let mut next = Instant::now() + every;
-            while !stop.load(Ordering::Acquire) {
-                std::thread::sleep(Duration::from_millis(20).min(every));
-                if Instant::now() < next {
-                    continue;
-                }
-                next = Instant::now() + every;
-                // A lost lease stops the heartbeat; the next turn's commit is fenced off.
-                if store
-                    .renew_run_lease(&run, &token, clock.now(), lease_ms)
-                    .is_err()
-                {
-                    return;
-                }
-            }
-        })
+        let (store, run, token) = (store.clone(), run.clone(), token.clone());
+        Heartbeat::start(
+            lease,
+            None,
+            Box::new(move || store.renew_run_lease(&run, &token, clock.now(), lease_ms)),
+        )
     };
     Ok(RunLease {
         token,
         owner,
         run: run.clone(),
         store,
-        stop,
-        heartbeat: Some(heartbeat),
+        heartbeat,
     })
 }
 

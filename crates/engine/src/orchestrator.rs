@@ -61,6 +61,9 @@ pub struct Session {
     pub workspace: Option<Arc<dyn WorkspaceHook>>,
     /// The run's own lease, when this process took it (see `Engine::lease`).
     pub run_lease: Option<crate::lease::RunLease>,
+    /// Stops the turn in flight: its agent, its gates, a wait before a retry. A
+    /// cancelled turn is not committed.
+    pub cancel: baton_gateway::Cancel,
     /// Why the run stopped, when this session blocked it.
     blocked: Option<String>,
     gateways: Vec<Option<Arc<dyn Gateway>>>,
@@ -180,6 +183,25 @@ impl Engine {
 
     /// Creates a run (no turns yet) and returns its id.
     pub fn create_run(&self, spec: &RunSpec) -> Result<RunId> {
+        let (info, state, events) = self.new_run(spec)?;
+        self.store.create_run(&info, &state, &events)?;
+        Ok(info.id)
+    }
+
+    /// Creates a job's run and links it to the job in one transaction (fenced).
+    pub fn create_job_run(
+        &self,
+        spec: &RunSpec,
+        fence: &baton_store::LeaseFence,
+    ) -> Result<RunId> {
+        let (info, state, events) = self.new_run(spec)?;
+        self.store
+            .create_job_run(fence, &info, &state, &events)?;
+        Ok(info.id)
+    }
+
+    /// Everything a new run is made of, validated: nothing is created on a bad spec.
+    fn new_run(&self, spec: &RunSpec) -> Result<(RunInfo, ExecutionState, Vec<Event>)> {
         if spec.objective.trim().is_empty() {
             return Err(Error::Config(
                 "the objective is empty; pass --objective \"…\"".into(),
@@ -199,6 +221,9 @@ impl Engine {
         }
         spec.roster.validate()?;
         spec.settings.validate()?;
+        // Every worker's options, before anything exists that a bad one would strand
+        // (credentials are checked when the run is opened: they may come later).
+        check_roster(&spec.roster, None, false)?;
         let id = self.new_run_id();
         let tasks: Vec<String> = spec
             .tasks
@@ -244,8 +269,7 @@ impl Engine {
                 steps: state.plan.len(),
             },
         };
-        self.store.create_run(&info, &state, &[event])?;
-        Ok(id)
+        Ok((info, state, vec![event]))
     }
 
     /// Opens a run from its last committed turn. `roster` replaces the stored roster
@@ -290,15 +314,7 @@ impl Engine {
             config.roster = r;
         }
         if let Some(keys) = keys {
-            for w in &mut config.roster.workers {
-                if w.api_key.is_none() {
-                    w.api_key = keys
-                        .workers
-                        .iter()
-                        .find(|k| k.id == w.id)
-                        .and_then(|k| k.api_key.clone());
-                }
-            }
+            config.roster = with_keys(config.roster, keys);
         }
         let state = self.store.load_state(run)?;
         let estimator = config.settings.estimator_kind()?.build();
@@ -315,6 +331,7 @@ impl Engine {
             lease: None,
             workspace: None,
             run_lease: None,
+            cancel: baton_gateway::Cancel::new(),
             blocked: None,
             run: run.clone(),
             prior_outputs: self.store.prior_outputs(run, state.turns)?,
@@ -375,6 +392,17 @@ impl Engine {
             }
             RunStatus::Active => {}
         }
+        if session.cancel.is_cancelled() {
+            return Err(Error::Stopped {
+                next_turn: session.state.turns,
+            });
+        }
+        if let Some(loss) = session.run_lease.as_ref().and_then(|l| l.lost()) {
+            return Err(Error::Conflict(format!(
+                "run {} lost its lease ({loss}); no further turn was started. `baton resume {}` continues it",
+                session.run, session.run
+            )));
+        }
         let Some(plan) = self.policy.next_turn(
             &session.state,
             &session.config.roster,
@@ -408,9 +436,10 @@ impl Engine {
         if let (true, Some(error)) = (again, &fatal) {
             let worker = &session.config.roster.workers[plan.worker].id;
             let question = format!(
-                "worker {worker} cannot work: {error}. Fix its configuration (key, model, \
-                 provider) in the roster, then run `baton resume {}`.",
-                session.run
+                "worker {worker} cannot work: {error}. Fix its key in the environment, or its \
+                 model, provider or base URL in the roster file, then {} \
+                 (a run keeps the roster it was created with until you replace it).",
+                continue_hint(session, true)
             );
             let event = Event {
                 run_id: session.run.clone(),
@@ -515,6 +544,39 @@ impl Engine {
             .is_none()
     }
 
+    /// Replaces a run's roster (a wrong model, provider or base URL fixed in the roster
+    /// file): validated first, recorded as a `RosterChanged` event with what changed
+    /// and from where, and used by every later turn. Returns the changes, one line each
+    /// (empty when the roster is the same).
+    pub fn change_roster(&self, run: &RunId, roster: &Roster, source: &str) -> Result<Vec<String>> {
+        roster.validate()?;
+        check_roster(roster, None, false)?;
+        let info = self.store.run_info(run)?;
+        let mut config: RunConfig = serde_json::from_value(info.config).map_err(|e| {
+            baton_store::Error::Corrupt {
+                what: format!("configuration of run {run}"),
+                detail: e.to_string(),
+            }
+        })?;
+        let changes = roster_changes(&config.roster, roster);
+        if changes.is_empty() {
+            return Ok(changes);
+        }
+        config.roster = roster.clone();
+        let value = serde_json::to_value(&config).map_err(|e| Error::Config(e.to_string()))?;
+        let event = Event {
+            run_id: run.clone(),
+            turn: None,
+            at: self.clock.now(),
+            kind: EventKind::RosterChanged {
+                source: source.to_string(),
+                changes: changes.clone(),
+            },
+        };
+        self.store.set_run_config(run, &value, &[event])?;
+        Ok(changes)
+    }
+
     /// Re-opens a blocked run so it can continue (a human has looked at it).
     pub fn unblock(&self, session: &mut Session) -> Result<()> {
         if session.status == RunStatus::Blocked {
@@ -554,6 +616,7 @@ impl Engine {
             max_tokens: worker.max_tokens,
             temperature: worker.temperature,
             workspace: session.workspace.as_ref().map(|w| w.path()),
+            cancel: Some(&session.cancel),
         };
         let started_at = self.clock.now();
         let t0 = Instant::now();
@@ -792,6 +855,14 @@ impl Engine {
             });
         }
 
+        // A turn whose call was cut short is not committed: it did not fail, it was
+        // stopped. (One whose calls all finished commits as usual, cancel or not.)
+        if calls
+            .iter()
+            .any(|c| c.error_class.as_deref() == Some("cancelled"))
+        {
+            return Err(Error::Cancelled { turn });
+        }
         // The workspace sees the turn before the reconciler does, so claims about files
         // are checked against the turn's commit.
         let hooked: Option<HookOutcome> = match &session.workspace {
@@ -812,6 +883,12 @@ impl Engine {
                 )
             }
         };
+        // Gates stopped half-way prove nothing either way.
+        if session.cancel.is_cancelled()
+            && hooked.as_ref().is_some_and(|h| !h.workspace.gates.is_empty())
+        {
+            return Err(Error::Cancelled { turn });
+        }
         let verifier: Arc<dyn Verifier> = match &hooked {
             Some(h) => h.verifier.clone(),
             None => self.verifier.clone(),
@@ -1003,6 +1080,86 @@ impl Engine {
 /// Gateway failure classes that the same worker will meet again on the next try.
 const FATAL_CLASSES: &[&str] = &["auth", "config", "unknown_model", "quota_exhausted"];
 
+/// What differs between two rosters, one human line per worker (never a key).
+fn roster_changes(old: &Roster, new: &Roster) -> Vec<String> {
+    let describe = |w: &WorkerConfig| {
+        let mut options: Vec<String> = w
+            .gateway_options()
+            .iter()
+            .filter(|(k, _)| !k.contains("key"))
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        options.sort();
+        format!(
+            "{}{}{}",
+            w.model,
+            if w.enabled { "" } else { " (disabled)" },
+            if options.is_empty() {
+                String::new()
+            } else {
+                format!(" [{}]", options.join(", "))
+            }
+        )
+    };
+    let mut changes = Vec::new();
+    for w in &new.workers {
+        match old.workers.iter().find(|o| o.id == w.id) {
+            None => changes.push(format!("worker {} added: {}", w.id, describe(w))),
+            Some(o) if describe(o) != describe(w) || o.api_key_env != w.api_key_env => {
+                changes.push(format!(
+                    "worker {}: {} → {}",
+                    w.id,
+                    describe(o),
+                    describe(w)
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    for o in &old.workers {
+        if !new.workers.iter().any(|w| w.id == o.id) {
+            changes.push(format!("worker {} removed", o.id));
+        }
+    }
+    changes
+}
+
+/// `roster` with the in-memory keys of `keys` (literal keys from a roster file, never
+/// stored) given to workers of the same id that have none.
+pub fn with_keys(mut roster: Roster, keys: &Roster) -> Roster {
+    for w in &mut roster.workers {
+        if w.api_key.is_none() {
+            w.api_key = keys
+                .workers
+                .iter()
+                .find(|k| k.id == w.id)
+                .and_then(|k| k.api_key.clone());
+        }
+    }
+    roster
+}
+
+/// Builds every enabled worker's gateway once, so a bad option (`timeout_s = -3`, an
+/// `api_base` that is not HTTP) is refused before a run is created; with
+/// `credentials`, a missing key is refused too.
+pub fn check_roster(roster: &Roster, keys: Option<&Roster>, credentials: bool) -> Result<()> {
+    let roster = match keys {
+        Some(k) => with_keys(roster.clone(), k),
+        None => roster.clone(),
+    };
+    for w in roster.workers.iter().filter(|w| w.enabled) {
+        match build_gateway(w) {
+            Ok(_) => {}
+            Err(Error::Gateway {
+                error: baton_gateway::Error::Auth { .. },
+                ..
+            }) if !credentials => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// The worker's gateway, with only its own credential (invariant 9).
 pub fn build_gateway(worker: &WorkerConfig) -> Result<Arc<dyn Gateway>> {
     let wrap = |error| Error::Gateway {
@@ -1035,9 +1192,24 @@ fn blocked_question(session: &Session) -> String {
         .unwrap_or_else(|| "the continuation turns".into());
     format!(
         "{} turns in a row failed on {step}. Look at `baton history {}` for the errors, fix the \
-         workers or reword the step, then run `baton resume {}` to continue.",
-        session.state.consecutive_failures, session.run, session.run
+         workers or reword the step, then {} to continue.",
+        session.state.consecutive_failures,
+        session.run,
+        continue_hint(session, false)
     )
+}
+
+/// How a human continues this run once they fixed what stopped it: a job's run is
+/// continued by requeueing the job (it needs its worktree), any other by resuming it.
+fn continue_hint(session: &Session, new_roster: bool) -> String {
+    let roster = if new_roster { " --roster <file>" } else { "" };
+    match &session.lease {
+        Some(fence) => format!(
+            "run `baton requeue {}{roster}` and `baton work` (it is a job's run: it continues in its worktree)",
+            fence.job
+        ),
+        None => format!("run `baton resume {}{roster}`", session.run),
+    }
 }
 
 /// A clock that advances one second per reading from a fixed start: deterministic

@@ -51,6 +51,7 @@ pub fn verify_worker(worker: &WorkerConfig) -> Verdict {
         max_tokens: Some(32),
         temperature: Some(0.0),
         workspace: None,
+        cancel: None,
     };
     let t0 = Instant::now();
     match gateway.complete(&request) {

@@ -43,6 +43,7 @@ fn bench(c: &mut Criterion) {
         max_tokens: None,
         temperature: None,
         workspace: Some(workspace.path()),
+        cancel: None,
     };
     let quoted = format!("echo '{CLAIM}'");
     let stdin = gateway(&quoted);

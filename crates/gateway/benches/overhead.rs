@@ -143,6 +143,7 @@ fn overhead(c: &mut Criterion) {
         max_tokens: Some(4096),
         temperature: Some(0.2),
         workspace: None,
+        cancel: None,
     };
     let providers = [
         (

@@ -19,7 +19,9 @@ use std::time::Duration;
 use baton_core::turn::CallKind;
 use thiserror::Error;
 
+pub mod cancel;
 pub mod command;
+pub mod contain;
 mod credential;
 mod http;
 pub mod mock;
@@ -28,6 +30,7 @@ pub mod retry;
 pub mod retry_after;
 pub mod scripted;
 
+pub use cancel::Cancel;
 pub use command::CommandGateway;
 pub use credential::{Credential, credential_for, resolve_credential};
 pub use mock::MockGateway;
@@ -53,6 +56,8 @@ pub struct ModelRequest<'a> {
     /// The directory a command worker runs in (a job's git worktree); `None` for API
     /// models, which have no workspace.
     pub workspace: Option<&'a std::path::Path>,
+    /// Stops the call (an agent run, a wait before a retry) when cancelled.
+    pub cancel: Option<&'a Cancel>,
 }
 
 /// Token usage as the provider reported it (the mock reports its own estimate).
@@ -162,6 +167,10 @@ pub enum Error {
     /// A command worker stopped at a question nobody will answer.
     #[error("the agent is waiting for input: {prompt}; run it non-interactively — see the presets")]
     AgentWaitingForInput { prompt: String },
+    /// The call was stopped before it finished: baton was interrupted (Ctrl-C,
+    /// SIGTERM) or the job's lease was lost. Nothing it did is committed.
+    #[error("cancelled before the call finished")]
+    Cancelled,
 }
 
 fn show_message(message: &str) -> String {
@@ -217,6 +226,7 @@ impl Error {
             Error::Timeout(_) | Error::AgentSilent { .. } => "timeout",
             Error::AgentExited { .. } => "agent_exited",
             Error::AgentWaitingForInput { .. } => "interactive",
+            Error::Cancelled => "cancelled",
             Error::Truncated { .. } => "truncated",
             Error::Unparseable { .. } => "unparseable",
             Error::Unreachable { .. } => "unreachable",

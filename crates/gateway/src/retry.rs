@@ -97,6 +97,9 @@ pub fn complete_with_retry(
     let mut attempts = Vec::new();
     let mut number = 1u32;
     loop {
+        if request.cancel.is_some_and(crate::Cancel::is_cancelled) {
+            return (Err(Error::Cancelled), attempts);
+        }
         let started = Instant::now();
         let result = gateway.complete(request);
         let elapsed = started.elapsed();

@@ -204,6 +204,7 @@ mod tests {
             max_tokens: None,
             temperature: None,
             workspace: None,
+            cancel: None,
         }
     }
 

@@ -61,6 +61,10 @@ pub enum Error {
     /// The fence of every job write: another worker holds the job now.
     #[error("lost the lease on job {job}: {reason}")]
     LeaseLost { job: String, reason: String },
+    #[error(
+        "job {job} is {status}, not failed: only a failed job can be requeued (`baton jobs` shows each job's state)"
+    )]
+    JobNotRequeueable { job: String, status: &'static str },
     #[error("database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
 }
@@ -172,6 +176,11 @@ pub trait Store: Send + Sync {
     /// Appends events outside a turn (run finished, blocked) and sets the run status.
     fn update_run(&self, run: &RunId, status: RunStatus, events: &[Event]) -> Result<()>;
 
+    /// Replaces the configuration a run is opened with (its roster and settings), with
+    /// the events that record the change, in one transaction.
+    fn set_run_config(&self, run: &RunId, config: &serde_json::Value, events: &[Event])
+    -> Result<()>;
+
     /// Every committed turn of a run, in order.
     fn turns(&self, run: &RunId) -> Result<Vec<TurnRecord>>;
 
@@ -214,6 +223,28 @@ pub trait Store: Send + Sync {
 
     /// Records the run a job's turns belong to. Fenced.
     fn set_job_run(&self, fence: &LeaseFence, run: &RunId, now: Timestamp) -> Result<()>;
+
+    /// Creates a job's run and records it on the job in one transaction, so a process
+    /// killed in between leaves neither an orphan run nor a job without its run. Fenced.
+    fn create_job_run(
+        &self,
+        fence: &LeaseFence,
+        info: &RunInfo,
+        state: &ExecutionState,
+        events: &[Event],
+    ) -> Result<()>;
+
+    /// Gives a held job back to the queue (a worker stopping on an interrupt): it is
+    /// `queued` again at once, its run and attempts kept. Fenced.
+    fn release_job(&self, fence: &LeaseFence, now: Timestamp) -> Result<()>;
+
+    /// Puts a `failed` job back on the queue to continue from its last committed turn.
+    /// `JobNotRequeueable` for a job in any other state.
+    fn requeue_job(&self, id: &str, now: Timestamp) -> Result<()>;
+
+    /// Ends the lease of a running job held by `owner` (a process known to be dead), so
+    /// the next claim takes it at once. False when `owner` no longer holds it.
+    fn expire_job_lease(&self, id: &str, owner: &str, now: Timestamp) -> Result<bool>;
 
     /// Ends a job: `Outbox` with its result, or `Failed` with the reason. Fenced.
     fn finish_job(

@@ -99,7 +99,9 @@ impl Repo {
             let (Some(parent), Some(name)) = (entry.path.parent(), entry.path.file_name()) else {
                 continue;
             };
-            let job_id = name.to_string_lossy().into_owned();
+            let name = name.to_string_lossy();
+            // A takeover's worktree is `<job>.<attempt>` (see `attempt_dir`).
+            let job_id = crate::workspace::split_attempt_dir(&name).0.to_owned();
             let branch = branch_for_job(&job_id);
             if !same_path(parent, &root)
                 || entry.branch.as_deref() != Some(format!("refs/heads/{branch}").as_str())

@@ -22,4 +22,6 @@ pub use drift::Drift;
 pub use error::{Error, Result};
 pub use gc::{GcReport, KeepReason, KeptWorktree, RemovedWorktree, Retention};
 pub use repo::Repo;
-pub use workspace::{Workspace, WorkspaceSpec, branch_for_job, validate_job_id};
+pub use workspace::{
+    Workspace, WorkspaceSpec, attempt_dir, branch_for_job, split_attempt_dir, validate_job_id,
+};

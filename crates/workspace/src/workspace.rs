@@ -39,6 +39,26 @@ pub struct Workspace {
     pub(crate) identity: IdentityCache,
 }
 
+/// The directory name of a job's worktree for its `attempt`-th claim: the first
+/// claims use `<job_id>`, a takeover `<job_id>.<attempt>`.
+pub fn attempt_dir(job_id: &str, attempt: u32) -> String {
+    if attempt <= 1 {
+        job_id.to_owned()
+    } else {
+        format!("{job_id}.{attempt}")
+    }
+}
+
+/// The job id and attempt a worktree directory name stands for (see [`attempt_dir`]).
+pub fn split_attempt_dir(name: &str) -> (&str, u32) {
+    match name.rsplit_once('.') {
+        Some((id, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+            (id, n.parse().unwrap_or(u32::MAX))
+        }
+        _ => (name, 1),
+    }
+}
+
 /// The branch a job's turns are committed on.
 pub fn branch_for_job(job_id: &str) -> String {
     format!("baton/job-{job_id}")
@@ -205,6 +225,87 @@ impl Repo {
         Ok(workspace)
     }
 
+    /// A fresh worktree for a job taken over from a worker whose lease ran out, at
+    /// `<root>/<job_id>.<attempt>`, on the job's branch as it is.
+    ///
+    /// The old worktree is left alone: the worker that lost the job may still be
+    /// stopped, not dead (Ctrl-Z), and its agent would go on writing there. The new
+    /// owner's turns never see those writes. The branch is checked out in both (git's
+    /// `--force`); only the lease holder commits to it, fenced.
+    pub fn take_over_workspace(&self, spec: &WorkspaceSpec, attempt: u32) -> Result<Workspace> {
+        static CREATING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _one_at_a_time = CREATING.lock().unwrap_or_else(|p| p.into_inner());
+        validate_job_id(&spec.job_id)?;
+        let branch = branch_for_job(&spec.job_id);
+        let root = self.absolute(&spec.root);
+        let path = root.join(attempt_dir(&spec.job_id, attempt));
+        let workspace = Workspace {
+            job_id: spec.job_id.clone(),
+            path: path.clone(),
+            branch: branch.clone(),
+            base: self.resolve(&spec.base)?,
+            identity: IdentityCache::default(),
+        };
+        if self.branch_tip(&branch)?.is_none() {
+            // Nothing was ever committed for the job: an ordinary creation.
+            return self.create_workspace(spec);
+        }
+        if let Some(entry) = self.worktree_at(&path)? {
+            if !entry.prunable && entry.branch.as_deref() == Some(&*format!("refs/heads/{branch}")) {
+                workspace.verify_toplevel()?;
+                return Ok(workspace);
+            }
+            self.git().run(&[os("worktree"), os("prune")])?;
+        }
+        if path.exists() && !is_empty_dir(&path)? {
+            return Err(Error::PathOccupied {
+                job_id: spec.job_id.clone(),
+                path,
+                reason: "it exists and is not a worktree of this repository".to_owned(),
+            });
+        }
+        self.ignore_root_inside_checkout(&root)?;
+        let args = [
+            os("worktree"),
+            os("add"),
+            os("--quiet"),
+            os("--force"),
+            os("--end-of-options"),
+            path.as_os_str(),
+            os(&branch),
+        ];
+        let out = self.git().output(&args)?;
+        if !out.status.success() {
+            return Err(Error::CreateWorkspace {
+                job_id: spec.job_id.clone(),
+                path,
+                branch,
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+            });
+        }
+        workspace.verify_toplevel()?;
+        Ok(workspace)
+    }
+
+    /// The job's newest worktree directory under `root` (`<job_id>`, or
+    /// `<job_id>.<n>` after takeovers), whether or not it still exists on disk.
+    pub fn job_worktree_path(&self, job_id: &str, root: &Path) -> Result<PathBuf> {
+        let root = self.absolute(root);
+        let full_ref = format!("refs/heads/{}", branch_for_job(job_id));
+        let newest = self
+            .worktrees()?
+            .into_iter()
+            .filter(|w| w.branch.as_deref() == Some(full_ref.as_str()))
+            .filter(|w| w.path.parent().is_some_and(|p| same_path(p, &root)))
+            .filter_map(|w| {
+                let name = w.path.file_name()?.to_str()?.to_owned();
+                let (id, attempt) = split_attempt_dir(&name);
+                (id == job_id).then_some((attempt, w.path))
+            })
+            .max_by_key(|(attempt, _)| *attempt);
+        Ok(newest.map_or_else(|| root.join(job_id), |(_, path)| path))
+    }
+
     /// Reopens an existing job worktree, failing loudly if its directory is gone, is not
     /// a worktree of this repository, or is not on `expected_branch`. Never returns the
     /// main checkout.
@@ -216,7 +317,7 @@ impl Repo {
         root: &Path,
     ) -> Result<Workspace> {
         validate_job_id(job_id)?;
-        let path = self.absolute(root).join(job_id);
+        let path = self.job_worktree_path(job_id, root)?;
         let workspace = Workspace {
             job_id: job_id.to_owned(),
             path: path.clone(),

@@ -121,6 +121,7 @@ fn mock_text(system: &str, user: &str, model: &str) -> String {
         max_tokens: None,
         temperature: None,
         workspace: None,
+        cancel: None,
     };
     MockGateway::new().complete(&request).unwrap().text
 }

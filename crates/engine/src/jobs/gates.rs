@@ -8,6 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use baton_core::turn::GateResult;
+use baton_gateway::{Cancel, contain};
 use serde::{Deserialize, Serialize};
 
 /// A configured gate.
@@ -62,6 +63,7 @@ pub fn run_gate(
     commit: &str,
     out_dir: &Path,
     hide: &[String],
+    cancel: Option<&Cancel>,
 ) -> GateResult {
     let started = Instant::now();
     let file_name = format!(
@@ -88,12 +90,10 @@ pub fn run_gate(
         Err(e) => return result(None, format!("cannot create {}: {e}", path.display())),
     };
     let mut cmd = Command::new("sh");
-    // Its own process group, so a timeout kills what the gate started too.
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        cmd.process_group(0);
-    }
+    // Its own process group and a mark its descendants inherit, so a timeout, a cancel
+    // or baton's death ends what the gate started too (see `baton_gateway::contain`).
+    let mark = contain::new_mark();
+    contain::confine(&mut cmd, &mark);
     cmd.arg("-c")
         .arg(&gate.command)
         .current_dir(dir)
@@ -116,10 +116,12 @@ pub fn run_gate(
         }
     };
     let deadline = started + Duration::from_secs(gate.timeout_s);
+    let mut cancelled = false;
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
-            Ok(None) if Instant::now() >= deadline => {
+            Ok(None) if Instant::now() >= deadline || cancel.is_some_and(Cancel::is_cancelled) => {
+                cancelled = Instant::now() < deadline;
                 kill_group(&mut child);
                 let _ = child.wait();
                 break None;
@@ -128,11 +130,15 @@ pub fn run_gate(
             Err(_) => break None,
         }
     };
+    // A background job the gate started (a server for its tests) ends with the gate.
+    contain::kill_marked(&mark);
     let mut tail = read_tail(&path);
     for (_, value) in hidden.iter().filter(|(_, v)| v.len() >= 8) {
         tail = tail.replace(value.as_str(), "[redacted]");
     }
-    if status.is_none() {
+    if cancelled {
+        tail.push_str("\n[baton: stopped: the turn was cancelled]");
+    } else if status.is_none() {
         tail.push_str(&format!(
             "\n[baton: killed after the gate's {} s timeout]",
             gate.timeout_s
@@ -213,11 +219,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");
         let ok = GateSpec::parse("tests=printf 'all good'; exit 0");
-        let r = run_gate(&ok, dir.path(), "abcdef1234567890", &out, &[]);
+        let r = run_gate(&ok, dir.path(), "abcdef1234567890", &out, &[], None);
         assert!(r.passed && r.exit_code == Some(0), "{r:?}");
         assert_eq!(r.output_tail, "all good");
         let failing = GateSpec::parse("echo broken >&2; exit 3");
-        let r = run_gate(&failing, dir.path(), "abcdef1234567890", &out, &[]);
+        let r = run_gate(&failing, dir.path(), "abcdef1234567890", &out, &[], None);
         assert!(!r.passed);
         assert_eq!(r.exit_code, Some(3));
         assert_eq!(r.name, "echo");
@@ -227,14 +233,14 @@ mod tests {
             command: "sleep 5".into(),
             timeout_s: 0,
         };
-        let r = run_gate(&slow, dir.path(), "abcdef1234567890", &out, &[]);
+        let r = run_gate(&slow, dir.path(), "abcdef1234567890", &out, &[], None);
         assert!(
             !r.passed && r.exit_code.is_none() && r.output_tail.contains("timeout"),
             "{r:?}"
         );
         // Large output is kept whole on disk, only its tail in the record.
         let big = GateSpec::parse("big=head -c 300000 /dev/zero | tr '\\\\0' x");
-        let r = run_gate(&big, dir.path(), "abcdef1234567890", &out, &[]);
+        let r = run_gate(&big, dir.path(), "abcdef1234567890", &out, &[], None);
         assert_eq!(
             std::fs::metadata(r.output_file.unwrap()).unwrap().len(),
             300_000
@@ -276,7 +282,7 @@ mod tests {
         // (the test process has it, and setting variables would race other tests).
         let dir = tempfile::tempdir().unwrap();
         let gate = GateSpec::parse("env=/usr/bin/env");
-        let seen = run_gate(&gate, dir.path(), "0123456789ab", dir.path(), &[]);
+        let seen = run_gate(&gate, dir.path(), "0123456789ab", dir.path(), &[], None);
         let all = std::fs::read_to_string(seen.output_file.unwrap()).unwrap();
         assert!(all.lines().any(|l| l.starts_with("HOME=")), "{all}");
         let hidden = run_gate(
@@ -285,6 +291,7 @@ mod tests {
             "0123456789ac",
             dir.path(),
             &["HOME".into()],
+            None,
         );
         let all = std::fs::read_to_string(hidden.output_file.unwrap()).unwrap();
         assert!(!all.lines().any(|l| l.starts_with("HOME=")), "{all}");

@@ -33,6 +33,8 @@ pub struct GitHook {
     /// The commit of the last turn the record has; the next turn's changes are taken
     /// against it, even when the agent committed on its own.
     pub last_commit: std::sync::Mutex<String>,
+    /// Stops the gates when the turn is cancelled.
+    pub cancel: baton_gateway::Cancel,
 }
 
 fn ws_err(e: baton_workspace::Error) -> Error {
@@ -47,8 +49,21 @@ impl GitHook {
     /// `.baton/` scratch area among them, stay.
     pub fn reset_to(&self, commit: &str, why: &str) -> Result<Option<String>> {
         let dir = &self.workspace.path;
+        let head = git(dir, &["rev-parse", "HEAD"])?.trim().to_string();
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0);
         let saved = if git(dir, &["status", "--porcelain"])?.trim().is_empty() {
-            None
+            // A clean worktree ahead of `commit`: a turn whose git commit was made but
+            // whose store commit never was (killed during its gates). Kept, by name.
+            if head != commit {
+                let name = format!("refs/baton/discarded/{}/{stamp}", self.job_id);
+                git(dir, &["update-ref", &name, &head])?;
+                Some(name)
+            } else {
+                None
+            }
         } else {
             git(dir, &["add", "-A"])?;
             let tree = git(dir, &["write-tree"])?.trim().to_string();
@@ -70,10 +85,6 @@ impl GitHook {
             )?
             .trim()
             .to_string();
-            let stamp = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_millis())
-                .unwrap_or(0);
             let name = format!("refs/baton/discarded/{}/{stamp}", self.job_id);
             git(dir, &["update-ref", &name, &sha])?;
             Some(name)
@@ -218,6 +229,7 @@ impl WorkspaceHook for GitHook {
                     &commit,
                     &self.gate_dir,
                     &self.hide,
+                    Some(&self.cancel),
                 ));
             }
             // What the gates wrote is not the next worker's turn.

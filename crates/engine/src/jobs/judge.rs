@@ -244,6 +244,7 @@ pub fn judge(
             max_tokens: judge.max_tokens,
             temperature: judge.temperature,
             workspace: None,
+            cancel: None,
         })
         .map_err(|error| Error::Gateway {
             worker: judge.id.to_string(),

@@ -3,9 +3,9 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use baton_gateway::Cancel;
 use baton_store::{ClaimOutcome, JobInfo, JobStatus, LeaseFence, Store};
 use baton_workspace::{Repo, Workspace, WorkspaceSpec, branch_for_job};
 
@@ -13,6 +13,7 @@ use super::git_hook::GitHook;
 use super::{JobSpec, Outbox, decode_spec, new_id};
 use crate::clock::Clock;
 use crate::config::Roster;
+use crate::lease::{Heartbeat, LeaseLoss};
 use crate::orchestrator::{Engine, RunEnd, RunSpec, TurnSummary};
 use crate::{Error, Result};
 
@@ -28,17 +29,21 @@ pub struct WorkOptions {
     pub poll: Duration,
     /// Literal keys from the roster file (never stored).
     pub keys: Option<Roster>,
+    /// Stops every job of this `work` (an interrupt): agents and gates are ended, the
+    /// turns in flight discarded and the jobs given back to the queue.
+    pub cancel: Cancel,
 }
 
 impl Default for WorkOptions {
     fn default() -> Self {
         WorkOptions {
-            owner: format!("pid-{}", std::process::id()),
+            owner: crate::lease::this_owner(),
             concurrency: 1,
             lease: Duration::from_secs(30),
             follow: false,
             poll: Duration::from_secs(1),
             keys: None,
+            cancel: Cancel::new(),
         }
     }
 }
@@ -60,8 +65,12 @@ pub enum Progress {
         status: JobStatus,
         detail: String,
     },
-    /// The lease was taken over: another worker continues the job.
-    LeaseLost { job: String },
+    /// The lease was taken over (or could not be renewed in time): the job's agent was
+    /// stopped and another worker continues the job.
+    LeaseLost { job: String, reason: String },
+    /// `work` was interrupted: the job's turn in flight was discarded and the job put
+    /// back on the queue.
+    Released { job: String, turn: Option<u32> },
 }
 
 /// How one job ended in this process.
@@ -70,6 +79,9 @@ pub struct JobReport {
     pub job: String,
     pub status: JobStatus,
     pub detail: String,
+    /// Set when this process could not record how the job ended (the database failed):
+    /// the job stays `running` under a lease that will expire.
+    pub unrecorded: Option<String>,
 }
 
 /// Runs jobs until none is claimable (or forever with `follow`).
@@ -85,6 +97,18 @@ pub fn work(
         for _ in 0..options.concurrency.max(1) {
             s.spawn(|| {
                 loop {
+                    if options.cancel.is_cancelled() {
+                        return;
+                    }
+                    // A job whose holder died on this machine is taken now, not once
+                    // its lease runs out.
+                    if let Err(e) = expire_dead_owners(&*store, &*clock) {
+                        first_error
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .get_or_insert(e);
+                        return;
+                    }
                     let token = new_id("lease-", &*clock, &options.owner);
                     let lease_ms = options.lease.as_millis() as i64;
                     let claimed =
@@ -101,7 +125,7 @@ pub fn work(
                             if !options.follow {
                                 return;
                             }
-                            std::thread::sleep(options.poll);
+                            options.cancel.sleep(options.poll);
                         }
                         Ok(ClaimOutcome::Claimed {
                             job,
@@ -116,10 +140,14 @@ pub fn work(
                             let report = run_claimed(
                                 &store, &clock, options, &job, &fence, reclaimed, progress,
                             );
+                            let stop = report.status == JobStatus::Queued;
                             reports
                                 .lock()
                                 .unwrap_or_else(|p| p.into_inner())
                                 .push(report);
+                            if stop {
+                                return;
+                            }
                         }
                     }
                 }
@@ -132,8 +160,22 @@ pub fn work(
     Ok(reports.into_inner().unwrap_or_else(|p| p.into_inner()))
 }
 
-/// Runs one claimed job and always leaves it finished, failed or (lease lost) to its
-/// new owner.
+/// Leases of running jobs whose holder is a process on this machine that is gone
+/// (killed, or a zombie) are ended, so the next claim takes the job at once.
+fn expire_dead_owners(store: &dyn Store, clock: &dyn Clock) -> Result<()> {
+    for job in store.list_jobs()? {
+        if job.status == JobStatus::Running
+            && let Some(owner) = &job.lease_owner
+            && crate::lease::owner_is_dead(owner)
+        {
+            store.expire_job_lease(&job.id, owner, clock.now())?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs one claimed job and always leaves it finished, failed, back on the queue
+/// (interrupted) or (lease lost) to its new owner.
 fn run_claimed(
     store: &Arc<dyn Store>,
     clock: &Arc<dyn Clock>,
@@ -149,38 +191,35 @@ fn run_claimed(
         candidate,
         reclaimed,
     });
-    let done = AtomicBool::new(false);
-    let lost = AtomicBool::new(false);
-    let outcome = std::thread::scope(|s| {
-        // The heartbeat: renew at a third of the lease, so two missed beats still hold.
-        s.spawn(|| {
-            let every = options.lease / 3;
-            let mut next = Instant::now() + every;
-            while !done.load(Ordering::Acquire) {
-                std::thread::sleep(Duration::from_millis(20).min(every));
-                if Instant::now() < next {
-                    continue;
-                }
-                next = Instant::now() + every;
-                let renewed =
-                    store.renew_lease(fence, clock.now(), options.lease.as_millis() as i64);
-                match renewed {
-                    Ok(()) => {}
-                    Err(baton_store::Error::LeaseLost { .. }) => {
-                        lost.store(true, Ordering::Release);
-                        return;
-                    }
-                    // A transient failure (a busy database): try again soon rather than
-                    // a third of a lease later, before the lease can run out.
-                    Err(_) => next = Instant::now() + (every / 10).max(Duration::from_millis(50)),
-                }
-            }
-        });
-        let outcome = run_job(store, clock, options, job, fence, progress);
-        done.store(true, Ordering::Release);
-        outcome
+    // Cancelled with the whole `work`, or alone when this job's lease is lost.
+    let cancel = options.cancel.child();
+    let mut heartbeat = {
+        let (store, clock, fence) = (store.clone(), clock.clone(), fence.clone());
+        let lease_ms = i64::try_from(options.lease.as_millis()).unwrap_or(i64::MAX);
+        Heartbeat::start(
+            options.lease,
+            Some(cancel.clone()),
+            Box::new(move || store.renew_lease(&fence, clock.now(), lease_ms)),
+        )
+    };
+    // A panic in a job is a failed job, and must stop the heartbeat: otherwise the
+    // lease would be renewed forever for a job nobody runs.
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run_job(store, clock, options, job, fence, reclaimed, &cancel, progress)
+    }))
+    .unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        Err(Error::Conflict(format!(
+            "baton failed inside the job (a bug; please report it): {what}"
+        )))
     });
-    let report = |status: JobStatus, detail: String| {
+    heartbeat.stop();
+    let lost = heartbeat.lost();
+    let report = |status: JobStatus, detail: String, unrecorded: Option<String>| {
         progress(Progress::Finished {
             job: job.id.clone(),
             status,
@@ -190,6 +229,19 @@ fn run_claimed(
             job: job.id.clone(),
             status,
             detail,
+            unrecorded,
+        }
+    };
+    let lease_lost = |reason: String| {
+        progress(Progress::LeaseLost {
+            job: job.id.clone(),
+            reason: reason.clone(),
+        });
+        JobReport {
+            job: job.id.clone(),
+            status: JobStatus::Running,
+            detail: format!("lease lost ({reason}); another worker continues it"),
+            unrecorded: None,
         }
     };
     match outcome {
@@ -202,42 +254,67 @@ fn run_claimed(
                 }
                 _ => "in the outbox".to_string(),
             };
-            report(status, detail)
+            report(status, detail, None)
         }
-        Err(Error::Store(baton_store::Error::LeaseLost { .. })) => {
-            progress(Progress::LeaseLost {
-                job: job.id.clone(),
-            });
-            JobReport {
-                job: job.id.clone(),
-                status: JobStatus::Running,
-                detail: "lease lost; another worker continues it".into(),
-            }
+        Err(Error::Store(baton_store::Error::LeaseLost { reason, .. })) => {
+            lease_lost(match lost {
+                Some(LeaseLoss::Unrenewable(why)) => why,
+                _ => reason,
+            })
         }
-        Err(_) if lost.load(Ordering::Acquire) => {
-            progress(Progress::LeaseLost {
-                job: job.id.clone(),
-            });
-            JobReport {
-                job: job.id.clone(),
-                status: JobStatus::Running,
-                detail: "lease lost; another worker continues it".into(),
+        Err(Error::Cancelled { .. }) if lost.is_some() => {
+            lease_lost(lost.map(|l| l.to_string()).unwrap_or_default())
+        }
+        Err(e @ (Error::Cancelled { .. } | Error::Stopped { .. }))
+            if options.cancel.is_cancelled() =>
+        {
+            let (turn, what) = match e {
+                Error::Cancelled { turn } => {
+                    (turn, format!("during turn {turn}; that turn was discarded"))
+                }
+                Error::Stopped { next_turn } => {
+                    (next_turn, format!("before turn {next_turn}"))
+                }
+                _ => (0, String::new()),
+            };
+            // Interrupted: give the job back now, so a restart continues it at once
+            // instead of waiting out the lease.
+            match store.release_job(fence, clock.now()) {
+                Ok(()) => {
+                    progress(Progress::Released {
+                        job: job.id.clone(),
+                        turn: Some(turn),
+                    });
+                    JobReport {
+                        job: job.id.clone(),
+                        status: JobStatus::Queued,
+                        detail: format!("interrupted {what}; the job is queued again"),
+                        unrecorded: None,
+                    }
+                }
+                Err(e) => report(
+                    JobStatus::Running,
+                    format!("interrupted {what}"),
+                    Some(format!(
+                        "could not give the job back ({e}); it is reclaimed when its lease expires"
+                    )),
+                ),
             }
         }
         Err(e) => {
             let message = e.to_string();
             match store.finish_job(fence, JobStatus::Failed, None, Some(&message), clock.now()) {
-                Ok(()) => report(JobStatus::Failed, message),
-                Err(_) => {
-                    progress(Progress::LeaseLost {
-                        job: job.id.clone(),
-                    });
-                    JobReport {
-                        job: job.id.clone(),
-                        status: JobStatus::Running,
-                        detail: message,
-                    }
-                }
+                Ok(()) => report(JobStatus::Failed, message, None),
+                Err(baton_store::Error::LeaseLost { reason, .. }) => lease_lost(reason),
+                // The real error is the job's; the database failing to record it is
+                // said too, and the job is counted as failed in this process.
+                Err(store_error) => report(
+                    JobStatus::Failed,
+                    message,
+                    Some(format!(
+                        "the failure could not be recorded ({store_error}); the job stays running until its lease expires, then another `baton work` retries it"
+                    )),
+                ),
             }
         }
     }
@@ -274,9 +351,22 @@ fn ws(e: baton_workspace::Error) -> Error {
     Error::Workspace(e.to_string())
 }
 
-/// The worktree for a job: created on the first claim, re-opened afterwards. baton
-/// never falls back to the user's checkout: a worktree that vanished fails the job.
-fn workspace_for(repo: &Repo, job: &JobInfo, spec: &JobSpec) -> Result<Workspace> {
+/// The worktree for a job: created on the first claim, re-opened afterwards, and made
+/// anew (a new path) when the job is taken over from a worker whose lease ran out —
+/// that worker's agent may still be writing in the old one. baton never falls back to
+/// the user's checkout: a worktree that vanished fails the job.
+fn workspace_for(repo: &Repo, job: &JobInfo, spec: &JobSpec, reclaimed: bool) -> Result<Workspace> {
+    let ws_spec = WorkspaceSpec {
+        job_id: job.id.clone(),
+        base: spec.base.clone(),
+        base_branch: spec.base_branch.clone(),
+        root: spec.worktree_root.clone(),
+    };
+    if reclaimed && job.run_id.is_some() {
+        return repo
+            .take_over_workspace(&ws_spec, job.attempts)
+            .map_err(ws);
+    }
     if job.run_id.is_some() {
         return repo
             .open_workspace(
@@ -287,41 +377,37 @@ fn workspace_for(repo: &Repo, job: &JobInfo, spec: &JobSpec) -> Result<Workspace
             )
             .map_err(ws);
     }
-    repo.create_workspace(&WorkspaceSpec {
-        job_id: job.id.clone(),
-        base: spec.base.clone(),
-        base_branch: spec.base_branch.clone(),
-        root: spec.worktree_root.clone(),
-    })
-    .map_err(ws)
+    repo.create_workspace(&ws_spec).map_err(ws)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_job(
     store: &Arc<dyn Store>,
     clock: &Arc<dyn Clock>,
     options: &WorkOptions,
     job: &JobInfo,
     fence: &LeaseFence,
+    reclaimed: bool,
+    cancel: &Cancel,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<()> {
     let spec = decode_spec(job)?;
     let repo = Repo::open(&spec.repo).map_err(ws)?;
     exclude_scratch(&repo)?;
-    let workspace = workspace_for(&repo, job, &spec)?;
+    let workspace = workspace_for(&repo, job, &spec, reclaimed)?;
     let engine = Engine::new(store.clone()).with_clock(clock.clone());
     let run = match &job.run_id {
         Some(run) => run.clone(),
-        None => {
-            let run = engine.create_run(&RunSpec {
+        None => engine.create_job_run(
+            &RunSpec {
                 objective: spec.objective.clone(),
                 tasks: spec.tasks.clone(),
                 step_budgets: Vec::new(),
                 roster: spec.roster.clone(),
                 settings: spec.settings.clone(),
-            })?;
-            store.set_job_run(fence, &run, clock.now())?;
-            run
-        }
+            },
+            fence,
+        )?,
     };
     let gate_dir = spec.worktree_root.join(format!("{}-gates", job.id));
     let gate_dir = if gate_dir.is_absolute() {
@@ -362,17 +448,29 @@ fn run_job(
                 .map_err(Error::from)
         })),
         last_commit: std::sync::Mutex::new(last_commit.clone()),
+        cancel: cancel.clone(),
     };
     if let Some(saved) = hook.reset_to(
         &last_commit,
         "uncommitted work found when the job was resumed",
     )? {
         drift.push(format!(
-            "uncommitted changes in the worktree were set aside at {saved} before resuming"
+            "work after the last committed turn (uncommitted edits, or a commit the record never got) was set aside at {saved} before resuming"
         ));
     }
 
     let mut session = engine.open_with_keys(&run, None, options.keys.as_ref())?;
+    // The run's lease too, so `baton resume`/`step` of this run is refused while the job
+    // runs. Holding the job's lease makes this process the run's rightful owner: a
+    // worker that lost the job may still hold the run's lease, and is taken over.
+    session.run_lease = Some(crate::lease::acquire_owned(
+        store.clone(),
+        clock.clone(),
+        &run,
+        new_id("run-lease-", &**clock, &run.0),
+        options.lease,
+    )?);
+    session.cancel = cancel.clone();
     session.lease = Some(fence.clone());
     session.workspace = Some(Arc::new(hook));
     if session.status == baton_store::RunStatus::Blocked {

@@ -500,6 +500,7 @@ fn a_resumed_job_refuses_to_reset_over_hand_commits_and_keeps_stray_edits() {
         hide: Vec::new(),
         fence: None,
         last_commit: Mutex::new(base.clone()),
+        cancel: Default::default(),
     };
     // Stray uncommitted edits are set aside under refs/baton/discarded, not destroyed.
     std::fs::write(ws.path.join("notes.txt"), "my notes\n").unwrap();
@@ -510,6 +511,25 @@ fn a_resumed_job_refuses_to_reset_over_hand_commits_and_keeps_stray_edits() {
         git(&ws.path, &["show", &format!("{saved}:notes.txt")]),
         "my notes\n"
     );
+
+    // A clean worktree whose branch is ahead of the last committed turn (a turn whose
+    // git commit was made but whose store commit never was: killed during its gates) is
+    // reset, and the commit kept by name under refs/baton/discarded — it used to survive
+    // only in the reflog.
+    std::fs::write(ws.path.join("turn.txt"), "half a turn\n").unwrap();
+    git(&ws.path, &["add", "."]);
+    git(
+        &ws.path,
+        &["-c", "user.name=baton", "-c", "user.email=b@x", "commit", "-q", "-m", "turn 0"],
+    );
+    let orphan = git(&ws.path, &["rev-parse", "HEAD"]).trim().to_string();
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    let saved = hook
+        .reset_to(&base, "a turn the record never got")
+        .unwrap()
+        .expect("the orphan commit is kept");
+    assert_eq!(git(&ws.path, &["rev-parse", &saved]).trim(), orphan);
+    assert_eq!(git(&ws.path, &["rev-parse", "HEAD"]).trim(), base);
 
     // A commit made by hand on the job's branch is drift that stops the job.
     let d = r.drift(&ws, Some("main")).unwrap();
@@ -565,6 +585,7 @@ fn a_worker_that_lost_its_lease_commits_nothing_to_the_branch() {
         hide: Vec::new(),
         fence: Some(lost),
         last_commit: Mutex::new(base.clone()),
+        cancel: Default::default(),
     };
     std::fs::write(ws.path.join("late.txt"), "from a stale worker\n").unwrap();
     let worker = agent_worker("stale", Path::new("/nonexistent"));

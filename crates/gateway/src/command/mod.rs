@@ -393,6 +393,7 @@ impl CommandGateway {
             Stopped::WaitingForInput { line } => Error::AgentWaitingForInput {
                 prompt: self.scrub(&line),
             },
+            Stopped::Cancelled => Error::Cancelled,
         }
     }
 }
@@ -471,6 +472,7 @@ impl Gateway for CommandGateway {
             stdout_path: &out.stdout,
             stderr_path: &out.stderr,
             limits: self.limits,
+            cancel: request.cancel,
         })
         .map_err(|stop| self.stopped(stop, &out))?;
 

@@ -18,6 +18,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use crate::cancel::Cancel;
+
 /// Bytes kept in memory from the end of stdout: enough for any claim an agent prints
 /// last. The file on disk has everything.
 pub(crate) const STDOUT_TAIL: usize = 1 << 20;
@@ -56,6 +58,8 @@ pub(crate) struct RunSpec<'a> {
     pub stdout_path: &'a Path,
     pub stderr_path: &'a Path,
     pub limits: Limits,
+    /// Stops the agent (and what it started) when cancelled.
+    pub cancel: Option<&'a Cancel>,
 }
 
 /// A process that ran to its end (successfully or not).
@@ -77,6 +81,8 @@ pub(crate) enum Stopped {
     TimedOut { after: Duration },
     Silent { for_: Duration },
     WaitingForInput { line: String },
+    /// The turn was cancelled (an interrupt, or the job's lease was lost).
+    Cancelled,
 }
 
 #[derive(Debug)]
@@ -133,9 +139,18 @@ fn lock(shared: &Mutex<Shared>) -> Locked<'_> {
 
 /// Runs the process to its end or until a limit stops it.
 pub(crate) fn run(spec: &RunSpec<'_>) -> Result<Finished, Stopped> {
+    let mark = crate::contain::new_mark();
+    let result = run_marked(spec, &mark);
+    // Whatever the agent left running (a background job, a daemon in its own session)
+    // ends with its turn, however the turn ended.
+    crate::contain::kill_marked(&mark);
+    result
+}
+
+fn run_marked(spec: &RunSpec<'_>, mark: &str) -> Result<Finished, Stopped> {
     let stdout_file = create(spec.stdout_path)?;
     let stderr_file = create(spec.stderr_path)?;
-    let mut child = spawn(spec)?;
+    let mut child = spawn(spec, mark)?;
     let started_at = Instant::now();
     let shared = Arc::new(Mutex::new(Shared {
         last_output_at: started_at,
@@ -179,6 +194,7 @@ pub(crate) fn run(spec: &RunSpec<'_>) -> Result<Finished, Stopped> {
     let outcome = watch(
         &mut child,
         spec.limits,
+        spec.cancel,
         started_at,
         &shared,
         &done_rx,
@@ -263,7 +279,7 @@ fn create(path: &Path) -> Result<File, Stopped> {
     })
 }
 
-fn spawn(spec: &RunSpec<'_>) -> Result<Child, Stopped> {
+fn spawn(spec: &RunSpec<'_>, mark: &str) -> Result<Child, Stopped> {
     let (program, args) = spec.argv.split_first().ok_or_else(|| Stopped::Spawn {
         program: String::new(),
         source: io::Error::new(io::ErrorKind::InvalidInput, "empty command"),
@@ -292,7 +308,7 @@ fn spawn(spec: &RunSpec<'_>) -> Result<Child, Stopped> {
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    detach_from_terminal(&mut cmd);
+    crate::contain::confine(&mut cmd, mark);
     cmd.spawn().map_err(|source| Stopped::Spawn {
         program: program.clone(),
         source,
@@ -325,49 +341,6 @@ fn is_executable(path: &Path) -> bool {
 fn is_executable(path: &Path) -> bool {
     path.is_file()
 }
-
-/// Gives the child its own process group, so a limit kills the agent and everything
-/// it started. When baton itself has a controlling terminal, the child gets a new
-/// session instead, with no terminal at all: a tool that opens `/dev/tty` to ask a
-/// question then fails at once, instead of reading the keyboard of whoever started
-/// baton or stopping on SIGTTIN as a background group would.
-///
-/// The `pre_exec` hook makes std fork instead of `posix_spawn` (a few milliseconds in
-/// a large process, see `benches/command.rs`); an agent that outlives a killed baton
-/// is worth far more than that.
-#[cfg(unix)]
-fn detach_from_terminal(cmd: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    let has_terminal = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/tty")
-        .is_ok();
-    // SAFETY: `setsid`, `setpgid` and `prctl` are async-signal-safe and touch no memory
-    // of the parent; they are the only calls made between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            let grouped = if has_terminal {
-                libc::setsid()
-            } else {
-                libc::setpgid(0, 0)
-            };
-            if grouped == -1 {
-                return Err(io::Error::last_os_error());
-            }
-            // If baton dies (kill -9 included) the agent dies with it, instead of
-            // working on, unseen, in a worktree another worker will take over.
-            #[cfg(target_os = "linux")]
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
-                return Err(io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-}
-
-#[cfg(not(unix))]
-fn detach_from_terminal(_cmd: &mut Command) {}
 
 fn copy_thread(
     mut pipe: impl Read + Send + 'static,
@@ -407,6 +380,7 @@ fn copy_thread(
 fn watch(
     child: &mut Child,
     limits: Limits,
+    cancel: Option<&Cancel>,
     started_at: Instant,
     shared: &Mutex<Shared>,
     done: &Receiver<()>,
@@ -421,6 +395,9 @@ fn watch(
             source,
         })? {
             return Ok(status);
+        }
+        if cancel.is_some_and(Cancel::is_cancelled) {
+            return Err(Stopped::Cancelled);
         }
         let now = Instant::now();
         if now.duration_since(started_at) >= limits.total {

@@ -405,6 +405,7 @@ mod tests {
             max_tokens: None,
             temperature: None,
             workspace: None,
+            cancel: None,
         };
         let a = g.complete(&req).unwrap();
         assert_eq!(a, g.complete(&req).unwrap());

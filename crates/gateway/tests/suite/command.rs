@@ -87,6 +87,7 @@ pub fn request(call: CallKind, workspace: Option<&Path>) -> ModelRequest<'_> {
         max_tokens: None,
         temperature: None,
         workspace,
+        cancel: None,
     }
 }
 
@@ -451,6 +452,9 @@ fn the_agent_gets_a_minimal_environment_with_only_its_own_key() {
         "RETRIES",
         "BATON_TEST_PASSED_ON",
         "LC_CTYPE",
+        // The containment mark (no secret): what the agent starts inherits it, so it
+        // can be found and ended with the turn.
+        "BATON_TREE",
     ];
     let extra: Vec<_> = env
         .keys()

@@ -51,6 +51,7 @@ pub fn request(user: &str) -> ModelRequest<'_> {
         max_tokens: None,
         temperature: Some(0.2),
         workspace: None,
+        cancel: None,
     }
 }
 

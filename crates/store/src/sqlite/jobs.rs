@@ -250,6 +250,50 @@ pub(super) fn finish(
     Ok(())
 }
 
+pub(super) fn release(tx: &Transaction<'_>, fence: &LeaseFence, now: Timestamp) -> Result<()> {
+    check_fence(tx, fence)?;
+    tx.prepare_cached(
+        "UPDATE jobs SET status = 'queued', lease_token = NULL, lease_owner = NULL,
+                lease_expires_at = NULL, updated_at = ?1
+         WHERE id = ?2 AND lease_token = ?3",
+    )?
+    .execute(params![now.0, fence.job, fence.token])?;
+    Ok(())
+}
+
+pub(super) fn requeue(tx: &Transaction<'_>, id: &str, now: Timestamp) -> Result<()> {
+    let job = get(tx, id)?;
+    if job.status != JobStatus::Failed {
+        return Err(Error::JobNotRequeueable {
+            job: id.to_string(),
+            status: job.status.as_str(),
+        });
+    }
+    tx.prepare_cached(
+        "UPDATE jobs SET status = 'queued', error = NULL, outbox = NULL, lease_token = NULL,
+                lease_owner = NULL, lease_expires_at = NULL, updated_at = ?1
+         WHERE id = ?2 AND status = 'failed'",
+    )?
+    .execute(params![now.0, id])?;
+    Ok(())
+}
+
+pub(super) fn expire_lease(
+    tx: &Transaction<'_>,
+    id: &str,
+    owner: &str,
+    now: Timestamp,
+) -> Result<bool> {
+    let changed = tx
+        .prepare_cached(
+            "UPDATE jobs SET lease_expires_at = ?1, updated_at = ?1
+             WHERE id = ?2 AND status = 'running' AND lease_owner = ?3",
+        )?
+        // One millisecond in the past: `try_claim` takes leases that expired before now.
+        .execute(params![now.0 - 1, id, owner])?;
+    Ok(changed > 0)
+}
+
 pub(super) fn judge(
     tx: &Transaction<'_>,
     group: &str,

@@ -171,6 +171,17 @@ impl Store for SqliteStore {
         self.write(|tx| write::update_run(tx, run, status, &events))
     }
 
+    fn set_run_config(
+        &self,
+        run: &RunId,
+        config: &serde_json::Value,
+        events: &[Event],
+    ) -> Result<()> {
+        let text = to_json(config, || format!("configuration of run {run}"))?;
+        let events = write::encode_events(events)?;
+        self.write(|tx| write::set_run_config(tx, run, &text, &events))
+    }
+
     fn turns(&self, run: &RunId) -> Result<Vec<TurnRecord>> {
         self.read(|conn| read::turns(conn, run, None))
     }
@@ -219,6 +230,33 @@ impl Store for SqliteStore {
 
     fn set_job_run(&self, fence: &LeaseFence, run: &RunId, now: Timestamp) -> Result<()> {
         self.write(|tx| jobs::set_run(tx, fence, run, now))
+    }
+
+    fn create_job_run(
+        &self,
+        fence: &LeaseFence,
+        info: &RunInfo,
+        state: &ExecutionState,
+        events: &[Event],
+    ) -> Result<()> {
+        let run = write::EncodedRun::new(info, state, events)?;
+        self.write(|tx| {
+            jobs::check_fence(tx, fence)?;
+            write::create_run(tx, &run)?;
+            jobs::set_run(tx, fence, &info.id, info.created_at)
+        })
+    }
+
+    fn release_job(&self, fence: &LeaseFence, now: Timestamp) -> Result<()> {
+        self.write(|tx| jobs::release(tx, fence, now))
+    }
+
+    fn requeue_job(&self, id: &str, now: Timestamp) -> Result<()> {
+        self.write(|tx| jobs::requeue(tx, id, now))
+    }
+
+    fn expire_job_lease(&self, id: &str, owner: &str, now: Timestamp) -> Result<bool> {
+        self.write(|tx| jobs::expire_lease(tx, id, owner, now))
     }
 
     fn finish_job(

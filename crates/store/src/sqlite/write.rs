@@ -252,6 +252,27 @@ pub(super) fn update_run(
     insert_events(tx, events)
 }
 
+pub(super) fn set_run_config(
+    tx: &Transaction<'_>,
+    run: &RunId,
+    config: &str,
+    events: &[EncodedEvent],
+) -> Result<()> {
+    let at = events.iter().map(|e| e.at).max();
+    let updated = tx
+        .prepare_cached(
+            "UPDATE runs SET config = ?1, updated_at = max(updated_at, coalesce(?2, updated_at))
+             WHERE id = ?3",
+        )?
+        .execute(params![config, at, run.0])?;
+    if updated == 0 {
+        return Err(Error::RunNotFound {
+            prefix: run.0.clone(),
+        });
+    }
+    insert_events(tx, events)
+}
+
 fn upsert_records(
     tx: &Transaction<'_>,
     run: &RunId,
