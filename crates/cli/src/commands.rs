@@ -175,6 +175,11 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
                 roster,
                 settings: ctx.settings(&budget),
             };
+            if !create_only {
+                // A missing key would stop the run before its first turn; say so before
+                // a run exists that nothing could ever resume.
+                baton_engine::orchestrator::check_roster(&spec.roster, ctx.keys(), true)?;
+            }
             let id = engine.create_run(&spec)?;
             eprintln!("run {id} created in {} ({roster_note})", ctx.db.display());
             if create_only {
@@ -454,8 +459,12 @@ fn roster_from(path: &Path) -> Result<baton_engine::Roster> {
     for warning in &file.warnings {
         eprintln!("warning: {warning}");
     }
-    file.roster
-        .with_context(|| format!("{} has no [[workers]]: nothing to replace the roster with", path.display()))
+    file.roster.with_context(|| {
+        format!(
+            "{} has no [[workers]]: nothing to replace the roster with",
+            path.display()
+        )
+    })
 }
 
 /// When the process was interrupted: says what was kept and how to continue, and

@@ -177,7 +177,9 @@ pub fn work(ctx: &Context_, concurrency: usize, lease_s: u64, follow: bool) -> R
             detail,
         } => eprintln!("job {job}: {} — {detail}", status.as_str()),
         Progress::LeaseLost { job, reason } => {
-            eprintln!("job {job}: lease lost ({reason}); its agent was stopped and another worker continues the job")
+            eprintln!(
+                "job {job}: lease lost ({reason}); its agent was stopped and another worker continues the job"
+            )
         }
         Progress::Released { job, turn } => eprintln!(
             "job {job}: interrupted{}; the job is queued again",

@@ -55,7 +55,9 @@ pub enum Error {
     Conflict(String),
     /// The turn in flight was stopped (an interrupt, a lost lease) and not committed;
     /// the run continues from its last committed turn.
-    #[error("turn {turn} was stopped before it committed; the run continues from its last committed turn")]
+    #[error(
+        "turn {turn} was stopped before it committed; the run continues from its last committed turn"
+    )]
     Cancelled { turn: u32 },
     /// Stopped between turns (an interrupt): nothing was in flight, nothing is lost.
     #[error("stopped before turn {next_turn} began")]

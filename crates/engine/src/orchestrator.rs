@@ -189,14 +189,9 @@ impl Engine {
     }
 
     /// Creates a job's run and links it to the job in one transaction (fenced).
-    pub fn create_job_run(
-        &self,
-        spec: &RunSpec,
-        fence: &baton_store::LeaseFence,
-    ) -> Result<RunId> {
+    pub fn create_job_run(&self, spec: &RunSpec, fence: &baton_store::LeaseFence) -> Result<RunId> {
         let (info, state, events) = self.new_run(spec)?;
-        self.store
-            .create_job_run(fence, &info, &state, &events)?;
+        self.store.create_job_run(fence, &info, &state, &events)?;
         Ok(info.id)
     }
 
@@ -552,12 +547,11 @@ impl Engine {
         roster.validate()?;
         check_roster(roster, None, false)?;
         let info = self.store.run_info(run)?;
-        let mut config: RunConfig = serde_json::from_value(info.config).map_err(|e| {
-            baton_store::Error::Corrupt {
+        let mut config: RunConfig =
+            serde_json::from_value(info.config).map_err(|e| baton_store::Error::Corrupt {
                 what: format!("configuration of run {run}"),
                 detail: e.to_string(),
-            }
-        })?;
+            })?;
         let changes = roster_changes(&config.roster, roster);
         if changes.is_empty() {
             return Ok(changes);
@@ -885,7 +879,9 @@ impl Engine {
         };
         // Gates stopped half-way prove nothing either way.
         if session.cancel.is_cancelled()
-            && hooked.as_ref().is_some_and(|h| !h.workspace.gates.is_empty())
+            && hooked
+                .as_ref()
+                .is_some_and(|h| !h.workspace.gates.is_empty())
         {
             return Err(Error::Cancelled { turn });
         }
@@ -1105,14 +1101,13 @@ fn roster_changes(old: &Roster, new: &Roster) -> Vec<String> {
     for w in &new.workers {
         match old.workers.iter().find(|o| o.id == w.id) {
             None => changes.push(format!("worker {} added: {}", w.id, describe(w))),
-            Some(o) if describe(o) != describe(w) || o.api_key_env != w.api_key_env => {
-                changes.push(format!(
+            Some(o) if describe(o) != describe(w) || o.api_key_env != w.api_key_env => changes
+                .push(format!(
                     "worker {}: {} → {}",
                     w.id,
                     describe(o),
                     describe(w)
-                ))
-            }
+                )),
             Some(_) => {}
         }
     }
@@ -1149,12 +1144,19 @@ pub fn check_roster(roster: &Roster, keys: Option<&Roster>, credentials: bool) -
     };
     for w in roster.workers.iter().filter(|w| w.enabled) {
         match build_gateway(w) {
-            Ok(_) => {}
             Err(Error::Gateway {
                 error: baton_gateway::Error::Auth { .. },
                 ..
-            }) if !credentials => {}
-            Err(e) => return Err(e),
+            }) if !credentials => {
+                // The key may come later; every other option is checked now, with a
+                // stand-in key that never leaves this function (no call is made).
+                let mut w = w.clone();
+                w.api_key = Some(crate::config::Secret::new("placeholder-key-for-checking"));
+                build_gateway(&w)?;
+            }
+            other => {
+                other?;
+            }
         }
     }
     Ok(())

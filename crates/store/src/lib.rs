@@ -178,8 +178,12 @@ pub trait Store: Send + Sync {
 
     /// Replaces the configuration a run is opened with (its roster and settings), with
     /// the events that record the change, in one transaction.
-    fn set_run_config(&self, run: &RunId, config: &serde_json::Value, events: &[Event])
-    -> Result<()>;
+    fn set_run_config(
+        &self,
+        run: &RunId,
+        config: &serde_json::Value,
+        events: &[Event],
+    ) -> Result<()>;
 
     /// Every committed turn of a run, in order.
     fn turns(&self, run: &RunId) -> Result<Vec<TurnRecord>>;

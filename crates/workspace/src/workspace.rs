@@ -251,7 +251,8 @@ impl Repo {
             return self.create_workspace(spec);
         }
         if let Some(entry) = self.worktree_at(&path)? {
-            if !entry.prunable && entry.branch.as_deref() == Some(&*format!("refs/heads/{branch}")) {
+            if !entry.prunable && entry.branch.as_deref() == Some(&*format!("refs/heads/{branch}"))
+            {
                 workspace.verify_toplevel()?;
                 return Ok(workspace);
             }

@@ -2,7 +2,8 @@
 //! test is named after what broke.
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use baton_store::{JobStatus, SqliteStore, Store};
 
@@ -112,4 +113,259 @@ fn sigpipe_on_baton_own_stdout_still_ends_quietly() {
     let err = String::from_utf8_lossy(&out.stdout);
     assert!(!err.contains("panicked"), "{err}");
     assert!(!err.contains("error"), "{err}");
+}
+
+/// Alive: exists and is not a zombie.
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat.rsplit_once(')').unwrap().1.split_whitespace().next();
+            !matches!(state, Some("Z" | "X"))
+        }
+        Err(_) => false,
+    }
+}
+
+fn wait_for(path: &Path, secs: u64) -> String {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path)
+            && !text.trim().is_empty()
+        {
+            return text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn assert_ended(pids: &[i32], when: &str) {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while pids.iter().any(|p| alive(*p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let survivors: Vec<_> = pids.iter().filter(|p| alive(**p)).collect();
+    for p in &survivors {
+        unsafe { libc::kill(**p, libc::SIGKILL) };
+    }
+    assert!(survivors.is_empty(), "{when}: still running: {survivors:?}");
+}
+
+/// Writes the pids of a background child, a `setsid` daemon and a double fork to
+/// `dir`, then sleeps.
+fn escapees(dir: &Path) -> String {
+    let d = dir.display();
+    format!(
+        "nohup sleep 300 >/dev/null 2>&1 </dev/null & echo $! > {d}/bg.pid; \
+         setsid sh -c \"echo \\$\\$ > {d}/sid.pid; exec sleep 300\" >/dev/null 2>&1 </dev/null & \
+         (sh -c \"echo \\$\\$ > {d}/dbl.pid; exec sleep 300\" >/dev/null 2>&1 </dev/null &); \
+         sleep 300"
+    )
+}
+
+fn escapee_pids(dir: &Path) -> Vec<i32> {
+    ["bg.pid", "sid.pid", "dbl.pid"]
+        .iter()
+        .map(|f| wait_for(&dir.join(f), 20).trim().parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn kill_9_of_baton_work_ends_everything_its_agent_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let pids_dir = tempfile::tempdir().unwrap();
+    repo_with_agent(d, &format!("sh -c '{}'", escapees(pids_dir.path())), "");
+    run_ok(
+        d,
+        &[
+            "enqueue",
+            "--objective",
+            "o",
+            "--task",
+            "t",
+            "--worker",
+            "w",
+        ],
+    );
+    let mut work = baton(d)
+        .arg("work")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pids = escapee_pids(pids_dir.path());
+    work.kill().unwrap();
+    work.wait().unwrap();
+    assert_ended(&pids, "kill -9 of baton work");
+}
+
+#[test]
+fn kill_9_of_baton_work_during_a_gate_ends_the_gate_and_what_it_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let pids_dir = tempfile::tempdir().unwrap();
+    repo_with_agent(
+        d,
+        "sh -c 'echo hi > a.txt; printf \"{\\\"summary\\\":\\\"s\\\",\\\"last_action\\\":\\\"a\\\"}\" > .baton/claim.json'",
+        "",
+    );
+    let gate = format!("slow={}", escapees(pids_dir.path()));
+    run_ok(
+        d,
+        &[
+            "enqueue",
+            "--objective",
+            "o",
+            "--task",
+            "t",
+            "--worker",
+            "w",
+            "--gate",
+            &gate,
+            "--gate-each-turn",
+        ],
+    );
+    let mut work = baton(d)
+        .arg("work")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pids = escapee_pids(pids_dir.path());
+    work.kill().unwrap();
+    work.wait().unwrap();
+    assert_ended(&pids, "kill -9 during a gate");
+}
+
+#[test]
+fn ctrl_c_of_baton_work_stops_the_agent_releases_the_job_and_says_how_to_continue() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let pids_dir = tempfile::tempdir().unwrap();
+    repo_with_agent(d, &format!("sh -c '{}'", escapees(pids_dir.path())), "");
+    run_ok(
+        d,
+        &[
+            "enqueue",
+            "--objective",
+            "o",
+            "--task",
+            "t",
+            "--worker",
+            "w",
+        ],
+    );
+    let work = baton(d)
+        .args(["work", "--lease-s", "60"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pids = escapee_pids(pids_dir.path());
+    unsafe { libc::kill(work.id() as i32, libc::SIGINT) };
+    let out = work.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    let all = text(&out);
+    assert!(all.contains("queued again"), "{all}");
+    assert!(all.contains("`baton work` continues"), "{all}");
+    assert_ended(&pids, "Ctrl-C");
+    let store = SqliteStore::open(&db(d)).unwrap();
+    let job = &store.list_jobs().unwrap()[0];
+    assert_eq!(job.status, JobStatus::Queued, "not held for the 60 s lease");
+}
+
+#[test]
+fn sigterm_of_baton_run_says_what_was_interrupted_and_a_resume_continues_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("baton.toml"),
+        "estimator = \"heuristic\"\n[[workers]]\nid = \"a\"\nmodel = \"mock/a\"\noptions = { delay_ms = 150 }\n",
+    )
+    .unwrap();
+    let mut args = vec!["run", "--objective", "Survive signals"];
+    for _ in 0..6 {
+        args.extend(["--task", "do a step"]);
+    }
+    let child = baton(d)
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(143), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    assert!(stderr.contains("baton resume"), "{stderr}");
+    // The run's lease was released: a resume right away is not refused.
+    let out = baton(d).args(["resume"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+#[test]
+fn resume_and_step_refuse_a_job_run_and_the_default_run_is_never_a_job_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    repo_with_agent(d, "sh -c 'exit 1'", "");
+    run_ok(d, &["demo"]);
+    run_ok(
+        d,
+        &[
+            "enqueue",
+            "--objective",
+            "o",
+            "--task",
+            "t",
+            "--worker",
+            "w",
+        ],
+    );
+    let out = baton(d).arg("work").output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let store = SqliteStore::open(&db(d)).unwrap();
+    let job = store.list_jobs().unwrap()[0].clone();
+    let run = job.run_id.clone().unwrap();
+    for cmd in ["resume", "step"] {
+        let err = run_err(d, &[cmd, &run.0]);
+        assert!(err.contains(&format!("run of job {}", job.id)), "{err}");
+        assert!(err.contains(&format!("baton requeue {}", job.id)), "{err}");
+    }
+    // The newest run is the job's; `resume` with no argument picks the demo's.
+    let out = baton(d).arg("resume").output().unwrap();
+    assert!(!text(&out).contains(&run.0), "{}", text(&out));
+}
+
+#[test]
+fn bad_worker_options_are_refused_before_a_run_is_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for options in [
+        "model = \"openai/gpt-4.1-mini\"\napi_base = \"ftp://x\"",
+        "model = \"command/x\"\noptions = { command = \"true\", timeout_s = -3 }",
+    ] {
+        std::fs::write(
+            d.join("baton.toml"),
+            format!("[[workers]]\nid = \"w\"\n{options}\n"),
+        )
+        .unwrap();
+        let err = run_err(
+            d,
+            &["run", "--objective", "o", "--task", "t", "--create-only"],
+        );
+        assert!(err.contains("error"), "{err}");
+    }
+    let runs = baton(d).arg("runs").output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&runs.stdout).contains("active"),
+        "{}",
+        text(&runs)
+    );
 }

@@ -205,7 +205,9 @@ fn run_claimed(
     // A panic in a job is a failed job, and must stop the heartbeat: otherwise the
     // lease would be renewed forever for a job nobody runs.
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        run_job(store, clock, options, job, fence, reclaimed, &cancel, progress)
+        run_job(
+            store, clock, options, job, fence, reclaimed, &cancel, progress,
+        )
     }))
     .unwrap_or_else(|panic| {
         let what = panic
@@ -256,12 +258,10 @@ fn run_claimed(
             };
             report(status, detail, None)
         }
-        Err(Error::Store(baton_store::Error::LeaseLost { reason, .. })) => {
-            lease_lost(match lost {
-                Some(LeaseLoss::Unrenewable(why)) => why,
-                _ => reason,
-            })
-        }
+        Err(Error::Store(baton_store::Error::LeaseLost { reason, .. })) => lease_lost(match lost {
+            Some(LeaseLoss::Unrenewable(why)) => why,
+            _ => reason,
+        }),
         Err(Error::Cancelled { .. }) if lost.is_some() => {
             lease_lost(lost.map(|l| l.to_string()).unwrap_or_default())
         }
@@ -272,9 +272,7 @@ fn run_claimed(
                 Error::Cancelled { turn } => {
                     (turn, format!("during turn {turn}; that turn was discarded"))
                 }
-                Error::Stopped { next_turn } => {
-                    (next_turn, format!("before turn {next_turn}"))
-                }
+                Error::Stopped { next_turn } => (next_turn, format!("before turn {next_turn}")),
                 _ => (0, String::new()),
             };
             // Interrupted: give the job back now, so a restart continues it at once
@@ -363,9 +361,7 @@ fn workspace_for(repo: &Repo, job: &JobInfo, spec: &JobSpec, reclaimed: bool) ->
         root: spec.worktree_root.clone(),
     };
     if reclaimed && job.run_id.is_some() {
-        return repo
-            .take_over_workspace(&ws_spec, job.attempts)
-            .map_err(ws);
+        return repo.take_over_workspace(&ws_spec, job.attempts).map_err(ws);
     }
     if job.run_id.is_some() {
         return repo

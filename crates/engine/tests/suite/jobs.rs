@@ -520,7 +520,16 @@ fn a_resumed_job_refuses_to_reset_over_hand_commits_and_keeps_stray_edits() {
     git(&ws.path, &["add", "."]);
     git(
         &ws.path,
-        &["-c", "user.name=baton", "-c", "user.email=b@x", "commit", "-q", "-m", "turn 0"],
+        &[
+            "-c",
+            "user.name=baton",
+            "-c",
+            "user.email=b@x",
+            "commit",
+            "-q",
+            "-m",
+            "turn 0",
+        ],
     );
     let orphan = git(&ws.path, &["rev-parse", "HEAD"]).trim().to_string();
     std::thread::sleep(std::time::Duration::from_millis(2));

@@ -1,6 +1,7 @@
 mod adversarial;
 mod demo;
 mod failures;
+mod hardening;
 mod invariants;
 mod jobs;
 mod replay;

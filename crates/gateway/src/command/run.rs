@@ -76,11 +76,23 @@ pub(crate) struct Finished {
 /// Why a process did not run to its end.
 #[derive(Debug)]
 pub(crate) enum Stopped {
-    Spawn { program: String, source: io::Error },
-    Io { what: String, source: io::Error },
-    TimedOut { after: Duration },
-    Silent { for_: Duration },
-    WaitingForInput { line: String },
+    Spawn {
+        program: String,
+        source: io::Error,
+    },
+    Io {
+        what: String,
+        source: io::Error,
+    },
+    TimedOut {
+        after: Duration,
+    },
+    Silent {
+        for_: Duration,
+    },
+    WaitingForInput {
+        line: String,
+    },
     /// The turn was cancelled (an interrupt, or the job's lease was lost).
     Cancelled,
 }
