@@ -284,4 +284,75 @@ mod tests {
         );
         assert!(!owner_is_dead("a worker"));
     }
+
+    #[test]
+    fn a_zombie_holder_counts_as_dead() {
+        // Exited but not reaped: it will never renew a lease again.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !process_is_gone(pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(owner_is_dead(&format!("pid-{pid}@{}", hostname())));
+        child.wait().unwrap();
+        assert!(owner_is_dead(&format!("pid-{pid}@{}", hostname())));
+    }
+
+    fn failing(times: usize) -> Renew {
+        let calls = std::sync::atomic::AtomicUsize::new(0);
+        Box::new(move || {
+            if calls.fetch_add(1, Ordering::SeqCst) < times {
+                Err(baton_store::Error::Corrupt {
+                    what: "db".into(),
+                    detail: "busy".into(),
+                })
+            } else {
+                Ok(())
+            }
+        })
+    }
+
+    #[test]
+    fn a_heartbeat_retries_a_transient_failure_and_reports_one_that_lasts() {
+        let lease = Duration::from_millis(1500);
+        // Two failures in a row, then success: retried soon, nothing lost.
+        let cancel = Cancel::new();
+        let mut hb = Heartbeat::start(lease, Some(cancel.clone()), failing(2));
+        std::thread::sleep(Duration::from_millis(1200));
+        assert_eq!(hb.lost(), None);
+        assert!(!cancel.is_cancelled());
+        hb.stop();
+        // It keeps failing: the loss is reported, and the work cancelled, within two
+        // thirds of the lease after the last renewal — before the lease can expire.
+        let cancel = Cancel::new();
+        let started = Instant::now();
+        let hb = Heartbeat::start(lease, Some(cancel.clone()), failing(usize::MAX));
+        while hb.lost().is_none() && started.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(
+            matches!(hb.lost(), Some(LeaseLoss::Unrenewable(_))),
+            "{:?}",
+            hb.lost()
+        );
+        assert!(cancel.is_cancelled());
+        assert!(started.elapsed() < lease, "{:?}", started.elapsed());
+        // Taken over: reported at once.
+        let hb = Heartbeat::start(
+            lease,
+            None,
+            Box::new(|| {
+                Err(baton_store::Error::LeaseLost {
+                    job: "j".into(),
+                    reason: "another worker claimed it".into(),
+                })
+            }),
+        );
+        let started = Instant::now();
+        while hb.lost().is_none() && started.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(matches!(hb.lost(), Some(LeaseLoss::TakenOver(_))));
+    }
 }

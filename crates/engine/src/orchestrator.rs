@@ -1194,10 +1194,11 @@ fn blocked_question(session: &Session) -> String {
         .unwrap_or_else(|| "the continuation turns".into());
     format!(
         "{} turns in a row failed on {step}. Look at `baton history {}` for the errors, fix the \
-         workers or reword the step, then {} to continue.",
+         workers in the roster file, then {} to continue (without --roster if the workers were \
+         not the problem).",
         session.state.consecutive_failures,
         session.run,
-        continue_hint(session, false)
+        continue_hint(session, true)
     )
 }
 

@@ -369,3 +369,150 @@ fn bad_worker_options_are_refused_before_a_run_is_created() {
         text(&runs)
     );
 }
+
+/// The first command between backticks in `text` that starts with `prefix`, with
+/// `<file>` replaced by `file`: advice, as a user would follow it.
+fn advised(text: &str, prefix: &str, file: &str) -> Vec<String> {
+    let start = text
+        .find(&format!("`{prefix}"))
+        .unwrap_or_else(|| panic!("no `{prefix}…` advice in:\n{text}"));
+    let rest = &text[start + 1..];
+    let end = rest.find('`').unwrap();
+    rest[..end]
+        .replace("<file>", file)
+        .split_whitespace()
+        .skip(1)
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_blocked_run_advice_to_fix_the_roster_and_resume_works_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Nothing listens on port 9: every call is unreachable.
+    std::fs::write(
+        d.join("baton.toml"),
+        "estimator = \"heuristic\"\n[[workers]]\nid = \"a\"\nmodel = \"openai/gpt-4.1-mini\"\n\
+         api_base = \"http://127.0.0.1:9/v1\"\napi_key_env = \"BATON_TEST_KEY\"\nmax_retries = 0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("fixed.toml"),
+        "[[workers]]\nid = \"a\"\nmodel = \"mock/a\"\n",
+    )
+    .unwrap();
+    let out = baton(d)
+        .args(["run", "--objective", "o", "--task", "one", "--task", "two"])
+        .env("BATON_TEST_KEY", "sk-test-0123456789abcdef")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let args = advised(&text(&out), "baton resume", "fixed.toml");
+    assert!(args.contains(&"--roster".to_string()), "{args:?}");
+    let out = baton(d).args(&args).output().unwrap();
+    assert!(out.status.success(), "{args:?}\n{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("worker a: openai/gpt-4.1-mini") && stderr.contains("→ mock/a"),
+        "{stderr}"
+    );
+    // The change is in the run's record, stamped like every event.
+    let export = run_ok(d, &["export", "--format", "json"]);
+    assert!(export.contains("roster_changed"), "{export}");
+}
+
+#[test]
+fn a_failed_job_advice_to_requeue_it_works_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    repo_with_agent(d, "sh -c 'echo broken >&2; exit 1'", "");
+    let fixed = d.join("fixed_agent.py");
+    std::fs::write(
+        &fixed,
+        "open('ok.txt', 'w').write('ok')\nopen('.baton/claim.json', 'w').write('{\"summary\": \"s\", \"last_action\": \"a\"}')\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("fixed.toml"),
+        format!(
+            "[[workers]]\nid = \"w\"\nmodel = \"command/w\"\noptions = {{ command = \"python3 {}\", handoff = \"derive\", pass_env = [\"PATH\"] }}\n",
+            fixed.display()
+        ),
+    )
+    .unwrap();
+    run_ok(
+        d,
+        &[
+            "enqueue",
+            "--objective",
+            "o",
+            "--task",
+            "t",
+            "--worker",
+            "w",
+        ],
+    );
+    let out = baton(d).arg("work").output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let args = advised(&text(&out), "baton requeue", "fixed.toml");
+    let out = baton(d).args(&args).output().unwrap();
+    assert!(out.status.success(), "{args:?}\n{}", text(&out));
+    let out = baton(d).arg("work").output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let store = SqliteStore::open(&db(d)).unwrap();
+    let job = &store.list_jobs().unwrap()[0];
+    assert_eq!(job.status, JobStatus::Outbox, "{}", text(&out));
+    // Requeueing anything but a failed job is refused, saying why.
+    let err = run_err(d, &["requeue", &job.id]);
+    assert!(err.contains("only a failed job can be requeued"), "{err}");
+}
+
+#[test]
+fn a_database_error_during_a_job_is_reported_as_itself_not_as_a_lost_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // The agent makes the database refuse the turn and the job's failure, as a full
+    // disk would (SQLite's own words).
+    let agent = d.join("agent.py");
+    std::fs::write(
+        &agent,
+        r#"
+import os, sqlite3
+db = sqlite3.connect(os.environ["BATON_TEST_DB"], timeout=10)
+db.execute("CREATE TRIGGER full_turns BEFORE INSERT ON turns BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+db.execute("CREATE TRIGGER full_jobs BEFORE UPDATE OF status ON jobs WHEN NEW.status = 'failed' BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+db.commit()
+open("a.txt", "w").write("a\n")
+open(".baton/claim.json", "w").write('{"summary": "s", "last_action": "a"}')
+"#,
+    )
+    .unwrap();
+    repo_with_agent(
+        d,
+        &format!("python3 {}", agent.display()),
+        &format!(
+            ", env = {{ BATON_TEST_DB = {:?} }}",
+            db(d).display().to_string()
+        ),
+    );
+    run_ok(
+        d,
+        &[
+            "enqueue",
+            "--objective",
+            "o",
+            "--task",
+            "t",
+            "--worker",
+            "w",
+        ],
+    );
+    let out = baton(d).arg("work").output().unwrap();
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains("database or disk is full"), "{all}");
+    assert!(all.contains("could not be recorded"), "{all}");
+    assert!(!all.contains("lease lost"), "{all}");
+    assert!(all.contains("1 failed"), "{all}");
+}

@@ -249,6 +249,41 @@ mod tests {
     }
 
     #[test]
+    fn what_a_gate_started_in_the_background_ends_with_the_gate() {
+        let dir = tempfile::tempdir().unwrap();
+        let gate = GateSpec::parse(
+            "server=setsid sh -c 'echo $$ > daemon.pid; exec sleep 300' >/dev/null 2>&1 </dev/null & \
+             while [ ! -s daemon.pid ]; do sleep 0.05; done; exit 0",
+        );
+        let r = run_gate(&gate, dir.path(), "0123456789ab", dir.path(), &[], None);
+        assert!(r.passed, "{r:?}");
+        let pid: i32 = std::fs::read_to_string(dir.path().join("daemon.pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let gone = |pid: i32| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
+                matches!(
+                    s.rsplit_once(')')
+                        .and_then(|(_, r)| r.split_whitespace().next()),
+                    Some("Z" | "X")
+                )
+            })
+        };
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while !gone(pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if !gone(pid) {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!("the gate's daemon outlived the gate");
+        }
+    }
+
+    #[test]
     fn any_variable_named_like_a_secret_is_withheld_from_gates() {
         let vars = [
             ("PATH", "/usr/bin"),

@@ -273,3 +273,69 @@ pub fn a_run_is_advanced_by_one_lease_holder_at_a_time(store: &dyn Store) {
         Ok(())
     );
 }
+
+/// A job's run is created and linked in one transaction (a kill between the two used to
+/// leave an active run with no job, forever the default target of `resume`); a fenced-off
+/// worker creates nothing. Interrupted work gives the job back at once, a failed job
+/// can be requeued, and a dead holder's lease can be ended early.
+pub fn job_runs_are_created_with_their_link_and_jobs_are_released_and_requeued(store: &dyn Store) {
+    enqueue(store, "job-1", "g", 10);
+    let (_, old, _) = claim(store, "w1", "old", 100).unwrap();
+    // Its holder is gone: the lease is ended for that owner only.
+    assert!(
+        !store
+            .expire_job_lease("job-1", "someone-else", Timestamp(150))
+            .unwrap()
+    );
+    assert!(
+        store
+            .expire_job_lease("job-1", "w1", Timestamp(150))
+            .unwrap()
+    );
+    let (_, fence, reclaimed) = claim(store, "w2", "new", 151).unwrap();
+    assert!(reclaimed);
+
+    let state = fixtures::initial_state("run-j");
+    let info = fixtures::info("run-j", 160);
+    let event = fixtures::created_event(&state);
+    assert!(matches!(
+        store.create_job_run(&old, &info, &state, std::slice::from_ref(&event)),
+        Err(Error::LeaseLost { .. })
+    ));
+    assert!(store.list_runs().unwrap().is_empty(), "nothing created");
+    store
+        .create_job_run(&fence, &info, &state, &[event])
+        .unwrap();
+    assert_eq!(store.job("job-1").unwrap().run_id, Some(info.id.clone()));
+
+    // Released: queued again at once, its run kept.
+    assert!(matches!(
+        store.release_job(&old, Timestamp(170)),
+        Err(Error::LeaseLost { .. })
+    ));
+    store.release_job(&fence, Timestamp(170)).unwrap();
+    let job = store.job("job-1").unwrap();
+    assert_eq!(job.status, JobStatus::Queued);
+    assert_eq!(job.run_id, Some(info.id.clone()));
+    assert!(matches!(
+        store.requeue_job("job-1", Timestamp(175)),
+        Err(Error::JobNotRequeueable { .. })
+    ));
+    let (_, fence, reclaimed) = claim(store, "w3", "t3", 180).unwrap();
+    assert!(!reclaimed);
+    store
+        .finish_job(
+            &fence,
+            JobStatus::Failed,
+            None,
+            Some("blocked"),
+            Timestamp(190),
+        )
+        .unwrap();
+    store.requeue_job("job-1", Timestamp(200)).unwrap();
+    let job = store.job("job-1").unwrap();
+    assert_eq!(job.status, JobStatus::Queued);
+    assert_eq!(job.error, None);
+    assert_eq!(job.run_id, Some(info.id));
+    assert!(claim(store, "w4", "t4", 210).is_some());
+}

@@ -138,6 +138,12 @@ macro_rules! conformance_tests {
         fn judging_a_group_marks_its_finished_candidates() {
             $crate::suite::jobs::judging_a_group_marks_its_finished_candidates($new.store());
         }
+        #[test]
+        fn job_runs_are_created_with_their_link_and_jobs_are_released_and_requeued() {
+            $crate::suite::jobs::job_runs_are_created_with_their_link_and_jobs_are_released_and_requeued(
+                $new.store(),
+            );
+        }
     };
 }
 use conformance_tests;
