@@ -9,21 +9,6 @@ use baton_store::{JobStatus, SqliteStore, Store};
 
 use super::*;
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
 /// A repository with one commit and a roster of one command worker `w` running `command`.
 fn repo_with_agent(d: &Path, command: &str, extra_options: &str) {
     git(d, &["init", "-q", "-b", "main"]);
@@ -174,72 +159,60 @@ fn escapee_pids(dir: &Path) -> Vec<i32> {
         .collect()
 }
 
-#[test]
-fn kill_9_of_baton_work_ends_everything_its_agent_started() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let pids_dir = tempfile::tempdir().unwrap();
-    repo_with_agent(d, &format!("sh -c '{}'", escapees(pids_dir.path())), "");
-    run_ok(
-        d,
-        &[
-            "enqueue",
-            "--objective",
-            "o",
-            "--task",
-            "t",
-            "--worker",
-            "w",
-        ],
-    );
+/// Enqueues one job (with `extra` arguments), starts `baton work`, waits for the
+/// escapees' pids in `pids_dir`, kills baton with SIGKILL and checks they all ended.
+fn kill_9_during(d: &Path, pids_dir: &Path, extra: &[&str], when: &str) {
+    let mut args = vec![
+        "enqueue",
+        "--objective",
+        "o",
+        "--task",
+        "t",
+        "--worker",
+        "w",
+    ];
+    args.extend(extra);
+    run_ok(d, &args);
     let mut work = baton(d)
         .arg("work")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let pids = escapee_pids(pids_dir.path());
+    let pids = escapee_pids(pids_dir);
     work.kill().unwrap();
     work.wait().unwrap();
-    assert_ended(&pids, "kill -9 of baton work");
+    assert_ended(&pids, when);
+}
+
+#[test]
+fn kill_9_of_baton_work_ends_everything_its_agent_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids_dir = tempfile::tempdir().unwrap();
+    repo_with_agent(
+        dir.path(),
+        &format!("sh -c '{}'", escapees(pids_dir.path())),
+        "",
+    );
+    kill_9_during(dir.path(), pids_dir.path(), &[], "kill -9 of baton work");
 }
 
 #[test]
 fn kill_9_of_baton_work_during_a_gate_ends_the_gate_and_what_it_started() {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
     let pids_dir = tempfile::tempdir().unwrap();
     repo_with_agent(
-        d,
+        dir.path(),
         "sh -c 'echo hi > a.txt; printf \"{\\\"summary\\\":\\\"s\\\",\\\"last_action\\\":\\\"a\\\"}\" > .baton/claim.json'",
         "",
     );
     let gate = format!("slow={}", escapees(pids_dir.path()));
-    run_ok(
-        d,
-        &[
-            "enqueue",
-            "--objective",
-            "o",
-            "--task",
-            "t",
-            "--worker",
-            "w",
-            "--gate",
-            &gate,
-            "--gate-each-turn",
-        ],
+    kill_9_during(
+        dir.path(),
+        pids_dir.path(),
+        &["--gate", &gate, "--gate-each-turn"],
+        "kill -9 during a gate",
     );
-    let mut work = baton(d)
-        .arg("work")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pids = escapee_pids(pids_dir.path());
-    work.kill().unwrap();
-    work.wait().unwrap();
-    assert_ended(&pids, "kill -9 during a gate");
 }
 
 #[test]

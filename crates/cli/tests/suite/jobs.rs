@@ -2,8 +2,7 @@
 //! reclaimed after the lease expires, and the job resumes from its last committed turn
 //! without redoing one.
 
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use baton_store::{JobStatus, SqliteStore, Store};
@@ -28,21 +27,6 @@ with open(claim_file, "w") as f:
     json.dump({"summary": "did " + task, "last_action": "wrote " + path, "next_action": "next",
                "artifacts": [{"name": path, "description": "written"}]}, f)
 "###;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 #[test]
 fn a_killed_worker_leaves_its_job_to_be_reclaimed_and_no_committed_turn_is_redone() {

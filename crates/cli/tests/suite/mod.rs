@@ -46,6 +46,21 @@ pub fn text(out: &Output) -> String {
     )
 }
 
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 pub fn db(dir: &Path) -> PathBuf {
     dir.join(".baton/baton.db")
 }

@@ -3,7 +3,6 @@
 //! what broke.
 
 use std::path::Path;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -15,18 +14,8 @@ use baton_engine::{Clock, SystemClock};
 use baton_gateway::Cancel;
 use baton_store::{ClaimOutcome, JobStatus, LeaseFence};
 
+use super::jobs::git;
 use super::*;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}");
-    String::from_utf8(out.stdout).unwrap()
-}
 
 fn repo(dir: &Path) -> std::path::PathBuf {
     let repo = dir.join("repo");

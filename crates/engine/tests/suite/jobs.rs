@@ -57,7 +57,7 @@ with open(claim_file, "w") as f:
 print("done")
 "###;
 
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(super) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .arg("-C")
         .arg(dir)
