@@ -148,7 +148,7 @@ pub fn work(ctx: &Context_, concurrency: usize, lease_s: u64, follow: bool) -> R
         } => eprintln!(
             "job {job} ({candidate}) claimed{}",
             if reclaimed {
-                " — taken over from a worker whose lease expired"
+                " — taken over (its previous worker died or stopped renewing its lease); it continues from its last committed turn"
             } else {
                 ""
             }

@@ -256,11 +256,7 @@ fn main() -> ExitCode {
     }
     if matches!(
         cli.command,
-        Command::Work { .. }
-            | Command::Run { .. }
-            | Command::Resume { .. }
-            | Command::Step { .. }
-            | Command::Demo { .. }
+        Command::Work { .. } | Command::Run { .. } | Command::Resume { .. } | Command::Step { .. }
     ) {
         signals::install();
     }

@@ -623,8 +623,12 @@ impl Engine {
         let (outcome, attempts) = match &session.gateways[worker_index] {
             None => (Err(format!("worker {} is disabled", worker.id)), Vec::new()),
             Some(gateway) => {
+                // A wait the provider asked for ends early on an interrupt.
+                let mut sleep = |d: Duration| {
+                    session.cancel.sleep(d);
+                };
                 let (result, attempts) =
-                    complete_with_retry(&**gateway, &request, &retry, &mut std::thread::sleep);
+                    complete_with_retry(&**gateway, &request, &retry, &mut sleep);
                 let tries = attempts.len();
                 if let Err(e) = &result {
                     error_class = Some(e.class().to_string());

@@ -100,15 +100,6 @@ pub fn work(
                     if options.cancel.is_cancelled() {
                         return;
                     }
-                    // A job whose holder died on this machine is taken now, not once
-                    // its lease runs out.
-                    if let Err(e) = expire_dead_owners(&*store, &*clock) {
-                        first_error
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .get_or_insert(e);
-                        return;
-                    }
                     let token = new_id("lease-", &*clock, &options.owner);
                     let lease_ms = options.lease.as_millis() as i64;
                     let claimed =
@@ -122,6 +113,19 @@ pub fn work(
                             return;
                         }
                         Ok(ClaimOutcome::Skipped { .. }) => {
+                            // A job whose holder died on this machine is taken now, not
+                            // once its lease runs out.
+                            match expire_dead_owners(&*store, &*clock) {
+                                Ok(true) => continue,
+                                Ok(false) => {}
+                                Err(e) => {
+                                    first_error
+                                        .lock()
+                                        .unwrap_or_else(|p| p.into_inner())
+                                        .get_or_insert(e);
+                                    return;
+                                }
+                            }
                             if !options.follow {
                                 return;
                             }
@@ -162,16 +166,18 @@ pub fn work(
 
 /// Leases of running jobs whose holder is a process on this machine that is gone
 /// (killed, or a zombie) are ended, so the next claim takes the job at once.
-fn expire_dead_owners(store: &dyn Store, clock: &dyn Clock) -> Result<()> {
+/// Returns whether any was.
+fn expire_dead_owners(store: &dyn Store, clock: &dyn Clock) -> Result<bool> {
+    let mut expired = false;
     for job in store.list_jobs()? {
         if job.status == JobStatus::Running
             && let Some(owner) = &job.lease_owner
             && crate::lease::owner_is_dead(owner)
         {
-            store.expire_job_lease(&job.id, owner, clock.now())?;
+            expired |= store.expire_job_lease(&job.id, owner, clock.now())?;
         }
     }
-    Ok(())
+    Ok(expired)
 }
 
 /// Runs one claimed job and always leaves it finished, failed, back on the queue
