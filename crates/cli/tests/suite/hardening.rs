@@ -489,3 +489,71 @@ open(".baton/claim.json", "w").write('{"summary": "s", "last_action": "a"}')
     assert!(!all.contains("lease lost"), "{all}");
     assert!(all.contains("1 failed"), "{all}");
 }
+
+#[test]
+fn a_stopped_worker_agent_never_writes_into_the_turns_of_the_worker_that_took_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Writes a line tagged with its pid every 100 ms for 3 s, then claims.
+    let agent = d.join("agent.py");
+    std::fs::write(
+        &agent,
+        r#"
+import os, sys, time
+sys.stdin.read()
+for i in range(30):
+    with open("log.txt", "a") as f:
+        f.write("%d %d\n" % (os.getpid(), i))
+    time.sleep(0.1)
+open(".baton/claim.json", "w").write('{"summary": "s", "last_action": "a"}')
+"#,
+    )
+    .unwrap();
+    repo_with_agent(d, &format!("python3 {}", agent.display()), "");
+    run_ok(
+        d,
+        &[
+            "enqueue",
+            "--objective",
+            "o",
+            "--task",
+            "t",
+            "--worker",
+            "w",
+        ],
+    );
+    let store = SqliteStore::open(&db(d)).unwrap();
+    let job = store.list_jobs().unwrap()[0].id.clone();
+    let a = baton(d)
+        .args(["work", "--lease-s", "3"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&d.join(".baton/worktrees").join(&job).join("log.txt"), 20);
+    // Ctrl-Z: baton stops, its agent (in a group of its own) goes on writing.
+    unsafe { libc::kill(a.id() as i32, libc::SIGSTOP) };
+    std::thread::sleep(Duration::from_millis(3300));
+    let b = baton(d).args(["work", "--lease-s", "3"]).output().unwrap();
+    assert!(b.status.success(), "{}", text(&b));
+    assert!(
+        String::from_utf8_lossy(&b.stderr).contains("taken over"),
+        "{}",
+        text(&b)
+    );
+    unsafe { libc::kill(a.id() as i32, libc::SIGCONT) };
+    let a = a.wait_with_output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&a.stderr).contains("lease lost"),
+        "{}",
+        text(&a)
+    );
+    // The job's one turn holds the log of exactly one agent: the new owner's.
+    let done = store.job(&job).unwrap();
+    assert_eq!(done.status, JobStatus::Outbox);
+    let log = git(d, &["show", &format!("baton/job-{job}:log.txt")]);
+    let writers: std::collections::BTreeSet<&str> =
+        log.lines().filter_map(|l| l.split(' ').next()).collect();
+    assert_eq!(writers.len(), 1, "two agents wrote the turn's file:\n{log}");
+    assert_eq!(log.lines().count(), 30, "{log}");
+}
