@@ -3,7 +3,12 @@ mod demo;
 mod failures;
 mod invariants;
 mod jobs;
+mod providers;
 mod replay;
+// The gateway suite's wire-format server, shared rather than copied.
+#[allow(dead_code)]
+#[path = "../../../gateway/tests/suite/server.rs"]
+mod server;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -226,6 +226,16 @@ pub(super) fn commit_turn(tx: &Transaction<'_>, turn: &EncodedTurn<'_>) -> Resul
         change.execute(params![run.0, rec.turn, c.kind, c.ordinal, c.id, c.body])?;
     }
 
+    let mut hold = tx.prepare_cached(
+        "INSERT INTO worker_holds (run_id, worker, not_before, asked_ms) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (run_id, worker) DO UPDATE SET not_before = ?3, asked_ms = ?4",
+    )?;
+    for h in &commit.holds {
+        // Clamped: SQLite integers are i64, and a delay is bounded long before that.
+        let asked = i64::try_from(h.asked_ms).unwrap_or(i64::MAX);
+        hold.execute(params![run.0, h.worker.as_str(), h.not_before.0, asked])?;
+    }
+
     insert_events(tx, &turn.events)
 }
 
