@@ -222,6 +222,12 @@ fn seconds(secs: f64) -> Option<Duration> {
 /// to an `Instant` or a `SystemTime` cannot overflow.
 pub const MAX_SECONDS: f64 = 1e9;
 
+/// `d`, clamped to [`MAX_SECONDS`]: for durations that came from outside (a roster,
+/// a stored job spec, a command-line flag) before they meet `Instant` arithmetic.
+pub fn bounded(d: Duration) -> Duration {
+    d.min(bounded_seconds(MAX_SECONDS))
+}
+
 /// `secs` as a `Duration`, clamped to `0..=MAX_SECONDS` (NaN reads as the maximum: a
 /// delay nobody can name is not a reason to hurry).
 pub fn bounded_seconds(secs: f64) -> Duration {

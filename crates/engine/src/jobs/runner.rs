@@ -30,6 +30,18 @@ pub struct WorkOptions {
     pub keys: Option<Roster>,
 }
 
+impl WorkOptions {
+    /// The lease, bounded: it comes from a flag, and `Instant + Duration` panics on
+    /// overflow while a lease in milliseconds must fit the store's `i64`.
+    fn bounded_lease(&self) -> Duration {
+        baton_gateway::retry_after::bounded(self.lease)
+    }
+
+    fn lease_ms(&self) -> i64 {
+        i64::try_from(self.bounded_lease().as_millis()).unwrap_or(i64::MAX)
+    }
+}
+
 impl Default for WorkOptions {
     fn default() -> Self {
         WorkOptions {
@@ -86,7 +98,7 @@ pub fn work(
             s.spawn(|| {
                 loop {
                     let token = new_id("lease-", &*clock, &options.owner);
-                    let lease_ms = options.lease.as_millis() as i64;
+                    let lease_ms = options.lease_ms();
                     let claimed =
                         store.try_claim_job(&options.owner, &token, clock.now(), lease_ms);
                     match claimed {
@@ -154,7 +166,7 @@ fn run_claimed(
     let outcome = std::thread::scope(|s| {
         // The heartbeat: renew at a third of the lease, so two missed beats still hold.
         s.spawn(|| {
-            let every = options.lease / 3;
+            let every = options.bounded_lease() / 3;
             let mut next = Instant::now() + every;
             while !done.load(Ordering::Acquire) {
                 std::thread::sleep(Duration::from_millis(20).min(every));
@@ -162,8 +174,7 @@ fn run_claimed(
                     continue;
                 }
                 next = Instant::now() + every;
-                let renewed =
-                    store.renew_lease(fence, clock.now(), options.lease.as_millis() as i64);
+                let renewed = store.renew_lease(fence, clock.now(), options.lease_ms());
                 match renewed {
                     Ok(()) => {}
                     Err(baton_store::Error::LeaseLost { .. }) => {
@@ -342,7 +353,7 @@ fn run_job(
     let fence_store = store.clone();
     let fence_clock = clock.clone();
     let fence_token = fence.clone();
-    let lease_ms = options.lease.as_millis() as i64;
+    let lease_ms = options.lease_ms();
     let hook = GitHook {
         workspace: workspace.clone(),
         job_id: job.id.clone(),

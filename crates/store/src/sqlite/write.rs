@@ -327,7 +327,7 @@ pub(super) fn try_lease_run(
         .execute(params![
             token,
             owner,
-            now.0 + lease_ms,
+            now.0.saturating_add(lease_ms),
             run.0,
             now.0,
             take_over
@@ -359,7 +359,7 @@ pub(super) fn renew_run_lease(
 ) -> Result<()> {
     check_run_lease(tx, run, token)?;
     tx.prepare_cached("UPDATE runs SET lease_expires_at = ?1 WHERE id = ?2 AND lease_token = ?3")?
-        .execute(params![now.0 + lease_ms, run.0, token])?;
+        .execute(params![now.0.saturating_add(lease_ms), run.0, token])?;
     Ok(())
 }
 
