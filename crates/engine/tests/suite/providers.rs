@@ -50,6 +50,15 @@ fn chat(claim: &Value, finish: &str, prompt_tokens: u64, completion_tokens: u64)
     )
 }
 
+/// OpenAI's 429 asking for `retry_after` seconds.
+fn rate_limited(retry_after: &str) -> Action {
+    json_with(
+        429,
+        &[("retry-after", retry_after)],
+        r#"{"error":{"message":"Rate limit reached for requests","type":"requests","param":null,"code":"rate_limit_exceeded"}}"#,
+    )
+}
+
 fn openai_error(status: u16, kind: &str, code: &str, message: &str) -> Action {
     reply(
         status,
@@ -119,11 +128,7 @@ fn run_blocked(
 fn a_429_delay_outlives_the_turn_and_the_process() {
     let dir = tempfile::tempdir().unwrap();
     let server = TestServer::start(vec![
-        json_with(
-            429,
-            &[("retry-after", "2")],
-            r#"{"error":{"message":"Rate limit reached for requests","type":"requests","param":null,"code":"rate_limit_exceeded"}}"#,
-        ),
+        rate_limited("2"),
         chat(&ok_result("migrated"), "stop", 100, 10),
         chat(&ok_report("migrated"), "stop", 100, 10),
     ]);
@@ -160,6 +165,36 @@ fn a_429_delay_outlives_the_turn_and_the_process() {
     assert_eq!(turns[1].status, TurnStatus::Committed);
 }
 
+/// Regression (issue 7, item 11): a rate limit is the account's, not the worker's:
+/// the next worker on the same provider, endpoint and key waits out the delay too.
+#[test]
+fn a_429_delay_holds_every_worker_on_the_same_account() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(vec![
+        rate_limited("2"),
+        chat(&ok_result("migrated"), "stop", 100, 10),
+        chat(&ok_report("migrated"), "stop", 100, 10),
+    ]);
+    let spec = spec(
+        &["Migrate the billing module"],
+        Roster {
+            workers: vec![
+                openai_worker("w1", &server, 0),
+                openai_worker("w2", &server, 0),
+            ],
+        },
+    );
+    let (store, id, end) = run_in(dir.path(), &spec);
+    assert_eq!(end, RunEnd::Finished);
+    let requests = server.requests();
+    let gap = requests[1].at.duration_since(requests[0].at);
+    assert!(
+        gap >= Duration::from_secs(2),
+        "w2 called {gap:?} after w1's 429"
+    );
+    assert_eq!(store.turns(&id).unwrap()[1].worker.as_str(), "w2");
+}
+
 /// Regression (issue 7, item 11): a 429 asking for 3,600 s — beyond the longest wait
 /// baton allows — got two more requests within 7 ms before the run blocked, and no
 /// message said baton declined to wait. Now the run blocks after the one request,
@@ -167,11 +202,7 @@ fn a_429_delay_outlives_the_turn_and_the_process() {
 #[test]
 fn a_429_asking_longer_than_baton_waits_blocks_at_once_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start(vec![json_with(
-        429,
-        &[("retry-after", "3600")],
-        r#"{"error":{"message":"Rate limit reached for requests","type":"requests","param":null,"code":"rate_limit_exceeded"}}"#,
-    )]);
+    let server = TestServer::start(vec![rate_limited("3600")]);
     let spec = one_worker_spec(openai_worker("w1", &server, 2));
     let (store, id, question) = run_blocked(dir.path(), &spec);
     assert_eq!(server.requests().len(), 1, "no request after the 429");
