@@ -92,31 +92,37 @@ fn shrink(budget: usize, tokens: usize) -> usize {
 
 impl Engine {
     /// The budget of the turn `plan` describes: the plan's, or less when the same
-    /// worker's last turn failed because its briefing did not fit its model's context.
-    /// Read from the committed turn, so a resumed run shrinks too.
+    /// worker's last turn, among the failed turns just before this one, failed because
+    /// its briefing did not fit its model's context. Read from the committed turns, so a
+    /// resumed run shrinks too; at most one turn per roster worker is read.
     pub(super) fn turn_budget(&self, session: &Session, plan: &TurnPlan) -> Result<usize> {
         let state = &session.state;
-        if state.consecutive_failures == 0 || state.turns == 0 {
-            return Ok(plan.budget);
-        }
-        let Some(last) = self.store.turn(&session.run, state.turns - 1)? else {
-            return Ok(plan.budget);
-        };
         let worker = &session.config.roster.workers[plan.worker];
-        let too_long = last.worker == worker.id
-            && last.status == TurnStatus::Failed
-            && Doomed::of(
-                last.turn,
-                &last.calls,
-                last.package.budget,
-                last.package.tokens,
-            )
-            .is_some_and(|d| d.too_long);
-        Ok(if too_long {
-            shrink(last.package.budget, last.package.tokens).min(plan.budget)
-        } else {
-            plan.budget
-        })
+        let look_back = state
+            .consecutive_failures
+            .min(state.turns)
+            .min(u32::try_from(session.config.roster.workers.len()).unwrap_or(u32::MAX));
+        for turn in (state.turns - look_back..state.turns).rev() {
+            let Some(last) = self.store.turn(&session.run, turn)? else {
+                continue;
+            };
+            if last.worker != worker.id {
+                continue;
+            }
+            let too_long = last.status == TurnStatus::Failed
+                && Doomed::of(
+                    last.turn,
+                    &last.calls,
+                    last.package.budget,
+                    last.package.tokens,
+                )
+                .is_some_and(|d| d.too_long);
+            if too_long {
+                return Ok(shrink(last.package.budget, last.package.tokens).min(plan.budget));
+            }
+            break;
+        }
+        Ok(plan.budget)
     }
 
     /// Whether the turn `next` would send `doomed`'s request again: byte-identical once

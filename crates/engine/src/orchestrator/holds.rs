@@ -13,7 +13,6 @@ use baton_gateway::RetryPolicy;
 use baton_store::WorkerHold;
 
 use super::{Engine, Session};
-use crate::Result;
 use crate::config::WorkerConfig;
 
 /// `delay` after `now`, saturating: the delay came from outside.
@@ -54,35 +53,36 @@ impl Engine {
     /// when an earlier turn (of this worker or one on the same account, in any
     /// process) was asked to wait. Returns the question to block the run with when
     /// the wait is longer than the worker's retry policy allows.
-    pub(super) fn wait_for_hold(&self, session: &Session, index: usize) -> Result<Option<String>> {
+    pub(super) fn wait_for_hold(&self, session: &Session, index: usize) -> Option<String> {
         let roster = &session.config.roster.workers;
         let me = &roster[index];
-        let holds = self.store.worker_holds(&session.run)?;
         let applies = |h: &&WorkerHold| {
             h.worker == me.id
                 || roster
                     .iter()
                     .any(|w| w.id == h.worker && same_account(w, me))
         };
-        let Some(hold) = holds.iter().filter(applies).max_by_key(|h| h.not_before) else {
-            return Ok(None);
-        };
+        let hold = session
+            .holds
+            .iter()
+            .filter(applies)
+            .max_by_key(|h| h.not_before)?;
         let left_ms = hold.not_before.0.saturating_sub(self.clock.now().0);
         let Ok(left_ms @ 1..) = u64::try_from(left_ms) else {
-            return Ok(None);
+            return None;
         };
         let left = Duration::from_millis(left_ms);
         let max_wait = RetryPolicy::new(me.max_retries).max_wait;
         if left <= max_wait {
             std::thread::sleep(left);
-            return Ok(None);
+            return None;
         }
         let whose = if hold.worker == me.id {
             String::new()
         } else {
             format!(" (worker {} shares its account)", hold.worker)
         };
-        Ok(Some(format!(
+        Some(format!(
             "worker {}'s provider asked baton to wait {} s before calling it again{whose}; \
              baton declined to wait that long (it waits at most {} s) and sent nothing. \
              The provider said it can be retried after {}: run `baton resume {}` then, or \
@@ -92,6 +92,6 @@ impl Engine {
             max_wait.as_secs(),
             hold.not_before,
             session.run
-        )))
+        ))
     }
 }

@@ -74,6 +74,9 @@ pub struct Session {
     estimator: Arc<dyn TokenEstimator>,
     system_tokens: usize,
     prior_outputs: Vec<String>,
+    /// The run's provider holds as committed (read at open, kept current by each turn,
+    /// so a step asks the store nothing more).
+    holds: Vec<baton_store::WorkerHold>,
 }
 
 impl Session {
@@ -330,6 +333,7 @@ impl Engine {
             blocked: None,
             run: run.clone(),
             prior_outputs: self.store.prior_outputs(run, state.turns)?,
+            holds: self.store.worker_holds(run)?,
             state,
             status: info.status,
             config,
@@ -408,7 +412,7 @@ impl Engine {
         };
         // A provider that asked for a delay (in an earlier turn or process) is not
         // called before it has passed; one that asked for too long blocks the run.
-        if let Some(question) = self.wait_for_hold(session, plan.worker)? {
+        if let Some(question) = self.wait_for_hold(session, plan.worker) {
             self.block(session, question.clone())?;
             return Ok(StepOutcome::Blocked { question });
         }

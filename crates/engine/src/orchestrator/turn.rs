@@ -313,7 +313,7 @@ impl Engine {
             status: RunStatus::Active,
             lease: session.lease.clone(),
             run_lease: session.run_lease.as_ref().map(|l| l.token.clone()),
-            holds,
+            holds: holds.clone(),
         };
         match self.store.commit_turn(&commit) {
             Ok(()) => {}
@@ -329,6 +329,10 @@ impl Engine {
         }
         session.state = next;
         session.prior_outputs.extend(new_outputs);
+        for hold in holds {
+            session.holds.retain(|h| h.worker != hold.worker);
+            session.holds.push(hold);
+        }
         let engine_time = t0.elapsed().saturating_sub(model_time);
         Ok(TurnEnd {
             summary: TurnSummary {

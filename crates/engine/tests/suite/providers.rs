@@ -304,6 +304,46 @@ fn a_briefing_too_long_for_the_context_is_shrunk_and_the_block_names_the_budget(
     assert!(question.contains("larger context window"), "{question}");
 }
 
+/// The shrink follows the worker, not the turn order: with two workers taking turns,
+/// a worker's next briefing is still halved after its own was too long.
+#[test]
+fn a_too_long_briefing_is_shrunk_on_the_workers_next_turn_when_workers_alternate() {
+    let dir = tempfile::tempdir().unwrap();
+    let too_long = || {
+        openai_error(
+            400,
+            "invalid_request_error",
+            "context_length_exceeded",
+            "This model's maximum context length is 8192 tokens.",
+        )
+    };
+    let a = TestServer::start(vec![too_long(), too_long()]);
+    let b = TestServer::start(vec![too_long(), too_long()]);
+    let spec = spec(
+        &["Migrate the billing module"],
+        Roster {
+            workers: vec![openai_worker("w1", &a, 0), openai_worker("w2", &b, 0)],
+        },
+    );
+    let (store, id, question) = run_blocked(dir.path(), &spec);
+    let turns = store.turns(&id).unwrap();
+    assert_eq!(turns.len(), 3);
+    assert_eq!(turns[2].worker.as_str(), "w1");
+    assert!(
+        turns[2].package.budget < turns[0].package.budget,
+        "w1's second briefing was not shrunk: {} then {}",
+        turns[0].package.budget,
+        turns[2].package.budget
+    );
+    assert!(
+        question.contains(&format!(
+            "at a budget of {} tokens",
+            turns[2].package.budget
+        )),
+        "{question}"
+    );
+}
+
 /// Regression (issue 7, item 12): Anthropic's "credit balance is too low" (HTTP 400
 /// `invalid_request_error`) was a bad request; as a spent quota it stops the run at
 /// once with the provider's words.
