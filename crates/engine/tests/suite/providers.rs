@@ -67,6 +67,16 @@ fn openai_error(status: u16, kind: &str, code: &str, message: &str) -> Action {
     )
 }
 
+/// OpenAI's answer to a briefing too long for the model's context.
+fn context_too_long() -> Action {
+    openai_error(
+        400,
+        "invalid_request_error",
+        "context_length_exceeded",
+        "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
+    )
+}
+
 /// A Messages answer whose forced tool call carries `claim`.
 fn message(claim: &Value) -> Action {
     reply(
@@ -266,15 +276,7 @@ fn a_bad_request_is_not_sent_again_byte_identical() {
 #[test]
 fn a_briefing_too_long_for_the_context_is_shrunk_and_the_block_names_the_budget() {
     let dir = tempfile::tempdir().unwrap();
-    let too_long = || {
-        openai_error(
-            400,
-            "invalid_request_error",
-            "context_length_exceeded",
-            "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
-        )
-    };
-    let server = TestServer::start(vec![too_long(), too_long(), too_long(), too_long()]);
+    let server = TestServer::start((0..4).map(|_| context_too_long()).collect());
     let spec = one_worker_spec(openai_worker("w1", &server, 2));
     let (store, id, question) = run_blocked(dir.path(), &spec);
     let bodies: Vec<String> = server.requests().into_iter().map(|r| r.body).collect();
@@ -309,16 +311,8 @@ fn a_briefing_too_long_for_the_context_is_shrunk_and_the_block_names_the_budget(
 #[test]
 fn a_too_long_briefing_is_shrunk_on_the_workers_next_turn_when_workers_alternate() {
     let dir = tempfile::tempdir().unwrap();
-    let too_long = || {
-        openai_error(
-            400,
-            "invalid_request_error",
-            "context_length_exceeded",
-            "This model's maximum context length is 8192 tokens.",
-        )
-    };
-    let a = TestServer::start(vec![too_long(), too_long()]);
-    let b = TestServer::start(vec![too_long(), too_long()]);
+    let a = TestServer::start(vec![context_too_long(), context_too_long()]);
+    let b = TestServer::start(vec![context_too_long(), context_too_long()]);
     let spec = spec(
         &["Migrate the billing module"],
         Roster {
