@@ -184,8 +184,14 @@ mod tests {
         assert_eq!(p.delay(2, &overloaded), Some(Duration::from_secs(2)));
         // "Try again in 1m30s" is honoured, beyond the backoff cap.
         assert_eq!(p.delay(1, &rate_limited(90)), Some(Duration::from_secs(90)));
-        // Longer than `max_wait`: hand it back to the caller instead of sleeping.
+        // Longer than `max_wait`: hand it back to the caller instead of sleeping, which
+        // must say it declined to wait.
         assert_eq!(p.delay(1, &rate_limited(3600)), None);
+        assert_eq!(
+            p.declined_wait(&rate_limited(3600)),
+            Some(Duration::from_secs(3600))
+        );
+        assert_eq!(p.declined_wait(&rate_limited(600)), None);
     }
 
     #[test]
