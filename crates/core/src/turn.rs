@@ -96,6 +96,10 @@ pub struct CallRecord {
     /// Every attempt, when the call was retried (empty when the first attempt decided).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attempts: Vec<AttemptRecord>,
+    /// The delay the provider asked for with the call's final failure, in
+    /// milliseconds: the worker is not called again before it has passed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
 }
 
 /// Measured evidence that no conversation crossed the handoff.

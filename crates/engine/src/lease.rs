@@ -52,6 +52,8 @@ pub struct Heartbeat {
 
 impl Heartbeat {
     pub fn start(lease: Duration, cancel: Option<Cancel>, renew: Renew) -> Heartbeat {
+        // `Instant + Duration` panics on overflow: an outside lease is bounded first.
+        let lease = baton_gateway::retry_after::bounded(lease);
         let stop = Arc::new(AtomicBool::new(false));
         let lost = Arc::new(Mutex::new(None));
         let handle = {
@@ -237,6 +239,9 @@ fn acquire_inner(
     take_over: bool,
 ) -> Result<RunLease> {
     let owner = this_owner();
+    // Bounded: a lease of `Duration::MAX` would wrap to a negative `i64` (a lease that
+    // expired before it was taken) and overflow the heartbeat's `Instant` arithmetic.
+    let lease = baton_gateway::retry_after::bounded(lease);
     let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
     let mut taken = store.try_lease_run(run, &owner, &token, clock.now(), lease_ms, take_over)?;
     if let Err(holder) = &taken
@@ -354,5 +359,36 @@ mod tests {
             std::thread::sleep(Duration::from_millis(5));
         }
         assert!(matches!(hb.lost(), Some(LeaseLoss::TakenOver(_))));
+    }
+
+    /// Regression: a lease of `Duration::MAX` became -1 ms (`as i64` wraps), so it
+    /// had expired before it was taken and a second process could take the run over;
+    /// its heartbeat also overflowed `Instant`. It is bounded now.
+    #[test]
+    fn a_huge_lease_is_bounded_and_still_holds() {
+        use crate::config::{Roster, RunSettings};
+        use crate::{Engine, RunSpec};
+
+        let store: Arc<dyn Store> = Arc::new(baton_store::SqliteStore::open_in_memory().unwrap());
+        let engine = Engine::new(store);
+        let spec = RunSpec {
+            objective: "o".into(),
+            tasks: vec!["t".into()],
+            step_budgets: Vec::new(),
+            roster: Roster::mock(1),
+            settings: RunSettings {
+                estimator: "heuristic".into(),
+                ..RunSettings::default()
+            },
+        };
+        let run = engine.create_run(&spec).unwrap();
+        let mut first = engine.open(&run, None).unwrap();
+        engine.lease(&mut first, Duration::MAX).unwrap();
+        let mut second = engine.open(&run, None).unwrap();
+        let taken = engine.lease(&mut second, Duration::from_secs(30));
+        assert!(
+            matches!(taken, Err(Error::Conflict(_))),
+            "the first lease still holds: {taken:?}"
+        );
     }
 }

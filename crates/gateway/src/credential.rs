@@ -46,6 +46,38 @@ impl Credential {
     }
 }
 
+/// Every key the process holds, to scrub from whatever a model returns before it is
+/// stored, reconciled or briefed to another worker: a provider echoing one worker's
+/// key must not hand it to the next worker's provider (invariant 9). Holds the keys
+/// themselves, so it prints none of them.
+#[derive(Clone, Default)]
+pub struct Redactor {
+    keys: Vec<Credential>,
+}
+
+impl Redactor {
+    pub fn add(&mut self, key: &Credential) {
+        if !self.keys.contains(key) {
+            self.keys.push(key.clone());
+        }
+    }
+
+    /// `text` with every known key replaced by `[redacted]`.
+    pub fn scrub(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for key in &self.keys {
+            out = key.scrub(&out);
+        }
+        out
+    }
+}
+
+impl fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Redactor({} keys, [redacted])", self.keys.len())
+    }
+}
+
 /// Keys shorter than this are not scrubbed from messages (see `scrub`).
 const MIN_SCRUB_LEN: usize = 8;
 
@@ -186,6 +218,18 @@ mod tests {
             c.scrub("bad key sk-ant-api03-secret given"),
             "bad key [redacted] given"
         );
+    }
+
+    #[test]
+    fn the_redactor_scrubs_every_key_it_holds_and_prints_none() {
+        let mut r = Redactor::default();
+        r.add(&Credential::new("sk-proj-first-0123456789").unwrap());
+        r.add(&Credential::new("sk-ant-second-0123456789").unwrap());
+        assert_eq!(
+            r.scrub("a sk-proj-first-0123456789 b sk-ant-second-0123456789 c"),
+            "a [redacted] b [redacted] c"
+        );
+        assert!(!format!("{r:?}").contains("first"));
     }
 
     #[test]

@@ -32,7 +32,7 @@ pub mod scripted;
 
 pub use cancel::Cancel;
 pub use command::CommandGateway;
-pub use credential::{Credential, credential_for, resolve_credential};
+pub use credential::{Credential, Redactor, credential_for, resolve_credential};
 pub use mock::MockGateway;
 pub use providers::HttpGateway;
 pub use retry::{Attempt, RetryPolicy, complete_with_retry};
@@ -61,6 +61,7 @@ pub struct ModelRequest<'a> {
 }
 
 /// Token usage as the provider reported it (the mock reports its own estimate).
+/// Sums saturate: the numbers come from outside.
 ///
 /// Normalised across providers: `input_tokens` counts every prompt token, including
 /// those served from the provider's cache; `cached_tokens` is the cached part of it
@@ -71,6 +72,17 @@ pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub cached_tokens: u64,
+}
+
+impl Usage {
+    /// Both counts together: every attempt of a call is billed.
+    pub fn plus(self, other: Usage) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens.saturating_add(other.input_tokens),
+            output_tokens: self.output_tokens.saturating_add(other.output_tokens),
+            cached_tokens: self.cached_tokens.saturating_add(other.cached_tokens),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,9 +126,14 @@ pub enum Error {
     Timeout(Duration),
     /// The answer stopped at the output limit (`finish_reason: length`,
     /// `stop_reason: max_tokens`, `finishReason: MAX_TOKENS`): the claim is incomplete.
-    /// Not retried: the same request would stop at the same place.
+    /// Not retried: the same request would stop at the same place. `usage` is what the
+    /// provider reported (and bills) for the cut-off answer.
     #[error("output truncated at the token limit: {message}")]
-    Truncated { message: String },
+    Truncated { message: String, usage: Usage },
+    /// The provider answered, and billed, but the answer holds no content (no text,
+    /// no tool call). Retried: a second sample usually has one.
+    #[error("empty reply: {detail}")]
+    EmptyReply { detail: String, usage: Usage },
     /// The server's answer could not be read: invalid JSON, a body cut short, or a
     /// response missing the fields the wire format promises.
     #[error("unparseable response: {detail}")]
@@ -198,8 +215,18 @@ impl Error {
                 | Error::Timeout(_)
                 | Error::AgentSilent { .. }
                 | Error::Unparseable { .. }
+                | Error::EmptyReply { .. }
                 | Error::Unreachable { .. }
         )
+    }
+
+    /// What the provider reported using for a reply baton rejected: it bills those
+    /// tokens, so they count like an accepted reply's.
+    pub fn usage(&self) -> Option<Usage> {
+        match self {
+            Error::Truncated { usage, .. } | Error::EmptyReply { usage, .. } => Some(*usage),
+            _ => None,
+        }
     }
 
     /// The delay the provider asked for, when it named one.
@@ -229,6 +256,7 @@ impl Error {
             Error::Cancelled => "cancelled",
             Error::Truncated { .. } => "truncated",
             Error::Unparseable { .. } => "unparseable",
+            Error::EmptyReply { .. } => "empty_reply",
             Error::Unreachable { .. } => "unreachable",
             Error::ScriptExhausted { .. } | Error::BadScript { .. } => "script",
             Error::UnknownProvider { .. } | Error::MissingProvider { .. } | Error::Config(_) => {

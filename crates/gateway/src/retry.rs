@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::{Error, Gateway, ModelRequest, ModelResponse, Result};
+use crate::{Error, Gateway, ModelRequest, ModelResponse, Result, Usage};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RetryPolicy {
@@ -53,6 +53,12 @@ impl RetryPolicy {
         self.delay_with(attempt, error, random_unit(attempt))
     }
 
+    /// The provider's delay when it is longer than this policy waits: baton declines
+    /// to wait it out (the error goes back to the caller, which must say so).
+    pub fn declined_wait(&self, error: &Error) -> Option<Duration> {
+        error.retry_after().filter(|asked| *asked > self.max_wait)
+    }
+
     /// [`delay`](Self::delay) with the jitter's random draw given (`unit` in `0..1`).
     pub fn delay_with(&self, attempt: u32, error: &Error, unit: f64) -> Option<Duration> {
         if attempt == 0 || attempt > self.max_retries || !error.is_retryable() {
@@ -83,6 +89,9 @@ pub struct Attempt {
     pub delay: Option<Duration>,
     /// Wall time of the call itself.
     pub elapsed: Duration,
+    /// What the provider reported using for this attempt, rejected replies included
+    /// (they are billed); zero when it reported nothing.
+    pub usage: Usage,
 }
 
 /// Calls `gateway` until it succeeds, fails with something not worth retrying, or the
@@ -111,6 +120,7 @@ pub fn complete_with_retry(
                     retry_after: None,
                     delay: None,
                     elapsed,
+                    usage: response.usage,
                 });
                 return (Ok(response), attempts);
             }
@@ -122,6 +132,7 @@ pub fn complete_with_retry(
                     retry_after: error.retry_after(),
                     delay,
                     elapsed,
+                    usage: error.usage().unwrap_or_default(),
                 });
                 match delay {
                     Some(d) => sleep(d),
@@ -176,8 +187,14 @@ mod tests {
         assert_eq!(p.delay(2, &overloaded), Some(Duration::from_secs(2)));
         // "Try again in 1m30s" is honoured, beyond the backoff cap.
         assert_eq!(p.delay(1, &rate_limited(90)), Some(Duration::from_secs(90)));
-        // Longer than `max_wait`: hand it back to the caller instead of sleeping.
+        // Longer than `max_wait`: hand it back to the caller instead of sleeping, which
+        // must say it declined to wait.
         assert_eq!(p.delay(1, &rate_limited(3600)), None);
+        assert_eq!(
+            p.declined_wait(&rate_limited(3600)),
+            Some(Duration::from_secs(3600))
+        );
+        assert_eq!(p.declined_wait(&rate_limited(600)), None);
     }
 
     #[test]
@@ -230,6 +247,7 @@ mod tests {
             },
             Error::Truncated {
                 message: String::new(),
+                usage: crate::Usage::default(),
             },
             Error::QuotaExhausted {
                 message: String::new(),

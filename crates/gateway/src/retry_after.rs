@@ -29,18 +29,19 @@ pub fn retry_delay<N: AsRef<str>, V: AsRef<str>>(
             .find(|(n, _)| n.as_ref().eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_ref().trim())
     };
+    // A number too large for any clock (`Retry-After: 99999999999999999999`) is read
+    // as the longest delay we represent: far beyond any retry policy's `max_wait`, so
+    // the caller declines to wait instead of panicking on `Duration` overflow.
     if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
-        && ms.is_finite()
         && ms >= 0.0
     {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+        return Some(bounded_seconds(ms / 1000.0));
     }
     if let Some(v) = header("retry-after") {
         if let Ok(secs) = v.parse::<f64>()
-            && secs.is_finite()
             && secs >= 0.0
         {
-            return Some(Duration::from_secs_f64(secs));
+            return Some(bounded_seconds(secs));
         }
         if let Some(at) = parse_http_date(v) {
             return Some(until(at, now));
@@ -92,7 +93,9 @@ fn reset_headers<N: AsRef<str>, V: AsRef<str>>(
 }
 
 fn until(at: SystemTime, now: SystemTime) -> Duration {
-    at.duration_since(now).unwrap_or(Duration::ZERO)
+    at.duration_since(now)
+        .unwrap_or(Duration::ZERO)
+        .min(bounded_seconds(MAX_SECONDS))
 }
 
 /// Gemini's `RetryInfo` detail, then a "try again in …" phrase anywhere in the body.
@@ -208,10 +211,30 @@ pub(crate) fn parse_go_duration(text: &str) -> Option<Duration> {
     seconds(total)
 }
 
+/// A parsed number of seconds: negative or NaN is no delay at all; a huge one is
+/// clamped (see [`bounded_seconds`]).
 fn seconds(secs: f64) -> Option<Duration> {
-    (0.0..1e9)
-        .contains(&secs)
-        .then(|| Duration::from_secs_f64(secs))
+    (secs >= 0.0).then(|| bounded_seconds(secs))
+}
+
+/// The longest outside duration baton represents, in seconds (about 31 years): every
+/// delay, timeout or date a server or a roster gives is clamped to it, so adding it
+/// to an `Instant` or a `SystemTime` cannot overflow.
+pub const MAX_SECONDS: f64 = 1e9;
+
+/// `d`, clamped to [`MAX_SECONDS`]: for durations that came from outside (a roster,
+/// a stored job spec, a command-line flag) before they meet `Instant` arithmetic.
+pub fn bounded(d: Duration) -> Duration {
+    d.min(bounded_seconds(MAX_SECONDS))
+}
+
+/// `secs` as a `Duration`, clamped to `0..=MAX_SECONDS` (NaN reads as the maximum: a
+/// delay nobody can name is not a reason to hurry).
+pub fn bounded_seconds(secs: f64) -> Duration {
+    if secs.is_nan() {
+        return Duration::from_secs_f64(MAX_SECONDS);
+    }
+    Duration::from_secs_f64(secs.clamp(0.0, MAX_SECONDS))
 }
 
 /// IMF-fixdate, the HTTP-date form servers send: `Wed, 21 Oct 2015 07:28:00 GMT`.
@@ -256,13 +279,16 @@ fn parse_rfc3339(text: &str) -> Option<SystemTime> {
         let (clock, off) = time.split_at(i);
         let sign = if off.starts_with('-') { -1 } else { 1 };
         let (oh, om) = off[1..].split_once(':')?;
-        let oh: i64 = oh.parse().ok()?;
-        let om: i64 = om.parse().ok()?;
+        let oh: i64 = oh.parse().ok().filter(|h| (0..24).contains(h))?;
+        let om: i64 = om.parse().ok().filter(|m| (0..60).contains(m))?;
         (clock, sign * (oh * 3600 + om * 60))
     };
     let (whole, frac) = clock.split_once('.').unwrap_or((clock, "0"));
     let (h, m, s) = parse_hms(whole)?;
-    let frac: f64 = format!("0.{frac}").parse().ok()?;
+    let frac: f64 = format!("0.{frac}")
+        .parse()
+        .ok()
+        .filter(|f: &f64| f.is_finite())?;
     let local = epoch(year, month, day, h, m, s as f64 + frac)?;
     let shift = Duration::from_secs(offset_secs.unsigned_abs());
     if offset_secs >= 0 {
@@ -281,7 +307,9 @@ fn parse_hms(text: &str) -> Option<(u32, u32, u32)> {
 }
 
 fn epoch(year: i64, month: u32, day: u32, h: u32, m: u32, s: f64) -> Option<SystemTime> {
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+    // Years outside 1970..=9999 are no date a server means; bounding them keeps the
+    // day arithmetic below far from `i64` overflow.
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || !(1970..=9999).contains(&year) {
         return None;
     }
     // Howard Hinnant's days_from_civil.
@@ -413,5 +441,128 @@ mod tests {
         assert_eq!(parse_go_duration("s"), None);
         assert_eq!(parse_go_duration("3x"), None);
         assert_eq!(parse_go_duration("-1s"), None);
+    }
+
+    /// Regression: `Retry-After: 99999999999999999999`, a millisecond count past
+    /// `u64`, an HTTP date in year 99999999999 and a reset phrase in the billions of
+    /// hours panicked on `Duration` overflow. They are clamped to the longest delay
+    /// baton represents, which no retry policy waits for.
+    #[test]
+    fn absurd_delays_are_clamped_instead_of_panicking() {
+        let now = at(1_445_412_470);
+        let max = Some(bounded_seconds(MAX_SECONDS));
+        assert_eq!(
+            retry_delay(&[("Retry-After", "99999999999999999999")], "", now),
+            max
+        );
+        assert_eq!(retry_delay(&[("retry-after-ms", "1e300")], "", now), max);
+        assert_eq!(retry_delay(&[("retry-after", "inf")], "", now), max);
+        assert_eq!(
+            retry_delay(
+                &[("retry-after", "Wed, 21 Oct 99999999999 07:28:00 GMT")],
+                "",
+                now
+            ),
+            None,
+            "a year no server means is not a date"
+        );
+        assert_eq!(
+            retry_delay(
+                &[(
+                    "anthropic-ratelimit-tokens-reset",
+                    "9999-12-31T23:59:59+99999999999:00"
+                )],
+                "",
+                now
+            ),
+            None
+        );
+        assert_eq!(
+            retry_delay(
+                &[("anthropic-ratelimit-tokens-reset", "9999-12-31T23:59:59Z")],
+                "",
+                now
+            ),
+            max
+        );
+        assert_eq!(
+            retry_delay(&NONE, "try again in 99999999999999999999h", now),
+            max
+        );
+        assert_eq!(
+            retry_delay(
+                &[("x-ratelimit-reset-tokens", "99999999999999999999h1s")],
+                "",
+                now
+            ),
+            max
+        );
+    }
+
+    mod properties {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        fn header_name() -> impl Strategy<Value = String> {
+            prop_oneof![
+                Just("retry-after".to_string()),
+                Just("Retry-After-Ms".to_string()),
+                Just("x-ratelimit-reset-requests".to_string()),
+                Just("x-ratelimit-remaining-requests".to_string()),
+                Just("anthropic-ratelimit-tokens-reset".to_string()),
+                Just("anthropic-ratelimit-tokens-remaining".to_string()),
+                "[a-z-]{1,30}",
+            ]
+        }
+
+        fn header_value() -> impl Strategy<Value = String> {
+            prop_oneof![
+                "[0-9]{1,40}",
+                "[0-9]{0,20}\\.[0-9]{0,20}(e[+-]?[0-9]{1,4})?",
+                "([0-9]{1,25}(h|m|s|ms|us|ns)){1,4}",
+                "(Mon|Wed), [0-9]{1,3} (Jan|Oct|Dec) -?[0-9]{1,25} [0-9]{1,3}:[0-9]{1,3}:[0-9]{1,3} GMT",
+                "-?[0-9]{1,25}-[0-9]{1,3}-[0-9]{1,3}T[0-9]{1,3}:[0-9]{1,3}:[0-9]{1,3}(\\.[0-9]{0,30})?(Z|[+-][0-9]{1,25}:[0-9]{1,25})",
+                ".{0,40}",
+            ]
+        }
+
+        fn body() -> impl Strategy<Value = String> {
+            prop_oneof![
+                "(try again in|retry after|retry in) -?[0-9.e]{0,30} ?(ms|s|seconds|minutes|h|hours)?",
+                "\\{\"error\":\\{\"details\":\\[\\{\"@type\":\"RetryInfo\",\"retryDelay\":\"[0-9.e+-]{0,30}[a-z]{0,2}\"\\}\\]\\}\\}",
+                ".{0,80}",
+            ]
+        }
+
+        proptest! {
+            /// Whatever a server sends, the parser returns a delay within bounds (which
+            /// `Instant` and `SystemTime` arithmetic can take) and never panics.
+            #[test]
+            fn retry_delay_is_total_and_bounded(
+                headers in proptest::collection::vec((header_name(), header_value()), 0..5),
+                body in body(),
+                now_secs in 0u64..(1u64 << 40),
+            ) {
+                let now = at(now_secs);
+                if let Some(d) = retry_delay(&headers, &body, now) {
+                    prop_assert!(d <= bounded_seconds(MAX_SECONDS), "{d:?}");
+                    prop_assert!(std::time::Instant::now().checked_add(d).is_some());
+                    prop_assert!(now.checked_add(d).is_some());
+                }
+            }
+
+            #[test]
+            fn go_durations_are_total_and_bounded(text in ".{0,40}|([0-9.]{1,30}(h|m|s|ms|us|µs|ns)){1,5}") {
+                if let Some(d) = parse_go_duration(&text) {
+                    prop_assert!(d <= bounded_seconds(MAX_SECONDS));
+                }
+            }
+
+            #[test]
+            fn bounded_seconds_never_panics(secs in proptest::num::f64::ANY) {
+                prop_assert!(bounded_seconds(secs) <= bounded_seconds(MAX_SECONDS));
+            }
+        }
     }
 }

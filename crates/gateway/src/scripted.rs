@@ -77,7 +77,14 @@ impl ScriptedError {
                 message,
             },
             "timeout" => Error::Timeout(std::time::Duration::from_secs(0)),
-            "truncated" => Error::Truncated { message },
+            "truncated" => Error::Truncated {
+                message,
+                usage: crate::Usage::default(),
+            },
+            "empty_reply" => Error::EmptyReply {
+                detail: message,
+                usage: crate::Usage::default(),
+            },
             "unparseable" => Error::Unparseable { detail: message },
             "unreachable" => Error::Unreachable { detail: message },
             _ => Error::Server { message },
@@ -97,6 +104,7 @@ pub const ERROR_CLASSES: &[&str] = &[
     "server_error",
     "timeout",
     "truncated",
+    "empty_reply",
     "unparseable",
     "unreachable",
     // Replayed as a server error: what matters on replay is that the call failed.

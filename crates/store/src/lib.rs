@@ -9,7 +9,7 @@
 //! PostgreSQL in a later issue.
 
 use baton_core::events::Event;
-use baton_core::ids::{RunId, Timestamp};
+use baton_core::ids::{RunId, Timestamp, WorkerId};
 use baton_core::state::{ExecutionState, RecordChange, StateHeader};
 use baton_core::turn::TurnRecord;
 use serde::{Deserialize, Serialize};
@@ -136,6 +136,21 @@ pub struct TurnCommit {
     pub lease: Option<LeaseFence>,
     /// The run's own lease token, when the process advancing it holds one.
     pub run_lease: Option<String>,
+    /// Delays providers asked for during the turn, per worker. Each replaces the
+    /// worker's earlier hold, in the turn's transaction.
+    pub holds: Vec<WorkerHold>,
+}
+
+/// A worker a provider asked baton not to call again before `not_before` (a 429's
+/// `Retry-After`, an overload's delay). Kept with the run, so the next turn — in this
+/// process or another — waits for it, or says why it will not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerHold {
+    pub worker: WorkerId,
+    /// Engine clock, like every timestamp in the store.
+    pub not_before: Timestamp,
+    /// The delay the provider asked for, in milliseconds.
+    pub asked_ms: u64,
 }
 
 /// Who holds a run's lease, when another process does.
@@ -196,6 +211,9 @@ pub trait Store: Send + Sync {
 
     /// Events with `seq > after`, in order.
     fn events(&self, run: &RunId, after: i64) -> Result<Vec<StoredEvent>>;
+
+    /// The latest hold of every worker of the run that has one (see `WorkerHold`).
+    fn worker_holds(&self, run: &RunId) -> Result<Vec<WorkerHold>>;
 
     /// Raw model outputs of all committed turns before `turn`, for the transfer audit.
     fn prior_outputs(&self, run: &RunId, before_turn: u32) -> Result<Vec<String>>;

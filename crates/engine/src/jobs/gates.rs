@@ -115,7 +115,10 @@ pub fn run_gate(
             );
         }
     };
-    let deadline = started + Duration::from_secs(gate.timeout_s);
+    // Bounded: a stored spec may say anything, and `Instant + Duration` panics on
+    // overflow.
+    let limit = baton_gateway::retry_after::bounded(Duration::from_secs(gate.timeout_s));
+    let deadline = started + limit;
     let mut cancelled = false;
     let status = loop {
         match child.try_wait() {
@@ -238,6 +241,14 @@ mod tests {
             !r.passed && r.exit_code.is_none() && r.output_tail.contains("timeout"),
             "{r:?}"
         );
+        // Regression: a stored `timeout_s` of u64::MAX panicked on `Instant` overflow.
+        let patient = GateSpec {
+            name: "patient".into(),
+            command: "exit 0".into(),
+            timeout_s: u64::MAX,
+        };
+        let r = run_gate(&patient, dir.path(), "abcdef1234567890", &out, &[], None);
+        assert!(r.passed, "{r:?}");
         // Large output is kept whole on disk, only its tail in the record.
         let big = GateSpec::parse("big=head -c 300000 /dev/zero | tr '\\\\0' x");
         let r = run_gate(&big, dir.path(), "abcdef1234567890", &out, &[], None);

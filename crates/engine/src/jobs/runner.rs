@@ -34,6 +34,18 @@ pub struct WorkOptions {
     pub cancel: Cancel,
 }
 
+impl WorkOptions {
+    /// The lease, bounded: it comes from a flag, and `Instant + Duration` panics on
+    /// overflow while a lease in milliseconds must fit the store's `i64`.
+    fn bounded_lease(&self) -> Duration {
+        baton_gateway::retry_after::bounded(self.lease)
+    }
+
+    fn lease_ms(&self) -> i64 {
+        i64::try_from(self.bounded_lease().as_millis()).unwrap_or(i64::MAX)
+    }
+}
+
 impl Default for WorkOptions {
     fn default() -> Self {
         WorkOptions {
@@ -101,7 +113,7 @@ pub fn work(
                         return;
                     }
                     let token = new_id("lease-", &*clock, &options.owner);
-                    let lease_ms = options.lease.as_millis() as i64;
+                    let lease_ms = options.lease_ms();
                     let claimed =
                         store.try_claim_job(&options.owner, &token, clock.now(), lease_ms);
                     match claimed {
@@ -201,9 +213,9 @@ fn run_claimed(
     let cancel = options.cancel.child();
     let mut heartbeat = {
         let (store, clock, fence) = (store.clone(), clock.clone(), fence.clone());
-        let lease_ms = i64::try_from(options.lease.as_millis()).unwrap_or(i64::MAX);
+        let lease_ms = options.lease_ms();
         Heartbeat::start(
-            options.lease,
+            options.bounded_lease(),
             Some(cancel.clone()),
             Box::new(move || store.renew_lease(&fence, clock.now(), lease_ms)),
         )
@@ -430,7 +442,7 @@ fn run_job(
     let fence_store = store.clone();
     let fence_clock = clock.clone();
     let fence_token = fence.clone();
-    let lease_ms = options.lease.as_millis() as i64;
+    let lease_ms = options.lease_ms();
     let hook = GitHook {
         workspace: workspace.clone(),
         job_id: job.id.clone(),

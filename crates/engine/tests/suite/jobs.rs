@@ -627,3 +627,40 @@ fn a_worker_that_lost_its_lease_commits_nothing_to_the_branch() {
         "nothing reached the branch"
     );
 }
+
+/// Regression (issue 7, item 17): `--lease-s 18446744073709551615` wrapped to a
+/// lease of -1000 ms, which had expired before the job started (any other worker
+/// could take it over mid-run). The lease is bounded, so it holds while the job runs.
+#[test]
+fn a_huge_lease_holds_while_the_job_runs() {
+    let (dir, repo, agent) = repo();
+    let store = store_in(dir.path());
+    let roster = Roster {
+        workers: vec![agent_worker("a", &agent)],
+    };
+    enqueue(
+        store.as_ref(),
+        &*clock(),
+        &request(&repo, &["write ok.txt"], vec![roster], false),
+    )
+    .unwrap();
+    let options = WorkOptions {
+        lease: std::time::Duration::from_secs(u64::MAX),
+        ..WorkOptions::default()
+    };
+    let seen = std::sync::Mutex::new(Vec::new());
+    let reports = work(store.clone(), clock(), &options, &|p| {
+        if let baton_engine::jobs::runner::Progress::Turn { job, .. } = p {
+            let expires = store.job(&job).unwrap().lease_expires_at.unwrap();
+            seen.lock().unwrap().push(expires.0 - clock().now().0);
+        }
+    })
+    .unwrap();
+    assert_eq!(reports[0].status, JobStatus::Outbox, "{:?}", reports[0]);
+    let seen = seen.into_inner().unwrap();
+    assert!(!seen.is_empty());
+    assert!(
+        seen.iter().all(|left_ms| *left_ms > 3_600_000),
+        "lease left while running, in ms: {seen:?}"
+    );
+}

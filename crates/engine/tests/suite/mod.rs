@@ -4,7 +4,12 @@ mod failures;
 mod hardening;
 mod invariants;
 mod jobs;
+mod providers;
 mod replay;
+// The gateway suite's wire-format server, shared rather than copied.
+#[allow(dead_code)]
+#[path = "../../../gateway/tests/suite/server.rs"]
+mod server;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -156,7 +156,10 @@ fn envelope_usage(map: &Map<String, Value>) -> Usage {
     let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
     let cached = n("cache_read_input_tokens");
     Usage {
-        input_tokens: n("input_tokens") + cached + n("cache_creation_input_tokens"),
+        // Saturating: the numbers come from the agent's output, which may say anything.
+        input_tokens: n("input_tokens")
+            .saturating_add(cached)
+            .saturating_add(n("cache_creation_input_tokens")),
         output_tokens: n("output_tokens"),
         cached_tokens: cached,
     }
@@ -462,5 +465,75 @@ mod tests {
         let report = Sections::parse(text).unwrap().to_claim(ClaimKind::Report);
         assert_eq!(report["warnings"], json!(["retries untested"]));
         assert!(Sections::parse("no sections here").is_none());
+    }
+
+    /// Regression: usage numbers near `u64::MAX` in an agent's envelope overflowed
+    /// when the cache counts were added (a panic in debug builds).
+    #[test]
+    fn huge_usage_in_an_envelope_saturates() {
+        let max = u64::MAX;
+        let stdout = format!(
+            r#"{{"type":"result","result":"{{\"summary\":\"s\"}}","usage":{{"input_tokens":{max},"cache_read_input_tokens":{max},"cache_creation_input_tokens":{max},"output_tokens":1}}}}"#
+        );
+        let Lookup::Found(found) = find(
+            Path::new("/nonexistent/claim.json"),
+            stdout.as_bytes(),
+            ClaimKind::Result,
+        ) else {
+            panic!("no claim found in {stdout}")
+        };
+        assert_eq!(found.usage.input_tokens, u64::MAX);
+        assert_eq!(found.usage.output_tokens, 1);
+    }
+
+    mod properties {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        fn agent_output() -> impl Strategy<Value = String> {
+            prop_oneof![
+                ".{0,300}",
+                "(SUMMARY|## Evidence|\\*\\*CHANGES:\\*\\*|RISKS|BLOCKERS:|- |`[a-z/.]{0,10}`: |[a-z ]{0,20}|\n|\\{|\\}|\"summary\":|\"result\":|\"usage\":|[0-9]{1,25}|,){0,60}",
+            ]
+        }
+
+        proptest! {
+            /// Whatever an agent prints, finding its claim returns an outcome and never
+            /// panics; a found claim is JSON.
+            #[test]
+            fn finding_a_claim_is_total(stdout in agent_output(), report in any::<bool>()) {
+                let kind = if report { ClaimKind::Report } else { ClaimKind::Result };
+                if let Lookup::Found(found) =
+                    find(Path::new("/nonexistent/claim.json"), stdout.as_bytes(), kind)
+                {
+                    prop_assert!(serde_json::from_str::<Value>(&found.text).is_ok());
+                }
+            }
+
+            #[test]
+            fn envelope_usage_is_total(
+                input in any::<u64>(),
+                read in any::<u64>(),
+                write in any::<u64>(),
+                output in any::<u64>(),
+            ) {
+                let envelope = json!({"result": "x", "usage": {
+                    "input_tokens": input, "cache_read_input_tokens": read,
+                    "cache_creation_input_tokens": write, "output_tokens": output}});
+                let Value::Object(map) = envelope else { unreachable!() };
+                let usage = envelope_usage(&map);
+                prop_assert!(usage.input_tokens >= input.max(read).max(write));
+                prop_assert_eq!(usage.output_tokens, output);
+            }
+
+            #[test]
+            fn sections_parse_is_total(text in agent_output()) {
+                if let Some(sections) = Sections::parse(&text) {
+                    prop_assert!(!sections.summary.is_empty());
+                    let _ = sections.to_claim(ClaimKind::Result);
+                }
+            }
+        }
     }
 }

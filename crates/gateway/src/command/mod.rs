@@ -174,7 +174,7 @@ impl CommandGateway {
                 Some(v) => v
                     .as_f64()
                     .filter(|s| s.is_finite() && *s > 0.0)
-                    .map(Duration::from_secs_f64)
+                    .map(crate::retry_after::bounded_seconds)
                     .ok_or_else(|| {
                         Error::Config(format!(
                             "options.{key} must be a positive number of seconds, got {v}"
@@ -632,6 +632,25 @@ mod tests {
         let err =
             CommandGateway::new("a", &options(json!({"command": "x"})), Some(key)).unwrap_err();
         assert!(err.to_string().contains("api_key_env"), "{err}");
+    }
+
+    /// Regression: `timeout_s = 1e300` panicked converting to a `Duration`; it is
+    /// clamped to the longest duration baton represents.
+    #[test]
+    fn a_huge_timeout_is_clamped_instead_of_panicking() {
+        let g = CommandGateway::new(
+            "a",
+            &options(json!({"command": "x", "timeout_s": 1e300, "silence_s": 1e300})),
+            None,
+        )
+        .unwrap();
+        let max = crate::retry_after::bounded_seconds(crate::retry_after::MAX_SECONDS);
+        assert_eq!(g.limits.total, max);
+        assert!(
+            std::time::Instant::now()
+                .checked_add(g.limits.total)
+                .is_some()
+        );
     }
 
     #[test]

@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    ANTHROPIC_DEFAULT_MAX_TOKENS, ErrorInfo, Settings, Structured, has_schema, unparseable,
+    ANTHROPIC_DEFAULT_MAX_TOKENS, ErrorInfo, Settings, Structured, empty_reply, has_schema,
+    unparseable,
 };
 use crate::{Error, ModelRequest, ModelResponse, Result, Usage};
 
@@ -121,9 +122,11 @@ pub(super) fn parse_response(s: &Settings, body: &str) -> Result<ModelResponse> 
             let cached = u.cache_read_input_tokens.unwrap_or(0);
             Usage {
                 // Anthropic counts cache reads and writes apart from `input_tokens`.
-                input_tokens: u.input_tokens.unwrap_or(0)
-                    + cached
-                    + u.cache_creation_input_tokens.unwrap_or(0),
+                input_tokens: u
+                    .input_tokens
+                    .unwrap_or(0)
+                    .saturating_add(cached)
+                    .saturating_add(u.cache_creation_input_tokens.unwrap_or(0)),
                 output_tokens: u.output_tokens.unwrap_or(0),
                 cached_tokens: cached,
             }
@@ -135,6 +138,7 @@ pub(super) fn parse_response(s: &Settings, body: &str) -> Result<ModelResponse> 
                 "anthropic stop_reason \"max_tokens\" after {} output tokens",
                 usage.output_tokens
             ),
+            usage,
         });
     }
     if parsed.stop_reason.as_deref() == Some("refusal") {
@@ -156,10 +160,11 @@ pub(super) fn parse_response(s: &Settings, body: &str) -> Result<ModelResponse> 
         }
     }
     if text.is_empty() {
-        return Err(unparseable(
+        return Err(empty_reply(
             s.kind,
             "response has neither the submit_claim tool call nor text",
             body,
+            usage,
         ));
     }
     Ok(ModelResponse { text, usage })

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::{ErrorInfo, Settings, Structured, has_schema, unparseable};
+use super::{ErrorInfo, Settings, Structured, empty_reply, has_schema, unparseable};
 use crate::{Error, ModelRequest, ModelResponse, Result, Usage};
 
 #[derive(Serialize)]
@@ -135,8 +135,10 @@ pub(super) fn parse_response(s: &Settings, body: &str) -> Result<ModelResponse> 
         .usage_metadata
         .map(|u| Usage {
             input_tokens: u.prompt_token_count.unwrap_or(0),
-            output_tokens: u.candidates_token_count.unwrap_or(0)
-                + u.thoughts_token_count.unwrap_or(0),
+            output_tokens: u
+                .candidates_token_count
+                .unwrap_or(0)
+                .saturating_add(u.thoughts_token_count.unwrap_or(0)),
             cached_tokens: u.cached_content_token_count.unwrap_or(0),
         })
         .unwrap_or_default();
@@ -157,6 +159,7 @@ pub(super) fn parse_response(s: &Settings, body: &str) -> Result<ModelResponse> 
                     "gemini finishReason \"MAX_TOKENS\" after {} output tokens",
                     usage.output_tokens
                 ),
+                usage,
             });
         }
         Some(
@@ -178,7 +181,12 @@ pub(super) fn parse_response(s: &Settings, body: &str) -> Result<ModelResponse> 
         .filter_map(|p| p.text)
         .collect();
     if text.is_empty() {
-        return Err(unparseable(s.kind, "response candidate has no text", body));
+        return Err(empty_reply(
+            s.kind,
+            "response candidate has no text",
+            body,
+            usage,
+        ));
     }
     Ok(ModelResponse { text, usage })
 }

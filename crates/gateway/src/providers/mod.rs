@@ -42,7 +42,7 @@ use serde_json::Value;
 
 use crate::credential::{Credential, KeyFamily};
 use crate::http::{Reply, Transport};
-use crate::{Error, Gateway, ModelRequest, ModelResponse, Options, Result};
+use crate::{Error, Gateway, ModelRequest, ModelResponse, Options, Result, Usage};
 
 mod anthropic;
 mod gemini;
@@ -350,7 +350,15 @@ impl HttpGateway {
                 Wire::Messages => anthropic::parse_response(s, body),
                 Wire::GenerateContent => gemini::parse_response(s, body),
             };
-            return parsed.map_err(|e| self.scrub(e));
+            // A reply that echoes the key (a model quoting its request headers, a proxy
+            // reflecting them) must not carry it into the record or the next briefing.
+            return match (parsed, &self.credential) {
+                (Ok(mut response), Some(c)) => {
+                    response.text = c.scrub(&response.text);
+                    Ok(response)
+                }
+                (parsed, _) => parsed.map_err(|e| self.scrub(e)),
+            };
         }
         let body = match &self.credential {
             Some(c) => c.scrub(body),
@@ -406,14 +414,16 @@ impl HttpGateway {
                 retry_after: retry_after(),
             };
         }
+        // Spent credit is not a malformed request, whatever its status: OpenAI says
+        // 429 `insufficient_quota`; Anthropic says 400 `invalid_request_error` "Your
+        // credit balance is too low to access the Anthropic API".
+        if is_quota_exhausted(&code, &lower) && matches!(status, 400 | 402 | 429) {
+            return Error::QuotaExhausted { message };
+        }
         if status == 429 {
-            return if code.contains("insufficient_quota") || lower.contains("credit balance") {
-                Error::QuotaExhausted { message }
-            } else {
-                Error::RateLimited {
-                    retry_after: retry_after(),
-                    message,
-                }
+            return Error::RateLimited {
+                retry_after: retry_after(),
+                message,
             };
         }
         if is_context_too_long(&code, &lower) && (400..500).contains(&status) {
@@ -474,8 +484,13 @@ impl HttpGateway {
             Error::BadRequest { message } => Error::BadRequest {
                 message: c.scrub(&message),
             },
-            Error::Truncated { message } => Error::Truncated {
+            Error::Truncated { message, usage } => Error::Truncated {
                 message: c.scrub(&message),
+                usage,
+            },
+            Error::EmptyReply { detail, usage } => Error::EmptyReply {
+                detail: c.scrub(&detail),
+                usage,
             },
             other => other,
         }
@@ -516,6 +531,11 @@ impl ErrorInfo {
     }
 }
 
+fn is_quota_exhausted(code: &str, message: &str) -> bool {
+    // Not "exceeded your current quota": Gemini words its per-minute rate limit so.
+    code.contains("insufficient_quota") || message.contains("credit balance")
+}
+
 fn is_context_too_long(code: &str, message: &str) -> bool {
     code.contains("context_length_exceeded")
         || code.contains("context_length_exhausted")
@@ -534,6 +554,14 @@ pub(crate) fn excerpt(text: &str) -> String {
     match text.char_indices().nth(300) {
         Some((i, _)) => format!("{}…", &text[..i]),
         None => text.to_string(),
+    }
+}
+
+/// A well-formed answer without content; `usage` is what the provider billed for it.
+pub(crate) fn empty_reply(provider: ProviderKind, what: &str, body: &str, usage: Usage) -> Error {
+    Error::EmptyReply {
+        detail: format!("{} {what}: {}", provider.prefix(), excerpt(body)),
+        usage,
     }
 }
 

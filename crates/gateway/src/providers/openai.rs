@@ -3,7 +3,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ErrorInfo, ProviderKind, Settings, Structured, has_schema, schema_name, unparseable};
+use super::{
+    ErrorInfo, ProviderKind, Settings, Structured, empty_reply, has_schema, schema_name,
+    unparseable,
+};
 use crate::{Error, ModelRequest, ModelResponse, Result, Usage};
 
 #[derive(Serialize)]
@@ -151,6 +154,7 @@ pub(super) fn parse_response(s: &Settings, body: &str) -> Result<ModelResponse> 
                     s.kind.prefix(),
                     usage.output_tokens
                 ),
+                usage,
             });
         }
         Some("content_filter") => {
@@ -169,7 +173,12 @@ pub(super) fn parse_response(s: &Settings, body: &str) -> Result<ModelResponse> 
         (_, Some(refusal)) => Err(Error::BadRequest {
             message: format!("{} model refused: {refusal}", s.kind.prefix()),
         }),
-        _ => Err(unparseable(s.kind, "response has no message content", body)),
+        _ => Err(empty_reply(
+            s.kind,
+            "response has no message content",
+            body,
+            usage,
+        )),
     }
 }
 

@@ -224,3 +224,44 @@ fn unknown_model_and_server_errors() {
     assert_eq!(err.class(), "server_error", "{err}");
     assert!(err.is_retryable());
 }
+
+/// Regression: Anthropic's real "credit balance is too low" error is HTTP 400
+/// `invalid_request_error`, and was classified as a bad request; it is a spent quota
+/// (not retried, and the run stops for a human instead of re-sending).
+#[test]
+fn credit_balance_too_low_is_quota_exhausted_not_a_bad_request() {
+    let server = TestServer::start(vec![json(
+        400,
+        r#"{"type":"error","error":{"type":"invalid_request_error","message":"Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits."}}"#,
+    )]);
+    let r = run(anthropic(&server).as_ref(), "hi");
+    let err = r.result.unwrap_err();
+    assert!(matches!(err, Error::QuotaExhausted { .. }), "{err:?}");
+    assert_eq!(err.class(), "quota_exhausted");
+    assert!(
+        err.to_string().contains("credit balance is too low"),
+        "{err}"
+    );
+    assert_eq!(r.attempts.len(), 1);
+}
+
+/// Regression: a `max_tokens` stop recorded no usage although Anthropic bills it.
+#[test]
+fn max_tokens_stop_keeps_the_billed_usage() {
+    let body = json!({
+        "type": "message", "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t", "name": "submit_claim", "input": {}}],
+        "stop_reason": "max_tokens",
+        "usage": {"input_tokens": 5, "cache_read_input_tokens": 100, "output_tokens": 4096}
+    });
+    let server = TestServer::start(vec![json(200, &body.to_string())]);
+    let err = run(anthropic(&server).as_ref(), "hi").result.unwrap_err();
+    assert_eq!(
+        err.usage(),
+        Some(baton_gateway::Usage {
+            input_tokens: 105,
+            output_tokens: 4096,
+            cached_tokens: 100,
+        })
+    );
+}

@@ -230,3 +230,22 @@ fn assert_only_gemini_keywords(node: &serde_json::Value) {
         }
     }
 }
+
+/// Regression: a `MAX_TOKENS` finish recorded no usage although Gemini bills it.
+#[test]
+fn max_tokens_finish_keeps_the_billed_usage() {
+    let body = json!({
+        "candidates": [{"content": {"parts": [{"text": "{\"summ"}]}, "finishReason": "MAX_TOKENS"}],
+        "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 8, "thoughtsTokenCount": 2}
+    });
+    let server = TestServer::start(vec![json(200, &body.to_string())]);
+    let err = run(gemini(&server).as_ref(), "hi").result.unwrap_err();
+    assert_eq!(
+        err.usage(),
+        Some(baton_gateway::Usage {
+            input_tokens: 5,
+            output_tokens: 10,
+            cached_tokens: 0,
+        })
+    );
+}

@@ -489,3 +489,55 @@ fn strict_mode_follows_the_schema_unless_set() {
     assert_eq!(strict(1), false);
     assert_eq!(strict(2), true);
 }
+
+/// Regression: a reply cut at `finish_reason: length` reported 0/0 tokens although
+/// OpenAI reported (and bills) them; the usage now travels on the error.
+#[test]
+fn truncated_reply_keeps_the_usage_the_provider_billed() {
+    let body = json!({
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "{\"summary\": \"migr"}, "finish_reason": "length"}],
+        "usage": {"prompt_tokens": 1900, "completion_tokens": 64, "prompt_tokens_details": {"cached_tokens": 1024}}
+    });
+    let server = TestServer::start(vec![json(200, &body.to_string())]);
+    let r = run(openai(&server).as_ref(), &briefing());
+    let err = r.result.unwrap_err();
+    let billed = baton_gateway::Usage {
+        input_tokens: 1900,
+        output_tokens: 64,
+        cached_tokens: 1024,
+    };
+    assert_eq!(err.usage(), Some(billed), "{err}");
+    assert_eq!(r.attempts[0].usage, billed);
+}
+
+/// Regression: an empty reply that was retried lost its first attempt's tokens; each
+/// attempt now carries what the provider reported for it.
+#[test]
+fn an_empty_reply_retried_keeps_its_usage() {
+    let empty = json!({
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": ""}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1900, "completion_tokens": 0}
+    });
+    let server = TestServer::start(vec![json(200, &empty.to_string()), success()]);
+    let r = run(openai(&server).as_ref(), &briefing());
+    assert_eq!(r.result.unwrap().text, CLAIM);
+    assert_eq!(classes(&r.attempts), [Some("empty_reply"), None]);
+    assert_eq!(r.attempts[0].usage.input_tokens, 1900);
+    assert_eq!(r.attempts[1].usage.input_tokens, 1900);
+    assert_eq!(r.attempts[1].usage.output_tokens, 120);
+}
+
+/// Regression: a key echoed inside a successful reply was kept, stored and briefed
+/// to the next worker; the gateway scrubs its own key from every reply.
+#[test]
+fn a_key_echoed_in_a_successful_reply_is_redacted() {
+    let echoed = format!(r#"{{"summary":"called the API with Bearer {OPENAI_KEY}"}}"#);
+    let body = json!({
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": echoed}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5}
+    });
+    let server = TestServer::start(vec![json(200, &body.to_string())]);
+    let text = run(openai(&server).as_ref(), "hi").result.unwrap().text;
+    assert!(!text.contains(OPENAI_KEY), "{text}");
+    assert!(text.contains("Bearer [redacted]"), "{text}");
+}

@@ -1,12 +1,13 @@
 //! A small HTTP/1.1 server on 127.0.0.1 that answers from a script, one action per
-//! connection, and captures every request (request line, headers, body) for asserts.
+//! connection, and captures every request (request line, headers, body, arrival) for
+//! asserts. The engine's suite uses it too, for turns against real wire formats.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone)]
 pub struct Captured {
@@ -15,6 +16,10 @@ pub struct Captured {
     /// Names lowercased.
     pub headers: Vec<(String, String)>,
     pub body: String,
+    /// When the request had arrived in full (read by the engine's suite, which checks
+    /// how long turns wait between requests).
+    #[allow(dead_code)]
+    pub at: Instant,
 }
 
 impl Captured {
@@ -152,6 +157,7 @@ fn serve(mut stream: TcpStream, action: Action, captured: &Mutex<Vec<Captured>>)
             path: String::new(),
             headers: vec![],
             body: String::new(),
+            at: Instant::now(),
         });
         if mid_response {
             let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n{\"cho");
@@ -192,6 +198,7 @@ fn serve(mut stream: TcpStream, action: Action, captured: &Mutex<Vec<Captured>>)
         path,
         headers,
         body: String::from_utf8(body).unwrap(),
+        at: Instant::now(),
     });
     respond(&mut stream, action);
 }

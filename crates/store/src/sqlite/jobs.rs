@@ -155,7 +155,7 @@ pub(super) fn try_claim(
             reason: "no queued job and no expired lease".into(),
         });
     };
-    let expires_at = Timestamp(now.0 + lease_ms);
+    let expires_at = Timestamp(now.0.saturating_add(lease_ms));
     tx.prepare_cached(
         "UPDATE jobs SET status = 'running', lease_token = ?1, lease_owner = ?2,
                 lease_expires_at = ?3, attempts = attempts + 1, updated_at = ?4
@@ -203,7 +203,12 @@ pub(super) fn renew(
     tx.prepare_cached(
         "UPDATE jobs SET lease_expires_at = ?1, updated_at = ?2 WHERE id = ?3 AND lease_token = ?4",
     )?
-    .execute(params![now.0 + lease_ms, now.0, fence.job, fence.token])?;
+    .execute(params![
+        now.0.saturating_add(lease_ms),
+        now.0,
+        fence.job,
+        fence.token
+    ])?;
     Ok(())
 }
 

@@ -119,6 +119,17 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE runs ADD COLUMN lease_owner TEXT;
     ALTER TABLE runs ADD COLUMN lease_expires_at INTEGER;
     "#,
+    // 5: the delay a provider asked for, per worker, so it outlives the turn and the
+    // process that met it.
+    r#"
+    CREATE TABLE worker_holds (
+        run_id      TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        worker      TEXT NOT NULL,
+        not_before  INTEGER NOT NULL,
+        asked_ms    INTEGER NOT NULL,
+        PRIMARY KEY (run_id, worker)
+    ) STRICT;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -27,7 +27,7 @@ use serde::de::DeserializeOwned;
 
 use crate::{
     ClaimOutcome, Error, JobInfo, JobStatus, LeaseFence, NewJob, Result, RunInfo, RunStatus, Store,
-    StoredEvent, TurnCommit,
+    StoredEvent, TurnCommit, WorkerHold,
 };
 
 /// How long a statement waits for another process's write lock before failing.
@@ -303,6 +303,10 @@ impl Store for SqliteStore {
         now: Timestamp,
     ) -> Result<()> {
         self.write(|tx| jobs::judge(tx, group, judgement, now))
+    }
+
+    fn worker_holds(&self, run: &RunId) -> Result<Vec<WorkerHold>> {
+        self.read(|conn| read::worker_holds(conn, run))
     }
 
     fn prior_outputs(&self, run: &RunId, before_turn: u32) -> Result<Vec<String>> {

@@ -5,13 +5,13 @@
 //! never skipped.
 
 use baton_core::events::Event;
-use baton_core::ids::{RunId, Timestamp};
+use baton_core::ids::{RunId, Timestamp, WorkerId};
 use baton_core::state::{ExecutionState, RecordChange, RecordKind, StateHeader};
 use baton_core::turn::TurnRecord;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::from_json;
-use crate::{Error, Result, RunInfo, RunStatus, StoredEvent};
+use crate::{Error, Result, RunInfo, RunStatus, StoredEvent, WorkerHold};
 
 const RUN_COLUMNS: &str = "id, objective, status, turns, created_at, updated_at, config";
 
@@ -203,6 +203,32 @@ pub(super) fn prior_outputs(
     )?;
     let rows = stmt.query_map(params![run.0, before_turn], |row| row.get(0))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+pub(super) fn worker_holds(conn: &Connection, run: &RunId) -> Result<Vec<WorkerHold>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT worker, not_before, asked_ms FROM worker_holds WHERE run_id = ?1 ORDER BY worker",
+    )?;
+    let rows = stmt.query_map([&run.0], |row| {
+        Ok((
+            row.get::<_, String>(0)?,
+            row.get::<_, i64>(1)?,
+            row.get::<_, i64>(2)?,
+        ))
+    })?;
+    rows.map(|row| {
+        let (worker, not_before, asked_ms) = row?;
+        let asked_ms = u64::try_from(asked_ms).map_err(|_| Error::Corrupt {
+            what: format!("hold of worker {worker} in run {run}"),
+            detail: format!("negative delay {asked_ms} ms"),
+        })?;
+        Ok(WorkerHold {
+            worker: WorkerId::new(worker),
+            not_before: Timestamp(not_before),
+            asked_ms,
+        })
+    })
+    .collect()
 }
 
 fn not_found(run: &RunId) -> Error {

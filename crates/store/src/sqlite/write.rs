@@ -226,6 +226,16 @@ pub(super) fn commit_turn(tx: &Transaction<'_>, turn: &EncodedTurn<'_>) -> Resul
         change.execute(params![run.0, rec.turn, c.kind, c.ordinal, c.id, c.body])?;
     }
 
+    let mut hold = tx.prepare_cached(
+        "INSERT INTO worker_holds (run_id, worker, not_before, asked_ms) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (run_id, worker) DO UPDATE SET not_before = ?3, asked_ms = ?4",
+    )?;
+    for h in &commit.holds {
+        // Clamped: SQLite integers are i64, and a delay is bounded long before that.
+        let asked = i64::try_from(h.asked_ms).unwrap_or(i64::MAX);
+        hold.execute(params![run.0, h.worker.as_str(), h.not_before.0, asked])?;
+    }
+
     insert_events(tx, &turn.events)
 }
 
@@ -338,7 +348,7 @@ pub(super) fn try_lease_run(
         .execute(params![
             token,
             owner,
-            now.0 + lease_ms,
+            now.0.saturating_add(lease_ms),
             run.0,
             now.0,
             take_over
@@ -370,7 +380,7 @@ pub(super) fn renew_run_lease(
 ) -> Result<()> {
     check_run_lease(tx, run, token)?;
     tx.prepare_cached("UPDATE runs SET lease_expires_at = ?1 WHERE id = ?2 AND lease_token = ?3")?
-        .execute(params![now.0 + lease_ms, run.0, token])?;
+        .execute(params![now.0.saturating_add(lease_ms), run.0, token])?;
     Ok(())
 }
 

@@ -1,9 +1,9 @@
 //! Checks every `Store` backend must pass.
 
 use baton_core::events::{Event, EventKind};
-use baton_core::ids::{RunId, Timestamp};
+use baton_core::ids::{RunId, Timestamp, WorkerId};
 use baton_core::state::RecordKind;
-use baton_store::{Error, RunStatus, Store};
+use baton_store::{Error, RunStatus, Store, WorkerHold};
 
 use super::fixtures::{self, T0, create, next_turn, run_id, run_turns};
 use super::{Backend, Damage, Table};
@@ -180,6 +180,44 @@ pub fn a_new_store_on_the_same_database_sees_identical_state(backend: &dyn Backe
     let (after, commit) = next_turn(&state);
     other.commit_turn(&commit).unwrap();
     assert_eq!(store.load_state(&run).unwrap(), after);
+}
+
+/// A provider's "not before" is written in its turn's transaction (a fenced-off turn
+/// writes none), replaced by the worker's next one, and read by another process.
+pub fn worker_holds_commit_with_their_turn_and_outlive_the_store(backend: &dyn Backend) {
+    let store = backend.store();
+    let state = create(store, "run-1", T0);
+    let run = state.run_id.clone();
+    assert!(store.worker_holds(&run).unwrap().is_empty());
+    let hold = |worker: &str, not_before: i64, asked_ms: u64| WorkerHold {
+        worker: WorkerId::new(worker),
+        not_before: Timestamp(not_before),
+        asked_ms,
+    };
+    let (after, mut commit) = next_turn(&state);
+    commit.holds = vec![hold("w1", T0 + 3_000, 3_000), hold("w2", T0 + 9_000, 9_000)];
+    store.commit_turn(&commit).unwrap();
+    // The same turn again is fenced off, and its holds with it.
+    let mut again = commit.clone();
+    again.holds = vec![hold("w1", T0 + 99_000, 99_000)];
+    assert!(store.commit_turn(&again).is_err());
+    assert_eq!(
+        store.worker_holds(&run).unwrap(),
+        [hold("w1", T0 + 3_000, 3_000), hold("w2", T0 + 9_000, 9_000)]
+    );
+
+    let (_, mut next) = next_turn(&after);
+    next.holds = vec![hold("w1", T0 + 3_600_000, 3_600_000)];
+    store.commit_turn(&next).unwrap();
+    let other = backend.reopen();
+    assert_eq!(
+        other.worker_holds(&run).unwrap(),
+        [
+            hold("w1", T0 + 3_600_000, 3_600_000),
+            hold("w2", T0 + 9_000, 9_000)
+        ]
+    );
+    assert!(other.worker_holds(&run_id("ghost")).unwrap().is_empty());
 }
 
 pub fn runs_resolve_by_exact_id_or_unique_prefix(store: &dyn Store) {

@@ -157,6 +157,7 @@ pub fn next_turn(before: &ExecutionState) -> (ExecutionState, TurnCommit) {
         status: RunStatus::Active,
         lease: None,
         run_lease: None,
+        holds: Vec::new(),
     };
     (after, commit)
 }
@@ -220,6 +221,7 @@ fn turn_record(
         usage: None,
         cost_micro_usd: None,
         attempts: Vec::new(),
+        retry_after_ms: None,
         started_at: Timestamp(at + i as i64 * 100),
         duration_ms: 100,
     };

@@ -109,6 +109,10 @@ macro_rules! conformance_tests {
             c::prior_outputs_are_the_earlier_turns_raw_outputs($new.store());
         }
         #[test]
+        fn worker_holds_commit_with_their_turn_and_outlive_the_store() {
+            c::worker_holds_commit_with_their_turn_and_outlive_the_store(&$new);
+        }
+        #[test]
         fn storage_grows_with_what_turns_changed() {
             c::storage_grows_with_what_turns_changed(&$new);
         }

@@ -1,0 +1,150 @@
+//! Requests that fail the same way every time they are sent. A bad request or a
+//! briefing too long for the model's context is never retried within a call; across
+//! turns, a briefing that was too long is compiled again at half the budget, and a
+//! request the next turn would send byte-identical is not sent at all: the run
+//! blocks with a question that names the budget.
+
+use baton_core::compiler;
+use baton_core::prompt;
+use baton_core::turn::{CallKind, CallRecord, TurnStatus};
+
+use super::{Engine, Session};
+use crate::Result;
+use crate::audit;
+use crate::config::MIN_BUDGET;
+use crate::policy::TurnPlan;
+
+/// Gateway failure classes (see `baton_gateway::Error::class`) that the same request
+/// meets again.
+const BAD_REQUEST: &str = "bad_request";
+const CONTEXT_TOO_LONG: &str = "context_too_long";
+
+/// A turn whose execute call failed in a way the same request fails again.
+#[derive(Debug, Clone)]
+pub(super) struct Doomed {
+    too_long: bool,
+    turn: u32,
+    error: String,
+    request_hash: String,
+    budget: usize,
+    tokens: usize,
+}
+
+impl Doomed {
+    /// The turn's doomed execute call, when it had one.
+    pub(super) fn of(
+        turn: u32,
+        calls: &[CallRecord],
+        budget: usize,
+        tokens: usize,
+    ) -> Option<Doomed> {
+        let call = calls.first().filter(|c| c.call == CallKind::Execute)?;
+        let class = call.error_class.as_deref()?;
+        if class != BAD_REQUEST && class != CONTEXT_TOO_LONG {
+            return None;
+        }
+        Some(Doomed {
+            too_long: class == CONTEXT_TOO_LONG,
+            turn,
+            error: call.error.clone().unwrap_or_default(),
+            request_hash: call.request_hash.clone(),
+            budget,
+            tokens,
+        })
+    }
+
+    pub(super) fn is_too_long(&self) -> bool {
+        self.too_long
+    }
+
+    /// Why the run stops, for `worker`; `next` says how to continue (see
+    /// `continue_hint`).
+    pub(super) fn question(&self, worker: &str, next: &str, identical: bool) -> String {
+        if self.too_long {
+            let why = if identical {
+                "baton cannot shrink it further".to_string()
+            } else {
+                "baton halved the budget after each failure and it still does not fit".to_string()
+            };
+            format!(
+                "worker {worker}'s model cannot take its briefing: {}. The last briefing was \
+                 {} tokens at a budget of {} tokens, and {why}. Give the step to a model with a \
+                 larger context window, or split the step, then {next}.",
+                self.error, self.tokens, self.budget
+            )
+        } else {
+            format!(
+                "worker {worker}'s provider refused the request: {}. The next turn would send \
+                 the same request, byte-identical but for its turn number (a briefing of {} \
+                 tokens at a budget of {} tokens), so baton stopped instead of failing the same \
+                 way again. Fix the worker's model \
+                 or options in the roster file, or reword the step, then {next}.",
+                self.error, self.tokens, self.budget
+            )
+        }
+    }
+}
+
+/// The budget after a briefing of `tokens` compiled at `budget` was too long: half of
+/// what was sent, never below the smallest budget baton compiles.
+fn shrink(budget: usize, tokens: usize) -> usize {
+    (budget.min(tokens) / 2).max(MIN_BUDGET)
+}
+
+impl Engine {
+    /// The budget of the turn `plan` describes: the plan's, or less when the same
+    /// worker's last turn, among the failed turns just before this one, failed because
+    /// its briefing did not fit its model's context. Read from the committed turns, so a
+    /// resumed run shrinks too; at most one turn per roster worker is read.
+    pub(super) fn turn_budget(&self, session: &Session, plan: &TurnPlan) -> Result<usize> {
+        let state = &session.state;
+        let worker = &session.config.roster.workers[plan.worker];
+        let look_back = state
+            .consecutive_failures
+            .min(state.turns)
+            .min(u32::try_from(session.config.roster.workers.len()).unwrap_or(u32::MAX));
+        for turn in (state.turns - look_back..state.turns).rev() {
+            let Some(last) = self.store.turn(&session.run, turn)? else {
+                continue;
+            };
+            if last.worker != worker.id {
+                continue;
+            }
+            let too_long = last.status == TurnStatus::Failed
+                && Doomed::of(
+                    last.turn,
+                    &last.calls,
+                    last.package.budget,
+                    last.package.tokens,
+                )
+                .is_some_and(|d| d.too_long);
+            if too_long {
+                return Ok(shrink(last.package.budget, last.package.tokens).min(plan.budget));
+            }
+            break;
+        }
+        Ok(plan.budget)
+    }
+
+    /// Whether the turn `next` would send `doomed`'s request again: byte-identical once
+    /// its briefing is labelled with the doomed turn's number (the label is all a
+    /// failed turn changes in the record).
+    pub(super) fn sends_again(
+        &self,
+        session: &Session,
+        next: &TurnPlan,
+        doomed: &Doomed,
+    ) -> Result<bool> {
+        let worker = &session.config.roster.workers[next.worker];
+        let mut as_then = session.state.clone();
+        as_then.turns = doomed.turn;
+        let package = compiler::compile(
+            &as_then,
+            &next.assignment,
+            &worker.profile(),
+            self.turn_budget(session, next)?,
+            &*session.estimator,
+        );
+        Ok(audit::request_hash(&prompt::execute_prompt(&package)) == doomed.request_hash)
+    }
+}

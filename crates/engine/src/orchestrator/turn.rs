@@ -1,0 +1,374 @@
+//! One turn, start to commit: compile the briefing, make the calls, let the workspace
+//! and the reconciler see the claims, and commit everything in one transaction.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use baton_core::claims::{self, Parsed};
+use baton_core::compiler;
+use baton_core::events::{Event, EventKind};
+use baton_core::prompt::{self, Prompt};
+use baton_core::reconciler::{self, ReconcileOutcome, TurnContext, Verifier};
+use baton_core::state::StepStatus;
+use baton_core::turn::{CallKind, TurnRecord, TurnStatus};
+use baton_store::{RunStatus, TurnCommit};
+
+use super::doomed::Doomed;
+use super::{Engine, Session, TurnSummary, holds};
+use crate::audit;
+use crate::config::WorkerConfig;
+use crate::hook::{HookOutcome, TurnFacts};
+use crate::policy::TurnPlan;
+use crate::{Error, Result};
+
+impl Engine {
+    /// Runs and commits one turn.
+    pub(super) fn run_turn(&self, session: &mut Session, plan: &TurnPlan) -> Result<TurnEnd> {
+        let t0 = Instant::now();
+        let turn = session.state.turns;
+        let worker: WorkerConfig = session.config.roster.workers[plan.worker].clone();
+        let profile = worker.profile();
+        let started_at = self.clock.now();
+        let package = compiler::compile(
+            &session.state,
+            &plan.assignment,
+            &profile,
+            self.turn_budget(session, plan)?,
+            &*session.estimator,
+        );
+
+        let mut calls = Vec::with_capacity(2);
+        let mut prompts: Vec<Prompt> = Vec::with_capacity(2);
+        let mut own_outputs: Vec<String> = Vec::new();
+        let mut error: Option<String> = None;
+        let mut claims_ok = None;
+        let executed = self.call_for_claim(
+            session,
+            plan.worker,
+            prompt::execute_prompt(&package),
+            CallKind::Execute,
+            turn,
+            claims::parse_worker_result,
+            &mut calls,
+            &mut prompts,
+        );
+        match executed {
+            Err(e) => error = Some(e),
+            Ok((result, raw1)) => {
+                let handed = self.call_for_claim(
+                    session,
+                    plan.worker,
+                    prompt::handoff_prompt(&package, &raw1),
+                    CallKind::Handoff,
+                    turn,
+                    claims::parse_handoff_report,
+                    &mut calls,
+                    &mut prompts,
+                );
+                own_outputs.push(raw1);
+                match handed {
+                    Err(e) => error = Some(e),
+                    Ok((report, _)) => claims_ok = Some((result, report)),
+                }
+            }
+        }
+        let model_time: Duration = calls
+            .iter()
+            .map(|c| Duration::from_millis(c.duration_ms))
+            .sum();
+        // Every output of this turn may be quoted by its own later calls.
+        own_outputs.extend(calls.iter().filter_map(|c| c.output.clone()));
+        let own: Vec<&str> = own_outputs.iter().map(String::as_str).collect();
+        let prompt_refs: Vec<&Prompt> = prompts.iter().collect();
+        let transfer = audit::audit(&package, &prompt_refs, &own, &session.prior_outputs);
+
+        let now = self.clock.now();
+        let mut next = session.state.clone();
+        let mut events = vec![Event {
+            run_id: session.run.clone(),
+            turn: Some(turn),
+            at: started_at,
+            kind: EventKind::TurnStarted {
+                worker: worker.id.clone(),
+                model: worker.model.clone(),
+                assignment: plan
+                    .assignment
+                    .step_id
+                    .clone()
+                    .unwrap_or_else(|| "continuation".into()),
+            },
+        }];
+        events.push(Event {
+            run_id: session.run.clone(),
+            turn: Some(turn),
+            at: started_at,
+            kind: EventKind::PackageCompiled {
+                tokens: package.tokens,
+                budget: package.budget,
+                sections_included: package.sections.iter().filter(|s| s.included).count(),
+                sections_omitted: package
+                    .omitted_sections
+                    .iter()
+                    .map(|s| s.title().to_string())
+                    .collect(),
+                items_dropped: package.dropped_count(),
+            },
+        });
+        for c in &calls {
+            events.push(Event {
+                run_id: session.run.clone(),
+                turn: Some(turn),
+                at: c.started_at,
+                kind: EventKind::ModelCalled {
+                    call: c.call.as_str().into(),
+                    worker: worker.id.clone(),
+                    ok: c.error.is_none(),
+                    tokens_sent: c.tokens_sent,
+                    tokens_received: c.tokens_received,
+                },
+            });
+        }
+
+        // A turn whose call was cut short is not committed: it did not fail, it was
+        // stopped. (One whose calls all finished commits as usual, cancel or not.)
+        if calls
+            .iter()
+            .any(|c| c.error_class.as_deref() == Some("cancelled"))
+        {
+            return Err(Error::Cancelled { turn });
+        }
+        // The workspace sees the turn before the reconciler does, so claims about files
+        // are checked against the turn's commit.
+        let hooked: Option<HookOutcome> = match &session.workspace {
+            None => None,
+            Some(hook) => {
+                let last = claims_ok.is_some() && self.is_last_turn(session, plan);
+                Some(
+                    hook.after_calls(&TurnFacts {
+                        run: &session.run,
+                        turn,
+                        worker: &worker,
+                        assignment: &plan.assignment,
+                        result: claims_ok
+                            .as_ref()
+                            .map(|(r, _): &(Parsed<_>, Parsed<_>)| &r.claim),
+                        last,
+                    })?,
+                )
+            }
+        };
+        // Gates stopped half-way prove nothing either way.
+        if session.cancel.is_cancelled()
+            && hooked
+                .as_ref()
+                .is_some_and(|h| !h.workspace.gates.is_empty())
+        {
+            return Err(Error::Cancelled { turn });
+        }
+        let verifier: Arc<dyn Verifier> = match &hooked {
+            Some(h) => h.verifier.clone(),
+            None => self.verifier.clone(),
+        };
+        let (status, mut outcome, result_json, report_json) = match claims_ok {
+            Some((result, report)) => {
+                let ctx = TurnContext {
+                    worker: &profile,
+                    turn,
+                    at: now,
+                    assignment: &plan.assignment,
+                };
+                let mut refusals = result.refusals;
+                refusals.extend(report.refusals);
+                let outcome = reconciler::reconcile(
+                    &mut next,
+                    &ctx,
+                    &result.claim,
+                    &report.claim,
+                    refusals,
+                    &*verifier,
+                );
+                // The plan cursor belongs to the orchestrator: the step is done because
+                // its turn commits, whatever the claims said about completion.
+                if let Some(step_id) = &plan.assignment.step_id
+                    && let Some(step) = next.plan.iter_mut().find(|s| &s.id == step_id)
+                {
+                    step.status = StepStatus::Done;
+                    step.done_by = Some(worker.id.clone());
+                    step.done_at_turn = Some(turn);
+                    events.push(Event {
+                        run_id: session.run.clone(),
+                        turn: Some(turn),
+                        at: now,
+                        kind: EventKind::StepDone {
+                            step: step_id.clone(),
+                            worker: worker.id.clone(),
+                        },
+                    });
+                }
+                next.consecutive_failures = 0;
+                // Plain data structs: serialising them cannot fail.
+                let rj =
+                    Some(serde_json::to_value(&result.claim).unwrap_or(serde_json::Value::Null));
+                let pj =
+                    Some(serde_json::to_value(&report.claim).unwrap_or(serde_json::Value::Null));
+                (TurnStatus::Committed, outcome, rj, pj)
+            }
+            None => {
+                next.consecutive_failures += 1;
+                (TurnStatus::Failed, ReconcileOutcome::default(), None, None)
+            }
+        };
+        if let Some(h) = &hooked {
+            outcome.refusals.extend(h.refusals.iter().cloned());
+            outcome.warnings.extend(h.warnings.iter().cloned());
+            if !h.workspace.gates.is_empty() {
+                let ctx = TurnContext {
+                    worker: &profile,
+                    turn,
+                    at: now,
+                    assignment: &plan.assignment,
+                };
+                reconciler::apply_gates(&mut next, &ctx, &h.workspace.gates, &mut outcome);
+            }
+        }
+        next.turns += 1;
+        for r in &outcome.refusals {
+            events.push(Event {
+                run_id: session.run.clone(),
+                turn: Some(turn),
+                at: now,
+                kind: EventKind::ClaimRefused {
+                    worker: worker.id.clone(),
+                    claim: r.claim.clone(),
+                    reason: r.reason.clone(),
+                },
+            });
+        }
+        for w in &outcome.warnings {
+            events.push(Event {
+                run_id: session.run.clone(),
+                turn: Some(turn),
+                at: now,
+                kind: EventKind::Warning {
+                    worker: worker.id.clone(),
+                    text: w.clone(),
+                },
+            });
+        }
+        let changes = next.diff(&session.state);
+        events.push(Event {
+            run_id: session.run.clone(),
+            turn: Some(turn),
+            at: now,
+            kind: EventKind::TurnCommitted {
+                worker: worker.id.clone(),
+                status: status.as_str().into(),
+                changes: changes.len(),
+            },
+        });
+
+        let summary = TurnSummary {
+            turn,
+            worker: worker.id.clone(),
+            model: worker.model.clone(),
+            assignment: plan.assignment.clone(),
+            status,
+            package_tokens: package.tokens,
+            budget: package.budget,
+            sections_omitted: package
+                .omitted_sections
+                .iter()
+                .map(|s| s.title().to_string())
+                .collect(),
+            items_dropped: package.dropped_count(),
+            tokens_sent: calls.iter().map(|c| c.tokens_sent).sum(),
+            tokens_received: calls.iter().map(|c| c.tokens_received).sum(),
+            warnings: outcome.warnings.clone(),
+            refusals: outcome.refusals.clone(),
+            error: error.clone(),
+            changes: changes.len(),
+            conversations_passed: transfer.conversations_passed(),
+            engine_time: Duration::ZERO,
+        };
+        let new_outputs: Vec<String> = calls.iter().filter_map(|c| c.output.clone()).collect();
+        let fatal = calls
+            .iter()
+            .rev()
+            .find(|c| {
+                c.error_class
+                    .as_deref()
+                    .is_some_and(|k| FATAL_CLASSES.contains(&k))
+            })
+            .and_then(|c| c.error.clone());
+        let doomed = Doomed::of(turn, &calls, package.budget, package.tokens);
+        let holds = holds::left_by(&worker.id, &calls, now);
+        let record = TurnRecord {
+            run_id: session.run.clone(),
+            turn,
+            worker: worker.id.clone(),
+            model: worker.model.clone(),
+            family: worker.family.clone(),
+            assignment: plan.assignment.clone(),
+            status,
+            package,
+            calls,
+            result: result_json,
+            report: report_json,
+            outcome,
+            audit: transfer,
+            error,
+            workspace: hooked.map(|h| h.workspace),
+            started_at,
+            finished_at: now,
+        };
+        let commit = TurnCommit {
+            record,
+            header: next.header(),
+            changes,
+            events,
+            status: RunStatus::Active,
+            lease: session.lease.clone(),
+            run_lease: session.run_lease.as_ref().map(|l| l.token.clone()),
+            holds: holds.clone(),
+        };
+        match self.store.commit_turn(&commit) {
+            Ok(()) => {}
+            // Fenced off: another process committed this turn first. Its turn stands.
+            Err(baton_store::Error::TurnConflict { run, turn, .. }) => {
+                return Err(Error::Conflict(format!(
+                    "another baton process committed turn {turn} of run {run} while this one was working on it; \
+                     its turn stands and this one was discarded (its model calls are recorded nowhere). \
+                     Run one `baton resume {run}` at a time."
+                )));
+            }
+            Err(e) => return Err(e.into()),
+        }
+        session.state = next;
+        session.prior_outputs.extend(new_outputs);
+        for hold in holds {
+            session.holds.retain(|h| h.worker != hold.worker);
+            session.holds.push(hold);
+        }
+        let engine_time = t0.elapsed().saturating_sub(model_time);
+        Ok(TurnEnd {
+            summary: TurnSummary {
+                engine_time,
+                ..summary
+            },
+            fatal,
+            doomed,
+        })
+    }
+}
+
+/// What one turn left for `step` to decide on.
+pub(super) struct TurnEnd {
+    pub summary: TurnSummary,
+    /// The failure, when a call failed in a way no retry can fix (see `FATAL_CLASSES`).
+    pub fatal: Option<String>,
+    /// The execute request, when it failed in a way the same request fails again.
+    pub doomed: Option<Doomed>,
+}
+
+/// Gateway failure classes that the same worker will meet again on the next try.
+const FATAL_CLASSES: &[&str] = &["auth", "config", "unknown_model", "quota_exhausted"];

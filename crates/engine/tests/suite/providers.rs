@@ -1,0 +1,471 @@
+//! Turns against local servers that speak each provider's real wire format: what a
+//! provider's delay, refusal, bill or echo does to the run, across turns and processes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton_core::turn::TurnStatus;
+use baton_engine::config::{Price, Roster, Secret, WorkerConfig};
+use baton_engine::{Engine, RunEnd};
+use baton_store::RunStatus;
+use serde_json::{Value, json};
+
+use super::server::{Action, TestServer, json as reply, json_with};
+use super::*;
+
+const OPENAI_KEY: &str = "sk-proj-TESTKEY-openai-0123456789";
+const ANTHROPIC_KEY: &str = "sk-ant-api03-TESTKEY-anthropic-0123456789";
+
+fn openai_worker(id: &str, server: &TestServer, max_retries: u32) -> WorkerConfig {
+    let mut w = WorkerConfig::mock(id, "x");
+    w.model = "openai/gpt-4.1-mini".into();
+    w.family = "openai".into();
+    w.api_base = Some(format!("{}/v1", server.base()));
+    w.api_key = Some(Secret::new(OPENAI_KEY));
+    w.max_retries = max_retries;
+    w
+}
+
+fn anthropic_worker(id: &str, server: &TestServer) -> WorkerConfig {
+    let mut w = WorkerConfig::mock(id, "x");
+    w.model = "anthropic/claude-sonnet-4-5".into();
+    w.family = "anthropic".into();
+    w.api_base = Some(server.base());
+    w.api_key = Some(Secret::new(ANTHROPIC_KEY));
+    w.max_retries = 0;
+    w
+}
+
+/// A Chat Completions answer carrying `claim`.
+fn chat(claim: &Value, finish: &str, prompt_tokens: u64, completion_tokens: u64) -> Action {
+    reply(
+        200,
+        &json!({
+            "id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4.1-mini",
+            "choices": [{"index": 0, "finish_reason": finish,
+                "message": {"role": "assistant", "content": claim.to_string()}}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
+        })
+        .to_string(),
+    )
+}
+
+/// OpenAI's 429 asking for `retry_after` seconds.
+fn rate_limited(retry_after: &str) -> Action {
+    json_with(
+        429,
+        &[("retry-after", retry_after)],
+        r#"{"error":{"message":"Rate limit reached for requests","type":"requests","param":null,"code":"rate_limit_exceeded"}}"#,
+    )
+}
+
+fn openai_error(status: u16, kind: &str, code: &str, message: &str) -> Action {
+    reply(
+        status,
+        &json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
+            .to_string(),
+    )
+}
+
+/// OpenAI's answer to a briefing too long for the model's context.
+fn context_too_long() -> Action {
+    openai_error(
+        400,
+        "invalid_request_error",
+        "context_length_exceeded",
+        "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
+    )
+}
+
+/// A Messages answer whose forced tool call carries `claim`.
+fn message(claim: &Value) -> Action {
+    reply(
+        200,
+        &json!({
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "submit_claim", "input": claim}],
+            "stop_reason": "tool_use",
+            "usage": {"input_tokens": 900, "output_tokens": 80}
+        })
+        .to_string(),
+    )
+}
+
+fn one_worker_spec(worker: WorkerConfig) -> RunSpec {
+    spec(
+        &["Migrate the billing module"],
+        Roster {
+            workers: vec![worker],
+        },
+    )
+}
+
+/// The engine a fresh process would build on the same database, on the real clock
+/// (holds are wall-clock times).
+fn process(dir: &std::path::Path) -> (Arc<dyn baton_store::Store>, Engine) {
+    let store = store_in(dir);
+    let engine = Engine::new(store.clone());
+    (store, engine)
+}
+
+/// Creates the run of `spec` in a fresh process on `dir` and runs it to its end.
+fn run_in(dir: &std::path::Path, spec: &RunSpec) -> (Arc<dyn baton_store::Store>, RunId, RunEnd) {
+    let (store, engine) = process(dir);
+    let id = engine.create_run(spec).unwrap();
+    let mut session = engine
+        .open_with_keys(&id, None, Some(&spec.roster))
+        .unwrap();
+    let end = engine.run(&mut session, None, &mut |_, _| {}).unwrap();
+    (store, id, end)
+}
+
+/// [`run_in`], for a run that must end blocked: its question.
+fn run_blocked(
+    dir: &std::path::Path,
+    spec: &RunSpec,
+) -> (Arc<dyn baton_store::Store>, RunId, String) {
+    let (store, id, end) = run_in(dir, spec);
+    let RunEnd::Blocked { question } = end else {
+        panic!("{end:?}")
+    };
+    (store, id, question)
+}
+
+/// Regression (issue 7, item 11): once a call had used up its retries, the next turn
+/// called about 2 ms after a 429 that asked for 3 s. The delay is now remembered with
+/// the run, so the next turn — here in a new process — waits it out.
+#[test]
+fn a_429_delay_outlives_the_turn_and_the_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(vec![
+        rate_limited("2"),
+        chat(&ok_result("migrated"), "stop", 100, 10),
+        chat(&ok_report("migrated"), "stop", 100, 10),
+    ]);
+    let spec = one_worker_spec(openai_worker("w1", &server, 0));
+    let id = {
+        let (_, engine) = process(dir.path());
+        let id = engine.create_run(&spec).unwrap();
+        let mut session = engine
+            .open_with_keys(&id, None, Some(&spec.roster))
+            .unwrap();
+        assert_eq!(
+            engine.run(&mut session, Some(1), &mut |_, _| {}).unwrap(),
+            RunEnd::Paused
+        );
+        id
+    };
+    let (store, engine) = process(dir.path());
+    let mut session = engine
+        .open_with_keys(&id, None, Some(&spec.roster))
+        .unwrap();
+    assert_eq!(
+        engine.run(&mut session, None, &mut |_, _| {}).unwrap(),
+        RunEnd::Finished
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let gap = requests[1].at.duration_since(requests[0].at);
+    assert!(
+        gap >= Duration::from_secs(2),
+        "called again {gap:?} after a 429 that asked for 2 s"
+    );
+    let turns = store.turns(&id).unwrap();
+    assert_eq!(turns[0].calls[0].retry_after_ms, Some(2000));
+    assert_eq!(turns[1].status, TurnStatus::Committed);
+}
+
+/// Regression (issue 7, item 11): a rate limit is the account's, not the worker's:
+/// the next worker on the same provider, endpoint and key waits out the delay too.
+#[test]
+fn a_429_delay_holds_every_worker_on_the_same_account() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(vec![
+        rate_limited("2"),
+        chat(&ok_result("migrated"), "stop", 100, 10),
+        chat(&ok_report("migrated"), "stop", 100, 10),
+    ]);
+    let spec = spec(
+        &["Migrate the billing module"],
+        Roster {
+            workers: vec![
+                openai_worker("w1", &server, 0),
+                openai_worker("w2", &server, 0),
+            ],
+        },
+    );
+    let (store, id, end) = run_in(dir.path(), &spec);
+    assert_eq!(end, RunEnd::Finished);
+    let requests = server.requests();
+    let gap = requests[1].at.duration_since(requests[0].at);
+    assert!(
+        gap >= Duration::from_secs(2),
+        "w2 called {gap:?} after w1's 429"
+    );
+    assert_eq!(store.turns(&id).unwrap()[1].worker.as_str(), "w2");
+}
+
+/// Regression (issue 7, item 11): a 429 asking for 3,600 s — beyond the longest wait
+/// baton allows — got two more requests within 7 ms before the run blocked, and no
+/// message said baton declined to wait. Now the run blocks after the one request,
+/// says so, and a resumed process still does not call before the time is up.
+#[test]
+fn a_429_asking_longer_than_baton_waits_blocks_at_once_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(vec![rate_limited("3600")]);
+    let spec = one_worker_spec(openai_worker("w1", &server, 2));
+    let (store, id, question) = run_blocked(dir.path(), &spec);
+    assert_eq!(server.requests().len(), 1, "no request after the 429");
+    assert!(
+        question.contains("asked baton to wait 3600 s"),
+        "{question}"
+    );
+    assert!(question.contains("declined to wait"), "{question}");
+    assert!(question.contains("can be retried after"), "{question}");
+    let error = store.turn(&id, 0).unwrap().unwrap().calls[0]
+        .error
+        .clone()
+        .unwrap();
+    assert!(
+        error.contains("baton declined to wait 3600 s (it waits at most 600 s)"),
+        "{error}"
+    );
+    assert!(error.contains("can be retried after"), "{error}");
+
+    // A human resumes too early, in another process: still no request.
+    let (_, engine) = process(dir.path());
+    let mut session = engine
+        .open_with_keys(&id, None, Some(&spec.roster))
+        .unwrap();
+    engine.unblock(&mut session).unwrap();
+    let end = engine.run(&mut session, None, &mut |_, _| {}).unwrap();
+    assert!(matches!(end, RunEnd::Blocked { .. }), "{end:?}");
+    assert_eq!(server.requests().len(), 1);
+    assert_eq!(store.turns(&id).unwrap().len(), 1);
+    assert_eq!(store.run_info(&id).unwrap().status, RunStatus::Blocked);
+}
+
+/// Regression (issue 7, item 12): a bad request was sent byte-identical on three
+/// consecutive turns before the run blocked. The run now blocks after the first.
+#[test]
+fn a_bad_request_is_not_sent_again_byte_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(vec![openai_error(
+        400,
+        "invalid_request_error",
+        "invalid_value",
+        "Invalid value for 'temperature': must be at most 2.",
+    )]);
+    let spec = one_worker_spec(openai_worker("w1", &server, 2));
+    let (_, _, question) = run_blocked(dir.path(), &spec);
+    assert_eq!(server.requests().len(), 1);
+    assert!(question.contains("byte-identical"), "{question}");
+    assert!(
+        question.contains("Invalid value for 'temperature'"),
+        "{question}"
+    );
+    assert!(
+        question.contains("at a budget of 2000 tokens"),
+        "{question}"
+    );
+}
+
+/// Regression (issue 7, item 12): a briefing too long for the model's context was
+/// re-sent unchanged. Each next turn now halves the budget, and the block message
+/// names the budget.
+#[test]
+fn a_briefing_too_long_for_the_context_is_shrunk_and_the_block_names_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start((0..4).map(|_| context_too_long()).collect());
+    let spec = one_worker_spec(openai_worker("w1", &server, 2));
+    let (store, id, question) = run_blocked(dir.path(), &spec);
+    let bodies: Vec<String> = server.requests().into_iter().map(|r| r.body).collect();
+    assert!(
+        bodies.len() >= 2 && bodies.len() <= 3,
+        "{} requests",
+        bodies.len()
+    );
+    for pair in bodies.windows(2) {
+        assert_ne!(
+            pair[0], pair[1],
+            "a doomed request was sent again unchanged"
+        );
+    }
+    let budgets: Vec<usize> = store
+        .turns(&id)
+        .unwrap()
+        .iter()
+        .map(|t| t.package.budget)
+        .collect();
+    assert!(budgets.windows(2).all(|b| b[1] < b[0]), "{budgets:?}");
+    let last = *budgets.last().unwrap();
+    assert!(
+        question.contains(&format!("at a budget of {last} tokens")),
+        "{question}"
+    );
+    assert!(question.contains("larger context window"), "{question}");
+}
+
+/// The shrink follows the worker, not the turn order: with two workers taking turns,
+/// a worker's next briefing is still halved after its own was too long.
+#[test]
+fn a_too_long_briefing_is_shrunk_on_the_workers_next_turn_when_workers_alternate() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = TestServer::start(vec![context_too_long(), context_too_long()]);
+    let b = TestServer::start(vec![context_too_long(), context_too_long()]);
+    let spec = spec(
+        &["Migrate the billing module"],
+        Roster {
+            workers: vec![openai_worker("w1", &a, 0), openai_worker("w2", &b, 0)],
+        },
+    );
+    let (store, id, question) = run_blocked(dir.path(), &spec);
+    let turns = store.turns(&id).unwrap();
+    assert_eq!(turns.len(), 3);
+    assert_eq!(turns[2].worker.as_str(), "w1");
+    assert!(
+        turns[2].package.budget < turns[0].package.budget,
+        "w1's second briefing was not shrunk: {} then {}",
+        turns[0].package.budget,
+        turns[2].package.budget
+    );
+    assert!(
+        question.contains(&format!(
+            "at a budget of {} tokens",
+            turns[2].package.budget
+        )),
+        "{question}"
+    );
+}
+
+/// Regression (issue 7, item 12): Anthropic's "credit balance is too low" (HTTP 400
+/// `invalid_request_error`) was a bad request; as a spent quota it stops the run at
+/// once with the provider's words.
+#[test]
+fn anthropic_low_credit_stops_the_run_as_a_spent_quota() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(vec![reply(
+        400,
+        r#"{"type":"error","error":{"type":"invalid_request_error","message":"Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits."}}"#,
+    )]);
+    let spec = one_worker_spec(anthropic_worker("w1", &server));
+    let (store, id, question) = run_blocked(dir.path(), &spec);
+    assert!(
+        question.starts_with("worker w1 cannot work: quota_exhausted"),
+        "{question}"
+    );
+    assert!(question.contains("credit balance is too low"), "{question}");
+    assert_eq!(server.requests().len(), 1);
+    assert_eq!(
+        store.turn(&id, 0).unwrap().unwrap().calls[0]
+            .error_class
+            .as_deref(),
+        Some("quota_exhausted")
+    );
+}
+
+/// Regression (issue 7, item 14): a truncated reply recorded 0/0 tokens and no cost
+/// although the provider reported and bills them; an empty reply that was retried
+/// lost its first attempt's input tokens.
+#[test]
+fn rejected_replies_count_the_tokens_and_cost_the_provider_billed() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = reply(
+        200,
+        &json!({
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": ""}}],
+            "usage": {"prompt_tokens": 1900, "completion_tokens": 0}
+        })
+        .to_string(),
+    );
+    let server = TestServer::start(vec![
+        chat(&json!({"summary": "migr"}), "length", 1900, 64),
+        empty,
+        chat(&ok_result("migrated"), "stop", 1900, 120),
+        chat(&ok_report("migrated"), "stop", 500, 50),
+    ]);
+    let mut w1 = openai_worker("w1", &server, 1);
+    w1.price = Some(Price {
+        input: 2.0,
+        output: 8.0,
+        cached: None,
+    });
+    let spec = one_worker_spec(w1);
+    let (store, id, end) = run_in(dir.path(), &spec);
+    assert_eq!(end, RunEnd::Finished);
+    let turns = store.turns(&id).unwrap();
+    let truncated = &turns[0].calls[0];
+    assert_eq!(truncated.error_class.as_deref(), Some("truncated"));
+    let usage = truncated.usage.unwrap();
+    assert_eq!((usage.input_tokens, usage.output_tokens), (1900, 64));
+    assert_eq!(truncated.cost_micro_usd, Some(1900 * 2 + 64 * 8));
+
+    let retried = &turns[1].calls[0];
+    assert_eq!(retried.attempts.len(), 2, "{retried:?}");
+    let usage = retried.usage.unwrap();
+    assert_eq!((usage.input_tokens, usage.output_tokens), (3800, 120));
+    assert_eq!(retried.cost_micro_usd, Some(3800 * 2 + 120 * 8));
+}
+
+/// Regression (issue 7, item 15): a key a provider echoed inside a successful reply
+/// was stored, compiled into the next briefing and sent to the next worker's provider
+/// (an Anthropic worker received the OpenAI key). Every known key is scrubbed from
+/// every model output before it is stored or reconciled.
+#[test]
+fn a_key_echoed_in_a_reply_reaches_neither_the_store_nor_the_next_provider() {
+    let dir = tempfile::tempdir().unwrap();
+    let leaky = format!("called the API with {OPENAI_KEY}; the other key is {ANTHROPIC_KEY}");
+    let openai = TestServer::start(vec![
+        chat(
+            &json!({"summary": leaky, "last_action": leaky, "next_action": "continue",
+                "decisions": [{"text": leaky, "reason": leaky}]}),
+            "stop",
+            100,
+            10,
+        ),
+        chat(
+            &json!({"notes": leaky, "last_action": leaky, "next_action": leaky}),
+            "stop",
+            100,
+            10,
+        ),
+    ]);
+    let anthropic = TestServer::start(vec![
+        message(&ok_result("reviewed")),
+        message(&ok_report("reviewed")),
+    ]);
+    let spec = spec(
+        &["Migrate the billing module", "Review the migration"],
+        Roster {
+            workers: vec![
+                openai_worker("w1", &openai, 0),
+                anthropic_worker("w2", &anthropic),
+            ],
+        },
+    );
+    let (store, id, end) = run_in(dir.path(), &spec);
+    assert_eq!(end, RunEnd::Finished);
+    let sent = anthropic.requests();
+    assert_eq!(sent.len(), 2);
+    assert!(
+        sent[0].body.contains("[redacted]"),
+        "the briefing carries the scrubbed claim"
+    );
+    for key in [OPENAI_KEY, ANTHROPIC_KEY] {
+        for r in &sent {
+            assert!(!r.body.contains(key), "the next provider received a key");
+        }
+        let stored = serde_json::to_string(&store.turns(&id).unwrap()).unwrap();
+        assert!(!stored.contains(key), "a key was stored in a turn record");
+        let state = serde_json::to_string(&store.load_state(&id).unwrap()).unwrap();
+        assert!(!state.contains(key), "a key reached the canonical state");
+        assert!(
+            store
+                .prior_outputs(&id, 10)
+                .unwrap()
+                .iter()
+                .all(|o| !o.contains(key)),
+            "a key was stored as a raw output"
+        );
+    }
+}
