@@ -49,11 +49,17 @@ fn context(cli: &Cli) -> Result<Context_> {
     for warning in &file.warnings {
         eprintln!("warning: {warning}");
     }
-    let db = cli
-        .db
-        .clone()
-        .or_else(|| file.db.as_ref().map(PathBuf::from))
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_DB));
+    // `--db`/`BATON_DB`, else the file's `db`, may be a path or a URL; a URL of a kind
+    // baton cannot open is refused here, before anything is created.
+    let db = match (&cli.db, &file.db) {
+        (Some(flag), _) => match flag.to_str() {
+            Some(spec) => baton_store::sqlite_path(spec)?,
+            // Not UTF-8: no URL, a path.
+            None => flag.clone(),
+        },
+        (None, Some(spec)) => baton_store::sqlite_path(spec)?,
+        (None, None) => PathBuf::from(DEFAULT_DB),
+    };
     Ok(Context_ {
         db,
         file,
@@ -63,14 +69,41 @@ fn context(cli: &Cli) -> Result<Context_> {
 }
 
 impl Context_ {
+    /// The database, for a command that writes: created and migrated when needed.
+    // No context added: every open error already names the file and what to do.
     pub(crate) fn store(&self) -> Result<Arc<dyn Store>> {
-        let store = SqliteStore::open(&self.db).with_context(|| {
-            format!(
-                "opening the database {} (set --db or BATON_DB to use another)",
-                self.db.display()
-            )
-        })?;
-        Ok(Arc::new(store))
+        Ok(Arc::new(SqliteStore::open(&self.db)?))
+    }
+
+    /// The database, for a command that only reads: never created or changed (so it
+    /// works on a read-only file system); an error when there is none yet.
+    pub(crate) fn reader(&self) -> Result<Arc<dyn Store>> {
+        match self.try_reader()? {
+            Some(store) => Ok(store),
+            None => Err(baton_store::Error::NoDatabase {
+                path: self.db.display().to_string(),
+            }
+            .into()),
+        }
+    }
+
+    /// `reader`, or `None` when there is no database yet.
+    pub(crate) fn try_reader(&self) -> Result<Option<Arc<dyn Store>>> {
+        match SqliteStore::open_read_only(&self.db) {
+            Ok(store) => Ok(Some(Arc::new(store))),
+            Err(baton_store::Error::NoDatabase { .. }) => Ok(None),
+            // A database from an older baton: migrating it is the one write a reading
+            // command makes, once, so the upgrade does not wait for the next run.
+            Err(baton_store::Error::SchemaTooOld { found, supported }) => {
+                let store = SqliteStore::open(&self.db)?;
+                eprintln!(
+                    "upgraded the database {} from schema version {found} to {supported}",
+                    self.db.display()
+                );
+                Ok(Some(Arc::new(store)))
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// An engine over the store, printing every call on stderr with `--verbose`.
@@ -238,12 +271,12 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             )
         }
         Command::Runs => {
-            let store = ctx.store()?;
+            let store = ctx.reader()?;
             print!("{}", render::runs(&store.list_runs()?));
             Ok(ExitCode::SUCCESS)
         }
         Command::State { run, json } => {
-            let store = ctx.store()?;
+            let store = ctx.reader()?;
             let id = resolve(store.as_ref(), run.as_deref())?;
             let state = store.load_state(&id)?;
             if json {
@@ -255,7 +288,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::History { run, json } => {
-            let store = ctx.store()?;
+            let store = ctx.reader()?;
             let id = resolve(store.as_ref(), run.as_deref())?;
             let (report, _, _) = baton_engine::report::build(store.as_ref(), &id)?;
             if json {
@@ -271,7 +304,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             text,
             json,
         } => {
-            let store = ctx.store()?;
+            let store = ctx.reader()?;
             let id = resolve(store.as_ref(), run.as_deref())?;
             let turns = store.turns(&id)?;
             let selected: Vec<_> = turns
@@ -292,7 +325,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Tasks { run } => {
-            let store = ctx.store()?;
+            let store = ctx.reader()?;
             let id = resolve(store.as_ref(), run.as_deref())?;
             print!("{}", render::tasks(&store.load_state(&id)?));
             Ok(ExitCode::SUCCESS)
@@ -304,7 +337,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             budget,
             json,
         } => {
-            let store = ctx.store()?;
+            let store = ctx.reader()?;
             let engine = Engine::new(store.clone());
             let id = resolve(store.as_ref(), run.as_deref())?;
             let session = engine.open_for_preview(&id)?;
@@ -317,7 +350,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Export { run, format, out } => {
-            let store = ctx.store()?;
+            let store = ctx.reader()?;
             let id = resolve(store.as_ref(), run.as_deref())?;
             let text = match format.as_str() {
                 "json" => export::json(store.as_ref(), &id)?,
@@ -487,14 +520,20 @@ fn demo_cmd(
 fn workers(ctx: &Context_, run: Option<&str>, verify: bool) -> Result<ExitCode> {
     // With a run (named, or the newest when there is no roster file) show its roster
     // and who took which turns; otherwise the configured roster.
-    let store = ctx.store()?;
-    let id = match run {
-        Some(p) => Some(store.resolve_run(p)?),
-        None if ctx.config_path.is_none() => store.list_runs()?.into_iter().next().map(|r| r.id),
-        None => None,
+    // Without a database there is no run to show, but the configured roster still is.
+    let store = match run {
+        Some(_) => Some(ctx.reader()?),
+        None => ctx.try_reader()?,
     };
-    let (mut roster, state, note) = match id {
-        Some(id) => {
+    let id = match (&store, run) {
+        (Some(store), Some(p)) => Some(store.resolve_run(p)?),
+        (Some(store), None) if ctx.config_path.is_none() => {
+            store.list_runs()?.into_iter().next().map(|r| r.id)
+        }
+        _ => None,
+    };
+    let (mut roster, state, note) = match store.zip(id) {
+        Some((store, id)) => {
             let engine = Engine::new(store.clone());
             let session = engine.open_for_preview(&id)?;
             (

@@ -231,7 +231,7 @@ fn progress_of(store: &dyn baton_store::Store, job: &JobInfo) -> String {
 }
 
 pub fn list(ctx: &Context_, json: bool) -> Result<ExitCode> {
-    let store = ctx.store()?;
+    let store = ctx.reader()?;
     let jobs = store.list_jobs()?;
     if json {
         println!("{}", serde_json::to_string_pretty(&jobs)?);
@@ -282,7 +282,7 @@ pub fn list(ctx: &Context_, json: bool) -> Result<ExitCode> {
 }
 
 pub fn outbox(ctx: &Context_, job: Option<&str>, json: bool) -> Result<ExitCode> {
-    let store = ctx.store()?;
+    let store = ctx.reader()?;
     let jobs: Vec<JobInfo> = match job {
         Some(prefix) => vec![store.job(&store.resolve_job(prefix)?)?],
         None => store
@@ -453,7 +453,7 @@ pub fn gc(
     keep: usize,
     idle_hours: u64,
 ) -> Result<ExitCode> {
-    let store = ctx.store()?;
+    let store = ctx.reader()?;
     let repo = baton_workspace::Repo::open(repo)?;
     let root = worktrees
         .map(Path::to_path_buf)

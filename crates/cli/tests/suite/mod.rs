@@ -2,6 +2,7 @@ mod cli;
 mod crash;
 mod jobs;
 mod providers;
+mod store;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
