@@ -8,8 +8,9 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use baton_core::ids::RunId;
+use baton_core::turn::TurnStatus;
 use baton_engine::config::{self, FileConfig, Roster, RunSettings};
-use baton_engine::{Engine, RunEnd, RunSpec, StepOutcome, demo, export};
+use baton_engine::{Engine, RunEnd, RunSpec, StepOutcome, TurnSummary, demo, export};
 use baton_store::{SqliteStore, Store};
 
 use crate::render;
@@ -17,6 +18,12 @@ use crate::{BudgetArgs, Cli, Command};
 
 const DEFAULT_DB: &str = ".baton/baton.db";
 const DEFAULT_CONFIG: &str = "baton.toml";
+
+/// Exit status when the run is blocked and a human must answer (README, "Exit codes").
+const EXIT_BLOCKED: u8 = 3;
+/// Exit status when the last turn ran and failed: recorded, the run can continue, but a
+/// script must be able to tell (README, "Exit codes").
+const EXIT_TURN_FAILED: u8 = 4;
 
 /// Resolved global settings: defaults < file < environment < flags.
 pub(crate) struct Context_ {
@@ -177,8 +184,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             record,
         } => demo_cmd(&ctx, json, replay.as_deref(), record.as_deref()),
         Command::Run {
-            objective,
-            tasks,
+            text,
             step_budgets,
             budget,
             max_turns,
@@ -186,6 +192,8 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             replay,
             record,
         } => {
+            // Read before the database is opened: a bad file creates nothing.
+            let (objective, tasks) = text.read()?;
             let store = ctx.store()?;
             let engine = ctx.engine(&store);
             let (mut roster, roster_note) = ctx.roster();
@@ -237,9 +245,9 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
                             "run blocked after {} failed turns in a row; see `baton history {id}`, then `baton resume {id}`",
                             session.state.consecutive_failures
                         );
-                        return Ok(ExitCode::from(3));
+                        return Ok(ExitCode::from(EXIT_BLOCKED));
                     }
-                    Ok(ExitCode::SUCCESS)
+                    Ok(turn_exit(&id, Some(&summary)))
                 }
                 StepOutcome::Finished => {
                     println!(
@@ -249,7 +257,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
                 }
                 StepOutcome::Blocked { question } => {
                     println!("run {id} is blocked: {question}");
-                    Ok(ExitCode::from(3))
+                    Ok(ExitCode::from(EXIT_BLOCKED))
                 }
             }
         }
@@ -423,8 +431,10 @@ fn drive(
         engine.unblock(&mut session)?;
     }
     let started = Instant::now();
+    let mut last = None;
     let end = engine.run(&mut session, max_turns, &mut |summary, s| {
         eprintln!("{}", render::progress_line(summary, s));
+        last = Some(summary.clone());
     });
     // Record what ran even when the run stopped on an error.
     if let Some(path) = record {
@@ -437,19 +447,34 @@ fn drive(
         render::run_summary(&report, &state, started.elapsed())
     );
     Ok(match end {
-        RunEnd::Finished => ExitCode::SUCCESS,
+        RunEnd::Finished => turn_exit(id, last.as_ref()),
         RunEnd::Paused => {
             println!(
                 "paused after {} turns as asked; continue with `baton resume {id}`",
                 max_turns.unwrap_or(0)
             );
-            ExitCode::SUCCESS
+            turn_exit(id, last.as_ref())
         }
         RunEnd::Blocked { question } => {
             println!("\nrun blocked — a human is needed: {question}");
-            ExitCode::from(3)
+            ExitCode::from(EXIT_BLOCKED)
         }
     })
+}
+
+/// Success, or `EXIT_TURN_FAILED` (said on stderr) when the last turn this command
+/// ran failed.
+fn turn_exit(id: &RunId, last: Option<&TurnSummary>) -> ExitCode {
+    match last {
+        Some(turn) if turn.status == TurnStatus::Failed => {
+            eprintln!(
+                "turn {} failed (recorded; exit status {EXIT_TURN_FAILED}): `baton history {id}` shows why; `baton step {id}` or `baton resume {id}` tries again",
+                turn.turn
+            );
+            ExitCode::from(EXIT_TURN_FAILED)
+        }
+        _ => ExitCode::SUCCESS,
+    }
 }
 
 /// Writes every model response of the run as a replay script.

@@ -19,12 +19,8 @@ use crate::commands::Context_;
 
 #[derive(Args, Debug)]
 pub struct EnqueueArgs {
-    /// What the work is for
-    #[arg(long)]
-    objective: String,
-    /// A step of the plan, in order (repeat)
-    #[arg(long = "task", required = true)]
-    tasks: Vec<String>,
+    #[command(flatten)]
+    text: crate::input::WorkText,
     /// A gate: `name=command` or just `command` (repeat); runs in the worktree at the end
     #[arg(long = "gate")]
     gates: Vec<String>,
@@ -88,6 +84,7 @@ fn candidate(ctx: &Context_, spec: &str) -> Result<Roster> {
 pub fn enqueue(ctx: &Context_, args: EnqueueArgs) -> Result<ExitCode> {
     // Check the repository before anything is created on disk (the database included).
     baton_workspace::Repo::open(&args.repo)?;
+    let (objective, tasks) = args.text.read()?;
     let store = ctx.store()?;
     let candidates = args
         .workers
@@ -95,8 +92,8 @@ pub fn enqueue(ctx: &Context_, args: EnqueueArgs) -> Result<ExitCode> {
         .map(|w| candidate(ctx, w))
         .collect::<Result<Vec<_>>>()?;
     let request = EnqueueRequest {
-        objective: args.objective,
-        tasks: args.tasks,
+        objective,
+        tasks,
         repo: args.repo,
         base: args.base,
         worktree_root: args.worktrees,

@@ -1,6 +1,7 @@
 //! `baton`: run long work through many models, one bounded briefing at a time.
 
 mod commands;
+mod input;
 mod jobs;
 mod render;
 
@@ -70,12 +71,8 @@ pub enum Command {
     },
     /// Start a run of your own plan and run it to the end
     Run {
-        /// What the whole run is for
-        #[arg(long)]
-        objective: String,
-        /// A step of the plan, in order (repeat for each step)
-        #[arg(long = "task", required = true)]
-        tasks: Vec<String>,
+        #[command(flatten)]
+        text: input::WorkText,
         /// Budget for one step, in order (repeat; overrides the split for that step)
         #[arg(long = "step-budget")]
         step_budgets: Vec<usize>,

@@ -29,7 +29,7 @@ with open(claim_file, "w") as f:
                "artifacts": [{"name": path, "description": "written"}]}, f)
 "###;
 
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(super) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .arg("-C")
         .arg(dir)

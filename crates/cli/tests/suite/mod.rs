@@ -1,5 +1,6 @@
 mod cli;
 mod crash;
+mod input;
 mod jobs;
 mod providers;
 mod store;
