@@ -65,6 +65,18 @@ fn read_commands_work_on_a_database_nobody_may_write() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("cannot be written"), "{err}");
         assert!(err.contains("commands that only read"), "{err}");
+        // A new database where its directory cannot be created: the same, said once.
+        let out = unprivileged(d)
+            .args(["--db", "elsewhere/baton.db", "demo"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.matches("cannot be written").count() == 1,
+            "{}",
+            text(&out)
+        );
+        assert!(!d.join("elsewhere").exists());
 
         for args in READERS {
             let out = unprivileged(d).args(*args).output().unwrap();

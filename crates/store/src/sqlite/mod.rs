@@ -58,10 +58,7 @@ impl SqliteStore {
     /// tables is refused before anything is written to it.
     pub fn open(path: &Path) -> Result<SqliteStore> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| Error::Open {
-                path: path.display().to_string(),
-                detail: format!("cannot create its directory {}: {e}", dir.display()),
-            })?;
+            std::fs::create_dir_all(dir).map_err(|e| open::directory_error(&e, path))?;
         }
         let conn = Connection::open(path).map_err(|e| open::open_error(e.into(), path))?;
         Self::init(conn, Some(path.to_path_buf())).map_err(|e| open::open_error(e, path))

@@ -65,8 +65,9 @@ pub(super) fn classify(err: Error, path: Option<&Path>) -> Error {
     match failure.code {
         ErrorCode::DiskFull => Error::DiskFull { path: shown() },
         ErrorCode::ReadOnly => Error::ReadOnly { path: shown() },
-        // The file is there, yet SQLite cannot open it or its -wal/-shm for writing.
-        ErrorCode::CannotOpen if path.is_some_and(Path::exists) => {
+        // The file (or at least its directory) is there, yet SQLite cannot open or
+        // create it or its -wal/-shm for writing.
+        ErrorCode::CannotOpen if path.is_some_and(|p| p.exists() || directory(p).is_dir()) => {
             Error::ReadOnly { path: shown() }
         }
         ErrorCode::NotADatabase => Error::NotBaton {
@@ -74,6 +75,31 @@ pub(super) fn classify(err: Error, path: Option<&Path>) -> Error {
             detail: "it is not an SQLite database".into(),
         },
         _ => err,
+    }
+}
+
+/// The directory `path` is in (`.` for a bare file name).
+fn directory(path: &Path) -> &Path {
+    path.parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+/// A failure to create the database's directory, classified like SQLite's own.
+pub(super) fn directory_error(err: &std::io::Error, path: &Path) -> Error {
+    let shown = path.display().to_string();
+    match err.kind() {
+        std::io::ErrorKind::StorageFull => Error::DiskFull { path: shown },
+        std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied => {
+            Error::ReadOnly { path: shown }
+        }
+        _ => Error::Open {
+            path: shown,
+            detail: format!(
+                "cannot create its directory {}: {err}",
+                directory(path).display()
+            ),
+        },
     }
 }
 
@@ -118,8 +144,10 @@ pub(super) fn read_only(path: &Path) -> Result<Connection> {
         // write the directory cannot create one: SQLite says CANTOPEN on a read-only
         // file system, READONLY_DIRECTORY where permissions forbid it. When there is no
         // -wal file either, every commit is in the main file, so it is read as
-        // immutable: no -shm, no locks. (Nobody can be writing it then: a writer would
-        // have created the -wal.)
+        // immutable: no -shm, no locks. On a read-only file system nobody can write it
+        // meanwhile. Where only permissions stop this reader, a writer that starts
+        // during the read (it would create the -wal) could show it a half-checkpointed
+        // page: a read error at worst, never a write; the reads here take milliseconds.
         Err(Error::Sqlite(rusqlite::Error::SqliteFailure(f, _)))
             if matches!(f.code, ErrorCode::CannotOpen | ErrorCode::ReadOnly)
                 && !companion(path, "-wal").exists() =>
