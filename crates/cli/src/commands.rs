@@ -82,15 +82,28 @@ impl Context_ {
         Ok(Arc::new(SqliteStore::open(&self.db)?))
     }
 
+    /// The database, for a command that writes to what is already there (`step`,
+    /// `resume`, `judge`): without a database it has nothing to do, so none is created.
+    pub(crate) fn existing_store(&self) -> Result<Arc<dyn Store>> {
+        if !self.db.exists() {
+            return Err(self.no_database());
+        }
+        self.store()
+    }
+
+    fn no_database(&self) -> anyhow::Error {
+        baton_store::Error::NoDatabase {
+            path: self.db.display().to_string(),
+        }
+        .into()
+    }
+
     /// The database, for a command that only reads: never created or changed (so it
     /// works on a read-only file system); an error when there is none yet.
     pub(crate) fn reader(&self) -> Result<Arc<dyn Store>> {
         match self.try_reader()? {
             Some(store) => Ok(store),
-            None => Err(baton_store::Error::NoDatabase {
-                path: self.db.display().to_string(),
-            }
-            .into()),
+            None => Err(self.no_database()),
         }
     }
 
@@ -232,7 +245,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             )
         }
         Command::Step { run } => {
-            let store = ctx.store()?;
+            let store = ctx.existing_store()?;
             let engine = ctx.engine(&store);
             let id = resolve(store.as_ref(), run.as_deref())?;
             let mut session = engine.open_with_keys(&id, None, ctx.keys())?;
@@ -266,7 +279,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             max_turns,
             record,
         } => {
-            let store = ctx.store()?;
+            let store = ctx.existing_store()?;
             let engine = ctx.engine(&store);
             let id = resolve(store.as_ref(), run.as_deref())?;
             drive(

@@ -11,7 +11,7 @@ use clap::Args;
 /// What the work is for and its steps.
 #[derive(Args, Debug, Clone)]
 pub struct WorkText {
-    /// What the whole run is for
+    /// What the work is for
     #[arg(
         long,
         required_unless_present = "objective_file",

@@ -370,7 +370,7 @@ pub fn outbox(ctx: &Context_, job: Option<&str>, json: bool) -> Result<ExitCode>
 }
 
 pub fn judge(ctx: &Context_, target: &str, judge: Option<&str>) -> Result<ExitCode> {
-    let store = ctx.store()?;
+    let store = ctx.existing_store()?;
     let jobs = store.list_jobs()?;
     let group = if jobs.iter().any(|j| j.group == target) {
         target.to_string()

@@ -17,7 +17,7 @@ use clap::{Args, Parser, Subcommand};
     about = "Run long AI work through many models and agents: typed state, compiled briefings, reconciled claims, durable turns."
 )]
 pub struct Cli {
-    /// SQLite database file [default: .baton/baton.db]
+    /// SQLite database: a file path, sqlite://PATH or file:PATH [default: .baton/baton.db]
     #[arg(long, global = true, env = "BATON_DB")]
     pub db: Option<PathBuf>,
     /// Configuration and roster file (TOML or JSON) [default: baton.toml if present]

@@ -114,7 +114,8 @@ fn set_mode(path: &Path, mode: u32) {
 }
 
 /// Regression (issue 7, item 16): `runs` and `state` in an empty directory created
-/// `.baton/baton.db`. A read on a missing database says so, and creates nothing.
+/// `.baton/baton.db`. A read on a missing database says so, and creates nothing; so
+/// do `step`, `resume` and `judge`, which have nothing to work on without one.
 #[test]
 fn read_commands_on_a_missing_database_create_nothing() {
     let dir = tempfile::tempdir().unwrap();
@@ -124,6 +125,14 @@ fn read_commands_on_a_missing_database_create_nothing() {
         assert!(
             err.contains("there is no baton database at .baton/baton.db yet")
                 && err.contains("baton demo"),
+            "{args:?}: {err}"
+        );
+    }
+    // Commands that advance or judge what is there have nothing to do either.
+    for args in [&["step"][..], &["resume"], &["judge", "g1"]] {
+        let err = run_err(d, args);
+        assert!(
+            err.contains("there is no baton database at .baton/baton.db yet"),
             "{args:?}: {err}"
         );
     }
