@@ -60,6 +60,12 @@ impl SqliteStore {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| open::directory_error(&e, path))?;
         }
+        if path.is_dir() {
+            return Err(Error::Open {
+                path: path.display().to_string(),
+                detail: "it is a directory; name a file in it".into(),
+            });
+        }
         let conn = Connection::open(path).map_err(|e| open::open_error(e.into(), path))?;
         Self::init(conn, Some(path.to_path_buf())).map_err(|e| open::open_error(e, path))
     }
@@ -462,6 +468,20 @@ mod tests {
         }
         let err = SqliteStore::open(&path).unwrap_err().to_string();
         assert!(err.contains("tables baton did not create: users"), "{err}");
+    }
+
+    #[test]
+    fn a_directory_is_named_as_such_not_as_read_only() {
+        let dir = tempfile::tempdir().unwrap();
+        for err in [
+            SqliteStore::open(dir.path()).unwrap_err(),
+            SqliteStore::open_read_only(dir.path()).unwrap_err(),
+        ] {
+            assert!(
+                matches!(&err, Error::Open { detail, .. } if detail.contains("is a directory")),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -118,13 +118,13 @@ pub(super) fn open_error(err: Error, path: &Path) -> Error {
 pub(super) fn read_only(path: &Path) -> Result<Connection> {
     let shown = || path.display().to_string();
     match std::fs::metadata(path) {
-        Ok(meta) if meta.is_file() => {}
-        Ok(_) => {
+        Ok(meta) if meta.is_dir() => {
             return Err(Error::Open {
                 path: shown(),
-                detail: "it is not a file".into(),
+                detail: "it is a directory; name a file in it".into(),
             });
         }
+        Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(Error::NoDatabase { path: shown() });
         }
