@@ -114,8 +114,17 @@ impl Context_ {
             Err(baton_store::Error::NoDatabase { .. }) => Ok(None),
             // A database from an older baton: migrating it is the one write a reading
             // command makes, once, so the upgrade does not wait for the next run.
-            Err(baton_store::Error::SchemaTooOld { found, supported }) => {
-                let store = SqliteStore::open(&self.db)?;
+            Err(
+                too_old @ baton_store::Error::SchemaTooOld {
+                    found, supported, ..
+                },
+            ) => {
+                let store = match SqliteStore::open(&self.db) {
+                    Ok(store) => store,
+                    // Cannot be upgraded here: say why it cannot be read as it is.
+                    Err(baton_store::Error::ReadOnly { .. }) => return Err(too_old.into()),
+                    Err(e) => return Err(e.into()),
+                };
                 eprintln!(
                     "upgraded the database {} from schema version {found} to {supported}",
                     self.db.display()

@@ -82,9 +82,13 @@ pub enum Error {
     SchemaTooNew { found: i64, supported: i64 },
     /// A read-only open found a database from an older baton; only a writer migrates.
     #[error(
-        "database schema version {found} is older than this baton's ({supported}) and this command only reads; it is upgraded by the first command that writes"
+        "the database {path} has schema version {found}, older than this baton's ({supported}); reading it needs the upgrade that any baton command able to write it makes"
     )]
-    SchemaTooOld { found: i64, supported: i64 },
+    SchemaTooOld {
+        path: String,
+        found: i64,
+        supported: i64,
+    },
     #[error("no job matches \"{prefix}\"; `baton jobs` lists them")]
     JobNotFound { prefix: String },
     #[error("\"{prefix}\" matches {} jobs ({}); type more of the id", candidates.len(), candidates.join(", "))]

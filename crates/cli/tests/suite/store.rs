@@ -246,3 +246,27 @@ fn a_full_disk_is_reported_once_with_what_to_do_next() {
         "{err}"
     );
 }
+
+/// A database written by an older baton is upgraded once by a reading command (the
+/// one write a read makes), and read.
+#[test]
+fn a_reading_command_upgrades_a_database_from_an_older_baton_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    run_ok(d, &["demo"]);
+    // Back to schema 3: runs had no lease columns before migration 4.
+    let conn = rusqlite::Connection::open(db(d)).unwrap();
+    conn.execute_batch(
+        "ALTER TABLE runs DROP COLUMN lease_token; ALTER TABLE runs DROP COLUMN lease_owner;
+         ALTER TABLE runs DROP COLUMN lease_expires_at; PRAGMA user_version = 3;",
+    )
+    .unwrap();
+    drop(conn);
+    let out = baton(d).arg("runs").output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("from schema version 3 to 4"), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("finished"));
+    let out = baton(d).arg("runs").output().unwrap();
+    assert!(out.stderr.is_empty(), "{}", text(&out));
+}

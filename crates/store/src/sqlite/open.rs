@@ -173,6 +173,7 @@ pub(super) fn read_only(path: &Path) -> Result<Connection> {
             supported: SCHEMA_VERSION,
         }),
         Schema::Baton(v) if v < SCHEMA_VERSION => Err(Error::SchemaTooOld {
+            path: shown(),
             found: v,
             supported: SCHEMA_VERSION,
         }),
