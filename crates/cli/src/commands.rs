@@ -8,8 +8,9 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use baton_core::ids::RunId;
+use baton_core::turn::TurnStatus;
 use baton_engine::config::{self, FileConfig, Roster, RunSettings};
-use baton_engine::{Engine, RunEnd, RunSpec, StepOutcome, demo, export};
+use baton_engine::{Engine, RunEnd, RunSpec, StepOutcome, TurnSummary, demo, export};
 use baton_store::{SqliteStore, Store};
 
 use crate::render;
@@ -17,6 +18,12 @@ use crate::{BudgetArgs, Cli, Command};
 
 const DEFAULT_DB: &str = ".baton/baton.db";
 const DEFAULT_CONFIG: &str = "baton.toml";
+
+/// Exit status when the run is blocked and a human must answer (README, "Exit codes").
+const EXIT_BLOCKED: u8 = 3;
+/// Exit status when the last turn ran and failed: recorded, the run can continue, but a
+/// script must be able to tell (README, "Exit codes").
+const EXIT_TURN_FAILED: u8 = 4;
 
 /// Resolved global settings: defaults < file < environment < flags.
 pub(crate) struct Context_ {
@@ -49,11 +56,17 @@ fn context(cli: &Cli) -> Result<Context_> {
     for warning in &file.warnings {
         eprintln!("warning: {warning}");
     }
-    let db = cli
-        .db
-        .clone()
-        .or_else(|| file.db.as_ref().map(PathBuf::from))
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_DB));
+    // `--db`/`BATON_DB`, else the file's `db`, may be a path or a URL; a URL of a kind
+    // baton cannot open is refused here, before anything is created.
+    let db = match (&cli.db, &file.db) {
+        (Some(flag), _) => match flag.to_str() {
+            Some(spec) => baton_store::sqlite_path(spec)?,
+            // Not UTF-8: no URL, a path.
+            None => flag.clone(),
+        },
+        (None, Some(spec)) => baton_store::sqlite_path(spec)?,
+        (None, None) => PathBuf::from(DEFAULT_DB),
+    };
     Ok(Context_ {
         db,
         file,
@@ -63,14 +76,63 @@ fn context(cli: &Cli) -> Result<Context_> {
 }
 
 impl Context_ {
+    /// The database, for a command that writes: created and migrated when needed.
+    // No context added: every open error already names the file and what to do.
     pub(crate) fn store(&self) -> Result<Arc<dyn Store>> {
-        let store = SqliteStore::open(&self.db).with_context(|| {
-            format!(
-                "opening the database {} (set --db or BATON_DB to use another)",
-                self.db.display()
-            )
-        })?;
-        Ok(Arc::new(store))
+        Ok(Arc::new(SqliteStore::open(&self.db)?))
+    }
+
+    /// The database, for a command that writes to what is already there (`step`,
+    /// `resume`, `judge`): without a database it has nothing to do, so none is created.
+    pub(crate) fn existing_store(&self) -> Result<Arc<dyn Store>> {
+        if !self.db.exists() {
+            return Err(self.no_database());
+        }
+        self.store()
+    }
+
+    fn no_database(&self) -> anyhow::Error {
+        baton_store::Error::NoDatabase {
+            path: self.db.display().to_string(),
+        }
+        .into()
+    }
+
+    /// The database, for a command that only reads: never created or changed (so it
+    /// works on a read-only file system); an error when there is none yet.
+    pub(crate) fn reader(&self) -> Result<Arc<dyn Store>> {
+        match self.try_reader()? {
+            Some(store) => Ok(store),
+            None => Err(self.no_database()),
+        }
+    }
+
+    /// `reader`, or `None` when there is no database yet.
+    pub(crate) fn try_reader(&self) -> Result<Option<Arc<dyn Store>>> {
+        match SqliteStore::open_read_only(&self.db) {
+            Ok(store) => Ok(Some(Arc::new(store))),
+            Err(baton_store::Error::NoDatabase { .. }) => Ok(None),
+            // A database from an older baton: migrating it is the one write a reading
+            // command makes, once, so the upgrade does not wait for the next run.
+            Err(
+                too_old @ baton_store::Error::SchemaTooOld {
+                    found, supported, ..
+                },
+            ) => {
+                let store = match SqliteStore::open(&self.db) {
+                    Ok(store) => store,
+                    // Cannot be upgraded here: say why it cannot be read as it is.
+                    Err(baton_store::Error::ReadOnly { .. }) => return Err(too_old.into()),
+                    Err(e) => return Err(e.into()),
+                };
+                eprintln!(
+                    "upgraded the database {} from schema version {found} to {supported}",
+                    self.db.display()
+                );
+                Ok(Some(Arc::new(store)))
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// An engine over the store, printing every call on stderr with `--verbose`.
@@ -144,8 +206,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             record,
         } => demo_cmd(&ctx, json, replay.as_deref(), record.as_deref()),
         Command::Run {
-            objective,
-            tasks,
+            text,
             step_budgets,
             budget,
             max_turns,
@@ -153,6 +214,8 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             replay,
             record,
         } => {
+            // Read before the database is opened: a bad file creates nothing.
+            let (objective, tasks) = text.read()?;
             let store = ctx.store()?;
             let engine = ctx.engine(&store);
             let (mut roster, roster_note) = ctx.roster();
@@ -196,7 +259,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             )
         }
         Command::Step { run } => {
-            let store = ctx.store()?;
+            let store = ctx.existing_store()?;
             let engine = ctx.engine(&store);
             let id = resolve_own_run(store.as_ref(), run.as_deref())?;
             let mut session = engine.open_with_keys(&id, None, ctx.keys())?;
@@ -210,13 +273,13 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
                 StepOutcome::Turn(summary) => {
                     eprintln!("{}", render::progress_line(&summary, &session));
                     if session.status == baton_store::RunStatus::Blocked {
-                        eprintln!(
-                            "run blocked after {} failed turns in a row; see `baton history {id}`, then `baton resume {id}`",
-                            session.state.consecutive_failures
-                        );
-                        return Ok(ExitCode::from(3));
+                        // A blocked run's next step only says why, and what to do.
+                        if let Ok(StepOutcome::Blocked { question }) = engine.step(&mut session) {
+                            eprintln!("run {id} is blocked: {question}");
+                        }
+                        return Ok(ExitCode::from(EXIT_BLOCKED));
                     }
-                    Ok(ExitCode::SUCCESS)
+                    Ok(turn_exit(&id, Some(&summary)))
                 }
                 StepOutcome::Finished => {
                     println!(
@@ -226,7 +289,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
                 }
                 StepOutcome::Blocked { question } => {
                     println!("run {id} is blocked: {question}");
-                    Ok(ExitCode::from(3))
+                    Ok(ExitCode::from(EXIT_BLOCKED))
                 }
             }
         }
@@ -236,7 +299,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             record,
             roster,
         } => {
-            let store = ctx.store()?;
+            let store = ctx.existing_store()?;
             let engine = ctx.engine(&store);
             let id = resolve_own_run(store.as_ref(), run.as_deref())?;
             if let Some(path) = &roster {
@@ -252,12 +315,12 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             )
         }
         Command::Runs => {
-            let store = ctx.store()?;
+            let store = ctx.reader()?;
             print!("{}", render::runs(&store.list_runs()?));
             Ok(ExitCode::SUCCESS)
         }
         Command::State { run, json } => {
-            let store = ctx.store()?;
+            let store = ctx.reader()?;
             let id = resolve(store.as_ref(), run.as_deref())?;
             let state = store.load_state(&id)?;
             if json {
@@ -269,7 +332,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::History { run, json } => {
-            let store = ctx.store()?;
+            let store = ctx.reader()?;
             let id = resolve(store.as_ref(), run.as_deref())?;
             let (report, _, _) = baton_engine::report::build(store.as_ref(), &id)?;
             if json {
@@ -285,7 +348,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             text,
             json,
         } => {
-            let store = ctx.store()?;
+            let store = ctx.reader()?;
             let id = resolve(store.as_ref(), run.as_deref())?;
             let turns = store.turns(&id)?;
             let selected: Vec<_> = turns
@@ -306,7 +369,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Tasks { run } => {
-            let store = ctx.store()?;
+            let store = ctx.reader()?;
             let id = resolve(store.as_ref(), run.as_deref())?;
             print!("{}", render::tasks(&store.load_state(&id)?));
             Ok(ExitCode::SUCCESS)
@@ -318,7 +381,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             budget,
             json,
         } => {
-            let store = ctx.store()?;
+            let store = ctx.reader()?;
             let engine = Engine::new(store.clone());
             let id = resolve(store.as_ref(), run.as_deref())?;
             let session = engine.open_for_preview(&id)?;
@@ -331,7 +394,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Export { run, format, out } => {
-            let store = ctx.store()?;
+            let store = ctx.reader()?;
             let id = resolve(store.as_ref(), run.as_deref())?;
             let text = match format.as_str() {
                 "json" => export::json(store.as_ref(), &id)?,
@@ -491,7 +554,7 @@ fn interrupted<T>(
 }
 
 pub(crate) fn requeue(ctx: &Context_, job: &str, roster: Option<&Path>) -> Result<ExitCode> {
-    let store = ctx.store()?;
+    let store = ctx.existing_store()?;
     let id = store.resolve_job(job)?;
     let info = store.job(&id)?;
     if let Some(path) = roster {
@@ -529,8 +592,10 @@ fn drive(
         engine.unblock(&mut session)?;
     }
     let started = Instant::now();
+    let mut last = None;
     let end = engine.run(&mut session, max_turns, &mut |summary, s| {
         eprintln!("{}", render::progress_line(summary, s));
+        last = Some(summary.clone());
     });
     // Record what ran even when the run stopped on an error.
     if let Some(path) = record {
@@ -546,19 +611,34 @@ fn drive(
         render::run_summary(&report, &state, started.elapsed())
     );
     Ok(match end {
-        RunEnd::Finished => ExitCode::SUCCESS,
+        RunEnd::Finished => turn_exit(id, last.as_ref()),
         RunEnd::Paused => {
             println!(
                 "paused after {} turns as asked; continue with `baton resume {id}`",
                 max_turns.unwrap_or(0)
             );
-            ExitCode::SUCCESS
+            turn_exit(id, last.as_ref())
         }
         RunEnd::Blocked { question } => {
             println!("\nrun blocked — a human is needed: {question}");
-            ExitCode::from(3)
+            ExitCode::from(EXIT_BLOCKED)
         }
     })
+}
+
+/// Success, or `EXIT_TURN_FAILED` (said on stderr) when the last turn this command
+/// ran failed.
+fn turn_exit(id: &RunId, last: Option<&TurnSummary>) -> ExitCode {
+    match last {
+        Some(turn) if turn.status == TurnStatus::Failed => {
+            eprintln!(
+                "turn {} failed (recorded; exit status {EXIT_TURN_FAILED}): `baton history {id}` shows why; `baton step {id}` or `baton resume {id}` tries again",
+                turn.turn
+            );
+            ExitCode::from(EXIT_TURN_FAILED)
+        }
+        _ => ExitCode::SUCCESS,
+    }
 }
 
 /// Writes every model response of the run as a replay script.
@@ -629,14 +709,20 @@ fn demo_cmd(
 fn workers(ctx: &Context_, run: Option<&str>, verify: bool) -> Result<ExitCode> {
     // With a run (named, or the newest when there is no roster file) show its roster
     // and who took which turns; otherwise the configured roster.
-    let store = ctx.store()?;
-    let id = match run {
-        Some(p) => Some(store.resolve_run(p)?),
-        None if ctx.config_path.is_none() => store.list_runs()?.into_iter().next().map(|r| r.id),
-        None => None,
+    // Without a database there is no run to show, but the configured roster still is.
+    let store = match run {
+        Some(_) => Some(ctx.reader()?),
+        None => ctx.try_reader()?,
     };
-    let (mut roster, state, note) = match id {
-        Some(id) => {
+    let id = match (&store, run) {
+        (Some(store), Some(p)) => Some(store.resolve_run(p)?),
+        (Some(store), None) if ctx.config_path.is_none() => {
+            store.list_runs()?.into_iter().next().map(|r| r.id)
+        }
+        _ => None,
+    };
+    let (mut roster, state, note) = match store.zip(id) {
+        Some((store, id)) => {
             let engine = Engine::new(store.clone());
             let session = engine.open_for_preview(&id)?;
             (

@@ -19,12 +19,8 @@ use crate::commands::Context_;
 
 #[derive(Args, Debug)]
 pub struct EnqueueArgs {
-    /// What the work is for
-    #[arg(long)]
-    objective: String,
-    /// A step of the plan, in order (repeat)
-    #[arg(long = "task", required = true)]
-    tasks: Vec<String>,
+    #[command(flatten)]
+    text: crate::input::WorkText,
     /// A gate: `name=command` or just `command` (repeat); runs in the worktree at the end
     #[arg(long = "gate")]
     gates: Vec<String>,
@@ -88,6 +84,7 @@ fn candidate(ctx: &Context_, spec: &str) -> Result<Roster> {
 pub fn enqueue(ctx: &Context_, args: EnqueueArgs) -> Result<ExitCode> {
     // Check the repository before anything is created on disk (the database included).
     baton_workspace::Repo::open(&args.repo)?;
+    let (objective, tasks) = args.text.read()?;
     let store = ctx.store()?;
     let candidates = args
         .workers
@@ -95,8 +92,8 @@ pub fn enqueue(ctx: &Context_, args: EnqueueArgs) -> Result<ExitCode> {
         .map(|w| candidate(ctx, w))
         .collect::<Result<Vec<_>>>()?;
     let request = EnqueueRequest {
-        objective: args.objective,
-        tasks: args.tasks,
+        objective,
+        tasks,
         repo: args.repo,
         base: args.base,
         worktree_root: args.worktrees,
@@ -256,7 +253,7 @@ fn progress_of(store: &dyn baton_store::Store, job: &JobInfo) -> String {
 }
 
 pub fn list(ctx: &Context_, json: bool) -> Result<ExitCode> {
-    let store = ctx.store()?;
+    let store = ctx.reader()?;
     let jobs = store.list_jobs()?;
     if json {
         println!("{}", serde_json::to_string_pretty(&jobs)?);
@@ -307,7 +304,7 @@ pub fn list(ctx: &Context_, json: bool) -> Result<ExitCode> {
 }
 
 pub fn outbox(ctx: &Context_, job: Option<&str>, json: bool) -> Result<ExitCode> {
-    let store = ctx.store()?;
+    let store = ctx.reader()?;
     let jobs: Vec<JobInfo> = match job {
         Some(prefix) => vec![store.job(&store.resolve_job(prefix)?)?],
         None => store
@@ -398,7 +395,7 @@ pub fn outbox(ctx: &Context_, job: Option<&str>, json: bool) -> Result<ExitCode>
 }
 
 pub fn judge(ctx: &Context_, target: &str, judge: Option<&str>) -> Result<ExitCode> {
-    let store = ctx.store()?;
+    let store = ctx.existing_store()?;
     let jobs = store.list_jobs()?;
     let group = if jobs.iter().any(|j| j.group == target) {
         target.to_string()
@@ -478,7 +475,7 @@ pub fn gc(
     keep: usize,
     idle_hours: u64,
 ) -> Result<ExitCode> {
-    let store = ctx.store()?;
+    let store = ctx.reader()?;
     let repo = baton_workspace::Repo::open(repo)?;
     let root = worktrees
         .map(Path::to_path_buf)

@@ -5,6 +5,7 @@
 mod out;
 
 mod commands;
+mod input;
 mod jobs;
 mod render;
 mod signals;
@@ -21,7 +22,7 @@ use clap::{Args, Parser, Subcommand};
     about = "Run long AI work through many models and agents: typed state, compiled briefings, reconciled claims, durable turns."
 )]
 pub struct Cli {
-    /// SQLite database file [default: .baton/baton.db]
+    /// SQLite database: a file path, sqlite://PATH or file:PATH [default: .baton/baton.db]
     #[arg(long, global = true, env = "BATON_DB")]
     pub db: Option<PathBuf>,
     /// Configuration and roster file (TOML or JSON) [default: baton.toml if present]
@@ -75,12 +76,8 @@ pub enum Command {
     },
     /// Start a run of your own plan and run it to the end
     Run {
-        /// What the whole run is for
-        #[arg(long)]
-        objective: String,
-        /// A step of the plan, in order (repeat for each step)
-        #[arg(long = "task", required = true)]
-        tasks: Vec<String>,
+        #[command(flatten)]
+        text: input::WorkText,
         /// Budget for one step, in order (repeat; overrides the split for that step)
         #[arg(long = "step-budget")]
         step_budgets: Vec<usize>,

@@ -16,9 +16,11 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 pub mod jobs;
+mod location;
 pub mod sqlite;
 
 pub use jobs::{ClaimOutcome, JobInfo, JobStatus, NewJob};
+pub use location::sqlite_path;
 
 pub use sqlite::SqliteStore;
 
@@ -42,15 +44,51 @@ pub enum Error {
     },
     #[error("corrupt {what}: {detail}")]
     Corrupt { what: String, detail: String },
-    #[error("database {path}: {source}")]
-    Open {
-        path: String,
-        source: rusqlite::Error,
-    },
+    /// The database could not be opened for a reason none of the variants below name.
+    #[error(
+        "cannot open the database {path}: {detail}; check the path, or point --db (BATON_DB) at another file"
+    )]
+    Open { path: String, detail: String },
+    /// A read found no database file (or an empty one): nothing was created to answer it.
+    #[error(
+        "there is no baton database at {path} yet; a command that writes creates it (`baton demo`, `baton run --objective \"…\" --task \"…\"`, `baton enqueue …`), or point --db (BATON_DB) at an existing one"
+    )]
+    NoDatabase { path: String },
+    /// The file belongs to something else; baton neither reads nor writes it.
+    #[error(
+        "{path} is not a baton database ({detail}); baton leaves it untouched: point --db (BATON_DB) at a baton database or at a new file"
+    )]
+    NotBaton { path: String, detail: String },
+    /// SQLITE_FULL: the disk (or the database's size limit) is full. Nothing of the
+    /// failed write was committed.
+    #[error(
+        "the disk holding the database {path} is full; nothing of the failed write was committed. Free space on that disk (or move the database and point --db at it), then run the command again: committed turns are intact and `baton resume` continues a run from the last one"
+    )]
+    DiskFull { path: String },
+    /// SQLITE_READONLY, or the file exists but SQLite cannot open it or its `-wal`/`-shm`
+    /// companions for writing (read-only file system, permissions).
+    #[error(
+        "the database {path} cannot be written (read-only file system, or no permission to write it or its directory, where SQLite keeps its -wal and -shm files); commands that only read (runs, state, history, export, jobs …) still work. To write, make it writable, or copy it elsewhere and point --db at the copy"
+    )]
+    ReadOnly { path: String },
+    /// `--db`/`BATON_DB` named a database URL of a kind this build cannot open.
+    #[error(
+        "cannot use the database \"{url}\": {reason}. Supported forms: a file path, sqlite://PATH (sqlite:///ABSOLUTE/PATH) or file:PATH, all naming an SQLite file"
+    )]
+    UnsupportedUrl { url: String, reason: String },
     #[error(
         "database schema version {found} is newer than this baton understands ({supported}); upgrade baton"
     )]
     SchemaTooNew { found: i64, supported: i64 },
+    /// A read-only open found a database from an older baton; only a writer migrates.
+    #[error(
+        "the database {path} has schema version {found}, older than this baton's ({supported}); reading it needs the upgrade that any baton command able to write it makes"
+    )]
+    SchemaTooOld {
+        path: String,
+        found: i64,
+        supported: i64,
+    },
     #[error("no job matches \"{prefix}\"; `baton jobs` lists them")]
     JobNotFound { prefix: String },
     #[error("\"{prefix}\" matches {} jobs ({}); type more of the id", candidates.len(), candidates.join(", "))]
@@ -65,8 +103,16 @@ pub enum Error {
         "job {job} is {status}, not failed: only a failed job can be requeued (`baton jobs` shows each job's state)"
     )]
     JobNotRequeueable { job: String, status: &'static str },
+    // Not `source` (nor `from`): rusqlite's error is its own source, so anyhow would
+    // print SQLite's message three times.
     #[error("database error: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    Sqlite(rusqlite::Error),
+}
+
+impl From<rusqlite::Error> for Error {
+    fn from(e: rusqlite::Error) -> Self {
+        Error::Sqlite(e)
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -46,7 +46,7 @@ fn run_ids_can_be_abbreviated_and_bad_ones_are_explained() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let err = run_err(d, &["state"]);
-    assert!(err.contains("no runs in this database yet"), "{err}");
+    assert!(err.contains("no baton database at"), "{err}");
 
     let mut ids = Vec::new();
     for i in 0..17 {

@@ -1,8 +1,10 @@
 mod cli;
 mod crash;
 mod hardening;
+mod input;
 mod jobs;
 mod providers;
+mod store;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

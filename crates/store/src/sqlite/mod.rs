@@ -10,6 +10,7 @@
 
 mod jobs;
 mod migrations;
+mod open;
 mod read;
 mod write;
 
@@ -53,24 +54,32 @@ impl std::fmt::Debug for SqliteStore {
 
 impl SqliteStore {
     /// Opens (creating it and its parent directories if needed) the database at `path`
-    /// and migrates it to the current schema.
+    /// and migrates it to the current schema. A file that holds another application's
+    /// tables is refused before anything is written to it.
     pub fn open(path: &Path) -> Result<SqliteStore> {
-        let open_err = |source| Error::Open {
-            path: path.display().to_string(),
-            source,
-        };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                open_err(cannot_open(format!(
-                    "cannot create directory {}: {e}",
-                    dir.display()
-                )))
-            })?;
+            std::fs::create_dir_all(dir).map_err(|e| open::directory_error(&e, path))?;
         }
-        let conn = Connection::open(path).map_err(open_err)?;
-        Self::init(conn, Some(path.to_path_buf())).map_err(|e| match e {
-            Error::Sqlite(source) => open_err(source),
-            other => other,
+        if path.is_dir() {
+            return Err(Error::Open {
+                path: path.display().to_string(),
+                detail: "it is a directory; name a file in it".into(),
+            });
+        }
+        let conn = Connection::open(path).map_err(|e| open::open_error(e.into(), path))?;
+        Self::init(conn, Some(path.to_path_buf())).map_err(|e| open::open_error(e, path))
+    }
+
+    /// Opens the database at `path` only to read it: never creates, migrates or changes
+    /// it, so it works on a read-only file system. `Error::NoDatabase` when there is no
+    /// database (or an empty one), `Error::NotBaton` for another application's file,
+    /// `Error::SchemaTooOld` for one a writer must migrate first.
+    pub fn open_read_only(path: &Path) -> Result<SqliteStore> {
+        let mut conn = open::read_only(path)?;
+        Self::tune(&mut conn).map_err(|e| open::open_error(e, path))?;
+        Ok(SqliteStore {
+            conn: Mutex::new(conn),
+            path: Some(path.to_path_buf()),
         })
     }
 
@@ -87,6 +96,15 @@ impl SqliteStore {
     fn init(mut conn: Connection, path: Option<PathBuf>) -> Result<SqliteStore> {
         // Set first, so the pragmas below already wait for another process's lock.
         conn.busy_timeout(BUSY_TIMEOUT)?;
+        // Before the first write (switching to WAL is one): never into someone else's file.
+        if let open::Schema::Foreign(detail) = open::schema(&conn)? {
+            return Err(Error::NotBaton {
+                path: path
+                    .as_deref()
+                    .map_or_else(|| ":memory:".into(), |p| p.display().to_string()),
+                detail,
+            });
+        }
         // WAL: readers never block the writer. An in-memory database answers "memory",
         // and a file system without shared memory keeps its old mode; both are still
         // correct, only slower to share, so the answer is not checked.
@@ -95,16 +113,22 @@ impl SqliteStore {
         // (NORMAL, the usual WAL setting, may lose the last commits.)
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", true)?;
-        // A run's database is a few megabytes and is read mostly once per process (the
-        // state on open); SQLite's default 2 MiB page cache is a fifth of the memory a
-        // 100-turn run needs, for no gain.
-        conn.pragma_update(None, "cache_size", -512)?;
-        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        Self::tune(&mut conn)?;
         migrations::migrate(&mut conn)?;
         Ok(SqliteStore {
             conn: Mutex::new(conn),
             path,
         })
+    }
+
+    /// Connection settings a reader and a writer share.
+    fn tune(conn: &mut Connection) -> Result<()> {
+        // A run's database is a few megabytes and is read mostly once per process (the
+        // state on open); SQLite's default 2 MiB page cache is a fifth of the memory a
+        // 100-turn run needs, for no gain.
+        conn.pragma_update(None, "cache_size", -512)?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        Ok(())
     }
 
     fn lock(&self) -> MutexGuard<'_, Connection> {
@@ -118,22 +142,29 @@ impl SqliteStore {
     /// even while another process commits.
     fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         let mut conn = self.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
-        let out = f(&tx)?;
-        tx.commit()?;
-        Ok(out)
+        let out = (|| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
+            let out = f(&tx)?;
+            tx.commit()?;
+            Ok(out)
+        })();
+        out.map_err(|e| open::classify(e, self.path()))
     }
 
     /// Runs `f` in one write transaction: committed when `f` succeeds, rolled back (when
     /// the transaction is dropped) when it fails.
     fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
         let mut conn = self.lock();
-        // IMMEDIATE takes the write lock up front: a deferred transaction that reads and
-        // then writes can fail with SQLITE_BUSY without waiting for the busy timeout.
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let out = f(&tx)?;
-        tx.commit()?;
-        Ok(out)
+        let out = (|| {
+            // IMMEDIATE takes the write lock up front: a deferred transaction that reads
+            // and then writes can fail with SQLITE_BUSY without waiting for the busy
+            // timeout.
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let out = f(&tx)?;
+            tx.commit()?;
+            Ok(out)
+        })();
+        out.map_err(|e| open::classify(e, self.path()))
     }
 }
 
@@ -314,14 +345,6 @@ impl Store for SqliteStore {
     }
 }
 
-/// An SQLite "cannot open" error carrying `message`, for failures before SQLite runs.
-fn cannot_open(message: String) -> rusqlite::Error {
-    rusqlite::Error::SqliteFailure(
-        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
-        Some(message),
-    )
-}
-
 fn to_json<T: Serialize + ?Sized>(value: &T, what: impl FnOnce() -> String) -> Result<String> {
     serde_json::to_string(value).map_err(|e| Error::Corrupt {
         what: what(),
@@ -380,6 +403,166 @@ mod tests {
         assert!(
             matches!(err, Error::SchemaTooNew { found: 99, .. }),
             "{err}"
+        );
+    }
+
+    fn new_run(id: &str, objective: &str) -> (crate::RunInfo, ExecutionState) {
+        let info = crate::RunInfo {
+            id: RunId(id.into()),
+            objective: objective.into(),
+            status: crate::RunStatus::Active,
+            turns: 0,
+            created_at: Timestamp(0),
+            updated_at: Timestamp(0),
+            config: serde_json::json!({}),
+        };
+        let state = ExecutionState::new(info.id.clone(), objective, &[]);
+        (info, state)
+    }
+
+    /// Text of `err` and every error beneath it, as `{:#}` would print it.
+    fn chain(err: &Error) -> String {
+        let mut text = err.to_string();
+        let mut source = std::error::Error::source(err);
+        while let Some(e) = source {
+            text.push_str(&format!(": {e}"));
+            source = e.source();
+        }
+        text
+    }
+
+    /// Regression (issue 7, item 9): a full disk printed SQLite's "database or disk is
+    /// full" three times and never said what to do. `max_page_count` makes SQLite
+    /// answer SQLITE_FULL exactly as a full disk does.
+    #[test]
+    fn disk_full_is_said_once_with_what_to_do_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("baton.db");
+        let store = SqliteStore::open(&path).unwrap();
+        let pages: i64 = store
+            .lock()
+            .pragma_query_value(None, "page_count", |r| r.get(0))
+            .unwrap();
+        store
+            .lock()
+            .pragma_update(None, "max_page_count", pages)
+            .unwrap();
+        let (info, state) = new_run("run-full", &"x".repeat(64 * 1024));
+        let err = store.create_run(&info, &state, &[]).unwrap_err();
+        assert!(
+            matches!(&err, Error::DiskFull { path: p } if p == &path.display().to_string()),
+            "{err:?}"
+        );
+        let text = chain(&err);
+        assert_eq!(text.matches("full").count(), 1, "{text}");
+        assert!(text.contains("Free space on that disk"), "{text}");
+        assert!(
+            text.contains("nothing of the failed write was committed"),
+            "{text}"
+        );
+        // True: the run is not there.
+        assert!(store.list_runs().unwrap().is_empty());
+    }
+
+    /// Regression (issue 7, item 16): `baton runs` in an empty directory created
+    /// `.baton/baton.db` to answer a read.
+    #[test]
+    fn a_read_only_open_never_creates_a_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".baton/baton.db");
+        let err = SqliteStore::open_read_only(&path).unwrap_err();
+        assert!(matches!(err, Error::NoDatabase { .. }), "{err}");
+        assert!(err.to_string().contains("baton demo"), "{err}");
+        assert!(!dir.path().join(".baton").exists());
+
+        // An empty file is no database either, and stays empty.
+        std::fs::create_dir(dir.path().join(".baton")).unwrap();
+        std::fs::write(&path, b"").unwrap();
+        let err = SqliteStore::open_read_only(&path).unwrap_err();
+        assert!(matches!(err, Error::NoDatabase { .. }), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap().len(), 0);
+    }
+
+    /// Regression (issue 7, item 16): `baton --db app.db runs` wrote baton's tables and
+    /// triggers (and the WAL switch) into another application's database.
+    #[test]
+    fn another_applications_database_is_refused_and_left_byte_for_byte_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("app.db");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch("CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT); INSERT INTO users(name) VALUES ('ada');")
+            .unwrap();
+        drop(conn);
+        let text_file = dir.path().join("notes.txt");
+        std::fs::write(&text_file, "not a database, just notes\n".repeat(100)).unwrap();
+        for file in [&path, &text_file] {
+            let before = std::fs::read(file).unwrap();
+            for err in [
+                SqliteStore::open(file).unwrap_err(),
+                SqliteStore::open_read_only(file).unwrap_err(),
+            ] {
+                assert!(matches!(err, Error::NotBaton { .. }), "{err}");
+            }
+            assert_eq!(std::fs::read(file).unwrap(), before);
+            for suffix in ["-wal", "-shm", "-journal"] {
+                assert!(!open::companion(file, suffix).exists(), "{suffix}");
+            }
+        }
+        let err = SqliteStore::open(&path).unwrap_err().to_string();
+        assert!(err.contains("tables baton did not create: users"), "{err}");
+    }
+
+    #[test]
+    fn a_directory_is_named_as_such_not_as_read_only() {
+        let dir = tempfile::tempdir().unwrap();
+        for err in [
+            SqliteStore::open(dir.path()).unwrap_err(),
+            SqliteStore::open_read_only(dir.path()).unwrap_err(),
+        ] {
+            assert!(
+                matches!(&err, Error::Open { detail, .. } if detail.contains("is a directory")),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_read_only_store_reads_a_live_database_and_refuses_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("baton.db");
+        let writer = SqliteStore::open(&path).unwrap();
+        let reader = SqliteStore::open_read_only(&path).unwrap();
+        assert!(reader.list_runs().unwrap().is_empty());
+        let (info, state) = new_run("run-1", "o");
+        writer.create_run(&info, &state, &[]).unwrap();
+        // The reader sees the writer's commit (WAL shared through the -shm file).
+        assert_eq!(reader.list_runs().unwrap().len(), 1);
+        let err = reader
+            .create_run(
+                &crate::RunInfo {
+                    id: RunId("run-2".into()),
+                    ..info
+                },
+                &state,
+                &[],
+            )
+            .unwrap_err();
+        assert!(matches!(err, Error::ReadOnly { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn a_read_only_open_of_an_older_schema_asks_for_a_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("baton.db");
+        drop(SqliteStore::open(&path).unwrap());
+        let conn = Connection::open(&path).unwrap();
+        conn.pragma_update(None, "user_version", 3).unwrap();
+        drop(conn);
+        let err = SqliteStore::open_read_only(&path).unwrap_err();
+        assert!(matches!(err, Error::SchemaTooOld { found: 3, .. }), "{err}");
+        assert_eq!(
+            migrations::user_version(&Connection::open(&path).unwrap()).unwrap(),
+            3
         );
     }
 }

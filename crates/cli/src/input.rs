@@ -1,0 +1,97 @@
+//! The objective and tasks of `run` and `enqueue`: inline, or read from files or
+//! standard input when they are longer than the command line allows (128 KiB for one
+//! argument on Linux).
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+
+/// What the work is for and its steps.
+#[derive(Args, Debug, Clone)]
+pub struct WorkText {
+    /// What the work is for
+    #[arg(
+        long,
+        required_unless_present = "objective_file",
+        conflicts_with = "objective_file"
+    )]
+    objective: Option<String>,
+    /// Read the objective from FILE (`-` for standard input), for one too long to type
+    #[arg(long, value_name = "FILE")]
+    objective_file: Option<PathBuf>,
+    /// A step of the plan, in order (repeat for each step)
+    #[arg(
+        long = "task",
+        required_unless_present = "task_files",
+        conflicts_with = "task_files"
+    )]
+    tasks: Vec<String>,
+    /// Read one step from FILE (`-` for standard input); repeat for each step, in order
+    #[arg(long = "task-file", value_name = "FILE")]
+    task_files: Vec<PathBuf>,
+}
+
+impl WorkText {
+    /// The objective and the tasks, with files and standard input read.
+    pub fn read(self) -> Result<(String, Vec<String>)> {
+        let stdin_uses = self
+            .objective_file
+            .iter()
+            .chain(&self.task_files)
+            .filter(|p| is_stdin(p))
+            .count();
+        if stdin_uses > 1 {
+            bail!(
+                "standard input (`-`) is given {stdin_uses} times, but it can be read only once; put the other texts in files"
+            );
+        }
+        let objective = match (self.objective, self.objective_file) {
+            (Some(text), _) => text,
+            (None, Some(path)) => read_text(&path, "objective")?,
+            // clap requires one of the two.
+            (None, None) => bail!("give --objective TEXT or --objective-file FILE"),
+        };
+        let tasks = if self.task_files.is_empty() {
+            self.tasks
+        } else {
+            self.task_files
+                .iter()
+                .map(|p| read_text(p, "task"))
+                .collect::<Result<_>>()?
+        };
+        Ok((objective, tasks))
+    }
+}
+
+fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// The text of `path` (standard input for `-`) without its final line break; an error
+/// naming the file when it cannot be read, is not UTF-8 or holds only white space.
+fn read_text(path: &Path, what: &str) -> Result<String> {
+    let (text, source) = if is_stdin(path) {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .with_context(|| format!("reading the {what} from standard input"))?;
+        (text, "standard input".to_string())
+    } else {
+        let bytes = std::fs::read(path)
+            .with_context(|| format!("cannot read the {what} file {}", path.display()))?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            anyhow::anyhow!(
+                "the {what} file {} is not UTF-8 text (invalid byte at offset {})",
+                path.display(),
+                e.utf8_error().valid_up_to()
+            )
+        })?;
+        (text, format!("the {what} file {}", path.display()))
+    };
+    if text.trim().is_empty() {
+        bail!("{source} is empty; it must hold the {what}'s text");
+    }
+    Ok(text.trim_end_matches(['\n', '\r']).to_string())
+}

@@ -1,0 +1,215 @@
+//! Long objectives and tasks, from files and standard input; and what the exit status
+//! tells a script.
+
+use std::io::Write as _;
+use std::process::Stdio;
+
+use super::*;
+
+/// Above Linux's limit for one argument (MAX_ARG_STRLEN, 128 KiB).
+const LONG: usize = 200 * 1024;
+
+fn long_text(word: &str) -> String {
+    format!("{}The end.", word.repeat(LONG / word.len() + 1))
+}
+
+/// Equal, without printing 200 KiB when they are not.
+fn assert_same(found: &serde_json::Value, expected: &str) {
+    let found = found.as_str().unwrap_or_default();
+    assert!(
+        found == expected,
+        "{} bytes found, {} expected; first difference at byte {:?}",
+        found.len(),
+        expected.len(),
+        found
+            .bytes()
+            .zip(expected.bytes())
+            .position(|(a, b)| a != b)
+    );
+}
+
+/// Runs `baton args` with `stdin` on standard input.
+fn with_stdin(dir: &Path, args: &[&str], stdin: &str) -> Output {
+    let mut child = baton(dir)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Regression (issue 7, item 18): an objective or task longer than the OS argument
+/// limit could not be given at all.
+#[test]
+fn an_objective_and_tasks_beyond_the_argument_limit_come_from_files_and_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let objective = long_text("Port the billing service. ");
+    let task = long_text("Inventory every query. ");
+    std::fs::write(d.join("objective.md"), format!("{objective}\n")).unwrap();
+    std::fs::write(d.join("task1.md"), &task).unwrap();
+    let out = with_stdin(
+        d,
+        &[
+            "run",
+            "--objective-file",
+            "objective.md",
+            "--task-file",
+            "task1.md",
+            "--task-file",
+            "-",
+            "--create-only",
+        ],
+        "Review the plan\r\n",
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let state: serde_json::Value = serde_json::from_str(&run_ok(d, &["state", "--json"])).unwrap();
+    // Byte for byte, less the file's final line break.
+    assert_same(&state["objective"], &objective);
+    assert_same(&state["plan"][0]["title"], &task);
+    assert_eq!(state["plan"][1]["title"], "Review the plan");
+    // The long texts go through a real turn.
+    run_ok(d, &["step"]);
+
+    // The same for a queued job.
+    git(d, &["init", "-q", "-b", "main"]);
+    git(
+        d,
+        &[
+            "-c",
+            "user.email=dev@example.com",
+            "-c",
+            "user.name=dev",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "init",
+        ],
+    );
+    let out = with_stdin(
+        d,
+        &[
+            "enqueue",
+            "--objective-file",
+            "-",
+            "--task-file",
+            "task1.md",
+            "--worker",
+            "claude",
+        ],
+        &objective,
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let jobs: serde_json::Value = serde_json::from_str(&run_ok(d, &["jobs", "--json"])).unwrap();
+    assert_same(&jobs[0]["spec"]["objective"], &objective);
+    assert_same(&jobs[0]["spec"]["tasks"][0], &task);
+}
+
+#[test]
+fn unusable_objective_and_task_files_are_explained_and_create_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("blank.md"), " \n\n").unwrap();
+    std::fs::write(d.join("latin1.md"), b"caf\xe9").unwrap();
+    std::fs::write(d.join("ok.md"), "a task").unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--objective-file", "missing.md", "--task", "t"],
+            "cannot read the objective file missing.md",
+        ),
+        (
+            &["--objective", "o", "--task-file", "blank.md"],
+            "the task file blank.md is empty",
+        ),
+        (
+            &["--objective-file", "latin1.md", "--task", "t"],
+            "the objective file latin1.md is not UTF-8 text",
+        ),
+        (
+            &["--objective-file", "-", "--task-file", "-"],
+            "standard input (`-`) is given 2 times",
+        ),
+        (
+            &[
+                "--objective",
+                "o",
+                "--objective-file",
+                "ok.md",
+                "--task",
+                "t",
+            ],
+            "cannot be used with",
+        ),
+        (
+            &["--objective", "o", "--task", "t", "--task-file", "ok.md"],
+            "cannot be used with",
+        ),
+        (&["--task", "t"], "--objective"),
+    ];
+    for (args, expected) in cases {
+        let args: Vec<&str> = ["run"].iter().chain(args.iter()).copied().collect();
+        let out = with_stdin(d, &args, "");
+        assert!(!out.status.success(), "{args:?}\n{}", text(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(expected), "{args:?}: {err}");
+    }
+    let err = with_stdin(d, &["run", "--objective-file", "-", "--task", "t"], "");
+    assert!(
+        String::from_utf8_lossy(&err.stderr).contains("standard input is empty"),
+        "{}",
+        text(&err)
+    );
+    assert!(!d.join(".baton").exists());
+}
+
+/// Regression (issue 7, item 13): `run --max-turns 1` and `step` exited 0 when the
+/// turn failed, so a script could not tell.
+#[test]
+fn a_failed_last_turn_exits_4_from_run_step_and_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // A replay script with no responses: every turn's first call fails.
+    std::fs::write(d.join("empty.jsonl"), "").unwrap();
+    let failing = [
+        "run",
+        "--objective",
+        "o",
+        "--task",
+        "t",
+        "--replay",
+        "empty.jsonl",
+        "--max-turns",
+        "1",
+    ];
+    let out = baton(d).args(failing).output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("turn 0 failed") && err.contains("baton history"),
+        "{err}"
+    );
+    let out = baton(d).args(["step"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    // The third failure in a row blocks the run: 3, as before.
+    let out = baton(d)
+        .args(["resume", "--max-turns", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+
+    // A committed last turn is still a success.
+    let ok = run_ok(
+        d,
+        &["run", "--objective", "o", "--task", "t", "--max-turns", "1"],
+    );
+    assert!(ok.contains("paused after 1 turns"), "{ok}");
+}

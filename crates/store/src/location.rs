@@ -1,0 +1,146 @@
+//! Where the database is: what `--db` / `BATON_DB` / `db =` may say.
+//!
+//! Only SQLite files are supported today. A URL of another kind (`postgres://…`) is
+//! refused here, by name, instead of becoming an oddly named SQLite file.
+
+use std::path::PathBuf;
+
+use crate::{Error, Result};
+
+/// The SQLite file `spec` names: a plain path, `sqlite://PATH` (`sqlite:///abs/path`
+/// for an absolute one) or `file:PATH` (`file:///abs/path`), URL forms percent-decoded.
+/// Any other `scheme://` is `Error::UnsupportedUrl`.
+pub fn sqlite_path(spec: &str) -> Result<PathBuf> {
+    let refuse = |reason: String| Error::UnsupportedUrl {
+        url: spec.to_string(),
+        reason,
+    };
+    let Some((scheme, rest)) = split_scheme(spec) else {
+        return Ok(PathBuf::from(spec));
+    };
+    let path = match scheme.to_ascii_lowercase().as_str() {
+        "sqlite" => rest
+            .strip_prefix("//")
+            .ok_or_else(|| refuse("write sqlite://PATH".into()))?,
+        // `file:` is SQLite's own URI form: `file:rel.db`, `file:/abs.db`,
+        // `file:///abs.db` or `file://localhost/abs.db`.
+        "file" => match rest.strip_prefix("//") {
+            None => rest,
+            Some(authority_and_path) => {
+                let (host, path) = authority_and_path
+                    .find('/')
+                    .map_or((authority_and_path, ""), |i| authority_and_path.split_at(i));
+                if !host.is_empty() && host != "localhost" {
+                    return Err(refuse(format!(
+                        "a file: URL names a file on this machine, not on host \"{host}\""
+                    )));
+                }
+                path
+            }
+        },
+        other if rest.starts_with("//") => {
+            return Err(refuse(format!(
+                "the {other}:// scheme is not supported (only SQLite is, for now)"
+            )));
+        }
+        // `C:` or `notes:v2.db`: a path that merely contains a colon.
+        _ => return Ok(PathBuf::from(spec)),
+    };
+    if path.contains(['?', '#']) {
+        return Err(refuse(
+            "query parameters and fragments are not supported (baton sets the open mode itself); percent-encode a literal ? or # as %3F or %23".into(),
+        ));
+    }
+    if path.is_empty() {
+        return Err(refuse("it names no file".into()));
+    }
+    percent_decode(path).map_err(refuse)
+}
+
+/// `scheme` and what follows `scheme:`, when `spec` starts with an RFC 3986 scheme.
+fn split_scheme(spec: &str) -> Option<(&str, &str)> {
+    let (scheme, rest) = spec.split_once(':')?;
+    let mut chars = scheme.chars();
+    let first = chars.next()?;
+    let valid = first.is_ascii_alphabetic()
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    valid.then_some((scheme, rest))
+}
+
+fn percent_decode(text: &str) -> std::result::Result<PathBuf, String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes
+                .get(i + 1..i + 3)
+                .and_then(|h| std::str::from_utf8(h).ok())
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| format!("\"%\" at byte {i} does not start a %XX escape"))?;
+            out.push(hex);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    let text =
+        String::from_utf8(out).map_err(|_| "its path is not UTF-8 once decoded".to_string())?;
+    Ok(PathBuf::from(text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn path(spec: &str) -> String {
+        sqlite_path(spec).unwrap().display().to_string()
+    }
+
+    #[test]
+    fn plain_paths_and_sqlite_urls_name_a_file() {
+        assert_eq!(path(".baton/baton.db"), ".baton/baton.db");
+        assert_eq!(path("/var/lib/baton.db"), "/var/lib/baton.db");
+        assert_eq!(path("notes:v2.db"), "notes:v2.db");
+        assert_eq!(path("sqlite://data/baton.db"), "data/baton.db");
+        assert_eq!(path("sqlite:///var/lib/baton.db"), "/var/lib/baton.db");
+        assert_eq!(path("SQLITE:///x.db"), "/x.db");
+        assert_eq!(path("file:rel.db"), "rel.db");
+        assert_eq!(path("file:///abs/my%20run.db"), "/abs/my run.db");
+        assert_eq!(path("file://localhost/abs.db"), "/abs.db");
+    }
+
+    /// Regression: `BATON_DB=postgres://…` created an SQLite file named `postgres:/…`.
+    #[test]
+    fn a_postgres_url_is_refused_naming_the_supported_forms() {
+        for url in [
+            "postgres://postgres@127.0.0.1:5432/test",
+            "postgresql://h/db",
+            "mysql://root@localhost/app",
+        ] {
+            let err = sqlite_path(url).unwrap_err();
+            assert!(matches!(err, Error::UnsupportedUrl { .. }), "{err}");
+            let text = err.to_string();
+            assert!(text.contains("scheme is not supported"), "{text}");
+            assert!(text.contains("sqlite://PATH"), "{text}");
+        }
+    }
+
+    #[test]
+    fn url_forms_that_would_mean_something_else_are_refused() {
+        for url in [
+            "sqlite:relative.db",
+            "sqlite://",
+            "sqlite://x.db?mode=ro",
+            "file:x.db?immutable=1",
+            "file://server/share.db",
+            "sqlite://bad%zz.db",
+        ] {
+            assert!(
+                matches!(sqlite_path(url), Err(Error::UnsupportedUrl { .. })),
+                "{url}"
+            );
+        }
+    }
+}
