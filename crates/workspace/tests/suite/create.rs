@@ -265,3 +265,58 @@ fn a_worktree_add_that_died_half_way_is_cleared_and_redone() {
     assert!(again.path.join("README.md").exists());
     assert!(again.dirty().unwrap().is_empty());
 }
+
+#[test]
+fn a_takeover_gets_a_fresh_worktree_on_the_branch_and_reopening_finds_the_newest() {
+    let f = Fixture::new();
+    let first = f.create("job1");
+    write(&first.path, "a.txt", "turn 1\n");
+    first.commit_turn(&turn("job1", 1, "turn 1")).unwrap();
+    let committed = first.head().unwrap();
+    // The old owner's agent is still writing in its worktree.
+    write(&first.path, "late.txt", "from the stopped worker\n");
+
+    let taken = f
+        .repo
+        .take_over_workspace(&f.spec("job1", &f.second), 2)
+        .unwrap();
+    assert_eq!(taken.path, f.root.join("job1.2"));
+    assert_eq!(taken.head().unwrap(), committed);
+    assert!(taken.path.join("a.txt").exists());
+    assert!(!taken.path.join("late.txt").exists());
+    // Idempotent, and the newest attempt is what a later claim reopens.
+    let again = f
+        .repo
+        .take_over_workspace(&f.spec("job1", &f.second), 2)
+        .unwrap();
+    assert_eq!(again.path, taken.path);
+    let reopened = f
+        .repo
+        .open_workspace(
+            "job1",
+            &baton_workspace::branch_for_job("job1"),
+            &f.second,
+            &f.root,
+        )
+        .unwrap();
+    assert_eq!(reopened.path, taken.path);
+    assert_eq!(baton_workspace::split_attempt_dir("job1.2"), ("job1", 2));
+    assert_eq!(baton_workspace::split_attempt_dir("job1"), ("job1", 1));
+
+    // gc knows both belong to the job: the clean one goes, the one with the stopped
+    // worker's late write is kept as dirty.
+    let report = f
+        .repo
+        .gc(
+            &f.root,
+            &baton_workspace::Retention {
+                keep_newest: 0,
+                min_idle: std::time::Duration::ZERO,
+            },
+            &|job| job == "job1",
+        )
+        .unwrap();
+    let removed: Vec<_> = report.removed.iter().map(|r| r.path.clone()).collect();
+    assert_eq!(removed, [taken.path.clone()]);
+    assert!(report.kept.iter().any(|k| k.path == first.path));
+}
