@@ -317,6 +317,6 @@ fn a_takeover_gets_a_fresh_worktree_on_the_branch_and_reopening_finds_the_newest
         )
         .unwrap();
     let removed: Vec<_> = report.removed.iter().map(|r| r.path.clone()).collect();
-    assert_eq!(removed, [taken.path.clone()]);
+    assert_eq!(removed, std::slice::from_ref(&taken.path));
     assert!(report.kept.iter().any(|k| k.path == first.path));
 }
