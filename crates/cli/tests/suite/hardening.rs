@@ -557,3 +557,70 @@ open(".baton/claim.json", "w").write('{"summary": "s", "last_action": "a"}')
     assert_eq!(writers.len(), 1, "two agents wrote the turn's file:\n{log}");
     assert_eq!(log.lines().count(), 30, "{log}");
 }
+
+#[test]
+fn a_turn_committed_to_git_but_not_to_the_store_is_kept_under_refs_baton_discarded() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let marks = tempfile::tempdir().unwrap();
+    repo_with_agent(
+        d,
+        "sh -c 'echo hi > a.txt; printf \"{\\\"summary\\\":\\\"s\\\",\\\"last_action\\\":\\\"a\\\"}\" > .baton/claim.json'",
+        "",
+    );
+    // The gate hangs the first time (baton is killed meanwhile), passes afterwards.
+    let m = marks.path().display();
+    let gate = format!(
+        "slow=if [ -e {m}/once ]; then exit 0; fi; touch {m}/once; echo $$ > {m}/gate.pid; sleep 300"
+    );
+    run_ok(
+        d,
+        &[
+            "enqueue",
+            "--objective",
+            "o",
+            "--task",
+            "t",
+            "--worker",
+            "w",
+            "--gate",
+            &gate,
+            "--gate-each-turn",
+        ],
+    );
+    let mut work = baton(d)
+        .arg("work")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&marks.path().join("gate.pid"), 20);
+    let store = SqliteStore::open(&db(d)).unwrap();
+    let job = store.list_jobs().unwrap()[0].id.clone();
+    let orphan = git(d, &["rev-parse", &format!("baton/job-{job}")]);
+    work.kill().unwrap();
+    work.wait().unwrap();
+    let run = store.job(&job).unwrap().run_id.unwrap();
+    assert!(
+        store.turns(&run).unwrap().is_empty(),
+        "the store never got the turn"
+    );
+
+    let out = baton(d).arg("work").output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let discarded = git(
+        d,
+        &[
+            "for-each-ref",
+            "--format=%(objectname)",
+            &format!("refs/baton/discarded/{job}/"),
+        ],
+    );
+    assert!(
+        discarded.lines().any(|l| l == orphan.trim()),
+        "the orphan turn commit {orphan} is not kept by name: {discarded:?}"
+    );
+    // The turn was redone once and committed; the job finished.
+    assert_eq!(store.turns(&run).unwrap().len(), 1);
+    assert_eq!(store.job(&job).unwrap().status, JobStatus::Outbox);
+}
