@@ -14,6 +14,7 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -151,12 +152,16 @@ fn lock(shared: &Mutex<Shared>) -> Locked<'_> {
 
 /// Runs the process to its end or until a limit stops it.
 pub(crate) fn run(spec: &RunSpec<'_>) -> Result<Finished, Stopped> {
-    let mark = crate::contain::new_mark();
-    let result = run_marked(spec, &mark);
-    // Whatever the agent left running (a background job, a daemon in its own session)
-    // ends with its turn, however the turn ended.
-    crate::contain::kill_marked(&mark);
-    result
+    /// Whatever the agent left running (a background job, a daemon in its own session)
+    /// ends with its turn, however the turn ended — a panic included.
+    struct KillOnDrop(String);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            crate::contain::kill_marked(&self.0);
+        }
+    }
+    let mark = KillOnDrop(crate::contain::new_mark());
+    run_marked(spec, &mark.0)
 }
 
 fn run_marked(spec: &RunSpec<'_>, mark: &str) -> Result<Finished, Stopped> {
@@ -191,14 +196,16 @@ fn run_marked(spec: &RunSpec<'_>, mark: &str) -> Result<Finished, Stopped> {
         ));
     }
     drop(done_tx);
+    let written = Arc::new(AtomicUsize::new(0));
     let writer = match (child.stdin.take(), spec.stdin) {
         (Some(mut pipe), Some(bytes)) => {
             let bytes = bytes.to_vec();
+            let written = written.clone();
             // A thread, so a briefing bigger than the pipe buffer cannot block the
             // watcher. A child that exits without reading it gives EPIPE (SIGPIPE is
             // ignored, see the CLI's `out`): the agent's business, reported with its
             // result, never baton's death.
-            Some(thread::spawn(move || write_counting(&mut pipe, &bytes)))
+            Some(thread::spawn(move || write_counting(&mut pipe, &bytes, &written)))
         }
         _ => None,
     };
@@ -221,15 +228,28 @@ fn run_marked(spec: &RunSpec<'_>, mark: &str) -> Result<Finished, Stopped> {
         }
     };
     // The agent is gone; anything it left behind that still holds its pipes gets a
-    // moment to finish, then goes with the group.
+    // moment to finish, then goes with the group — and so does everything else it
+    // started (one may hold its stdin without reading, and the briefing's writer would
+    // wait on it forever).
     if !readers_finish_within(&done_rx, EXIT_GRACE) {
         kill_group(&child, Signal::Kill);
     }
+    crate::contain::kill_marked(mark);
     let io_error = finish_readers(readers, &done_rx, KILL_GRACE);
-    let briefing_unread = writer.and_then(|w| w.join().ok()).and_then(|written| {
-        let total = spec.stdin.map_or(0, <[u8]>::len);
-        (written < total).then_some(Unread { written, total })
+    // Bounded: a process that escaped the mark may still hold the pipe unread.
+    let writer_done = writer.is_none_or(|w| {
+        let deadline = Instant::now() + KILL_GRACE;
+        while !w.is_finished() && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(5));
+        }
+        w.is_finished()
     });
+    let total = spec.stdin.map_or(0, <[u8]>::len);
+    let briefing_unread = {
+        let written = written.load(Ordering::SeqCst);
+        (spec.stdin.is_some() && (!writer_done || written < total))
+            .then_some(Unread { written, total })
+    };
     if let Some((what, source)) = io_error {
         return Err(Stopped::Io { what, source });
     }
@@ -269,19 +289,22 @@ pub(crate) struct Unread {
     pub total: usize,
 }
 
-/// Writes `bytes` and closes the pipe; returns how many bytes the reader accepted.
-fn write_counting(pipe: &mut impl Write, bytes: &[u8]) -> usize {
-    let mut written = 0;
-    while written < bytes.len() {
-        match pipe.write(&bytes[written..]) {
+/// Writes `bytes` and closes the pipe, counting in `written` how many bytes the reader
+/// accepted so far.
+fn write_counting(pipe: &mut impl Write, bytes: &[u8], written: &AtomicUsize) {
+    let mut done = 0;
+    while done < bytes.len() {
+        match pipe.write(&bytes[done..]) {
             Ok(0) => break,
-            Ok(n) => written += n,
+            Ok(n) => {
+                done += n;
+                written.store(done, Ordering::SeqCst);
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             // BrokenPipe, mostly: the reader is gone.
             Err(_) => break,
         }
     }
-    written
 }
 
 fn create(path: &Path) -> Result<File, Stopped> {

@@ -120,3 +120,40 @@ fn a_cancelled_agent_is_stopped_with_everything_it_started() {
     assert!(started.elapsed() < Duration::from_secs(20));
     assert_all_ended(f.ws(), "cancel");
 }
+
+#[test]
+fn an_agent_whose_descendant_holds_its_unread_stdin_does_not_hang_the_turn() {
+    // The agent exits at once without reading a briefing far bigger than the pipe; a
+    // daemon it started keeps the pipe's read end (and its output pipes) open, unread.
+    let f = Fixture::new();
+    let cmd = "sh -c '(setsid sh -c \"echo \\$\\$ > holder.pid; exec sleep 300\" &); \
+               while [ ! -s holder.pid ]; do sleep 0.05; done; exit 0'";
+    let g = f.gateway(cmd, json!({}));
+    let user = "briefing ".repeat(40_000);
+    let mut req = request(CallKind::Execute, Some(f.ws()));
+    req.user = &user;
+    let started = Instant::now();
+    let err = g.complete(&req).unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "the turn hung for {:?}",
+        started.elapsed()
+    );
+    assert!(
+        err.to_string().contains("without reading its briefing"),
+        "{err}"
+    );
+    let pid: i32 = std::fs::read_to_string(f.ws().join("holder.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while alive(pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if alive(pid) {
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        panic!("the daemon holding the briefing outlived the turn");
+    }
+}
