@@ -218,19 +218,34 @@ pub fn work(ctx: &Context_, concurrency: usize, lease_s: u64, follow: bool) -> R
         }
         return Ok(ExitCode::SUCCESS);
     }
+    let mine = |r: &&engine_jobs::runner::JobReport| !r.lost && r.unrecorded.is_none();
     let failed = reports
         .iter()
+        .filter(mine)
         .filter(|r| r.status == JobStatus::Failed)
         .count();
+    let unrecorded = reports.iter().filter(|r| r.unrecorded.is_some()).count();
+    let lost = reports.iter().filter(|r| r.lost).count();
+    let mut extra = String::new();
+    if unrecorded > 0 {
+        let _ = write!(
+            extra,
+            ", {unrecorded} whose end could not be recorded (still running until the lease expires)"
+        );
+    }
+    if lost > 0 {
+        let _ = write!(extra, ", {lost} taken over by another worker");
+    }
     println!(
-        "ran {} job(s): {} in the outbox, {failed} failed. See `baton outbox`.",
+        "ran {} job(s): {} in the outbox, {failed} failed{extra}. See `baton outbox`.",
         reports.len(),
         reports
             .iter()
+            .filter(mine)
             .filter(|r| r.status == JobStatus::Outbox)
             .count()
     );
-    Ok(if failed == 0 {
+    Ok(if failed == 0 && unrecorded == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

@@ -62,12 +62,59 @@ impl Redactor {
         }
     }
 
-    /// `text` with every known key replaced by `[redacted]`.
+    /// `text` with every known key replaced by `[redacted]`, also where a JSON string
+    /// spells it with escapes (`\u002d` for `-`): a claim is decoded before it is
+    /// reconciled, so the escaped form would reach the record in clear.
     pub fn scrub(&self, text: &str) -> String {
         let mut out = text.to_string();
         for key in &self.keys {
             out = key.scrub(&out);
         }
+        if out.contains('\\') {
+            out = self.scrub_json_strings(&out);
+        }
+        out
+    }
+
+    /// Every JSON string literal in `text` that decodes to something holding a key is
+    /// replaced by the encoding of its scrubbed value.
+    fn scrub_json_strings(&self, text: &str) -> String {
+        let bytes = text.as_bytes();
+        let mut out = String::with_capacity(text.len());
+        let mut copied = 0;
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i] != b'"' {
+                i += 1;
+                continue;
+            }
+            // The literal's end: the next quote not escaped by a backslash.
+            let mut j = i + 1;
+            while j < bytes.len() && bytes[j] != b'"' {
+                j += if bytes[j] == b'\\' { 2 } else { 1 };
+            }
+            if j >= bytes.len() {
+                break;
+            }
+            let literal = &text[i..=j];
+            if literal.contains('\\')
+                && let Ok(decoded) = serde_json::from_str::<String>(literal)
+            {
+                let mut scrubbed = decoded.clone();
+                for key in &self.keys {
+                    scrubbed = key.scrub(&scrubbed);
+                }
+                if scrubbed != decoded
+                    && let Ok(encoded) = serde_json::to_string(&scrubbed)
+                {
+                    out.push_str(&text[copied..i]);
+                    out.push_str(&encoded);
+                    copied = j + 1;
+                }
+            }
+            i = j + 1;
+        }
+        out.push_str(&text[copied..]);
         out
     }
 }
@@ -264,5 +311,21 @@ mod tests {
         let mut o = Options::new();
         o.insert("api_key".into(), "sk-x".into());
         assert!(credential_for("openai/gpt-4.1", &o).is_err());
+    }
+
+    #[test]
+    fn a_key_spelled_with_json_escapes_is_scrubbed_too() {
+        let mut r = Redactor::default();
+        r.add(&Credential::new("sk-SENTINEL-abc123xyz").unwrap());
+        let reply = r#"{"summary":"done sk-SENTINEL\u002dabc123xyz","last_action":"ok \"q\" sk-SENTINEL-abc123xyz"}"#;
+        let scrubbed = r.scrub(reply);
+        let v: serde_json::Value = serde_json::from_str(&scrubbed).unwrap();
+        let all = v.to_string();
+        assert!(!all.contains("sk-SENTINEL"), "{all}");
+        assert_eq!(v["summary"], "done [redacted]");
+        assert_eq!(v["last_action"], "ok \"q\" [redacted]");
+        // Text without escapes is left as the plain pass made it.
+        assert_eq!(r.scrub("plain text"), "plain text");
+        assert_eq!(r.scrub(r#"a \ b "unterminated"#), r#"a \ b "unterminated"#);
     }
 }

@@ -62,7 +62,7 @@ pub enum Error {
     /// SQLITE_FULL: the disk (or the database's size limit) is full. Nothing of the
     /// failed write was committed.
     #[error(
-        "the disk holding the database {path} is full; nothing of the failed write was committed. Free space on that disk (or move the database and point --db at it), then run the command again: committed turns are intact and `baton resume` continues a run from the last one"
+        "the disk holding the database {path} is full; nothing of the failed write was committed. Free space on that disk (or move the database and point --db at it), then run the command again: committed turns are intact, and `baton resume` (a run) or `baton work` (a job) continues from the last one"
     )]
     DiskFull { path: String },
     /// SQLITE_READONLY, or the file exists but SQLite cannot open it or its `-wal`/`-shm`

@@ -92,6 +92,14 @@ impl Git {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        // Its own process group: a Ctrl-C at the terminal reaches baton's group, and
+        // baton decides what to stop; killed mid-`add`, git would fail the turn instead.
+        // (`process_group` keeps std's posix_spawn path: no fork cost.)
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            cmd.process_group(0);
+        }
         #[cfg(test)]
         for (k, v) in &self.env {
             cmd.env(k, v);

@@ -487,7 +487,7 @@ open(".baton/claim.json", "w").write('{"summary": "s", "last_action": "a"}')
     assert!(all.contains("database or disk is full"), "{all}");
     assert!(all.contains("could not be recorded"), "{all}");
     assert!(!all.contains("lease lost"), "{all}");
-    assert!(all.contains("1 failed"), "{all}");
+    assert!(all.contains("1 whose end could not be recorded"), "{all}");
 }
 
 #[test]

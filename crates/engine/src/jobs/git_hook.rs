@@ -104,7 +104,12 @@ impl GitHook {
 }
 
 fn git(dir: &Path, args: &[&str]) -> Result<String> {
-    let out = std::process::Command::new("git")
+    let mut cmd = std::process::Command::new("git");
+    // Out of baton's process group: a terminal's Ctrl-C is baton's to handle (see
+    // `baton_workspace`'s git runner).
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let out = cmd
         .arg("-C")
         .arg(dir)
         .args(args)

@@ -229,6 +229,10 @@ pub fn judge(
     gateway: &dyn Gateway,
 ) -> Result<Judgement> {
     let (system, user, labels, rubric) = request(store, group)?;
+    // An agent may have written a key into its patch, and a provider may echo one: no
+    // key of the judge's or of any candidate's reaches the judge or the record.
+    let redactor = keys_of(store, group, judge)?;
+    let user = redactor.scrub(&user);
     let model = judge
         .model
         .split_once('/')
@@ -250,6 +254,11 @@ pub fn judge(
             worker: judge.id.to_string(),
             error,
         })?;
+    let response_text = redactor.scrub(&response.text);
+    let response = baton_gateway::ModelResponse {
+        text: response_text,
+        ..response
+    };
     let json = extract_json_object(&response.text).ok_or_else(|| {
         Error::Config(format!(
             "the judge's answer has no JSON object: {}",
@@ -277,6 +286,32 @@ pub fn judge(
     let value = serde_json::to_value(&judgement).map_err(|e| Error::Config(e.to_string()))?;
     store.record_judgement(group, &value, clock.now())?;
     Ok(judgement)
+}
+
+/// Every key the judge or the group's candidates can be given (from the environment or
+/// the judge's roster entry), for scrubbing.
+fn keys_of(
+    store: &dyn Store,
+    group: &str,
+    judge: &WorkerConfig,
+) -> Result<baton_gateway::Redactor> {
+    let mut redactor = baton_gateway::Redactor::default();
+    let mut add = |w: &WorkerConfig| {
+        let key = match &w.api_key {
+            Some(secret) => baton_gateway::Credential::new(secret.expose()).ok(),
+            None => baton_gateway::credential_for(&w.model, &w.gateway_options())
+                .ok()
+                .flatten(),
+        };
+        if let Some(key) = key {
+            redactor.add(&key);
+        }
+    };
+    add(judge);
+    for (_, spec, _) in candidates(store, group)? {
+        spec.roster.workers.iter().for_each(&mut add);
+    }
+    Ok(redactor)
 }
 
 fn clip(s: &str) -> String {

@@ -94,6 +94,8 @@ pub struct JobReport {
     /// Set when this process could not record how the job ended (the database failed):
     /// the job stays `running` under a lease that will expire.
     pub unrecorded: Option<String>,
+    /// The lease was lost: another worker has the job (or finished it).
+    pub lost: bool,
 }
 
 /// Runs jobs until none is claimable (or forever with `follow`).
@@ -250,18 +252,29 @@ fn run_claimed(
             status,
             detail,
             unrecorded,
+            lost: false,
         }
     };
     let lease_lost = |reason: String| {
+        // Say what became of the job: another worker may have finished it already.
+        let now = store.job(&job.id).map(|j| j.status).ok();
+        let next = match now {
+            Some(s @ (JobStatus::Outbox | JobStatus::Judged | JobStatus::Failed)) => {
+                format!("another worker finished it meanwhile ({})", s.as_str())
+            }
+            _ => "another worker continues it".to_string(),
+        };
+        let reason = format!("{reason}; its agent was stopped and {next}");
         progress(Progress::LeaseLost {
             job: job.id.clone(),
             reason: reason.clone(),
         });
         JobReport {
             job: job.id.clone(),
-            status: JobStatus::Running,
-            detail: format!("lease lost ({reason}); another worker continues it"),
+            status: now.unwrap_or(JobStatus::Running),
+            detail: format!("lease lost ({reason})"),
             unrecorded: None,
+            lost: true,
         }
     };
     match outcome {
@@ -283,15 +296,18 @@ fn run_claimed(
         Err(Error::Cancelled { .. }) if lost.is_some() => {
             lease_lost(lost.map(|l| l.to_string()).unwrap_or_default())
         }
-        Err(e @ (Error::Cancelled { .. } | Error::Stopped { .. }))
-            if options.cancel.is_cancelled() =>
-        {
+        // Interrupted: whatever stopped the job (a turn cut short, or a git step the
+        // interrupt reached), it goes back to the queue, never to `failed`.
+        Err(e) if options.cancel.is_cancelled() => {
             let (turn, what) = match e {
-                Error::Cancelled { turn } => {
-                    (turn, format!("during turn {turn}; that turn was discarded"))
+                Error::Cancelled { turn } => (
+                    Some(turn),
+                    format!("during turn {turn}; that turn was discarded"),
+                ),
+                Error::Stopped { next_turn } => {
+                    (Some(next_turn), format!("before turn {next_turn}"))
                 }
-                Error::Stopped { next_turn } => (next_turn, format!("before turn {next_turn}")),
-                _ => (0, String::new()),
+                other => (None, format!("({other}); the turn in flight was discarded")),
             };
             // Interrupted: give the job back now, so a restart continues it at once
             // instead of waiting out the lease.
@@ -299,13 +315,14 @@ fn run_claimed(
                 Ok(()) => {
                     progress(Progress::Released {
                         job: job.id.clone(),
-                        turn: Some(turn),
+                        turn,
                     });
                     JobReport {
                         job: job.id.clone(),
                         status: JobStatus::Queued,
                         detail: format!("interrupted {what}; the job is queued again"),
                         unrecorded: None,
+                        lost: false,
                     }
                 }
                 Err(e) => report(
@@ -323,14 +340,21 @@ fn run_claimed(
                 Ok(()) => report(JobStatus::Failed, message, None),
                 Err(baton_store::Error::LeaseLost { reason, .. }) => lease_lost(reason),
                 // The real error is the job's; the database failing to record it is
-                // said too, and the job is counted as failed in this process.
-                Err(store_error) => report(
-                    JobStatus::Failed,
-                    message,
-                    Some(format!(
-                        "the failure could not be recorded ({store_error}); the job stays running until its lease expires, then another `baton work` retries it"
-                    )),
-                ),
+                // said too (once, when it is the same failure).
+                Err(store_error) => {
+                    let why = if store_error.to_string() == message {
+                        "for the same reason".to_string()
+                    } else {
+                        format!("({store_error})")
+                    };
+                    report(
+                        JobStatus::Running,
+                        message,
+                        Some(format!(
+                            "the failure could not be recorded {why}; the job stays running until its lease expires, then `baton work` continues it from its last committed turn"
+                        )),
+                    )
+                }
             }
         }
     }

@@ -377,7 +377,10 @@ fn four_concurrent_jobs_on_the_same_file_names_never_interfere_and_the_judge_is_
 
     // The judge sees candidates by label only: no worker id, model, family or job id.
     let gateway = RecordingJudge::default();
-    let judge_worker = WorkerConfig::mock("judge", "referee");
+    let mut judge_worker = WorkerConfig::mock("judge", "referee");
+    // A key that an agent wrote into its change (here: a path every patch holds)
+    // reaches neither the judge nor the record.
+    judge_worker.api_key = Some(baton_engine::config::Secret::new("shared/file.txt"));
     let verdict = judge(
         store.as_ref(),
         &*clock(),
@@ -394,6 +397,7 @@ fn four_concurrent_jobs_on_the_same_file_names_never_interfere_and_the_judge_is_
     for id in &queued.jobs {
         assert!(!seen.contains(id.as_str()), "the judge saw job id {id}");
     }
+    assert!(!seen.contains("shared/file.txt") && seen.contains("[redacted]"));
     assert!(
         seen.contains("Candidate A")
             && seen.contains("Candidate D")

@@ -13,8 +13,8 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -205,7 +205,9 @@ fn run_marked(spec: &RunSpec<'_>, mark: &str) -> Result<Finished, Stopped> {
             // watcher. A child that exits without reading it gives EPIPE (SIGPIPE is
             // ignored, see the CLI's `out`): the agent's business, reported with its
             // result, never baton's death.
-            Some(thread::spawn(move || write_counting(&mut pipe, &bytes, &written)))
+            Some(thread::spawn(move || {
+                write_counting(&mut pipe, &bytes, &written)
+            }))
         }
         _ => None,
     };
