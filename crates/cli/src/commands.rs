@@ -256,6 +256,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
                 &id,
                 max_turns,
                 record.as_deref(),
+                None,
             )
         }
         Command::Step { run } => {
@@ -302,9 +303,6 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             let store = ctx.existing_store()?;
             let engine = ctx.engine(&store);
             let id = resolve_own_run(store.as_ref(), run.as_deref())?;
-            if let Some(path) = &roster {
-                replace_roster(&ctx, &engine, &id, path)?;
-            }
             drive(
                 &ctx,
                 &engine,
@@ -312,6 +310,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
                 &id,
                 max_turns,
                 record.as_deref(),
+                roster.as_deref(),
             )
         }
         Command::Runs => {
@@ -500,10 +499,20 @@ fn resolve_own_run(store: &dyn Store, run: Option<&str>) -> Result<RunId> {
     Ok(id)
 }
 
-/// `resume --roster FILE`: the run's roster replaced, the change said and recorded.
-fn replace_roster(ctx: &Context_, engine: &Engine, id: &RunId, path: &Path) -> Result<()> {
+/// `--roster FILE`: the run's roster replaced, the change said and recorded. Returns
+/// the file's roster with the keys to use (its literal keys, else the configuration's).
+fn replace_roster(
+    ctx: &Context_,
+    engine: &Engine,
+    id: &RunId,
+    path: &Path,
+) -> Result<baton_engine::Roster> {
     let roster = roster_from(path)?;
-    baton_engine::orchestrator::check_roster(&roster, ctx.keys(), true)?;
+    let keys = match ctx.keys() {
+        Some(k) => baton_engine::orchestrator::with_keys(roster.clone(), k),
+        None => roster.clone(),
+    };
+    baton_engine::orchestrator::check_roster(&roster, Some(&keys), true)?;
     let changes = engine.change_roster(id, &roster, &path.display().to_string())?;
     if changes.is_empty() {
         eprintln!(
@@ -514,7 +523,7 @@ fn replace_roster(ctx: &Context_, engine: &Engine, id: &RunId, path: &Path) -> R
     for c in &changes {
         eprintln!("roster of run {id}: {c}");
     }
-    Ok(())
+    Ok(keys)
 }
 
 fn roster_from(path: &Path) -> Result<baton_engine::Roster> {
@@ -557,6 +566,15 @@ pub(crate) fn requeue(ctx: &Context_, job: &str, roster: Option<&Path>) -> Resul
     let store = ctx.existing_store()?;
     let id = store.resolve_job(job)?;
     let info = store.job(&id)?;
+    // Refused before anything changes: a running job's run must not get a roster its
+    // worker never uses.
+    if info.status != baton_store::JobStatus::Failed {
+        return Err(baton_store::Error::JobNotRequeueable {
+            job: id,
+            status: info.status.as_str(),
+        }
+        .into());
+    }
     if let Some(path) = roster {
         let Some(run) = &info.run_id else {
             bail!(
@@ -564,7 +582,12 @@ pub(crate) fn requeue(ctx: &Context_, job: &str, roster: Option<&Path>) -> Resul
             );
         };
         let engine = ctx.engine(&store);
-        replace_roster(ctx, &engine, run, path)?;
+        let keys = replace_roster(ctx, &engine, run, path)?;
+        if keys.workers.iter().any(|w| w.api_key.is_some()) && ctx.keys().is_none() {
+            eprintln!(
+                "note: literal keys are never stored; `baton work` gets them from its --config file (or use api_key_env)"
+            );
+        }
     }
     store.requeue_job(&id, baton_engine::Clock::now(&baton_engine::SystemClock))?;
     println!(
@@ -576,6 +599,7 @@ pub(crate) fn requeue(ctx: &Context_, job: &str, roster: Option<&Path>) -> Resul
     Ok(ExitCode::SUCCESS)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn drive(
     ctx: &Context_,
     engine: &Engine,
@@ -583,9 +607,17 @@ fn drive(
     id: &RunId,
     max_turns: Option<u32>,
     record: Option<&Path>,
+    roster: Option<&Path>,
 ) -> Result<ExitCode> {
     let mut session = engine.open_with_keys(id, None, ctx.keys())?;
+    // The lease first: a run another process advances keeps its roster.
     engine.lease(&mut session, baton_engine::lease::DEFAULT_RUN_LEASE)?;
+    if let Some(path) = roster {
+        let keys = replace_roster(ctx, engine, id, path)?;
+        let lease = session.run_lease.take();
+        session = engine.open_with_keys(id, None, Some(&keys))?;
+        session.run_lease = lease;
+    }
     session.cancel = baton_gateway::Cancel::on_interrupt();
     if session.status == baton_store::RunStatus::Blocked {
         eprintln!("run {id} was blocked; resuming as asked");

@@ -436,9 +436,18 @@ fn a_failed_job_advice_to_requeue_it_works_as_written() {
     let store = SqliteStore::open(&db(d)).unwrap();
     let job = &store.list_jobs().unwrap()[0];
     assert_eq!(job.status, JobStatus::Outbox, "{}", text(&out));
-    // Requeueing anything but a failed job is refused, saying why.
-    let err = run_err(d, &["requeue", &job.id]);
+    // Requeueing anything but a failed job is refused, saying why, before its roster
+    // is touched.
+    std::fs::write(
+        d.join("other.toml"),
+        "[[workers]]\nid = \"w\"\nmodel = \"command/other\"\noptions = { command = \"true\" }\n",
+    )
+    .unwrap();
+    let err = run_err(d, &["requeue", &job.id, "--roster", "other.toml"]);
     assert!(err.contains("only a failed job can be requeued"), "{err}");
+    let run = job.run_id.clone().unwrap();
+    let export = run_ok(d, &["export", &run.0, "--format", "json"]);
+    assert_eq!(export.matches("roster_changed").count(), 1, "{export}");
 }
 
 #[test]
@@ -623,4 +632,44 @@ fn a_turn_committed_to_git_but_not_to_the_store_is_kept_under_refs_baton_discard
     // The turn was redone once and committed; the job finished.
     assert_eq!(store.turns(&run).unwrap().len(), 1);
     assert_eq!(store.job(&job).unwrap().status, JobStatus::Outbox);
+}
+
+#[test]
+fn a_roster_is_never_replaced_under_a_process_that_is_using_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("baton.toml"),
+        "estimator = \"heuristic\"\n[[workers]]\nid = \"a\"\nmodel = \"mock/a\"\noptions = { delay_ms = 200 }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("other.toml"),
+        "[[workers]]\nid = \"a\"\nmodel = \"mock/other\"\n",
+    )
+    .unwrap();
+    let mut args = vec!["run", "--objective", "o"];
+    for _ in 0..8 {
+        args.extend(["--task", "a step"]);
+    }
+    let mut running = baton(d)
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !db(d).exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let err = run_err(d, &["resume", "--roster", "other.toml"]);
+    assert!(err.contains("is being advanced by"), "{err}");
+    running.kill().unwrap();
+    running.wait().unwrap();
+    let export = run_ok(d, &["export", "--format", "json"]);
+    assert!(
+        !export.contains("roster_changed"),
+        "changed under a live process"
+    );
 }
