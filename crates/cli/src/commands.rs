@@ -13,8 +13,8 @@ use baton_engine::config::{self, FileConfig, Roster, RunSettings};
 use baton_engine::{Engine, RunEnd, RunSpec, StepOutcome, TurnSummary, demo, export};
 use baton_store::{SqliteStore, Store};
 
-use crate::render;
 use crate::{BudgetArgs, Cli, Command};
+use crate::{render, signals};
 
 const DEFAULT_DB: &str = ".baton/baton.db";
 const DEFAULT_CONFIG: &str = "baton.toml";
@@ -216,8 +216,6 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         } => {
             // Read before the database is opened: a bad file creates nothing.
             let (objective, tasks) = text.read()?;
-            let store = ctx.store()?;
-            let engine = ctx.engine(&store);
             let (mut roster, roster_note) = ctx.roster();
             if let Some(path) = &replay {
                 with_replay(&mut roster, path)?;
@@ -238,11 +236,17 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
                 roster,
                 settings: ctx.settings(&budget),
             };
-            if !create_only {
-                // A missing key would stop the run before its first turn; say so before
-                // a run exists that nothing could ever resume.
-                baton_engine::orchestrator::check_roster(&spec.roster, ctx.keys(), true)?;
-            }
+            // Every worker checked before the database is even opened (a missing key
+            // too, unless only creating: it would stop the run before its first turn).
+            baton_engine::orchestrator::check_roster(
+                &spec.roster,
+                ctx.keys(),
+                !create_only,
+                baton_engine::orchestrator::Place::Run,
+            )?;
+            let store = ctx.store()?;
+            let engine = ctx.engine(&store);
+            signals::install();
             let id = engine.create_run(&spec)?;
             eprintln!("run {id} created in {} ({roster_note})", ctx.db.display());
             if create_only {
@@ -506,13 +510,14 @@ fn replace_roster(
     engine: &Engine,
     id: &RunId,
     path: &Path,
+    place: baton_engine::orchestrator::Place,
 ) -> Result<baton_engine::Roster> {
     let roster = roster_from(path)?;
     let keys = match ctx.keys() {
         Some(k) => baton_engine::orchestrator::with_keys(roster.clone(), k),
         None => roster.clone(),
     };
-    baton_engine::orchestrator::check_roster(&roster, Some(&keys), true)?;
+    baton_engine::orchestrator::check_roster(&roster, Some(&keys), true, place)?;
     let changes = engine.change_roster(id, &roster, &path.display().to_string())?;
     if changes.is_empty() {
         eprintln!(
@@ -582,7 +587,13 @@ pub(crate) fn requeue(ctx: &Context_, job: &str, roster: Option<&Path>) -> Resul
             );
         };
         let engine = ctx.engine(&store);
-        let keys = replace_roster(ctx, &engine, run, path)?;
+        let keys = replace_roster(
+            ctx,
+            &engine,
+            run,
+            path,
+            baton_engine::orchestrator::Place::Job,
+        )?;
         if keys.workers.iter().any(|w| w.api_key.is_some()) && ctx.keys().is_none() {
             eprintln!(
                 "note: literal keys are never stored; `baton work` gets them from its --config file (or use api_key_env)"
@@ -613,7 +624,13 @@ fn drive(
     // The lease first: a run another process advances keeps its roster.
     engine.lease(&mut session, baton_engine::lease::DEFAULT_RUN_LEASE)?;
     if let Some(path) = roster {
-        let keys = replace_roster(ctx, engine, id, path)?;
+        let keys = replace_roster(
+            ctx,
+            engine,
+            id,
+            path,
+            baton_engine::orchestrator::Place::Run,
+        )?;
         let lease = session.run_lease.take();
         session = engine.open_with_keys(id, None, Some(&keys))?;
         session.run_lease = lease;

@@ -65,6 +65,18 @@ impl WorkText {
     }
 }
 
+/// The longest objective or task baton reads: far beyond any briefing budget (which
+/// shortens them anyway), and small enough that `--objective-file /dev/zero` is an
+/// error, not all the machine's memory.
+const MAX_TEXT: u64 = 16 << 20;
+
+fn too_long(what: &str, source: &str) -> String {
+    format!(
+        "the {what} in {source} is longer than {} MiB; a briefing could never hold it — put the detail in files the workers read, and give baton a summary",
+        MAX_TEXT >> 20
+    )
+}
+
 fn is_stdin(path: &Path) -> bool {
     path.as_os_str() == "-"
 }
@@ -75,12 +87,21 @@ fn read_text(path: &Path, what: &str) -> Result<String> {
     let (text, source) = if is_stdin(path) {
         let mut text = String::new();
         std::io::stdin()
+            .take(MAX_TEXT + 1)
             .read_to_string(&mut text)
             .with_context(|| format!("reading the {what} from standard input"))?;
+        if text.len() as u64 > MAX_TEXT {
+            bail!("{}", too_long(what, "standard input"));
+        }
         (text, "standard input".to_string())
     } else {
-        let bytes = std::fs::read(path)
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_TEXT + 1).read_to_end(&mut bytes))
             .with_context(|| format!("cannot read the {what} file {}", path.display()))?;
+        if bytes.len() as u64 > MAX_TEXT {
+            bail!("{}", too_long(what, &path.display().to_string()));
+        }
         let text = String::from_utf8(bytes).map_err(|e| {
             anyhow::anyhow!(
                 "the {what} file {} is not UTF-8 text (invalid byte at offset {})",

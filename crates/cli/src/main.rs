@@ -251,9 +251,11 @@ fn main() -> ExitCode {
         // what the agents and gates started if baton dies without cleaning up.
         baton_gateway::contain::start_watchdog();
     }
+    // `run` installs them itself once its input is read: an objective read from a
+    // stdin that never ends must still stop at the first Ctrl-C.
     if matches!(
         cli.command,
-        Command::Work { .. } | Command::Run { .. } | Command::Resume { .. } | Command::Step { .. }
+        Command::Work { .. } | Command::Resume { .. } | Command::Step { .. }
     ) {
         signals::install();
     }

@@ -278,6 +278,12 @@ pub trait Gateway: Send + Sync + fmt::Debug {
     fn retries_in_place(&self) -> bool {
         true
     }
+
+    /// Whether the worker works in a workspace (a job's git worktree) and cannot work
+    /// without one.
+    fn needs_workspace(&self) -> bool {
+        false
+    }
 }
 
 /// Provider options for a worker, as the roster gives them.

@@ -335,11 +335,35 @@ fn bad_worker_options_are_refused_before_a_run_is_created() {
         );
         assert!(err.contains("error"), "{err}");
     }
-    let runs = baton(d).arg("runs").output().unwrap();
+    // A command worker needs a job's worktree: `baton run` refuses it up front.
+    std::fs::write(
+        d.join("baton.toml"),
+        "[[workers]]\nid = \"w\"\nmodel = \"command/x\"\noptions = { command = \"true\" }\n",
+    )
+    .unwrap();
+    let err = run_err(d, &["run", "--objective", "o", "--task", "t"]);
+    assert!(err.contains("baton enqueue --worker w"), "{err}");
+    assert!(!db(d).exists(), "nothing was created");
+    // `enqueue` checks every candidate's options before queueing anything.
+    repo_with_agent(d, "true", ", timeout_s = -3");
+    let err = run_err(
+        d,
+        &[
+            "enqueue",
+            "--objective",
+            "o",
+            "--task",
+            "t",
+            "--worker",
+            "w",
+        ],
+    );
+    assert!(err.contains("timeout_s"), "{err}");
+    let jobs = baton(d).arg("jobs").output().unwrap();
     assert!(
-        !String::from_utf8_lossy(&runs.stdout).contains("active"),
+        !String::from_utf8_lossy(&jobs.stdout).contains("queued"),
         "{}",
-        text(&runs)
+        text(&jobs)
     );
 }
 

@@ -154,6 +154,11 @@ fn unusable_objective_and_task_files_are_explained_and_create_nothing() {
             "cannot be used with",
         ),
         (&["--task", "t"], "--objective"),
+        // An endless file is refused at its limit, not read into all of memory.
+        (
+            &["--objective-file", "/dev/zero", "--task", "t"],
+            "is longer than 16 MiB",
+        ),
     ];
     for (args, expected) in cases {
         let args: Vec<&str> = ["run"].iter().chain(args.iter()).copied().collect();

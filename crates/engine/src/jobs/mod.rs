@@ -143,6 +143,8 @@ pub fn enqueue(store: &dyn Store, clock: &dyn Clock, req: &EnqueueRequest) -> Re
     req.settings.validate()?;
     for c in &req.candidates {
         c.validate()?;
+        // Every option now, not when a worker claims the job and fails it for good.
+        crate::orchestrator::check_roster(c, None, false, crate::orchestrator::Place::Job)?;
     }
     let ws = |e: baton_workspace::Error| Error::Workspace(e.to_string());
     let repo = Repo::open(&req.repo).map_err(ws)?;

@@ -32,7 +32,7 @@ mod holds;
 mod roster;
 mod turn;
 
-pub use roster::{check_roster, with_keys};
+pub use roster::{Place, check_roster, with_keys};
 use turn::TurnEnd;
 
 /// Failed turns in a row after which the run stops and asks a human.
@@ -195,20 +195,24 @@ impl Engine {
 
     /// Creates a run (no turns yet) and returns its id.
     pub fn create_run(&self, spec: &RunSpec) -> Result<RunId> {
-        let (info, state, events) = self.new_run(spec)?;
+        let (info, state, events) = self.new_run(spec, Place::Run)?;
         self.store.create_run(&info, &state, &events)?;
         Ok(info.id)
     }
 
     /// Creates a job's run and links it to the job in one transaction (fenced).
     pub fn create_job_run(&self, spec: &RunSpec, fence: &baton_store::LeaseFence) -> Result<RunId> {
-        let (info, state, events) = self.new_run(spec)?;
+        let (info, state, events) = self.new_run(spec, Place::Job)?;
         self.store.create_job_run(fence, &info, &state, &events)?;
         Ok(info.id)
     }
 
     /// Everything a new run is made of, validated: nothing is created on a bad spec.
-    fn new_run(&self, spec: &RunSpec) -> Result<(RunInfo, ExecutionState, Vec<Event>)> {
+    fn new_run(
+        &self,
+        spec: &RunSpec,
+        place: Place,
+    ) -> Result<(RunInfo, ExecutionState, Vec<Event>)> {
         if spec.objective.trim().is_empty() {
             return Err(Error::Config(
                 "the objective is empty; pass --objective \"…\"".into(),
@@ -230,7 +234,7 @@ impl Engine {
         spec.settings.validate()?;
         // Every worker's options, before anything exists that a bad one would strand
         // (credentials are checked when the run is opened: they may come later).
-        check_roster(&spec.roster, None, false)?;
+        check_roster(&spec.roster, None, false, place)?;
         let id = self.new_run_id();
         let tasks: Vec<String> = spec
             .tasks

@@ -14,7 +14,18 @@ impl Engine {
     /// (empty when the roster is the same).
     pub fn change_roster(&self, run: &RunId, roster: &Roster, source: &str) -> Result<Vec<String>> {
         roster.validate()?;
-        check_roster(roster, None, false)?;
+        // A job's run may have command workers; any other may not.
+        let place = if self
+            .store
+            .list_jobs()?
+            .iter()
+            .any(|j| j.run_id.as_ref() == Some(run))
+        {
+            Place::Job
+        } else {
+            Place::Run
+        };
+        check_roster(roster, None, false, place)?;
         let info = self.store.run_info(run)?;
         let mut config: RunConfig =
             serde_json::from_value(info.config).map_err(|e| baton_store::Error::Corrupt {
@@ -102,13 +113,18 @@ pub fn with_keys(mut roster: Roster, keys: &Roster) -> Roster {
 /// Builds every enabled worker's gateway once, so a bad option (`timeout_s = -3`, an
 /// `api_base` that is not HTTP) is refused before a run is created; with
 /// `credentials`, a missing key is refused too.
-pub fn check_roster(roster: &Roster, keys: Option<&Roster>, credentials: bool) -> Result<()> {
+pub fn check_roster(
+    roster: &Roster,
+    keys: Option<&Roster>,
+    credentials: bool,
+    place: Place,
+) -> Result<()> {
     let roster = match keys {
         Some(k) => with_keys(roster.clone(), k),
         None => roster.clone(),
     };
     for w in roster.workers.iter().filter(|w| w.enabled) {
-        match build_gateway(w) {
+        let gateway = match build_gateway(w) {
             Err(Error::Gateway {
                 error: baton_gateway::Error::Auth { .. },
                 ..
@@ -117,12 +133,25 @@ pub fn check_roster(roster: &Roster, keys: Option<&Roster>, credentials: bool) -
                 // stand-in key that never leaves this function (no call is made).
                 let mut w = w.clone();
                 w.api_key = Some(crate::config::Secret::new("placeholder-key-for-checking"));
-                build_gateway(&w)?;
+                build_gateway(&w)?
             }
-            other => {
-                other?;
-            }
+            other => other?,
+        };
+        if place == Place::Run && gateway.needs_workspace() {
+            return Err(Error::Config(format!(
+                "worker {} ({}) works in a git worktree, which only a job has: queue the work \
+                 with `baton enqueue --worker {}` and run it with `baton work`",
+                w.id, w.model, w.id
+            )));
         }
     }
     Ok(())
+}
+
+/// Where a roster's workers will work: a plain run (API models only), or a job (a git
+/// worktree, where command workers run too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    Run,
+    Job,
 }

@@ -403,6 +403,10 @@ impl Gateway for CommandGateway {
         false
     }
 
+    fn needs_workspace(&self) -> bool {
+        true
+    }
+
     fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelResponse> {
         let workspace = request.workspace.ok_or_else(|| {
             Error::Config(format!(
