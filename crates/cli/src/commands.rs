@@ -620,8 +620,13 @@ fn drive(
     record: Option<&Path>,
     roster: Option<&Path>,
 ) -> Result<ExitCode> {
-    let mut session = engine.open_with_keys(id, None, ctx.keys())?;
-    // The lease first: a run another process advances keeps its roster.
+    // With a new roster, the old one's workers are not built (a missing key may be the
+    // very thing being fixed); the lease comes first either way: a run another process
+    // advances keeps its roster.
+    let mut session = match roster {
+        Some(_) => engine.open_for_preview(id)?,
+        None => engine.open_with_keys(id, None, ctx.keys())?,
+    };
     engine.lease(&mut session, baton_engine::lease::DEFAULT_RUN_LEASE)?;
     if let Some(path) = roster {
         let keys = replace_roster(
