@@ -519,12 +519,7 @@ pub fn gc(
         );
     }
     for k in &report.kept {
-        println!(
-            "kept {} (job {}): {:?}",
-            k.path.display(),
-            k.job_id,
-            k.reason
-        );
+        println!("kept {} (job {}): {}", k.path.display(), k.job_id, k.reason);
     }
     if report.removed.is_empty() && report.kept.is_empty() {
         println!("no worktrees under {}", root.display());

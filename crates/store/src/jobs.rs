@@ -88,6 +88,8 @@ pub enum ClaimOutcome {
         expires_at: Timestamp,
         /// True when the job was taken over from a worker whose lease expired.
         reclaimed: bool,
+        /// Who held the job before, when it was taken over.
+        previous_owner: Option<String>,
     },
     Skipped {
         reason: String,

@@ -69,6 +69,35 @@ pub enum KeepReason {
     RemoveFailed { error: String },
 }
 
+impl std::fmt::Display for KeepReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeepReason::Active => f.write_str("its job is not finished"),
+            KeepReason::Newest => f.write_str("among the newest finished worktrees (--keep)"),
+            KeepReason::Recent { idle } => write!(
+                f,
+                "used {:.1} h ago (--idle-hours)",
+                idle.as_secs_f64() / 3600.0
+            ),
+            KeepReason::Dirty { paths } => {
+                let shown: Vec<&str> = paths.iter().take(5).map(String::as_str).collect();
+                write!(
+                    f,
+                    "uncommitted changes that removing it would destroy: {}{}",
+                    shown.join(", "),
+                    if paths.len() > shown.len() {
+                        format!(" and {} more", paths.len() - shown.len())
+                    } else {
+                        String::new()
+                    }
+                )
+            }
+            KeepReason::Locked { reason } => write!(f, "locked ({reason})"),
+            KeepReason::RemoveFailed { error } => write!(f, "git would not remove it: {error}"),
+        }
+    }
+}
+
 struct Candidate {
     job_id: String,
     path: PathBuf,
@@ -100,12 +129,15 @@ impl Repo {
                 continue;
             };
             let name = name.to_string_lossy();
-            // A takeover's worktree is `<job>.<attempt>` (see `attempt_dir`).
+            // A takeover's worktree is `<job>.<attempt>` (see `attempt_dir`); the one it
+            // took over from was detached from the branch then.
             let job_id = crate::workspace::split_attempt_dir(&name).0.to_owned();
             let branch = branch_for_job(&job_id);
-            if !same_path(parent, &root)
-                || entry.branch.as_deref() != Some(format!("refs/heads/{branch}").as_str())
-            {
+            let on_branch =
+                entry.branch.as_deref() == Some(format!("refs/heads/{branch}").as_str());
+            let detached_job_worktree =
+                entry.branch.is_none() && crate::workspace::validate_job_id(&job_id).is_ok();
+            if !same_path(parent, &root) || !(on_branch || detached_job_worktree) {
                 continue;
             }
             if !is_finished(&job_id) {

@@ -250,6 +250,18 @@ impl Repo {
             // Nothing was ever committed for the job: an ordinary creation.
             return self.create_workspace(spec);
         }
+        // The worktree taken over from lets go of the branch: whatever the worker that
+        // lost the job (or its agent) still does there, commits included, never moves
+        // the branch the new owner commits to. Its files stay as they are.
+        let full_ref = format!("refs/heads/{branch}");
+        for old in self.worktrees()?.into_iter().filter(|w| {
+            !w.prunable && w.branch.as_deref() == Some(full_ref.as_str()) && w.path != path
+        }) {
+            // Best effort: an agent holding the old index's lock makes it fail, and the
+            // branch is then shared (`--force` below) as before; the store and git fences
+            // still keep the old worker from committing a turn.
+            let _ = Git::new(&old.path).run(&[os("checkout"), os("--quiet"), os("--detach")]);
+        }
         if let Some(entry) = self.worktree_at(&path)? {
             if !entry.prunable && entry.branch.as_deref() == Some(&*format!("refs/heads/{branch}"))
             {

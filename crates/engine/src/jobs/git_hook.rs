@@ -49,46 +49,7 @@ impl GitHook {
     /// `.baton/` scratch area among them, stay.
     pub fn reset_to(&self, commit: &str, why: &str) -> Result<Option<String>> {
         let dir = &self.workspace.path;
-        let head = git(dir, &["rev-parse", "HEAD"])?.trim().to_string();
-        let stamp = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis())
-            .unwrap_or(0);
-        let saved = if git(dir, &["status", "--porcelain"])?.trim().is_empty() {
-            // A clean worktree ahead of `commit`: a turn whose git commit was made but
-            // whose store commit never was (killed during its gates). Kept, by name.
-            if head != commit {
-                let name = format!("refs/baton/discarded/{}/{stamp}", self.job_id);
-                git(dir, &["update-ref", &name, &head])?;
-                Some(name)
-            } else {
-                None
-            }
-        } else {
-            git(dir, &["add", "-A"])?;
-            let tree = git(dir, &["write-tree"])?.trim().to_string();
-            let message = format!("baton: {why} (job {}), kept for recovery", self.job_id);
-            let sha = git(
-                dir,
-                &[
-                    "-c",
-                    "user.name=baton",
-                    "-c",
-                    "user.email=baton@localhost",
-                    "commit-tree",
-                    &tree,
-                    "-p",
-                    "HEAD",
-                    "-m",
-                    &message,
-                ],
-            )?
-            .trim()
-            .to_string();
-            let name = format!("refs/baton/discarded/{}/{stamp}", self.job_id);
-            git(dir, &["update-ref", &name, &sha])?;
-            Some(name)
-        };
+        let saved = set_aside(dir, &self.job_id, commit, why)?;
         git(dir, &["reset", "--hard", "--quiet", commit])?;
         git(dir, &["clean", "-fd", "--quiet"])?;
         *self.last_commit.lock().unwrap_or_else(|p| p.into_inner()) = commit.to_string();
@@ -101,6 +62,50 @@ impl GitHook {
             .unwrap_or_else(|p| p.into_inner())
             .clone()
     }
+}
+
+/// Saves what `dir` holds beyond `commit` — uncommitted edits, or commits after it — as
+/// a commit under `refs/baton/discarded/<job>/<time>`, whose name is returned (`None`
+/// when there is nothing beyond `commit`). Nothing in the worktree changes, except its
+/// index (which `git add -A` refreshes).
+pub fn set_aside(dir: &Path, job_id: &str, commit: &str, why: &str) -> Result<Option<String>> {
+    let head = git(dir, &["rev-parse", "HEAD"])?.trim().to_string();
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
+    let name = format!("refs/baton/discarded/{job_id}/{stamp}");
+    if git(dir, &["status", "--porcelain"])?.trim().is_empty() {
+        // A clean worktree ahead of `commit`: a turn whose git commit was made but
+        // whose store commit never was (killed during its gates). Kept, by name.
+        if head == commit {
+            return Ok(None);
+        }
+        git(dir, &["update-ref", &name, &head])?;
+        return Ok(Some(name));
+    }
+    git(dir, &["add", "-A"])?;
+    let tree = git(dir, &["write-tree"])?.trim().to_string();
+    let message = format!("baton: {why} (job {job_id}), kept for recovery");
+    let sha = git(
+        dir,
+        &[
+            "-c",
+            "user.name=baton",
+            "-c",
+            "user.email=baton@localhost",
+            "commit-tree",
+            &tree,
+            "-p",
+            "HEAD",
+            "-m",
+            &message,
+        ],
+    )?
+    .trim()
+    .to_string();
+    git(dir, &["update-ref", &name, &sha])?;
+    Ok(Some(name))
 }
 
 fn git(dir: &Path, args: &[&str]) -> Result<String> {

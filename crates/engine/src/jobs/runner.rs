@@ -149,15 +149,22 @@ pub fn work(
                             job,
                             token,
                             reclaimed,
+                            previous_owner,
                             ..
                         }) => {
                             let fence = LeaseFence {
                                 job: job.id.clone(),
                                 token,
                             };
-                            let report = run_claimed(
-                                &store, &clock, options, &job, &fence, reclaimed, progress,
-                            );
+                            let taken = match (reclaimed, previous_owner) {
+                                (false, _) => Takeover::No,
+                                (true, Some(o)) if crate::lease::owner_is_dead(&o) => {
+                                    Takeover::FromTheDead
+                                }
+                                (true, _) => Takeover::FromAnExpiredLease,
+                            };
+                            let report =
+                                run_claimed(&store, &clock, options, &job, &fence, taken, progress);
                             let stop = report.status == JobStatus::Queued;
                             reports
                                 .lock()
@@ -194,6 +201,19 @@ fn expire_dead_owners(store: &dyn Store, clock: &dyn Clock) -> Result<bool> {
     Ok(expired)
 }
 
+/// How a job came to this worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Takeover {
+    /// Queued (first claim, or given back).
+    No,
+    /// From a holder known to be dead (a process on this machine that is gone): its
+    /// agent died with it, so its worktree can be reused.
+    FromTheDead,
+    /// From a lease that ran out: the holder may only be stopped, its agent still
+    /// writing, so the job continues in a fresh worktree.
+    FromAnExpiredLease,
+}
+
 /// Runs one claimed job and always leaves it finished, failed, back on the queue
 /// (interrupted) or (lease lost) to its new owner.
 fn run_claimed(
@@ -202,14 +222,14 @@ fn run_claimed(
     options: &WorkOptions,
     job: &JobInfo,
     fence: &LeaseFence,
-    reclaimed: bool,
+    taken: Takeover,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> JobReport {
     let candidate = decode_spec(job).map(|s| s.candidate).unwrap_or_default();
     progress(Progress::Claimed {
         job: job.id.clone(),
         candidate,
-        reclaimed,
+        reclaimed: taken != Takeover::No,
     });
     // Cancelled with the whole `work`, or alone when this job's lease is lost.
     let cancel = options.cancel.child();
@@ -225,9 +245,7 @@ fn run_claimed(
     // A panic in a job is a failed job, and must stop the heartbeat: otherwise the
     // lease would be renewed forever for a job nobody runs.
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        run_job(
-            store, clock, options, job, fence, reclaimed, &cancel, progress,
-        )
+        run_job(store, clock, options, job, fence, taken, &cancel, progress)
     }))
     .unwrap_or_else(|panic| {
         let what = panic
@@ -395,14 +413,45 @@ fn ws(e: baton_workspace::Error) -> Error {
 /// anew (a new path) when the job is taken over from a worker whose lease ran out —
 /// that worker's agent may still be writing in the old one. baton never falls back to
 /// the user's checkout: a worktree that vanished fails the job.
-fn workspace_for(repo: &Repo, job: &JobInfo, spec: &JobSpec, reclaimed: bool) -> Result<Workspace> {
+fn workspace_for(
+    store: &dyn Store,
+    repo: &Repo,
+    job: &JobInfo,
+    spec: &JobSpec,
+    fresh: bool,
+    notes: &mut Vec<String>,
+) -> Result<Workspace> {
     let ws_spec = WorkspaceSpec {
         job_id: job.id.clone(),
         base: spec.base.clone(),
         base_branch: spec.base_branch.clone(),
         root: spec.worktree_root.clone(),
     };
-    if reclaimed && job.run_id.is_some() {
+    if let (true, Some(run)) = (fresh, &job.run_id) {
+        // What the worker that lost the job left in its worktree is kept by name before
+        // that worktree lets go of the branch (its agent may still be writing there).
+        let old = repo
+            .job_worktree_path(&job.id, &spec.worktree_root)
+            .map_err(ws)?;
+        if old.is_dir() {
+            let last = last_turn_commit(store, run, spec)?;
+            match super::git_hook::set_aside(
+                &old,
+                &job.id,
+                &last,
+                "left by the worker that lost the job",
+            ) {
+                Ok(Some(saved)) => notes.push(format!(
+                    "what the previous worker left in {} was set aside at {saved}",
+                    old.display()
+                )),
+                Ok(None) => {}
+                Err(e) => notes.push(format!(
+                    "what the previous worker left in {} could not be set aside: {e}",
+                    old.display()
+                )),
+            }
+        }
         return repo.take_over_workspace(&ws_spec, job.attempts).map_err(ws);
     }
     if job.run_id.is_some() {
@@ -425,14 +474,25 @@ fn run_job(
     options: &WorkOptions,
     job: &JobInfo,
     fence: &LeaseFence,
-    reclaimed: bool,
+    taken: Takeover,
     cancel: &Cancel,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<()> {
     let spec = decode_spec(job)?;
     let repo = Repo::open(&spec.repo).map_err(ws)?;
     exclude_scratch(&repo)?;
-    let workspace = workspace_for(&repo, job, &spec, reclaimed)?;
+    // A job taken from a holder that is known dead continues in its worktree (its agent
+    // died with it); one taken from a lease that merely expired gets a fresh one, for
+    // the holder may only be stopped and its agent still writing.
+    let mut takeover_notes = Vec::new();
+    let workspace = workspace_for(
+        &**store,
+        &repo,
+        job,
+        &spec,
+        taken == Takeover::FromAnExpiredLease,
+        &mut takeover_notes,
+    )?;
     let engine = Engine::new(store.clone()).with_clock(clock.clone());
     let run = match &job.run_id {
         Some(run) => run.clone(),
@@ -455,14 +515,10 @@ fn run_job(
     };
     // Drift first: a reset must never destroy work someone did by hand.
     let mut drift = drift_notes(&repo, &workspace, &spec)?;
-    let turns = store.turns(&run)?;
+    drift.extend(takeover_notes);
     // Resume exactly where the record is: the last committed turn's commit. A commit or
     // edits left by a turn that never reached the store belong to the turn in flight.
-    let last_commit = turns
-        .iter()
-        .rev()
-        .find_map(|t| t.workspace.as_ref().map(|w| w.commit.clone()))
-        .unwrap_or_else(|| spec.base.clone());
+    let last_commit = last_turn_commit(&**store, &run, &spec)?;
     let fence_store = store.clone();
     let fence_clock = clock.clone();
     let fence_token = fence.clone();
@@ -573,6 +629,20 @@ fn run_job(
         .map_err(|e| Error::Config(format!("cannot encode outbox: {e}")))?;
     store.finish_job(fence, status, Some(&value), error.as_deref(), clock.now())?;
     Ok(())
+}
+
+/// The commit of the run's last committed turn, or the job's base before its first.
+fn last_turn_commit(
+    store: &dyn Store,
+    run: &baton_core::ids::RunId,
+    spec: &JobSpec,
+) -> Result<String> {
+    Ok(store
+        .turns(run)?
+        .iter()
+        .rev()
+        .find_map(|t| t.workspace.as_ref().map(|w| w.commit.clone()))
+        .unwrap_or_else(|| spec.base.clone()))
 }
 
 fn outbox_dir(repo: &Repo, spec: &JobSpec) -> std::path::PathBuf {

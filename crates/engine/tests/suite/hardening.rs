@@ -3,6 +3,7 @@
 //! what broke.
 
 use std::path::Path;
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -12,7 +13,7 @@ use baton_engine::jobs::runner::{Progress, WorkOptions, work};
 use baton_engine::jobs::{EnqueueRequest, enqueue};
 use baton_engine::{Clock, SystemClock};
 use baton_gateway::Cancel;
-use baton_store::{ClaimOutcome, JobStatus, LeaseFence};
+use baton_store::{ClaimOutcome, JobStatus};
 
 use super::jobs::git;
 use super::*;
@@ -237,32 +238,61 @@ fn a_worker_whose_lease_was_taken_over_stops_its_agent_and_the_new_owner_works_i
     assert!(lines_then < 30, "the old agent ran to its end: {old_log}");
     assert!(started.elapsed() < Duration::from_secs(10));
 
-    // B (this process, with B's fence) continues the job: taken over in a new worktree.
-    let info = store.job(&job).unwrap();
-    assert_eq!(info.attempts, 2);
-    let fence = LeaseFence {
-        job: job.clone(),
-        token: "token-b".into(),
-    };
-    let r = baton_workspace::Repo::open(&repo).unwrap();
-    let ws = r
-        .take_over_workspace(
-            &baton_workspace::WorkspaceSpec {
-                job_id: job.clone(),
-                base: git(&repo, &["rev-parse", "HEAD"]).trim().to_string(),
-                base_branch: Some("main".into()),
-                root: root.clone(),
-            },
-            info.attempts,
-        )
-        .unwrap();
-    assert_eq!(ws.path, root.join(format!("{job}.2")));
+    // B never shows up again; C takes the job over once B's lease is gone too. The
+    // holder may be alive (only its lease ran out), so C works in a fresh worktree, and
+    // what the old one holds (A's agent's log) is set aside by name first.
     assert!(
-        !ws.path.join("log.txt").exists(),
-        "the old worker's writes are not in it"
+        store
+            .expire_job_lease(&job, "worker-b", SystemClock.now())
+            .unwrap()
     );
-    // Only B's fence may write the job now.
-    store
-        .renew_lease(&fence, SystemClock.now(), 60_000)
+    let c = WorkOptions {
+        owner: "worker-c".into(),
+        ..WorkOptions::default()
+    };
+    let reports = work(store.clone(), Arc::new(SystemClock), &c, &|_| {}).unwrap();
+    assert_eq!(reports[0].status, JobStatus::Outbox, "{:?}", reports[0]);
+    let info = store.job(&job).unwrap();
+    assert_eq!(info.attempts, 3);
+    let outbox = baton_engine::jobs::decode_outbox(&info).unwrap().unwrap();
+    assert_eq!(outbox.worktree, root.join(format!("{job}.3")));
+    assert!(
+        outbox
+            .drift
+            .iter()
+            .any(|d| d.contains("set aside at refs/baton/discarded/")),
+        "{:?}",
+        outbox.drift
+    );
+    let saved = git(
+        &repo,
+        &[
+            "for-each-ref",
+            "--format=%(refname)",
+            &format!("refs/baton/discarded/{job}/"),
+        ],
+    );
+    let saved = saved
+        .lines()
+        .next()
+        .expect("a ref under refs/baton/discarded");
+    assert!(git(&repo, &["show", &format!("{saved}:log.txt")]).contains("old 1"));
+    // The old worktree let go of the branch: nothing done there can move it.
+    let old_head = Command::new("git")
+        .arg("-C")
+        .arg(root.join(&job))
+        .args(["symbolic-ref", "-q", "HEAD"])
+        .output()
         .unwrap();
+    assert!(
+        !old_head.status.success(),
+        "the old worktree is still on the branch"
+    );
+    // The new owner's turns hold none of A's writes: two whole runs of the agent, one
+    // per turn, and nothing else.
+    let log = git(&repo, &["show", &format!("baton/job-{job}:log.txt")]);
+    let expected: Vec<String> = (0..2)
+        .flat_map(|_| (1..=30).map(|i| format!("old {i}")))
+        .collect();
+    assert_eq!(log.lines().collect::<Vec<_>>(), expected, "{log}");
 }

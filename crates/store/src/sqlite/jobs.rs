@@ -142,15 +142,15 @@ pub(super) fn try_claim(
     lease_ms: i64,
 ) -> Result<ClaimOutcome> {
     // Queued jobs first (oldest first), then running jobs whose worker stopped renewing.
-    let candidate: Option<(String, String)> = tx
+    let candidate: Option<(String, String, Option<String>)> = tx
         .prepare_cached(
-            "SELECT id, status FROM jobs
+            "SELECT id, status, lease_owner FROM jobs
              WHERE status = 'queued' OR (status = 'running' AND lease_expires_at < ?1)
              ORDER BY status = 'running', created_at, id LIMIT 1",
         )?
-        .query_row([now.0], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_row([now.0], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .optional()?;
-    let Some((id, status)) = candidate else {
+    let Some((id, status, previous_owner)) = candidate else {
         return Ok(ClaimOutcome::Skipped {
             reason: "no queued job and no expired lease".into(),
         });
@@ -168,6 +168,7 @@ pub(super) fn try_claim(
         token: token.to_string(),
         expires_at,
         reclaimed: status == "running",
+        previous_owner: (status == "running").then_some(previous_owner).flatten(),
     })
 }
 
