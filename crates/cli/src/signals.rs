@@ -24,10 +24,41 @@ pub(crate) fn install() {
     }
 }
 
+/// When the first signal came, in monotonic milliseconds.
+#[cfg(unix)]
+static FIRST_AT_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A second signal this soon after the first is the same request twice, not a second
+/// Ctrl-C: `timeout` signals both baton and its process group, and a shell's Ctrl-C
+/// can arrive doubled through a wrapper.
+#[cfg(unix)]
+const SAME_REQUEST_MS: u64 = 1000;
+
+/// Monotonic milliseconds; async-signal-safe (clock_gettime is).
+#[cfg(unix)]
+fn now_ms() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the struct it is given.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
+    }
+    (ts.tv_sec.max(0) as u64)
+        .saturating_mul(1000)
+        .saturating_add(ts.tv_nsec.max(0) as u64 / 1_000_000)
+}
+
 #[cfg(unix)]
 extern "C" fn on_signal(sig: libc::c_int) {
+    use std::sync::atomic::Ordering;
     let again = cancel::interrupted().is_some();
     if again {
+        let first = FIRST_AT_MS.load(Ordering::SeqCst);
+        if now_ms().saturating_sub(first) < SAME_REQUEST_MS {
+            return;
+        }
         const NOW: &[u8] = b"\nbaton: stopping now\n";
         // SAFETY: async-signal-safe calls only.
         unsafe {
@@ -35,8 +66,9 @@ extern "C" fn on_signal(sig: libc::c_int) {
             libc::_exit(128 + sig);
         }
     }
+    FIRST_AT_MS.store(now_ms(), std::sync::atomic::Ordering::SeqCst);
     cancel::interrupt(sig as u32);
-    const FIRST: &[u8] = b"\nbaton: stopping: ending agents and gates, discarding the turn in flight, releasing leases (again to stop at once)\n";
+    const FIRST: &[u8] = b"\nbaton: stopping: ending agents and gates, discarding the turn in flight, releasing leases; a model call already on its way is waited for (press Ctrl-C again to stop at once)\n";
     // SAFETY: async-signal-safe.
     unsafe {
         libc::write(2, FIRST.as_ptr().cast(), FIRST.len());

@@ -43,6 +43,13 @@ pub fn sqlite_path(spec: &str) -> Result<PathBuf> {
                 "the {other}:// scheme is not supported (only SQLite is, for now)"
             )));
         }
+        // A database server's scheme without the slashes (`postgres:x`, `postgres:/x`)
+        // is a mistyped URL, not a file name; `./postgres:x` still names a file.
+        other if DATABASE_SCHEMES.contains(&other) => {
+            return Err(refuse(format!(
+                "\"{other}:\" names a database server, which is not supported (only SQLite is, for now); for a file of that name write ./{spec}"
+            )));
+        }
         // `C:` or `notes:v2.db`: a path that merely contains a colon.
         _ => return Ok(PathBuf::from(spec)),
     };
@@ -56,6 +63,24 @@ pub fn sqlite_path(spec: &str) -> Result<PathBuf> {
     }
     percent_decode(path).map_err(refuse)
 }
+
+/// Schemes of database servers and other stores that are URLs, never file names.
+const DATABASE_SCHEMES: &[&str] = &[
+    "postgres",
+    "postgresql",
+    "mysql",
+    "mariadb",
+    "redis",
+    "mongodb",
+    "mongodb+srv",
+    "mssql",
+    "sqlserver",
+    "oracle",
+    "cockroachdb",
+    "libsql",
+    "http",
+    "https",
+];
 
 /// `scheme` and what follows `scheme:`, when `spec` starts with an RFC 3986 scheme.
 fn split_scheme(spec: &str) -> Option<(&str, &str)> {
@@ -125,6 +150,15 @@ mod tests {
             assert!(text.contains("scheme is not supported"), "{text}");
             assert!(text.contains("sqlite://PATH"), "{text}");
         }
+        // Without the slashes too: these used to create files named like the URL.
+        for url in ["postgres:/x", "postgres:x", "mysql:db"] {
+            let err = sqlite_path(url).unwrap_err();
+            assert!(err.to_string().contains("names a database server"), "{err}");
+        }
+        assert_eq!(
+            sqlite_path("./postgres:x").unwrap(),
+            PathBuf::from("./postgres:x")
+        );
     }
 
     #[test]

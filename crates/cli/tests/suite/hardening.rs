@@ -272,11 +272,15 @@ fn sigterm_of_baton_run_says_what_was_interrupted_and_a_resume_continues_at_once
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(700));
+    // Twice at once, as `timeout` does (to baton and to its group): one request.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    std::thread::sleep(Duration::from_millis(20));
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(143), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("interrupted"), "{stderr}");
+    assert!(!stderr.contains("stopping now"), "{stderr}");
     assert!(stderr.contains("baton resume"), "{stderr}");
     // The run's lease was released: a resume right away is not refused.
     let out = baton(d).args(["resume"]).output().unwrap();

@@ -126,6 +126,38 @@ impl Engine {
         Ok(plan.budget)
     }
 
+    /// The bad request `plan`'s worker made on its last turn, when that turn is among
+    /// the failed turns just before this one (workers alternating in between): the
+    /// request it would send again is checked before it is sent.
+    pub(super) fn last_bad_request(
+        &self,
+        session: &Session,
+        plan: &TurnPlan,
+    ) -> Result<Option<Doomed>> {
+        let state = &session.state;
+        let worker = &session.config.roster.workers[plan.worker];
+        let look_back = state
+            .consecutive_failures
+            .min(state.turns)
+            .min(u32::try_from(session.config.roster.workers.len()).unwrap_or(u32::MAX));
+        for turn in (state.turns - look_back..state.turns).rev() {
+            let Some(last) = self.store.turn(&session.run, turn)? else {
+                continue;
+            };
+            if last.worker != worker.id {
+                continue;
+            }
+            return Ok(Doomed::of(
+                last.turn,
+                &last.calls,
+                last.package.budget,
+                last.package.tokens,
+            )
+            .filter(|d| !d.too_long && last.status == TurnStatus::Failed));
+        }
+        Ok(None)
+    }
+
     /// Whether the turn `next` would send `doomed`'s request again: byte-identical once
     /// its briefing is labelled with the doomed turn's number (the label is all a
     /// failed turn changes in the record).

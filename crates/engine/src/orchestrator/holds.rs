@@ -15,9 +15,14 @@ use baton_store::WorkerHold;
 use super::{Engine, Session};
 use crate::config::WorkerConfig;
 
-/// `delay` after `now`, saturating: the delay came from outside.
+/// The longest a provider's word holds a worker. Rate limits and overloads clear in
+/// seconds to hours; a delay of years (`Retry-After: 99999999999999999999`) is a
+/// broken header, and honouring it would lock the worker out of the run for good.
+pub const MAX_HOLD: Duration = Duration::from_secs(24 * 3600);
+
+/// `delay` (at most [`MAX_HOLD`]) after `now`, saturating: the delay came from outside.
 pub(super) fn after(now: Timestamp, delay: Duration) -> Timestamp {
-    let ms = i64::try_from(delay.as_millis()).unwrap_or(i64::MAX);
+    let ms = i64::try_from(delay.min(MAX_HOLD).as_millis()).unwrap_or(i64::MAX);
     Timestamp(now.0.saturating_add(ms))
 }
 

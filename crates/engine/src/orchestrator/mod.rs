@@ -348,7 +348,20 @@ impl Engine {
             workspace: None,
             run_lease: None,
             cancel: baton_gateway::Cancel::new(),
-            blocked: None,
+            // Why a blocked run stopped, as it said then (a provider's hold, a doomed
+            // request), not a generic guess.
+            blocked: if info.status == RunStatus::Blocked {
+                self.store
+                    .events(run, 0)?
+                    .into_iter()
+                    .rev()
+                    .find_map(|e| match e.event.kind {
+                        EventKind::RunBlocked { question } => Some(question),
+                        _ => None,
+                    })
+            } else {
+                None
+            },
             run: run.clone(),
             prior_outputs: self.store.prior_outputs(run, state.turns)?,
             holds: self.store.worker_holds(run)?,
@@ -449,6 +462,16 @@ impl Engine {
             return Err(Error::Stopped {
                 next_turn: session.state.turns,
             });
+        }
+        // A bad request this worker made a few (failed) turns ago, about to be sent again
+        // unchanged because other workers failed in between: stop instead.
+        if let Some(d) = self.last_bad_request(session, &plan)?
+            && self.sends_again(session, &plan, &d)?
+        {
+            let worker = session.config.roster.workers[plan.worker].id.clone();
+            let question = d.question(worker.as_str(), &continue_hint(session, true), true);
+            self.block(session, question.clone())?;
+            return Ok(StepOutcome::Blocked { question });
         }
         let TurnEnd {
             summary,

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use baton_core::turn::TurnStatus;
 use baton_engine::config::{Price, Roster, Secret, WorkerConfig};
-use baton_engine::{Engine, RunEnd};
+use baton_engine::{Engine, RunEnd, StepOutcome};
 use baton_store::RunStatus;
 use serde_json::{Value, json};
 
@@ -232,11 +232,17 @@ fn a_429_asking_longer_than_baton_waits_blocks_at_once_and_says_so() {
     );
     assert!(error.contains("can be retried after"), "{error}");
 
-    // A human resumes too early, in another process: still no request.
+    // Another process asking the blocked run to step is told the same reason, not a
+    // generic "turns failed" (the reason is read back from the run's record).
     let (_, engine) = process(dir.path());
     let mut session = engine
         .open_with_keys(&id, None, Some(&spec.roster))
         .unwrap();
+    match engine.step(&mut session).unwrap() {
+        StepOutcome::Blocked { question: again } => assert_eq!(again, question),
+        other => panic!("{other:?}"),
+    }
+    // A human resumes too early, in another process: still no request.
     engine.unblock(&mut session).unwrap();
     let end = engine.run(&mut session, None, &mut |_, _| {}).unwrap();
     assert!(matches!(end, RunEnd::Blocked { .. }), "{end:?}");
@@ -268,6 +274,34 @@ fn a_bad_request_is_not_sent_again_byte_identical() {
         question.contains("at a budget of 2000 tokens"),
         "{question}"
     );
+}
+
+/// Regression (issue 7, item 12): with two workers taking turns, each re-sent its
+/// byte-identical bad request two turns later. The run now blocks before that.
+#[test]
+fn a_bad_request_is_not_sent_again_when_workers_alternate() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(vec![openai_error(
+        400,
+        "invalid_request_error",
+        "invalid_value",
+        "Invalid value for 'temperature': must be at most 2.",
+    )]);
+    let mut other = openai_worker("w2", &server, 0);
+    other.family = "other".into();
+    let spec = spec(
+        &["Migrate the billing module"],
+        Roster {
+            workers: vec![openai_worker("w1", &server, 0), other],
+        },
+    );
+    let (_, _, question) = run_blocked(dir.path(), &spec);
+    assert_eq!(
+        server.requests().len(),
+        2,
+        "each worker's request was sent once"
+    );
+    assert!(question.contains("byte-identical"), "{question}");
 }
 
 /// Regression (issue 7, item 12): a briefing too long for the model's context was
