@@ -261,6 +261,10 @@ pub trait Store: Send + Sync {
     /// The latest hold of every worker of the run that has one (see `WorkerHold`).
     fn worker_holds(&self, run: &RunId) -> Result<Vec<WorkerHold>>;
 
+    /// Records holds outside a turn: a provider's delay learnt by a turn that was
+    /// interrupted and not committed is still the provider's word.
+    fn put_worker_holds(&self, run: &RunId, holds: &[WorkerHold]) -> Result<()>;
+
     /// Raw model outputs of all committed turns before `turn`, for the transfer audit.
     fn prior_outputs(&self, run: &RunId, before_turn: u32) -> Result<Vec<String>>;
 

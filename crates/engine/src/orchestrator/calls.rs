@@ -65,6 +65,11 @@ impl Engine {
                 if let Err(e) = &result {
                     error_class = Some(e.class().to_string());
                     retry_after = e.retry_after();
+                    // Interrupted while waiting out a provider's delay: the delay is
+                    // still the provider's word (the turn's hold keeps it).
+                    if matches!(e, baton_gateway::Error::Cancelled) {
+                        retry_after = attempts.iter().rev().find_map(|a| a.retry_after);
+                    }
                 }
                 let result = result.map_err(|e| {
                     let after = if tries > 1 {

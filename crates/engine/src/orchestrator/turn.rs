@@ -135,6 +135,11 @@ impl Engine {
             .iter()
             .any(|c| c.error_class.as_deref() == Some("cancelled"))
         {
+            // A delay the provider asked for before the interrupt outlives the turn.
+            let holds = holds::left_by(&worker.id, &calls, self.clock.now());
+            if !holds.is_empty() {
+                self.store.put_worker_holds(&session.run, &holds)?;
+            }
             return Err(Error::Cancelled { turn });
         }
         // The workspace sees the turn before the reconciler does, so claims about files

@@ -276,6 +276,45 @@ fn a_bad_request_is_not_sent_again_byte_identical() {
     );
 }
 
+/// Regression (review of issue 7, item 11): Ctrl-C while baton waited out a 429's
+/// delay discarded the turn and the delay with it; a resume called at once.
+#[test]
+fn a_delay_learnt_by_an_interrupted_turn_is_still_remembered() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(vec![rate_limited("60")]);
+    let spec = one_worker_spec(openai_worker("w1", &server, 2));
+    let (store, engine) = process(dir.path());
+    let id = engine.create_run(&spec).unwrap();
+    let mut session = engine
+        .open_with_keys(&id, None, Some(&spec.roster))
+        .unwrap();
+    let cancel = session.cancel.clone();
+    let ended = std::thread::scope(|s| {
+        s.spawn(|| {
+            // Well inside the 60 s wait.
+            while server.requests().is_empty() {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            cancel.cancel();
+        });
+        engine.step(&mut session)
+    });
+    assert!(
+        matches!(ended, Err(baton_engine::Error::Cancelled { turn: 0 })),
+        "{ended:?}"
+    );
+    assert!(
+        store.turns(&id).unwrap().is_empty(),
+        "the turn is discarded"
+    );
+    let holds = store.worker_holds(&id).unwrap();
+    assert_eq!(holds.len(), 1, "{holds:?}");
+    assert_eq!(holds[0].asked_ms, 60_000);
+    let left = holds[0].not_before.0 - baton_engine::Clock::now(&baton_engine::SystemClock).0;
+    assert!(left > 50_000, "held for {left} ms more");
+}
+
 /// Regression (issue 7, item 12): with two workers taking turns, each re-sent its
 /// byte-identical bad request two turns later. The run now blocks before that.
 #[test]

@@ -340,6 +340,10 @@ impl Store for SqliteStore {
         self.read(|conn| read::worker_holds(conn, run))
     }
 
+    fn put_worker_holds(&self, run: &RunId, holds: &[WorkerHold]) -> Result<()> {
+        self.write(|tx| write::put_holds(tx, run, holds))
+    }
+
     fn prior_outputs(&self, run: &RunId, before_turn: u32) -> Result<Vec<String>> {
         self.read(|conn| read::prior_outputs(conn, run, before_turn))
     }

@@ -9,7 +9,7 @@ use baton_core::state::{ExecutionState, RecordChange};
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::to_json;
-use crate::{Error, Result, RunInfo, RunStatus, TurnCommit};
+use crate::{Error, Result, RunInfo, RunStatus, TurnCommit, WorkerHold};
 
 pub(super) struct EncodedRecord {
     kind: &'static str,
@@ -226,17 +226,22 @@ pub(super) fn commit_turn(tx: &Transaction<'_>, turn: &EncodedTurn<'_>) -> Resul
         change.execute(params![run.0, rec.turn, c.kind, c.ordinal, c.id, c.body])?;
     }
 
+    put_holds(tx, run, &commit.holds)?;
+    insert_events(tx, &turn.events)
+}
+
+/// Records `holds` (the newest per worker wins).
+pub(super) fn put_holds(tx: &Transaction<'_>, run: &RunId, holds: &[WorkerHold]) -> Result<()> {
     let mut hold = tx.prepare_cached(
         "INSERT INTO worker_holds (run_id, worker, not_before, asked_ms) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (run_id, worker) DO UPDATE SET not_before = ?3, asked_ms = ?4",
     )?;
-    for h in &commit.holds {
+    for h in holds {
         // Clamped: SQLite integers are i64, and a delay is bounded long before that.
         let asked = i64::try_from(h.asked_ms).unwrap_or(i64::MAX);
         hold.execute(params![run.0, h.worker.as_str(), h.not_before.0, asked])?;
     }
-
-    insert_events(tx, &turn.events)
+    Ok(())
 }
 
 pub(super) fn update_run(
