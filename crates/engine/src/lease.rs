@@ -112,7 +112,10 @@ fn beat(
                 last_renewed = Instant::now();
                 next = last_renewed + every;
             }
-            Err(baton_store::Error::LeaseLost { reason, .. }) => {
+            Err(
+                baton_store::Error::LeaseLost { reason, .. }
+                | baton_store::Error::RunLeaseLost { reason, .. },
+            ) => {
                 give_up(LeaseLoss::TakenOver(reason));
                 return;
             }

@@ -106,7 +106,9 @@ pub fn complete_with_retry(
     let mut attempts = Vec::new();
     let mut number = 1u32;
     loop {
-        if request.cancel.is_some_and(crate::Cancel::is_cancelled) {
+        // Only before a retry: a call asked for before the interrupt is made (its turn
+        // may have a billed answer already); no further attempt is.
+        if number > 1 && request.cancel.is_some_and(crate::Cancel::is_cancelled) {
             return (Err(Error::Cancelled), attempts);
         }
         let started = Instant::now();

@@ -99,6 +99,11 @@ pub enum Error {
     /// The fence of every job write: another worker holds the job now.
     #[error("lost the lease on job {job}: {reason}")]
     LeaseLost { job: String, reason: String },
+    /// The fence of a run's turns: another process advances the run now.
+    #[error(
+        "lost the lease on run {run}: {reason}; this process stopped, and the one that took the run over continues it (`baton history {run}` shows its turns)"
+    )]
+    RunLeaseLost { run: String, reason: String },
     #[error(
         "job {job} is {status}, not failed: only a failed job can be requeued (`baton jobs` shows each job's state)"
     )]

@@ -318,7 +318,7 @@ fn insert_events(tx: &Transaction<'_>, events: &[EncodedEvent]) -> Result<()> {
     Ok(())
 }
 
-/// Fails with `LeaseLost` unless `token` holds the run's lease.
+/// Fails with `RunLeaseLost` unless `token` holds the run's lease.
 pub(super) fn check_run_lease(tx: &Transaction<'_>, run: &RunId, token: &str) -> Result<()> {
     let held: Option<Option<String>> = tx
         .prepare_cached("SELECT lease_token FROM runs WHERE id = ?1")?
@@ -329,8 +329,8 @@ pub(super) fn check_run_lease(tx: &Transaction<'_>, run: &RunId, token: &str) ->
             prefix: run.0.clone(),
         }),
         Some(Some(t)) if t == token => Ok(()),
-        Some(_) => Err(Error::LeaseLost {
-            job: format!("run {}", run.0),
+        Some(_) => Err(Error::RunLeaseLost {
+            run: run.0.clone(),
             reason: "another process took the run over after this one's lease expired".into(),
         }),
     }

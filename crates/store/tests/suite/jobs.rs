@@ -236,7 +236,7 @@ pub fn a_run_is_advanced_by_one_lease_holder_at_a_time(store: &dyn Store) {
     commit.run_lease = Some("t2".into());
     assert!(matches!(
         store.commit_turn(&commit),
-        Err(Error::LeaseLost { .. })
+        Err(Error::RunLeaseLost { .. })
     ));
     commit.run_lease = Some("t1".into());
     store.commit_turn(&commit).unwrap();
@@ -249,7 +249,7 @@ pub fn a_run_is_advanced_by_one_lease_holder_at_a_time(store: &dyn Store) {
     );
     assert!(matches!(
         store.renew_run_lease(&run, "t1", Timestamp(2_001), 1_000),
-        Err(Error::LeaseLost { .. })
+        Err(Error::RunLeaseLost { .. })
     ));
     assert_eq!(
         store
