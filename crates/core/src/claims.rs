@@ -278,7 +278,9 @@ pub fn extract_json_object(raw: &str) -> Option<&str> {
         let body = &after[body_start..];
         if let Some(end) = body.find("```") {
             let inner = body[..end].trim();
-            if inner.starts_with('{') {
+            // A fence holding half an object (found by the property test in
+            // `tests/suite/claims.rs`) is not the claim; the brace span below may be.
+            if inner.starts_with('{') && inner.ends_with('}') {
                 return Some(inner);
             }
         }

@@ -1,1 +1,2 @@
+mod claims;
 mod compiler;
