@@ -28,6 +28,11 @@ impl MockGateway {
 
     /// Options: `delay_ms` (integer, simulated latency per call).
     pub fn from_options(options: &Options) -> Result<Self> {
+        if let Some(unknown) = options.keys().find(|k| k.as_str() != "delay_ms") {
+            return Err(Error::Config(format!(
+                "unknown mock option \"{unknown}\"; the mock knows only delay_ms"
+            )));
+        }
         let delay = match options.get("delay_ms") {
             None => Duration::ZERO,
             Some(v) => Duration::from_millis(v.as_u64().ok_or_else(|| {

@@ -232,6 +232,17 @@ impl fmt::Debug for HttpGateway {
     }
 }
 
+/// The options an HTTP provider reads (`replay` is taken before any provider is).
+const KNOWN_OPTIONS: &[&str] = &[
+    "api_base",
+    "api_key_env",
+    "structured",
+    "strict_schema",
+    "max_tokens",
+    "connect_timeout_s",
+    "timeout_s",
+];
+
 impl HttpGateway {
     /// Validates the options and the credential; no request is made. A provider that
     /// needs a key and has none fails here with an `Auth` error.
@@ -250,6 +261,18 @@ impl HttpGateway {
                     kind.prefix()
                 ),
             });
+        }
+        // An option nobody reads is a typo or a misplaced setting (`max_retries` belongs
+        // on the worker, not in its options): refused, naming what is known.
+        if let Some(unknown) = options
+            .keys()
+            .find(|k| !KNOWN_OPTIONS.contains(&k.as_str()))
+        {
+            return Err(Error::Config(format!(
+                "unknown option \"{unknown}\" for {}/{model}; known: {} (retries, temperature and max_tokens can also be set on the worker itself)",
+                kind.prefix(),
+                KNOWN_OPTIONS.join(", ")
+            )));
         }
         let api_base = match options.get("api_base") {
             None => kind.default_api_base().to_string(),
