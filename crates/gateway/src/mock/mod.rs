@@ -386,6 +386,22 @@ fn generic_report(task: &str) -> Value {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn an_option_the_mock_does_not_read_is_refused() {
+        let mut o = Options::new();
+        o.insert("max_retries".into(), 0.into());
+        let err = MockGateway::from_options(&o).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("unknown mock option \"max_retries\""),
+            "{err}"
+        );
+        let mut o = Options::new();
+        o.insert("delay_ms".into(), 5.into());
+        assert!(MockGateway::from_options(&o).is_ok());
+    }
+
     use super::*;
 
     #[test]

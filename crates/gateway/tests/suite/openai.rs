@@ -541,3 +541,18 @@ fn a_key_echoed_in_a_successful_reply_is_redacted() {
     assert!(!text.contains(OPENAI_KEY), "{text}");
     assert!(text.contains("Bearer [redacted]"), "{text}");
 }
+
+#[test]
+fn an_option_the_provider_does_not_read_is_refused_naming_the_known_ones() {
+    let mut options = baton_gateway::Options::new();
+    options.insert("max_retries".into(), 0.into());
+    let err = baton_gateway::for_model_with_credential(
+        "openai/gpt-4.1-mini",
+        &options,
+        Some(baton_gateway::Credential::new("sk-test-0123456789").unwrap()),
+    )
+    .unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("unknown option \"max_retries\""), "{text}");
+    assert!(text.contains("api_base"), "{text}");
+}
