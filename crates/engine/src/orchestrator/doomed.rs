@@ -92,48 +92,11 @@ fn shrink(budget: usize, tokens: usize) -> usize {
 }
 
 impl Engine {
-    /// The budget of the turn `plan` describes: the plan's, or less when the same
-    /// worker's last turn, among the failed turns just before this one, failed because
-    /// its briefing did not fit its model's context. Read from the committed turns, so a
-    /// resumed run shrinks too; at most one turn per roster worker is read.
-    pub(super) fn turn_budget(&self, session: &Session, plan: &TurnPlan) -> Result<usize> {
-        let state = &session.state;
-        let worker = &session.config.roster.workers[plan.worker];
-        let look_back = state
-            .consecutive_failures
-            .min(state.turns)
-            .min(u32::try_from(session.config.roster.workers.len()).unwrap_or(u32::MAX));
-        for turn in (state.turns - look_back..state.turns).rev() {
-            let Some(last) = self.store.turn(&session.run, turn)? else {
-                continue;
-            };
-            if last.worker != worker.id {
-                continue;
-            }
-            let too_long = last.status == TurnStatus::Failed
-                && Doomed::of(
-                    last.turn,
-                    &last.calls,
-                    last.package.budget,
-                    last.package.tokens,
-                )
-                .is_some_and(|d| d.too_long);
-            if too_long {
-                return Ok(shrink(last.package.budget, last.package.tokens).min(plan.budget));
-            }
-            break;
-        }
-        Ok(plan.budget)
-    }
-
-    /// The bad request `plan`'s worker made on its last turn, when that turn is among
-    /// the failed turns just before this one (workers alternating in between): the
-    /// request it would send again is checked before it is sent.
-    pub(super) fn last_bad_request(
-        &self,
-        session: &Session,
-        plan: &TurnPlan,
-    ) -> Result<Option<Doomed>> {
+    /// How `plan`'s worker's last turn failed in a doomed way, when that turn is among
+    /// the failed turns just before this one (other workers may have failed in between).
+    /// Read from the committed turns, so a resumed run sees it too; at most one turn per
+    /// roster worker is read, none when the last turn did not fail.
+    fn last_doomed(&self, session: &Session, plan: &TurnPlan) -> Result<Option<Doomed>> {
         let state = &session.state;
         let worker = &session.config.roster.workers[plan.worker];
         let look_back = state
@@ -153,9 +116,30 @@ impl Engine {
                 last.package.budget,
                 last.package.tokens,
             )
-            .filter(|d| !d.too_long && last.status == TurnStatus::Failed));
+            .filter(|_| last.status == TurnStatus::Failed));
         }
         Ok(None)
+    }
+
+    /// The budget of the turn `plan` describes: the plan's, or less when the same
+    /// worker's last failed turn failed because its briefing did not fit its model's
+    /// context.
+    pub(super) fn turn_budget(&self, session: &Session, plan: &TurnPlan) -> Result<usize> {
+        Ok(match self.last_doomed(session, plan)? {
+            Some(d) if d.too_long => shrink(d.budget, d.tokens).min(plan.budget),
+            _ => plan.budget,
+        })
+    }
+
+    /// The bad request `plan`'s worker made on its last failed turn (workers
+    /// alternating in between): the request it would send again is checked before it
+    /// is sent.
+    pub(super) fn last_bad_request(
+        &self,
+        session: &Session,
+        plan: &TurnPlan,
+    ) -> Result<Option<Doomed>> {
+        Ok(self.last_doomed(session, plan)?.filter(|d| !d.too_long))
     }
 
     /// Whether the turn `next` would send `doomed`'s request again: byte-identical once
