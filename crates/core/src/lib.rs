@@ -6,6 +6,7 @@
 //! by the engine, which is what makes provenance engine-stamped (invariant 5) and
 //! compilation deterministic (invariant 7).
 
+pub mod agent;
 pub mod claims;
 pub mod compiler;
 pub mod error;

@@ -369,7 +369,34 @@ fn merge_artifacts(
             .artifacts
             .iter()
             .position(|a| same_artifact_name(&a.name, name));
-        let (index, version) = match existing {
+        let mut v = ArtifactVersion {
+            version: 1,
+            description: claim.description.trim().to_string(),
+            content_hash: hash.clone(),
+            content: claim.content.clone(),
+            provenance: ctx.provenance(),
+            verified: false,
+            verified_by: None,
+        };
+        let fresh = Artifact {
+            id: format!("A{}", state.artifacts.len() + 1),
+            name: name.to_string(),
+            kind: claim.kind.clone().unwrap_or_else(|| "document".into()),
+            versions: Vec::new(),
+            mentions: Vec::new(),
+        };
+        let subject = match existing {
+            Some(idx) => &state.artifacts[idx],
+            None => &fresh,
+        };
+        // Every claim is checked before it can pass for a restatement: a false file
+        // claim worded exactly like an earlier true one is still false.
+        let verification = verifier.verify_artifact(subject, &v);
+        if let Verification::Rejected { reason } = verification {
+            out.refuse(format!("result.artifacts[{i}]"), reason);
+            continue;
+        }
+        let index = match existing {
             Some(idx) => {
                 let art = &state.artifacts[idx];
                 let latest = art.latest();
@@ -387,29 +414,16 @@ fn merge_artifacts(
                     }
                     continue;
                 }
-                (idx, latest.version + 1)
+                v.version = latest.version + 1;
+                idx
             }
             None => {
-                state.artifacts.push(Artifact {
-                    id: format!("A{}", state.artifacts.len() + 1),
-                    name: name.to_string(),
-                    kind: claim.kind.clone().unwrap_or_else(|| "document".into()),
-                    versions: Vec::new(),
-                    mentions: Vec::new(),
-                });
-                (state.artifacts.len() - 1, 1)
+                state.artifacts.push(fresh);
+                state.artifacts.len() - 1
             }
         };
-        let mut v = ArtifactVersion {
-            version,
-            description: claim.description.trim().to_string(),
-            content_hash: hash,
-            content: claim.content.clone(),
-            provenance: ctx.provenance(),
-            verified: false,
-            verified_by: None,
-        };
-        match verifier.verify_artifact(&state.artifacts[index], &v) {
+        let version = v.version;
+        match verification {
             Verification::Verified { by, content_hash } => {
                 v.verified = true;
                 v.verified_by = Some(by);
@@ -418,14 +432,7 @@ fn merge_artifacts(
                     v.content_hash = content_hash;
                 }
             }
-            Verification::Unverified => {}
-            Verification::Rejected { reason } => {
-                out.refuse(format!("result.artifacts[{i}]"), reason);
-                if state.artifacts[index].versions.is_empty() {
-                    state.artifacts.pop();
-                }
-                continue;
-            }
+            Verification::Unverified | Verification::Rejected { .. } => {}
         }
         let art = &mut state.artifacts[index];
         let verified = v.verified;

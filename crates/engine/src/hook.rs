@@ -34,6 +34,8 @@ pub struct HookOutcome {
     pub verifier: Arc<dyn Verifier>,
     /// Claims the workspace disproves (changes claimed, diff empty).
     pub refusals: Vec<Refusal>,
+    /// Files the turn's commit added or modified: artifacts of the turn, claimed or not.
+    pub changed_files: Vec<String>,
     pub warnings: Vec<String>,
 }
 
@@ -43,4 +45,9 @@ pub trait WorkspaceHook: Send + Sync {
     /// Called once per turn after its model calls. A failed turn's changes are thrown
     /// away (never merged half-formed); a successful turn's are committed.
     fn after_calls(&self, facts: &TurnFacts<'_>) -> Result<HookOutcome>;
+    /// What is checked when a worker finishes (e.g. the job's gates, as
+    /// `` `name`: `command` ``), for an agent's briefing.
+    fn checks(&self) -> Vec<String> {
+        Vec::new()
+    }
 }

@@ -170,8 +170,20 @@ pub enum Error {
     Config(String),
     /// A command worker's process failed (non-zero exit, a signal, or an error its
     /// own output reports). Not retried: a crashed agent usually crashes again.
-    #[error("the agent failed ({status}): {stderr_tail}")]
-    AgentExited { status: String, stderr_tail: String },
+    /// `message` is the agent's own word: the error its CLI reported in its output,
+    /// else the end of its stderr, else the end of its stdout.
+    #[error("the agent failed ({status}): {message} (its output is in {output})")]
+    AgentExited {
+        status: String,
+        message: String,
+        output: String,
+    },
+    /// A command worker ran past its `timeout_s` and was killed.
+    #[error(
+        "the agent was killed after running {:.0} s, its limit (options.timeout_s); its output is in {output}",
+        after.as_secs_f64()
+    )]
+    AgentTimedOut { after: Duration, output: String },
     /// A command worker printed nothing for too long and was killed.
     #[error(
         "the agent was killed: no output for {:.1} s (its output is in {output})",
@@ -250,7 +262,9 @@ impl Error {
             Error::BadRequest { .. } => "bad_request",
             Error::UnknownModel { .. } => "unknown_model",
             Error::Server { .. } => "server_error",
-            Error::Timeout(_) | Error::AgentSilent { .. } => "timeout",
+            Error::Timeout(_) | Error::AgentSilent { .. } | Error::AgentTimedOut { .. } => {
+                "timeout"
+            }
             Error::AgentExited { .. } => "agent_exited",
             Error::AgentWaitingForInput { .. } => "interactive",
             Error::Cancelled => "cancelled",

@@ -658,7 +658,16 @@ fn a_turn_committed_to_git_but_not_to_the_store_is_kept_under_refs_baton_discard
         "the orphan turn commit {orphan} is not kept by name: {discarded:?}"
     );
     // The turn was redone once and committed; the job finished.
-    assert_eq!(store.turns(&run).unwrap().len(), 1);
+    let turns = store.turns(&run).unwrap();
+    assert_eq!(
+        turns.len(),
+        1,
+        "{:?}",
+        turns
+            .iter()
+            .map(|t| (t.status, t.error.clone()))
+            .collect::<Vec<_>>()
+    );
     assert_eq!(store.job(&job).unwrap().status, JobStatus::Outbox);
 }
 

@@ -166,6 +166,7 @@ impl WorkspaceHook for GitHook {
                 },
                 verifier: Arc::new(GitVerifier::unchanged(self.workspace.clone(), last)),
                 refusals: Vec::new(),
+                changed_files: Vec::new(),
                 warnings: vec![warning],
             });
         };
@@ -260,11 +261,19 @@ impl WorkspaceHook for GitHook {
             verifier: Arc::new(GitVerifier {
                 workspace: self.workspace.clone(),
                 commit,
-                changed: changed_files,
+                changed: changed_files.clone(),
             }),
             refusals,
+            changed_files: changed_files.keys().cloned().collect(),
             warnings,
         })
+    }
+
+    fn checks(&self) -> Vec<String> {
+        self.gates
+            .iter()
+            .map(|g| format!("`{}`: `{}`", g.name, g.command))
+            .collect()
     }
 }
 

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use baton_core::claims::{self, Parsed};
+use baton_core::agent;
+use baton_core::claims::{self, ArtifactClaim, Parsed};
 use baton_core::compiler;
 use baton_core::events::{Event, EventKind};
 use baton_core::prompt::{self, Prompt};
@@ -42,33 +43,67 @@ impl Engine {
         let mut own_outputs: Vec<String> = Vec::new();
         let mut error: Option<String> = None;
         let mut claims_ok = None;
-        let executed = self.call_for_claim(
-            session,
-            plan.worker,
-            prompt::execute_prompt(&package),
-            CallKind::Execute,
-            turn,
-            claims::parse_worker_result,
-            &mut calls,
-            &mut prompts,
-        );
-        match executed {
-            Err(e) => error = Some(e),
-            Ok((result, raw1)) => {
-                let handed = self.call_for_claim(
-                    session,
-                    plan.worker,
-                    prompt::handoff_prompt(&package, &raw1),
-                    CallKind::Handoff,
-                    turn,
-                    claims::parse_handoff_report,
-                    &mut calls,
-                    &mut prompts,
-                );
-                own_outputs.push(raw1);
-                match handed {
-                    Err(e) => error = Some(e),
-                    Ok((report, _)) => claims_ok = Some((result, report)),
+        // A coding agent runs once per turn: no JSON is asked of it (its commit is the
+        // evidence), no repair re-runs it, and its handoff is derived, not a request.
+        let is_agent = session.gateways[plan.worker]
+            .as_ref()
+            .is_some_and(|g| g.needs_workspace());
+        let mut agent_warnings = Vec::new();
+        if is_agent {
+            let checks = session
+                .workspace
+                .as_ref()
+                .map(|w| w.checks())
+                .unwrap_or_default();
+            let prompt = prompt::agent_prompt(&package, &checks);
+            let (record, out) =
+                self.call_model(session, plan.worker, &prompt, CallKind::Execute, turn);
+            calls.push(record);
+            prompts.push(prompt);
+            match out {
+                Err(e) => error = Some(format!("execute call failed: {e}")),
+                Ok(raw) => match agent::parse_agent_output(&raw) {
+                    Err(e) => {
+                        if let Some(last) = calls.last_mut() {
+                            last.error = Some(e.to_string());
+                        }
+                        error = Some(format!("execute output rejected: {e}"));
+                    }
+                    Ok(claim) => {
+                        agent_warnings = claim.warnings;
+                        claims_ok = Some((claim.result, claim.report));
+                    }
+                },
+            }
+        } else {
+            let executed = self.call_for_claim(
+                session,
+                plan.worker,
+                prompt::execute_prompt(&package),
+                CallKind::Execute,
+                turn,
+                claims::parse_worker_result,
+                &mut calls,
+                &mut prompts,
+            );
+            match executed {
+                Err(e) => error = Some(e),
+                Ok((result, raw1)) => {
+                    let handed = self.call_for_claim(
+                        session,
+                        plan.worker,
+                        prompt::handoff_prompt(&package, &raw1),
+                        CallKind::Handoff,
+                        turn,
+                        claims::parse_handoff_report,
+                        &mut calls,
+                        &mut prompts,
+                    );
+                    own_outputs.push(raw1);
+                    match handed {
+                        Err(e) => error = Some(e),
+                        Ok((report, _)) => claims_ok = Some((result, report)),
+                    }
                 }
             }
         }
@@ -174,6 +209,25 @@ impl Engine {
             Some(h) => h.verifier.clone(),
             None => self.verifier.clone(),
         };
+        // The commit is the evidence: every file it changed is an artifact of the turn,
+        // claimed or not (and checked against the commit like any claim).
+        if let (Some(h), Some((result, _))) = (&hooked, claims_ok.as_mut()) {
+            for path in &h.changed_files {
+                if !result
+                    .claim
+                    .artifacts
+                    .iter()
+                    .any(|a| a.name.trim().trim_start_matches("./") == path)
+                {
+                    result.claim.artifacts.push(ArtifactClaim {
+                        name: path.clone(),
+                        kind: Some("file".into()),
+                        description: format!("changed in turn {turn}"),
+                        content: None,
+                    });
+                }
+            }
+        }
         let (status, mut outcome, result_json, report_json) = match claims_ok {
             Some((result, report)) => {
                 let ctx = TurnContext {
@@ -223,6 +277,7 @@ impl Engine {
                 (TurnStatus::Failed, ReconcileOutcome::default(), None, None)
             }
         };
+        outcome.warnings.extend(agent_warnings);
         if let Some(h) = &hooked {
             outcome.refusals.extend(h.refusals.iter().cloned());
             outcome.warnings.extend(h.warnings.iter().cloned());

@@ -48,6 +48,17 @@ elif words and words[0] == "commit-write":
     subprocess.run(["git", "add", "-A"], check=True)
     subprocess.run(["git", "-c", "user.name=agent", "-c", "user.email=a@b", "commit", "-q", "-m", "agent's own commit"], check=True)
     claim["artifacts"] = [{"name": path, "description": "wrote " + path}]
+elif words and words[0] == "LIE-restate":
+    # Worded exactly like an earlier true claim; the commit changes another file.
+    with open("NOTES.md", "a") as f:
+        f.write("notes\n")
+    claim["artifacts"] = [{"name": words[1], "description": "wrote " + words[1]}]
+elif words and words[0] == "prose-write":
+    # No claim at all: edits a file, says what it did in plain words.
+    with open(words[1], "w") as f:
+        f.write("fixed\n")
+    print("I fixed " + words[1] + ". Nothing else is open.")
+    sys.exit(0)
 elif words and words[0] == "LIE-tests":
     claim["completed"] = ["All tests pass now"]
     claim["issues"] = [{"title": "The test suite must pass", "severity": "high", "gate": "tests"}]
@@ -666,5 +677,160 @@ fn a_huge_lease_holds_while_the_job_runs() {
     assert!(
         seen.iter().all(|left_ms| *left_ms > 3_600_000),
         "lease left while running, in ms: {seen:?}"
+    );
+}
+
+/// Issue 8, item 4: an agent that writes no claim at all still has a turn: the file its
+/// commit changed is a verified artifact, its last words are the summary, it ran once,
+/// and the handoff derived from it is not a request.
+#[test]
+fn an_agent_that_only_edits_and_talks_gets_its_changed_files_as_verified_artifacts() {
+    let (dir, repo, agent) = repo();
+    let store = store_in(dir.path());
+    let roster = Roster {
+        workers: vec![agent_worker("coder", &agent)],
+    };
+    let queued = enqueue(
+        store.as_ref(),
+        &*clock(),
+        &request(&repo, &["prose-write ok.txt"], vec![roster], false),
+    )
+    .unwrap();
+    let reports = work(store.clone(), clock(), &WorkOptions::default(), &|_| {}).unwrap();
+    assert_eq!(reports[0].status, JobStatus::Outbox, "{:?}", reports[0]);
+    let run = store.job(&queued.jobs[0]).unwrap().run_id.unwrap();
+    let turns = store.turns(&run).unwrap();
+    assert_eq!(
+        turns[0].status,
+        TurnStatus::Committed,
+        "{:?}",
+        turns[0].error
+    );
+    assert_eq!(
+        turns[0].calls.len(),
+        1,
+        "one run of the agent, no handoff call"
+    );
+    assert_eq!(turns[0].calls[0].call, baton_core::turn::CallKind::Execute);
+    let state = store.load_state(&run).unwrap();
+    let ok = state.artifacts.iter().find(|a| a.name == "ok.txt").unwrap();
+    assert!(ok.versions[0].verified, "{ok:?}");
+    assert!(
+        ok.versions[0]
+            .verified_by
+            .as_deref()
+            .is_some_and(|b| b.starts_with("git:"))
+    );
+    assert_eq!(
+        turns[0].result.as_ref().unwrap()["summary"],
+        "I fixed ok.txt. Nothing else is open."
+    );
+    assert!(turns[0].workspace.as_ref().unwrap().gates[0].passed);
+}
+
+/// Issue 8, item 4: the briefing an agent gets asks for no JSON, carries no schema and
+/// no URL (aider fetched the schema's `$schema` URL and installed Playwright as root),
+/// and names the gates it must pass.
+#[test]
+fn an_agents_briefing_has_no_url_and_no_schema_and_names_the_gates() {
+    let (dir, repo, _) = repo();
+    let store = store_in(dir.path());
+    let saved = dir.path().join("briefing.txt");
+    let mut w = WorkerConfig::mock("coder", "coder");
+    w.model = "command/coder".into();
+    w.max_retries = 0;
+    w.options = serde_json::json!({
+        "command": format!(
+            "sh -c 'cat > {}; echo ok > ok.txt; echo Done.'",
+            saved.display()
+        ),
+        "pass_env": ["PATH"],
+    })
+    .as_object()
+    .unwrap()
+    .clone();
+    enqueue(
+        store.as_ref(),
+        &*clock(),
+        &request(
+            &repo,
+            &["write ok.txt"],
+            vec![Roster { workers: vec![w] }],
+            false,
+        ),
+    )
+    .unwrap();
+    let reports = work(store.clone(), clock(), &WorkOptions::default(), &|_| {}).unwrap();
+    assert_eq!(reports[0].status, JobStatus::Outbox, "{:?}", reports[0]);
+    let briefing = std::fs::read_to_string(&saved).unwrap();
+    for banned in [
+        "http://",
+        "https://",
+        "$schema",
+        "\"properties\"",
+        "WorkerResult",
+        "HandoffReport",
+        "call 1 of 2",
+        "one JSON object and nothing else",
+    ] {
+        assert!(
+            !briefing.contains(banned),
+            "the agent's briefing contains {banned:?}:\n{briefing}"
+        );
+    }
+    assert!(briefing.contains("`tests`: `test -f ok.txt`"), "{briefing}");
+    assert!(briefing.contains("Do not commit"), "{briefing}");
+    assert!(briefing.contains(".baton/claim.json"), "{briefing}");
+}
+
+/// Regression (issue 8, item 6): in a team, turn 1 claimed `src/app.txt` with turn 0's
+/// exact words while its commit changed only `NOTES.md`; it passed as a restatement
+/// with 0 refusals. Every claim is verified before deduplication.
+#[test]
+fn a_false_file_claim_worded_like_an_earlier_true_one_is_refused() {
+    let (dir, repo, agent) = repo();
+    let store = store_in(dir.path());
+    let roster = Roster {
+        workers: vec![agent_worker("a", &agent), agent_worker("b", &agent)],
+    };
+    let queued = enqueue(
+        store.as_ref(),
+        &*clock(),
+        &request(
+            &repo,
+            &[
+                "write src/app.txt",
+                "LIE-restate src/app.txt",
+                "write ok.txt",
+            ],
+            vec![roster],
+            false,
+        ),
+    )
+    .unwrap();
+    work(store.clone(), clock(), &WorkOptions::default(), &|_| {}).unwrap();
+    let run = store.job(&queued.jobs[0]).unwrap().run_id.unwrap();
+    let turns = store.turns(&run).unwrap();
+    assert_eq!(turns[1].workspace.as_ref().unwrap().files, ["NOTES.md"]);
+    assert!(
+        turns[1]
+            .outcome
+            .refusals
+            .iter()
+            .any(|r| r.reason.contains("did not change it")),
+        "{:?}",
+        turns[1].outcome
+    );
+    let state = store.load_state(&run).unwrap();
+    let app = state
+        .artifacts
+        .iter()
+        .find(|a| a.name == "src/app.txt")
+        .unwrap();
+    assert_eq!(app.versions.len(), 1);
+    assert!(
+        app.mentions.is_empty(),
+        "a refused claim is not a reaffirmation: {:?}",
+        app.mentions
     );
 }

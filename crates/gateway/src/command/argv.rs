@@ -5,7 +5,12 @@
 use crate::{Error, Result};
 
 /// The placeholders a template may use.
-pub(crate) const PLACEHOLDERS: &[&str] = &["briefing_file", "workspace", "claim_file"];
+pub(crate) const PLACEHOLDERS: &[&str] = &[
+    "briefing_file",
+    "workspace",
+    "claim_file",
+    "last_message_file",
+];
 
 /// Splits a command line the way a POSIX shell splits words, without expansion:
 /// whitespace separates words; `'…'` is literal; inside `"…"` a backslash escapes `"`,
@@ -101,7 +106,7 @@ pub(crate) fn check_placeholders(argv: &[String]) -> Result<()> {
                     .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
             if identifier && !PLACEHOLDERS.contains(&name) {
                 return Err(Error::Config(format!(
-                    "options.command uses an unknown placeholder {{{name}}}; known: {{briefing_file}}, {{workspace}}, {{claim_file}}"
+                    "options.command uses an unknown placeholder {{{name}}}; known: {{briefing_file}}, {{workspace}}, {{claim_file}}, {{last_message_file}}"
                 )));
             }
             rest = &after[close + 1..];

@@ -1,39 +1,26 @@
-//! Finding an agent's claim after it exits: the claim file it wrote, else the last
-//! JSON claim on stdout (unwrapping a CLI's own result envelope), else the worker
-//! contract sections (`SUMMARY:` / `EVIDENCE:` / `CHANGES:` / `RISKS:` /
-//! `BLOCKERS:`) turned into claim-shaped JSON. The engine validates whatever is
-//! found; nothing here decides whether a claim is true.
+//! Reading what an agent left when it exits: its final message (the result field of
+//! its CLI's JSON output, its last-message file, or the end of its standard output)
+//! and its notes (the notes file it wrote, else a JSON claim or the worker-contract
+//! sections `SUMMARY:` / `EVIDENCE:` / `CHANGES:` / `RISKS:` / `BLOCKERS:` in its
+//! final message). The engine makes the turn's claims of it (`baton_core::agent`);
+//! nothing here decides whether anything is true.
 
 use std::path::Path;
 
+use baton_core::agent::AgentOutput;
 use serde_json::{Map, Value, json};
 
 use crate::Usage;
 
-/// Which claim the call asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ClaimKind {
-    /// A `WorkerResult` (execute calls).
-    Result,
-    /// A `HandoffReport` (handoff calls).
-    Report,
-}
-
-/// A claim found in the agent's output, as JSON text.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Found {
-    pub text: String,
-    pub usage: Usage,
-    pub source: &'static str,
-}
-
+/// What the agent left.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Lookup {
-    Found(Found),
+    Left {
+        output: AgentOutput,
+        usage: Usage,
+    },
     /// The CLI's own envelope says the run failed (`"is_error": true`).
     AgentError(String),
-    /// Nothing usable; each entry says where we looked and what was there.
-    NotFound(Vec<String>),
 }
 
 /// Fields that mark a JSON object as a claim rather than a log event.
@@ -51,90 +38,163 @@ const CLAIM_FIELDS: &[&str] = &[
 /// (`{"response":"…","stats":{…}}`).
 const ENVELOPE_TEXT_FIELDS: &[&str] = &["result", "response"];
 
-pub(crate) fn find(claim_file: &Path, stdout_tail: &[u8], kind: ClaimKind) -> Lookup {
-    let mut looked = Vec::new();
-    match std::fs::read_to_string(claim_file) {
-        Ok(text) => {
-            match json_objects(&text)
-                .into_iter()
-                .rev()
-                .find(|(_, m)| is_claim(m))
-            {
-                Some((raw, _)) => {
-                    return Lookup::Found(Found {
-                        text: raw.to_string(),
-                        usage: Usage::default(),
-                        source: "claim file",
-                    });
-                }
-                None => looked.push(format!(
-                    "{} exists but holds no JSON claim ({} bytes)",
-                    claim_file.display(),
-                    text.len()
-                )),
-            }
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            looked.push(format!("{} (not written)", claim_file.display()));
-        }
-        Err(e) => looked.push(format!("{} (unreadable: {e})", claim_file.display())),
-    }
+/// Bytes of standard output kept as the final message when the CLI has no other way
+/// to give it (the whole output is in the turn's files).
+const FINAL_FROM_STDOUT: usize = 4000;
 
+/// Lines CLIs print about themselves, not the agent's message: aider's start-up banner
+/// and its per-edit trailers (`Tokens: 2.1k sent…`, `Applied edit to …`, `Commit …`).
+const TOOL_LINE_PREFIXES: &[&str] = &[
+    "Aider v",
+    "Main model:",
+    "Weak model:",
+    "Editor model:",
+    "Git repo:",
+    "Repo-map:",
+    "Tokens: ",
+    "Cost: ",
+    "Applied edit to ",
+    "Use /help",
+    "Can't initialize prompt toolkit",
+];
+
+pub(crate) fn is_tool_line(line: &str) -> bool {
+    let t = line.trim();
+    if TOOL_LINE_PREFIXES.iter().any(|p| t.starts_with(p)) {
+        return true;
+    }
+    // `Added calc/core.py to the chat.`, `Commit 458d02d fix: …`
+    if t.starts_with("Added ") && t.trim_end_matches('.').ends_with(" to the chat") {
+        return true;
+    }
+    t.strip_prefix("Commit ").is_some_and(|rest| {
+        let hex = rest.chars().take_while(char::is_ascii_hexdigit).count();
+        hex >= 7 && rest[hex..].starts_with(' ')
+    })
+}
+
+/// Reads what the agent left: `notes_file` (the `{claim_file}` path), the optional
+/// `{last_message_file}`, and the tail of its standard output.
+pub(crate) fn read(
+    notes_file: &Path,
+    last_message_file: Option<&Path>,
+    stdout_tail: &[u8],
+) -> Lookup {
     let stdout = String::from_utf8_lossy(stdout_tail);
     let objects = json_objects(&stdout);
-    for (raw, map) in objects.iter().rev() {
-        if is_claim(map) {
-            return Lookup::Found(Found {
-                text: raw.to_string(),
-                usage: Usage::default(),
-                source: "stdout JSON",
-            });
+    let mut usage = Usage::default();
+    let mut final_message = None;
+    if let Some((field, text, map)) = objects
+        .iter()
+        .rev()
+        .find_map(|(_, map)| envelope_text(map).map(|(f, t)| (f, t, map)))
+    {
+        if map.get("is_error") == Some(&Value::Bool(true)) {
+            return Lookup::AgentError(text.chars().take(2000).collect());
         }
-        if let Some((field, text)) = envelope_text(map) {
-            if map.get("is_error") == Some(&Value::Bool(true)) {
-                return Lookup::AgentError(text.chars().take(2000).collect());
-            }
-            let usage = envelope_usage(map);
-            if let Some((raw, _)) = json_objects(text)
-                .into_iter()
-                .rev()
-                .find(|(_, m)| is_claim(m))
-            {
-                return Lookup::Found(Found {
-                    text: raw.to_string(),
-                    usage,
-                    source: "stdout envelope",
-                });
-            }
-            if let Some(sections) = Sections::parse(text) {
-                return Lookup::Found(Found {
-                    text: sections.to_claim(kind).to_string(),
-                    usage,
-                    source: "contract sections in the envelope",
-                });
-            }
-            looked.push(format!(
-                "the agent's final message (the `{field}` field of its JSON output) holds neither a JSON claim nor a SUMMARY section"
-            ));
-            return Lookup::NotFound(looked);
-        }
+        usage = envelope_usage(map);
+        final_message = Some((
+            text.to_string(),
+            format!("the `{field}` field of its JSON output"),
+        ));
     }
-    looked.push(match objects.len() {
-        0 => "stdout: no JSON object".to_string(),
-        n => format!(
-            "stdout: {n} JSON object(s), none with a claim field ({})",
-            CLAIM_FIELDS.join(", ")
-        ),
+    if final_message.is_none()
+        && let Some(path) = last_message_file
+        && let Ok(text) = std::fs::read_to_string(path)
+        && !text.trim().is_empty()
+    {
+        final_message = Some((text, format!("its last-message file {}", path.display())));
+    }
+    let (final_message, source) = final_message.unwrap_or_else(|| {
+        (
+            stdout_message(&stdout),
+            "the end of its standard output".to_string(),
+        )
     });
-    if let Some(sections) = Sections::parse(&stdout) {
-        return Lookup::Found(Found {
-            text: sections.to_claim(kind).to_string(),
-            usage: Usage::default(),
-            source: "contract sections",
-        });
+
+    let (notes, notes_error) = match std::fs::read_to_string(notes_file) {
+        Ok(text) => match json_objects(&text).into_iter().last() {
+            Some((_, map)) => (Some(Value::Object(map)), None),
+            None => (
+                None,
+                Some(format!(
+                    "{} holds no JSON object ({} bytes)",
+                    notes_file.display(),
+                    text.len()
+                )),
+            ),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (notes_in(&final_message), None),
+        Err(e) => (
+            notes_in(&final_message),
+            Some(format!("{} is unreadable: {e}", notes_file.display())),
+        ),
+    };
+    Lookup::Left {
+        output: AgentOutput {
+            final_message,
+            source,
+            notes,
+            notes_error,
+        },
+        usage,
     }
-    looked.push("stdout: no SUMMARY/EVIDENCE/CHANGES/RISKS/BLOCKERS sections".into());
-    Lookup::NotFound(looked)
+}
+
+/// Notes written into the final message itself: a JSON claim, else the contract
+/// sections.
+fn notes_in(message: &str) -> Option<Value> {
+    if let Some((_, map)) = json_objects(message)
+        .into_iter()
+        .rev()
+        .find(|(_, m)| is_claim(m))
+    {
+        return Some(Value::Object(map));
+    }
+    Sections::parse(message).map(|s| s.to_claim())
+}
+
+/// The end of an agent's standard output as its final message: terminal escapes and
+/// the CLI's own trailer lines dropped, at most [`FINAL_FROM_STDOUT`] bytes.
+fn stdout_message(stdout: &str) -> String {
+    let cleaned: Vec<String> = stdout
+        .lines()
+        .map(strip_ansi)
+        .filter(|l| !is_tool_line(l))
+        .collect();
+    let text = cleaned.join("\n");
+    let text = text.trim();
+    if text.len() <= FINAL_FROM_STDOUT {
+        return text.to_string();
+    }
+    let mut start = text.len() - FINAL_FROM_STDOUT;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    text[start..].to_string()
+}
+
+/// Removes CSI escape sequences (`ESC [ … letter`) and other ESC-led pairs.
+fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\u{1b}' {
+            out.push(c);
+            continue;
+        }
+        if chars.peek() == Some(&'[') {
+            chars.next();
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            chars.next();
+        }
+    }
+    out
 }
 
 fn is_claim(map: &Map<String, Value>) -> bool {
@@ -218,6 +278,7 @@ impl Sections {
     pub fn parse(text: &str) -> Option<Sections> {
         let mut sections = Sections::default();
         let mut current: Option<Heading> = None;
+        let mut after_blank = false;
         for line in text.lines() {
             match heading(line) {
                 Some((h, inline)) => {
@@ -227,14 +288,28 @@ impl Sections {
                         list.push(item);
                     }
                     current = Some(h);
+                    after_blank = false;
                 }
                 None => {
                     let t = line.trim();
-                    if t.starts_with('#') || t == "---" || t == "```" {
+                    if t.is_empty() {
+                        after_blank = true;
+                        continue;
+                    }
+                    // A section is its heading's own lines and the list under it: a
+                    // paragraph after a blank line, a rule, a fence or a CLI's trailer
+                    // (aider's `Tokens: …`, `Applied edit to …`) is not part of it.
+                    if t.starts_with('#')
+                        || t == "---"
+                        || t == "```"
+                        || is_tool_line(t)
+                        || (after_blank && !is_list_item(t))
+                    {
                         current = None;
                     } else if let (Some(h), Some(item)) = (current, item(t)) {
                         sections.list(h).push(item);
                     }
+                    after_blank = false;
                 }
             }
         }
@@ -251,15 +326,10 @@ impl Sections {
         }
     }
 
-    /// Claim-shaped JSON: a `WorkerResult` or a `HandoffReport`.
-    pub fn to_claim(&self, kind: ClaimKind) -> Value {
+    /// Claim-shaped JSON (a `WorkerResult`).
+    pub fn to_claim(&self) -> Value {
         let summary = self.summary.join(" ");
         let last_action = self.summary.first().cloned().unwrap_or_default();
-        let next_action = self
-            .blockers
-            .first()
-            .cloned()
-            .unwrap_or_else(|| "Review the changes".to_string());
         let mut completed = self.evidence.clone();
         let mut files = Vec::new();
         for line in &self.changes {
@@ -271,32 +341,20 @@ impl Sections {
         }
         let issue = |title: &String, severity: &str| json!({"title": title, "severity": severity});
         let mut issues: Vec<Value> = self.risks.iter().map(|r| issue(r, "medium")).collect();
-        let blockers: Vec<Value> = self.blockers.iter().map(|b| issue(b, "high")).collect();
-        match kind {
-            ClaimKind::Result => {
-                issues.extend(blockers);
-                json!({
-                    "summary": summary,
-                    "completed": completed,
-                    "artifacts": files.iter().map(|(name, description)| json!({
-                        "name": name, "description": description
-                    })).collect::<Vec<_>>(),
-                    "issues": issues,
-                    "last_action": last_action,
-                    "next_action": next_action,
-                })
-            }
-            ClaimKind::Report => json!({
-                "notes": summary,
-                "warnings": self.risks,
-                "last_action": last_action,
-                "next_action": next_action,
-                "artifacts": files.iter().map(|(name, description)| json!({
-                    "name": name, "note": description
-                })).collect::<Vec<_>>(),
-                "issues": blockers,
-            }),
+        issues.extend(self.blockers.iter().map(|b| issue(b, "high")));
+        let mut claim = json!({
+            "summary": summary,
+            "completed": completed,
+            "artifacts": files.iter().map(|(name, description)| json!({
+                "name": name, "description": description
+            })).collect::<Vec<_>>(),
+            "issues": issues,
+            "last_action": last_action,
+        });
+        if let Some(first) = self.blockers.first() {
+            claim["next_action"] = json!(first);
         }
+        claim
     }
 }
 
@@ -320,6 +378,16 @@ fn heading(line: &str) -> Option<(Heading, &str)> {
     // line is a heading ("Summary of the run" is prose).
     let bare = rest.trim().is_empty();
     (bare && (hashed || word == word.to_ascii_uppercase())).then_some((*h, ""))
+}
+
+/// A bulleted or numbered line.
+fn is_list_item(line: &str) -> bool {
+    let t = line.trim_start();
+    if ["- ", "* ", "+ ", "• "].iter().any(|b| t.starts_with(b)) {
+        return true;
+    }
+    let digits = t.chars().take_while(char::is_ascii_digit).count();
+    digits > 0 && (t[digits..].starts_with(". ") || t[digits..].starts_with(") "))
 }
 
 /// One list item: bullets and numbering stripped; empty and "none" lines dropped.
@@ -377,37 +445,6 @@ fn file_change(line: &str) -> Option<(String, String)> {
     Some((name.to_string(), description))
 }
 
-/// A `HandoffReport` derived from this turn's execute claim, for agents run once per
-/// turn (`handoff = "derive"`).
-pub(crate) fn derive_report(result: &Map<String, Value>) -> Value {
-    let text = |k: &str| result.get(k).and_then(Value::as_str).map(str::to_string);
-    let summary = text("summary").unwrap_or_default();
-    let warnings: Vec<String> = result
-        .get("issues")
-        .and_then(Value::as_array)
-        .map(|issues| {
-            issues
-                .iter()
-                .filter_map(|i| match i {
-                    Value::String(s) => Some(s.clone()),
-                    Value::Object(o) => o.get("title").and_then(Value::as_str).map(str::to_string),
-                    _ => None,
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let last_action = text("last_action")
-        .or_else(|| summary.lines().next().map(str::to_string))
-        .unwrap_or_default();
-    let next_action = text("next_action").unwrap_or_else(|| "Review the changes".into());
-    json!({
-        "notes": summary,
-        "warnings": warnings,
-        "last_action": last_action,
-        "next_action": next_action,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -446,10 +483,10 @@ mod tests {
     #[test]
     fn contract_becomes_a_worker_result() {
         let text = "noise\n## SUMMARY\nAdded the ledger client.\nIt compiles.\n\n## EVIDENCE\n- cargo test: 12 passed\n\n## CHANGES\n- `src/ledger.rs`: new client\n- Refactored the error type\n\nRISKS:\n- retries untested\nBLOCKERS: none\n";
-        let claim = Sections::parse(text).unwrap().to_claim(ClaimKind::Result);
+        let claim = Sections::parse(text).unwrap().to_claim();
         assert_eq!(claim["summary"], "Added the ledger client. It compiles.");
         assert_eq!(claim["last_action"], "Added the ledger client.");
-        assert_eq!(claim["next_action"], "Review the changes");
+        assert!(claim.get("next_action").is_none());
         assert_eq!(
             claim["completed"],
             json!(["cargo test: 12 passed", "Refactored the error type"])
@@ -462,8 +499,6 @@ mod tests {
             claim["issues"],
             json!([{"title": "retries untested", "severity": "medium"}])
         );
-        let report = Sections::parse(text).unwrap().to_claim(ClaimKind::Report);
-        assert_eq!(report["warnings"], json!(["retries untested"]));
         assert!(Sections::parse("no sections here").is_none());
     }
 
@@ -475,15 +510,83 @@ mod tests {
         let stdout = format!(
             r#"{{"type":"result","result":"{{\"summary\":\"s\"}}","usage":{{"input_tokens":{max},"cache_read_input_tokens":{max},"cache_creation_input_tokens":{max},"output_tokens":1}}}}"#
         );
-        let Lookup::Found(found) = find(
+        let Lookup::Left { usage, .. } = read(
             Path::new("/nonexistent/claim.json"),
+            None,
             stdout.as_bytes(),
-            ClaimKind::Result,
         ) else {
-            panic!("no claim found in {stdout}")
+            panic!("no output read from {stdout}")
         };
-        assert_eq!(found.usage.input_tokens, u64::MAX);
-        assert_eq!(found.usage.output_tokens, 1);
+        assert_eq!(usage.input_tokens, u64::MAX);
+        assert_eq!(usage.output_tokens, 1);
+    }
+
+    /// Regression (issue 8, item 5): everything after the last heading was taken, so
+    /// aider's trailer lines became high-severity issues and the next action.
+    #[test]
+    fn aider_trailers_after_the_contract_are_not_claims() {
+        let text = "SUMMARY: Fixed add() in calc/core.py.\nBLOCKERS:\n- none\n\nTokens: 2.1k sent, 150 received. Cost: $0.00 message, $0.00 session.\nApplied edit to calc/core.py\nCommit 458d02d fix: add()\n";
+        let claim = Sections::parse(text).unwrap().to_claim();
+        assert_eq!(claim["issues"], json!([]));
+        assert!(claim.get("next_action").is_none());
+        // A trailer right under a heading, with no blank line, ends the section too.
+        let text =
+            "SUMMARY: done\nRISKS:\n- flaky network test\nApplied edit to a.py\nsome prose\n";
+        let claim = Sections::parse(text).unwrap().to_claim();
+        assert_eq!(
+            claim["issues"],
+            json!([{"title": "flaky network test", "severity": "medium"}])
+        );
+        // A paragraph after a blank line is not part of the list above it.
+        let text = "SUMMARY: done\nBLOCKERS:\n- the API key is missing\n\nI hope this helps!\n";
+        let claim = Sections::parse(text).unwrap().to_claim();
+        assert_eq!(claim["issues"].as_array().unwrap().len(), 1);
+        assert_eq!(claim["next_action"], "the API key is missing");
+    }
+
+    #[test]
+    fn the_final_message_is_read_from_the_envelope_the_file_or_stdout() {
+        let dir = tempfile::tempdir().unwrap();
+        let notes = dir.path().join("claim.json");
+        let last = dir.path().join("last.txt");
+        let envelope = r#"{"type":"result","is_error":false,"result":"Fixed it."}"#;
+        let Lookup::Left { output, .. } = read(&notes, Some(&last), envelope.as_bytes()) else {
+            panic!()
+        };
+        assert_eq!(output.final_message, "Fixed it.");
+        assert!(output.notes.is_none());
+
+        std::fs::write(&last, "Changed calc/core.py; tests pass.\n").unwrap();
+        let Lookup::Left { output, .. } = read(&notes, Some(&last), b"progress noise\n") else {
+            panic!()
+        };
+        assert_eq!(
+            output.final_message.trim(),
+            "Changed calc/core.py; tests pass."
+        );
+
+        let stdout = "Aider v0.86.2\nMain model: openai/x\n\x1b[1mI fixed the bug.\x1b[0m\nTokens: 1k sent, 20 received.\nApplied edit to calc/core.py\n";
+        let Lookup::Left { output, .. } = read(&notes, None, stdout.as_bytes()) else {
+            panic!()
+        };
+        assert_eq!(output.final_message, "I fixed the bug.");
+
+        std::fs::write(&notes, "not json").unwrap();
+        let Lookup::Left { output, .. } = read(&notes, None, b"done") else {
+            panic!()
+        };
+        assert!(output.notes_error.unwrap().contains("holds no JSON object"));
+        std::fs::write(&notes, r#"{"title":"WorkerResult","decisions":[]}"#).unwrap();
+        let Lookup::Left { output, .. } = read(&notes, None, b"done") else {
+            panic!()
+        };
+        assert_eq!(output.notes.unwrap()["title"], "WorkerResult");
+
+        let error = r#"{"type":"result","is_error":true,"result":"Not logged in"}"#;
+        assert_eq!(
+            read(&notes, None, error.as_bytes()),
+            Lookup::AgentError("Not logged in".into())
+        );
     }
 
     mod properties {
@@ -499,15 +602,14 @@ mod tests {
         }
 
         proptest! {
-            /// Whatever an agent prints, finding its claim returns an outcome and never
-            /// panics; a found claim is JSON.
+            /// Whatever an agent prints, reading it returns an outcome and never
+            /// panics; what it left serialises.
             #[test]
-            fn finding_a_claim_is_total(stdout in agent_output(), report in any::<bool>()) {
-                let kind = if report { ClaimKind::Report } else { ClaimKind::Result };
-                if let Lookup::Found(found) =
-                    find(Path::new("/nonexistent/claim.json"), stdout.as_bytes(), kind)
+            fn reading_an_agent_is_total(stdout in agent_output()) {
+                if let Lookup::Left { output, .. } =
+                    read(Path::new("/nonexistent/claim.json"), None, stdout.as_bytes())
                 {
-                    prop_assert!(serde_json::from_str::<Value>(&found.text).is_ok());
+                    prop_assert!(serde_json::to_string(&output).is_ok());
                 }
             }
 
@@ -531,7 +633,7 @@ mod tests {
             fn sections_parse_is_total(text in agent_output()) {
                 if let Some(sections) = Sections::parse(&text) {
                     prop_assert!(!sections.summary.is_empty());
-                    let _ = sections.to_claim(ClaimKind::Result);
+                    let _ = sections.to_claim();
                 }
             }
         }

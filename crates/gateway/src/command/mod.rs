@@ -19,14 +19,15 @@
 //! | `pass_env` | — | names of variables copied from baton's environment |
 //! | `api_key_env` | — | the variable the agent reads its key from; the worker's own credential is exported under it |
 //! | `output_dir` | `{workspace}/.baton/output/turn-{turn}-{call}` | where `stdout`, `stderr` (and `briefing.md`) go; relative paths are inside the workspace |
-//! | `handoff` | `prompt` | `prompt` runs the agent again for the handoff call; `derive` builds the handoff report from this turn's execute claim without running it |
+//! | `handoff` | `derive` | the only value: an agent runs once per turn, and its handoff report is derived (accepted for old rosters) |
 //!
 //! Placeholders in `command`: `{briefing_file}` (a file holding the whole prompt,
-//! system then user), `{workspace}`, `{claim_file}` (where the agent may write its
-//! JSON claim: `<workspace>/.baton/claim.json`, removed before every run). Without
-//! `{briefing_file}` the briefing is written to the agent's stdin, which is then
-//! closed; with it, stdin is `/dev/null`. In `output_dir`: `{workspace}`, `{turn}`,
-//! `{call}`.
+//! system then user), `{workspace}`, `{claim_file}` (the optional notes file:
+//! `<workspace>/.baton/claim.json`, removed before every run), `{last_message_file}`
+//! (where a CLI that can writes its final message, e.g. `codex exec
+//! --output-last-message`). Without `{briefing_file}` the briefing is written to the
+//! agent's stdin, which is then closed; with it, stdin is `/dev/null`. In
+//! `output_dir`: `{workspace}`, `{turn}`, `{call}`.
 //!
 //! **`<workspace>/.baton/` is baton's scratch area** (briefings, output, claims): the
 //! job runner lists it in the worktree's `.git/info/exclude` so it is never committed.
@@ -47,30 +48,34 @@
 //! gets a new session without one, so a tool that opens `/dev/tty` to ask a question
 //! fails at once instead of waiting on the keyboard.
 //!
-//! # The claim
+//! # What the agent leaves
 //!
-//! After a zero exit the claim is, in order: the JSON object in `{claim_file}`; the
-//! last JSON object on stdout that has a claim field (unwrapping Claude Code's
-//! `{"type":"result","result":"…"}` and Gemini CLI's `{"response":"…"}`, whose usage
-//! is taken when reported); or the worker contract sections `SUMMARY:` / `EVIDENCE:`
-//! / `CHANGES:` / `RISKS:` / `BLOCKERS:` converted to claim-shaped JSON. The
-//! response text is that JSON; the engine validates it like any model's answer. The
-//! claim used is also saved as `claim.json` in the output directory.
+//! An agent is asked for no JSON. After a zero exit the gateway reports an
+//! [`AgentOutput`](baton_core::agent::AgentOutput): the agent's final message (the
+//! `result`/`response` field of Claude Code's or Gemini CLI's JSON output, whose usage
+//! is taken when reported; else `{last_message_file}`; else the end of stdout without
+//! terminal escapes and the CLI's own trailer lines) and its notes (the JSON object in
+//! `{claim_file}`; else a JSON claim or the worker-contract sections `SUMMARY:` /
+//! `EVIDENCE:` / `CHANGES:` / `RISKS:` / `BLOCKERS:` in the final message). The engine
+//! makes the turn's claims of it: the files the turn's commit changed are the
+//! artifacts, the final message the summary. It is saved as `claim.json` in the output
+//! directory. A failed agent's error carries its own words: the error its CLI
+//! reported on stdout, else the end of stderr, else of stdout, and where its output is.
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use baton_core::turn::CallKind;
 use serde_json::Value;
 
-use crate::{Credential, Error, Gateway, ModelRequest, ModelResponse, Options, Result, Usage};
+use crate::{Credential, Error, Gateway, ModelRequest, ModelResponse, Options, Result};
 
 mod argv;
 mod claim;
 mod run;
 
-use claim::{ClaimKind, Lookup};
+use claim::Lookup;
 use run::{Limits, OutputPaths, RunSpec, Stopped};
 
 /// Known non-interactive invocations of coding-agent CLIs.
@@ -121,15 +126,6 @@ const BASE_ENV: &[&str] = &["PATH", "HOME", "LANG", "TMPDIR"];
 
 const DEFAULT_OUTPUT_DIR: &str = "{workspace}/.baton/output/turn-{turn}-{call}";
 
-/// How the handoff call of a turn is answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HandoffMode {
-    /// Run the command again with the handoff prompt.
-    Prompt,
-    /// Do not run it again: derive the report from this turn's execute claim.
-    Derive,
-}
-
 /// A command worker. Holds its own credential only; `Debug` prints it redacted.
 #[derive(Debug)]
 pub struct CommandGateway {
@@ -141,7 +137,8 @@ pub struct CommandGateway {
     env: Vec<(String, String)>,
     credential: Option<(String, Credential)>,
     output_dir: String,
-    handoff: HandoffMode,
+    /// The template names `{last_message_file}`: the CLI writes its final message there.
+    reads_last_message: bool,
 }
 
 impl CommandGateway {
@@ -248,18 +245,18 @@ impl CommandGateway {
             }
             (None, _) => None,
         };
-        let handoff = match string(options, "handoff")? {
-            None | Some("prompt") => HandoffMode::Prompt,
-            Some("derive") => HandoffMode::Derive,
+        match string(options, "handoff")? {
+            None | Some("derive") => {}
             Some(other) => {
                 return Err(Error::Config(format!(
-                    "options.handoff must be \"prompt\" or \"derive\", got \"{other}\""
+                    "options.handoff = \"{other}\" is no longer supported: an agent runs once per turn and its handoff is derived from its commit, final message and notes; remove the option"
                 )));
             }
-        };
+        }
         Ok(CommandGateway {
             name: name.to_string(),
             briefing_in_file: argv::uses(&argv, "briefing_file"),
+            reads_last_message: argv::uses(&argv, "last_message_file"),
             argv,
             limits,
             pass_env,
@@ -268,17 +265,12 @@ impl CommandGateway {
             output_dir: string(options, "output_dir")?
                 .unwrap_or(DEFAULT_OUTPUT_DIR)
                 .to_string(),
-            handoff,
         })
     }
 
     /// The argv template after splitting, placeholders unsubstituted.
     pub fn argv_template(&self) -> &[String] {
         &self.argv
-    }
-
-    pub fn handoff_mode(&self) -> HandoffMode {
-        self.handoff
     }
 
     fn output_paths(&self, workspace: &Path, turn: u32, call: CallKind) -> OutputPaths {
@@ -323,54 +315,6 @@ impl CommandGateway {
         }
     }
 
-    /// `handoff = "derive"`: the report comes from this turn's execute claim, newest
-    /// of the execute and execute-repair runs.
-    fn derive_handoff(&self, workspace: &Path, turn: u32) -> Result<ModelResponse> {
-        let candidates: Vec<PathBuf> = [CallKind::ExecuteRepair, CallKind::Execute]
-            .into_iter()
-            .map(|call| {
-                self.output_paths(workspace, turn, call)
-                    .dir
-                    .join("claim.json")
-            })
-            .collect();
-        let newest = candidates
-            .iter()
-            .filter_map(|p| {
-                let modified = std::fs::metadata(p).and_then(|m| m.modified()).ok()?;
-                Some((modified, p))
-            })
-            .max_by_key(|(modified, _)| *modified)
-            .map(|(_, p)| p);
-        let Some(path) = newest else {
-            return Err(Error::Unparseable {
-                detail: format!(
-                    "handoff = \"derive\" found no execute claim for turn {turn}; looked at {}",
-                    candidates
-                        .iter()
-                        .map(|p| p.display().to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            });
-        };
-        let text = std::fs::read_to_string(path).map_err(|e| Error::Unparseable {
-            detail: format!("{}: {e}", path.display()),
-        })?;
-        let result = match serde_json::from_str::<Value>(&text) {
-            Ok(Value::Object(map)) => map,
-            _ => {
-                return Err(Error::Unparseable {
-                    detail: format!("{} does not hold a JSON object", path.display()),
-                });
-            }
-        };
-        Ok(ModelResponse {
-            text: claim::derive_report(&result).to_string(),
-            usage: Usage::default(),
-        })
-    }
-
     fn stopped(&self, stop: Stopped, out: &OutputPaths) -> Error {
         match stop {
             Stopped::Spawn { program, source } => Error::Config(format!(
@@ -385,7 +329,10 @@ impl CommandGateway {
             Stopped::Io { what, source } => Error::Server {
                 message: format!("command worker \"{}\": {what}: {source}", self.name),
             },
-            Stopped::TimedOut { after } => Error::Timeout(after),
+            Stopped::TimedOut { after } => Error::AgentTimedOut {
+                after,
+                output: out.dir.display().to_string(),
+            },
             Stopped::Silent { for_ } => Error::AgentSilent {
                 silent_for: for_,
                 output: out.dir.display().to_string(),
@@ -424,14 +371,6 @@ impl Gateway for CommandGateway {
                     workspace.display()
                 ))
             })?;
-        let kind = match request.call {
-            CallKind::Execute | CallKind::ExecuteRepair => ClaimKind::Result,
-            CallKind::Handoff | CallKind::HandoffRepair => ClaimKind::Report,
-        };
-        if kind == ClaimKind::Report && self.handoff == HandoffMode::Derive {
-            return self.derive_handoff(&workspace, request.turn);
-        }
-
         let io = |what: String| {
             move |e: std::io::Error| Error::Server {
                 message: format!("{what}: {e}"),
@@ -452,6 +391,8 @@ impl Gateway for CommandGateway {
 
         let ws = workspace.to_string_lossy();
         let claim_path = claim_file.to_string_lossy();
+        let last_message_file = out.dir.join("last-message.txt");
+        let last_message_path = last_message_file.to_string_lossy();
         let briefing = briefing(request, &ws, &claim_path);
         let briefing_file = out.dir.join("briefing.md");
         if self.briefing_in_file {
@@ -465,6 +406,7 @@ impl Gateway for CommandGateway {
                 ("briefing_file", &briefing_path),
                 ("workspace", &ws),
                 ("claim_file", &claim_path),
+                ("last_message_file", &last_message_path),
             ],
         );
         let env = self.child_env();
@@ -488,36 +430,59 @@ impl Gateway for CommandGateway {
                 u.written, u.total
             )
         });
-        if !finished.status.success() {
+        let output_dir = out.dir.display().to_string();
+        let last_message = self
+            .reads_last_message
+            .then_some(last_message_file.as_path());
+        let lookup = claim::read(&claim_file, last_message, &finished.stdout_tail);
+        // An agent that never read its briefing and left nothing did not do the
+        // assigned task, whatever it exits with.
+        let left_nothing = matches!(&lookup, Lookup::Left { output, .. }
+            if output.final_message.trim().is_empty() && output.notes.is_none());
+        if !finished.status.success() || (finished.briefing_unread.is_some() && left_nothing) {
+            // The agent's own word first: a CLI that reports its error on stdout
+            // (Claude Code's `{"is_error": true, "result": "Not logged in"}`) says more
+            // than an empty stderr.
+            let message = match lookup {
+                Lookup::AgentError(message) => message,
+                Lookup::Left { .. } => agent_words(&finished),
+            };
             return Err(Error::AgentExited {
                 status: format!("{}{unread}", describe_status(finished.status)),
-                stderr_tail: self.scrub(&run::tail_lines(&finished.stderr_tail, 20)),
+                message: self.scrub(&message),
+                output: output_dir,
             });
         }
-        match claim::find(&claim_file, &finished.stdout_tail, kind) {
-            Lookup::Found(found) => {
+        match lookup {
+            Lookup::Left { output, usage } => {
+                let text = serde_json::to_string(&output).map_err(|e| Error::Server {
+                    message: format!("command worker \"{}\": {e}", self.name),
+                })?;
                 let saved = out.dir.join("claim.json");
-                std::fs::write(&saved, &found.text)
+                std::fs::write(&saved, &text)
                     .map_err(io(format!("writing {}", saved.display())))?;
-                Ok(ModelResponse {
-                    text: found.text,
-                    usage: found.usage,
-                })
+                Ok(ModelResponse { text, usage })
             }
             Lookup::AgentError(message) => Err(Error::AgentExited {
-                status: "exit code 0, but its output reports an error".into(),
-                stderr_tail: self.scrub(&message),
-            }),
-            Lookup::NotFound(looked) => Err(Error::Unparseable {
-                detail: format!(
-                    "command worker \"{}\" left no claim{unread}; looked at: {}; its output is in {} ({} bytes of stdout)",
-                    self.name,
-                    looked.join("; "),
-                    out.dir.display(),
-                    finished.stdout_bytes
-                ),
+                status: format!("exit code 0, but its output reports an error{unread}"),
+                message: self.scrub(&message),
+                output: output_dir,
             }),
         }
+    }
+}
+
+/// What a failed agent said: the end of its stderr, else of its stdout.
+fn agent_words(finished: &run::Finished) -> String {
+    for stream in [&finished.stderr_tail, &finished.stdout_tail] {
+        let text = run::tail_lines(stream, 20);
+        if !text.trim().is_empty() {
+            return text.trim().to_string();
+        }
+    }
+    match finished.stdout_bytes {
+        0 => "it printed nothing".to_string(),
+        n => format!("it printed {n} bytes of blank output"),
     }
 }
 
@@ -528,11 +493,11 @@ fn briefing(request: &ModelRequest<'_>, workspace: &str, claim_file: &str) -> St
     text.push_str(request.system);
     text.push_str("\n\n");
     text.push_str(request.user);
-    text.push_str("\n\n---\nYou are running as a command-line agent in the workspace ");
+    text.push_str("\n\n---\nYour workspace: ");
     text.push_str(workspace);
-    text.push_str(". When you are done, write the JSON object to ");
+    text.push_str("\nThe notes file (optional, see above): ");
     text.push_str(claim_file);
-    text.push_str(" (or print it as the last thing in your output).\n");
+    text.push('\n');
     text
 }
 

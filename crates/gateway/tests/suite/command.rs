@@ -6,10 +6,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use baton_core::claims::{parse_handoff_report, parse_worker_result};
+use baton_core::agent::parse_agent_output;
+use baton_core::claims::WorkerResult;
 use baton_core::turn::CallKind;
 use baton_gateway::{
-    Credential, Error, Gateway, ModelRequest, ModelResponse, Options, for_model_with_credential,
+    Credential, Gateway, ModelRequest, ModelResponse, Options, for_model_with_credential,
     validate_model,
 };
 use serde_json::{Value, json};
@@ -91,6 +92,11 @@ pub fn request(call: CallKind, workspace: Option<&Path>) -> ModelRequest<'_> {
     }
 }
 
+/// The turn's result claim as the engine makes it of what the agent left.
+pub fn claim_of(response: &ModelResponse) -> WorkerResult {
+    parse_agent_output(&response.text).unwrap().result.claim
+}
+
 fn output_dir(ws: &Path, call: &str) -> PathBuf {
     ws.join(format!(".baton/output/turn-7-{call}"))
 }
@@ -120,10 +126,7 @@ fn briefing_goes_to_stdin_when_the_template_names_no_file() {
         got.contains(".baton/claim.json"),
         "the briefing names the claim file"
     );
-    assert_eq!(
-        parse_worker_result(&response.text).unwrap().claim.summary,
-        "did the work"
-    );
+    assert_eq!(claim_of(&response).summary, "did the work");
     assert!(!output_dir(f.ws(), "execute").join("briefing.md").exists());
     let stdout = std::fs::read_to_string(output_dir(f.ws(), "execute").join("stdout")).unwrap();
     assert_eq!(stdout.trim(), CLAIM);
@@ -203,10 +206,7 @@ fn a_claim_file_wins_over_stdout_and_a_stale_one_never_counts() {
     );
     let g = f.gateway(&cmd, json!({}));
     let response = f.call(&*g, CallKind::Execute).unwrap();
-    assert_eq!(
-        parse_worker_result(&response.text).unwrap().claim.summary,
-        "from the file"
-    );
+    assert_eq!(claim_of(&response).summary, "from the file");
     let saved = std::fs::read_to_string(output_dir(f.ws(), "execute").join("claim.json")).unwrap();
     assert_eq!(saved, response.text);
 
@@ -216,10 +216,7 @@ fn a_claim_file_wins_over_stdout_and_a_stale_one_never_counts() {
     let response = f
         .call(&*f.gateway(&cmd, json!({})), CallKind::Execute)
         .unwrap();
-    assert_eq!(
-        parse_worker_result(&response.text).unwrap().claim.summary,
-        "from the contract"
-    );
+    assert_eq!(claim_of(&response).summary, "from the contract");
 }
 
 #[test]
@@ -236,7 +233,7 @@ print('{"event":"done","tokens":12}')"#,
     let response = f
         .call(&*f.gateway(&cmd, json!({})), CallKind::Execute)
         .unwrap();
-    let claim = parse_worker_result(&response.text).unwrap().claim;
+    let claim = claim_of(&response);
     assert_eq!(claim.summary, "final");
     assert_eq!(claim.completed, ["ledger"]);
     assert_eq!(response.usage, Default::default());
@@ -264,7 +261,7 @@ Moved billing onto the ledger API.
     let response = f
         .call(&*f.gateway(&cmd, json!({})), CallKind::Execute)
         .unwrap();
-    let claim = parse_worker_result(&response.text).unwrap().claim;
+    let claim = claim_of(&response);
     assert_eq!(claim.summary, "Moved billing onto the ledger API.");
     assert_eq!(claim.last_action, "Moved billing onto the ledger API.");
     assert_eq!(claim.completed, ["cargo test -p billing: 41 passed"]);
@@ -304,10 +301,7 @@ fn a_claude_style_result_envelope_is_unwrapped_with_its_usage() {
     let response = f
         .call(&*f.gateway(&cmd, json!({})), CallKind::Execute)
         .unwrap();
-    assert_eq!(
-        parse_worker_result(&response.text).unwrap().claim.summary,
-        "wrapped"
-    );
+    assert_eq!(claim_of(&response).summary, "wrapped");
     assert_eq!(response.usage.input_tokens, 1015);
     assert_eq!(response.usage.output_tokens, 300);
     assert_eq!(response.usage.cached_tokens, 1000);
@@ -318,10 +312,7 @@ fn a_claude_style_result_envelope_is_unwrapped_with_its_usage() {
     let response = f
         .call(&*f.gateway(&cmd, json!({})), CallKind::Execute)
         .unwrap();
-    assert_eq!(
-        parse_worker_result(&response.text).unwrap().claim.summary,
-        "plain text report"
-    );
+    assert_eq!(claim_of(&response).summary, "plain text report");
 
     // An envelope reporting an error is the agent failing, not a missing claim.
     let envelope = json!({"type": "result", "subtype": "error_max_turns", "is_error": true,
@@ -334,71 +325,79 @@ fn a_claude_style_result_envelope_is_unwrapped_with_its_usage() {
     assert!(err.to_string().contains("hit the turn limit"), "{err}");
 }
 
+/// Issue 8, item 4: an agent is asked for no JSON; its final message is the summary.
 #[test]
-fn no_claim_anywhere_is_unparseable_and_says_where_it_looked() {
+fn an_agent_that_prints_only_prose_has_its_last_words_as_the_summary() {
     let f = Fixture::new();
-    let cmd = f.agent("print('I changed some files, all good.')", "");
-    let err = f
+    let cmd = f.agent(
+        "print('Reading files...')\nprint()\nprint('I fixed the off-by-one in calc/core.py. The tests pass.')",
+        "",
+    );
+    let response = f
         .call(&*f.gateway(&cmd, json!({})), CallKind::Execute)
-        .unwrap_err();
-    assert!(matches!(err, Error::Unparseable { .. }), "{err:?}");
-    let text = err.to_string();
-    for place in [
-        "claim.json (not written)",
-        "no JSON object",
-        "SUMMARY",
-        "turn-7-execute",
-    ] {
-        assert!(text.contains(place), "{place} missing from: {text}");
-    }
-}
-
-#[test]
-fn handoff_runs_the_agent_again_by_default() {
-    let f = Fixture::new();
-    let cmd = f.agent(
-        "open('runs.txt','a').write('x')\n\
-         print('SUMMARY: ledger done\\nRISKS:\\n- ids untested\\nBLOCKERS:\\n- staging key')",
-        "",
-    );
-    let g = f.gateway(&cmd, json!({}));
-    f.call(&*g, CallKind::Execute).unwrap();
-    let report = f.call(&*g, CallKind::Handoff).unwrap();
-    assert_eq!(f.read("runs.txt"), "xx");
-    let report = parse_handoff_report(&report.text).unwrap().claim;
-    assert_eq!(report.notes, "ledger done");
-    assert_eq!(report.warnings, ["ids untested"]);
-    assert_eq!(report.next_action, "staging key");
-    assert!(output_dir(f.ws(), "handoff").join("stdout").exists());
-}
-
-#[test]
-fn handoff_derive_builds_the_report_from_the_execute_claim_without_running() {
-    let f = Fixture::new();
-    let claim = json!({"summary": "ledger done", "last_action": "wrote ledger.rs",
-        "next_action": "run the e2e check",
-        "issues": [{"title": "ids untested", "severity": "medium"}]});
-    let cmd = f.agent(
-        &format!(
-            "open('runs.txt','a').write('x')\nprint({:?})",
-            claim.to_string()
-        ),
-        "",
-    );
-    let g = f.gateway(&cmd, json!({"handoff": "derive"}));
-    let err = f.call(&*g, CallKind::Handoff).unwrap_err();
+        .unwrap();
+    let claim = claim_of(&response);
     assert!(
-        err.to_string().contains("no execute claim for turn 7"),
-        "{err}"
+        claim
+            .summary
+            .ends_with("I fixed the off-by-one in calc/core.py. The tests pass."),
+        "{}",
+        claim.summary
     );
-    f.call(&*g, CallKind::Execute).unwrap();
-    let report = f.call(&*g, CallKind::Handoff).unwrap();
-    assert_eq!(f.read("runs.txt"), "x", "the handoff did not run the agent");
-    let report = parse_handoff_report(&report.text).unwrap().claim;
-    assert_eq!(report.notes, "ledger done");
-    assert_eq!(report.warnings, ["ids untested"]);
-    assert_eq!(report.last_action, "wrote ledger.rs");
-    assert_eq!(report.next_action, "run the e2e check");
+    assert!(claim.artifacts.is_empty(), "files come from the commit");
+}
+
+/// A CLI that writes its last message to a file (`codex exec --output-last-message`).
+#[test]
+fn the_last_message_file_is_the_final_message() {
+    let f = Fixture::new();
+    let cmd = f.agent(
+        "print('event: thinking')\nopen(sys.argv[1],'w').write('Renamed the helper; nothing else is open.')",
+        "{last_message_file}",
+    );
+    let response = f
+        .call(&*f.gateway(&cmd, json!({})), CallKind::Execute)
+        .unwrap();
+    assert_eq!(
+        claim_of(&response).summary,
+        "Renamed the helper; nothing else is open."
+    );
+}
+
+/// A notes file that is not JSON costs the notes, not the turn.
+#[test]
+fn a_broken_notes_file_is_set_aside_with_a_warning() {
+    let f = Fixture::new();
+    let cmd = f.agent(
+        "open(sys.argv[1],'w').write('decisions: keep the API')\nprint('Done.')",
+        "{claim_file}",
+    );
+    let response = f
+        .call(&*f.gateway(&cmd, json!({})), CallKind::Execute)
+        .unwrap();
+    let claim = parse_agent_output(&response.text).unwrap();
+    assert_eq!(claim.result.claim.summary, "Done.");
+    assert!(
+        claim
+            .warnings
+            .iter()
+            .any(|w| w.contains("holds no JSON object")),
+        "{:?}",
+        claim.warnings
+    );
+}
+
+#[test]
+fn handoff_prompt_is_refused_with_the_reason_and_derive_still_accepted() {
+    let f = Fixture::new();
+    let mut options = Options::new();
+    options.insert("command".into(), "agent".into());
+    options.insert("handoff".into(), "prompt".into());
+    let err = for_model_with_credential("command/a", &options, None).unwrap_err();
+    assert_eq!(err.class(), "config");
+    assert!(err.to_string().contains("runs once per turn"), "{err}");
+    let g = f.gateway("agent", json!({"handoff": "derive"}));
+    assert!(g.needs_workspace());
 }
 
 #[test]

@@ -97,7 +97,15 @@ fn the_total_time_limit_kills_the_agent_and_what_it_started() {
             CallKind::Execute,
         )
         .unwrap_err();
-    assert_eq!(err, Error::Timeout(Duration::from_secs(1)));
+    let Error::AgentTimedOut { after, output } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(*after, Duration::from_secs(1));
+    assert!(
+        output.contains("turn-7-execute"),
+        "the path is named: {err}"
+    );
+    assert!(err.to_string().contains(output.as_str()), "{err}");
     assert_eq!(err.class(), "timeout");
     assert!(
         started.elapsed() < Duration::from_secs(6),
@@ -198,6 +206,44 @@ fn an_agent_asking_on_its_closed_stdin_just_fails() {
         .unwrap_err();
     assert_eq!(err.class(), "agent_exited");
     assert!(err.to_string().contains("EOFError"), "{err}");
+}
+
+/// Regression (issue 8, item 7): Claude Code reports "Not logged in" on stdout in its
+/// JSON envelope and exits 1 with an empty stderr; baton said "the agent failed (exit
+/// code 1): " with nothing after it, and no path to the output.
+#[test]
+fn a_failed_agent_that_reports_its_error_on_stdout_is_heard() {
+    let f = Fixture::new();
+    let envelope = json!({"type": "result", "subtype": "success", "is_error": true,
+        "result": "Not logged in · Please run /login"});
+    let cmd = f.agent(
+        &format!("print({:?})\nsys.exit(1)", envelope.to_string()),
+        "",
+    );
+    let err = f
+        .call(&*f.gateway(&cmd, json!({})), CallKind::Execute)
+        .unwrap_err();
+    let text = err.to_string();
+    assert_eq!(err.class(), "agent_exited");
+    assert!(text.contains("exit code 1"), "{text}");
+    assert!(text.contains("Not logged in"), "{text}");
+    assert!(
+        text.contains("turn-7-execute"),
+        "where the output is: {text}"
+    );
+
+    // Plain stdout, empty stderr: the end of stdout is the agent's word.
+    let cmd = f.agent("print('error: unknown flag --yolo')\nsys.exit(2)", "");
+    let err = f
+        .call(&*f.gateway(&cmd, json!({})), CallKind::Execute)
+        .unwrap_err();
+    assert!(err.to_string().contains("unknown flag --yolo"), "{err}");
+    // Nothing at all: said so.
+    let cmd = f.agent("sys.exit(4)", "");
+    let err = f
+        .call(&*f.gateway(&cmd, json!({})), CallKind::Execute)
+        .unwrap_err();
+    assert!(err.to_string().contains("printed nothing"), "{err}");
 }
 
 #[test]
