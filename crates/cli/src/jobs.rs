@@ -27,6 +27,10 @@ pub struct EnqueueArgs {
     /// Also run the gates after every turn
     #[arg(long)]
     gate_each_turn: bool,
+    /// Turns given to fixing gates that still fail when the tasks are done (each runs
+    /// the gates again); 0 ends the job with its gates failing
+    #[arg(long, default_value_t = baton_engine::jobs::DEFAULT_FIX_TURNS)]
+    fix_turns: u32,
     /// A candidate: a roster worker id, or `a+b` for a team taking turns (repeat: one
     /// job per candidate, judged blind against each other). A preset name (claude,
     /// codex, gemini, opencode, aider, qwen) works without a roster entry.
@@ -107,6 +111,7 @@ pub fn enqueue(ctx: &Context_, args: EnqueueArgs) -> Result<ExitCode> {
             })
             .collect::<Result<Vec<_>>>()?,
         gate_each_turn: args.gate_each_turn,
+        fix_turns: args.fix_turns,
         candidates,
         settings: ctx.settings(&args.budget),
         rubric: args.rubric,

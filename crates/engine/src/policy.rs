@@ -11,6 +11,8 @@ pub struct TurnPlan {
     pub worker: usize,
     pub assignment: Assignment,
     pub budget: usize,
+    /// Run the workspace's gates after this turn whatever follows it (a gate-fix turn).
+    pub gates: bool,
 }
 
 /// Chooses the next turn from canonical state; `None` when the run is done.
@@ -52,6 +54,7 @@ impl SwitchPolicy for RotatingPolicy {
                     task: step.title.clone(),
                 },
                 budget: step_budget(state, settings, cursor),
+                gates: false,
             });
         }
         // Every step is done. While the first pass through the roster is not complete,
@@ -72,8 +75,86 @@ impl SwitchPolicy for RotatingPolicy {
                     .into(),
             },
             budget: step_budget(state, settings, state.plan.len().saturating_sub(1)),
+            gates: false,
         })
     }
+}
+
+/// Jobs: when the plan is done and a gate fails (its engine-stamped issue is open), up to
+/// `fix_turns` more turns go to fixing it, taking turns through the roster like any
+/// other; the gates run after each. Then the job ends, its gates failing or not.
+#[derive(Debug, Clone, Copy)]
+pub struct GateFixPolicy<P> {
+    pub inner: P,
+    pub fix_turns: u32,
+}
+
+impl<P: SwitchPolicy> SwitchPolicy for GateFixPolicy<P> {
+    fn next_turn(
+        &self,
+        state: &ExecutionState,
+        roster: &Roster,
+        settings: &RunSettings,
+    ) -> Option<TurnPlan> {
+        if let Some(plan) = self.inner.next_turn(state, roster, settings) {
+            return Some(plan);
+        }
+        let failing = failing_gates(state);
+        let enabled: Vec<usize> = roster.enabled().map(|(i, _)| i).collect();
+        if failing.is_empty() || enabled.is_empty() {
+            return None;
+        }
+        if fix_turns_taken(state, enabled.len()) >= self.fix_turns {
+            return None;
+        }
+        let names = failing
+            .iter()
+            .map(|g| format!("`{g}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Some(TurnPlan {
+            worker: enabled[state.turns as usize % enabled.len()],
+            assignment: Assignment {
+                kind: AssignmentKind::Continuation,
+                step_id: None,
+                task: format!(
+                    "Gates fail at the end of the job: {names}. Make them pass: the open gate \
+                     issues in the record show each gate's command and its newest output. \
+                     Change only what the failure needs."
+                ),
+            },
+            budget: step_budget(state, settings, state.plan.len().saturating_sub(1)),
+            gates: true,
+        })
+    }
+}
+
+/// Gates whose engine-stamped issue is open: they failed on their last run.
+pub fn failing_gates(state: &ExecutionState) -> Vec<&str> {
+    let mut names: Vec<&str> = state
+        .issues
+        .iter()
+        .filter(|i| {
+            i.status == baton_core::state::IssueStatus::Open
+                && i.provenance.recorded_by.as_str().starts_with("gate:")
+        })
+        .filter_map(|i| i.gate.as_deref())
+        .collect();
+    names.dedup();
+    names
+}
+
+/// Turns taken since the plan and the roster's first pass were done: the gate-fix
+/// turns (the inner policy has nothing left once both are).
+pub fn fix_turns_taken(state: &ExecutionState, enabled: usize) -> u32 {
+    let plan_done = state
+        .plan
+        .iter()
+        .filter_map(|s| s.done_at_turn)
+        .max()
+        .map_or(0, |t| t + 1);
+    let start = plan_done.max(u32::try_from(enabled).unwrap_or(u32::MAX));
+    state.turns.saturating_sub(start)
 }
 
 /// The package budget for step `index`: the step's own budget, else its share of the

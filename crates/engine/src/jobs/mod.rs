@@ -50,6 +50,9 @@ pub struct JobSpec {
     /// Run the gates after every turn, not only after the last.
     #[serde(default)]
     pub gate_each_turn: bool,
+    /// Turns given to fixing gates that fail at the end of the job.
+    #[serde(default = "default_fix_turns")]
+    pub fix_turns: u32,
     /// The candidate's workers (no secrets: keys are named, never stored).
     pub roster: Roster,
     pub settings: RunSettings,
@@ -93,10 +96,19 @@ pub struct EnqueueRequest {
     pub worktree_root: Option<PathBuf>,
     pub gates: Vec<GateSpec>,
     pub gate_each_turn: bool,
+    /// Turns given to fixing gates that fail at the end of the job.
+    pub fix_turns: u32,
     /// Each candidate's roster (one job each).
     pub candidates: Vec<Roster>,
     pub settings: RunSettings,
     pub rubric: Option<String>,
+}
+
+/// Gate-fix turns a job gets by default.
+pub const DEFAULT_FIX_TURNS: u32 = 2;
+
+fn default_fix_turns() -> u32 {
+    DEFAULT_FIX_TURNS
 }
 
 /// Ids of what `enqueue` created.
@@ -179,6 +191,7 @@ pub fn enqueue(store: &dyn Store, clock: &dyn Clock, req: &EnqueueRequest) -> Re
             worktree_root: root.clone(),
             gates: req.gates.clone(),
             gate_each_turn: req.gate_each_turn,
+            fix_turns: req.fix_turns,
             roster: roster.clone(),
             settings: req.settings.clone(),
             rubric: req.rubric.clone(),

@@ -15,6 +15,7 @@ use crate::clock::Clock;
 use crate::config::Roster;
 use crate::lease::{Heartbeat, LeaseLoss};
 use crate::orchestrator::{Engine, RunEnd, RunSpec, TurnSummary};
+use crate::policy::{GateFixPolicy, RotatingPolicy, failing_gates, fix_turns_taken};
 use crate::{Error, Result};
 
 #[derive(Clone)]
@@ -493,7 +494,12 @@ fn run_job(
         taken == Takeover::FromAnExpiredLease,
         &mut takeover_notes,
     )?;
-    let engine = Engine::new(store.clone()).with_clock(clock.clone());
+    let engine = Engine::new(store.clone())
+        .with_clock(clock.clone())
+        .with_policy(Arc::new(GateFixPolicy {
+            inner: RotatingPolicy,
+            fix_turns: spec.fix_turns,
+        }));
     let run = match &job.run_id {
         Some(run) => run.clone(),
         None => engine.create_job_run(
@@ -600,7 +606,19 @@ fn run_job(
         .map(|w| w.gates.clone())
         .unwrap_or_default();
     let (status, ended, error) = match end {
-        RunEnd::Finished => (baton_store::JobStatus::Outbox, "finished".to_string(), None),
+        RunEnd::Finished => {
+            let failing = failing_gates(&session.state);
+            let ended = if failing.is_empty() {
+                "finished".to_string()
+            } else {
+                format!(
+                    "finished with failing gate(s) {} after {} fix turn(s)",
+                    failing.join(", "),
+                    fix_turns_taken(&session.state, spec.roster.enabled().count())
+                )
+            };
+            (baton_store::JobStatus::Outbox, ended, None)
+        }
         RunEnd::Blocked { question } => (
             baton_store::JobStatus::Failed,
             format!("blocked: {question}"),

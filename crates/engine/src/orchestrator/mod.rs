@@ -474,7 +474,7 @@ impl Engine {
             return Ok(StepOutcome::Blocked { question });
         }
         let TurnEnd {
-            summary,
+            mut summary,
             fatal,
             doomed,
         } = self.run_turn(session, &plan)?;
@@ -485,15 +485,35 @@ impl Engine {
         );
         let same_worker_next = next.as_ref().is_some_and(|n| n.worker == plan.worker);
         let worker = session.config.roster.workers[plan.worker].id.clone();
-        if let (true, Some(error)) = (same_worker_next, &fatal) {
-            // A failure no retry can fix (a bad key, an unknown model), about to be met
-            // again by the same worker: stop now instead of failing the same way twice more.
-            let question = format!(
-                "worker {worker} cannot work: {error}. Fix its key in the environment, or its \
-                 model, provider or base URL in the roster file, then {} \
-                 (a run keeps the roster it was created with until you replace it).",
-                continue_hint(session, true)
-            );
+        if let (Some(f), Some(n), false) = (&fatal, &next, same_worker_next)
+            && f.agent
+        {
+            summary.warnings.push(format!(
+                "agent {worker} is not run again on this briefing; worker {} takes the next turn",
+                session.config.roster.workers[n.worker].id
+            ));
+        }
+        if let (true, Some(fatal)) = (same_worker_next, &fatal) {
+            // A failure no retry can fix (a bad key, an unknown model, a hung agent),
+            // about to be met again by the same worker: stop now instead of failing the
+            // same way twice more.
+            let error = &fatal.error;
+            let question = if fatal.agent {
+                format!(
+                    "agent {worker} failed: {error}. baton did not run it again: the same agent \
+                     on the same briefing fails the same way (a hang costs its whole timeout \
+                     each time). Look at its output, then fix its command or preset, raise its \
+                     options.timeout_s, or add another worker to the roster, and {}.",
+                    continue_hint(session, true)
+                )
+            } else {
+                format!(
+                    "worker {worker} cannot work: {error}. Fix its key in the environment, or its \
+                     model, provider or base URL in the roster file, then {} \
+                     (a run keeps the roster it was created with until you replace it).",
+                    continue_hint(session, true)
+                )
+            };
             self.block(session, question)?;
         } else if let (Some(d), Some(next)) = (&doomed, next.as_ref().filter(|_| same_worker_next))
             && self.sends_again(session, next, d)?

@@ -182,7 +182,7 @@ impl Engine {
         let hooked: Option<HookOutcome> = match &session.workspace {
             None => None,
             Some(hook) => {
-                let last = claims_ok.is_some() && self.is_last_turn(session, plan);
+                let last = claims_ok.is_some() && (plan.gates || self.is_last_turn(session, plan));
                 Some(
                     hook.after_calls(&TurnFacts {
                         run: &session.run,
@@ -351,15 +351,14 @@ impl Engine {
             engine_time: Duration::ZERO,
         };
         let new_outputs: Vec<String> = calls.iter().filter_map(|c| c.output.clone()).collect();
-        let fatal = calls
-            .iter()
-            .rev()
-            .find(|c| {
-                c.error_class
-                    .as_deref()
-                    .is_some_and(|k| FATAL_CLASSES.contains(&k))
+        let fatal = calls.iter().rev().find_map(|c| {
+            let class = c.error_class.as_deref()?;
+            let agent_fatal = is_agent && AGENT_FATAL_CLASSES.contains(&class);
+            (FATAL_CLASSES.contains(&class) || agent_fatal).then(|| Fatal {
+                error: c.error.clone().unwrap_or_default(),
+                agent: agent_fatal,
             })
-            .and_then(|c| c.error.clone());
+        });
         let doomed = Doomed::of(turn, &calls, package.budget, package.tokens);
         let holds = holds::left_by(&worker.id, &calls, now);
         let record = TurnRecord {
@@ -425,10 +424,24 @@ impl Engine {
 pub(super) struct TurnEnd {
     pub summary: TurnSummary,
     /// The failure, when a call failed in a way no retry can fix (see `FATAL_CLASSES`).
-    pub fatal: Option<String>,
+    pub fatal: Option<Fatal>,
     /// The execute request, when it failed in a way the same request fails again.
     pub doomed: Option<Doomed>,
 }
 
+/// A failure the same worker would meet again on the next try.
+pub(super) struct Fatal {
+    pub error: String,
+    /// An agent's run that failed in a way a re-run repeats (see `AGENT_FATAL_CLASSES`).
+    pub agent: bool,
+}
+
 /// Gateway failure classes that the same worker will meet again on the next try.
 const FATAL_CLASSES: &[&str] = &["auth", "config", "unknown_model", "quota_exhausted"];
+
+/// How an agent's run fails again when the same agent is run on the same briefing: a
+/// hang costs its whole timeout each time, a question nobody answers is asked again,
+/// a rejected flag or a missing login fails the same way. Not repeated with the same
+/// agent: a team's next worker takes the turn, and a lone agent's job stops and says
+/// why.
+const AGENT_FATAL_CLASSES: &[&str] = &["timeout", "interactive", "agent_exited"];

@@ -65,6 +65,7 @@ fn queue(
             worktree_root: None,
             gates: Vec::new(),
             gate_each_turn: false,
+            fix_turns: 0,
             candidates: vec![Roster {
                 workers: vec![worker],
             }],

@@ -48,6 +48,11 @@ elif words and words[0] == "commit-write":
     subprocess.run(["git", "add", "-A"], check=True)
     subprocess.run(["git", "-c", "user.name=agent", "-c", "user.email=a@b", "commit", "-q", "-m", "agent's own commit"], check=True)
     claim["artifacts"] = [{"name": path, "description": "wrote " + path}]
+elif "Gates fail at the end of the job" in task:
+    with open("ok.txt", "w") as f:
+        f.write("fixed by " + who + "\n")
+    print("Made the gate pass.")
+    sys.exit(0)
 elif words and words[0] == "LIE-restate":
     # Worded exactly like an earlier true claim; the commit changes another file.
     with open("NOTES.md", "a") as f:
@@ -128,6 +133,7 @@ fn request(
         worktree_root: None,
         gates: vec![GateSpec::parse("tests=test -f ok.txt")],
         gate_each_turn,
+        fix_turns: 0,
         candidates,
         settings: RunSettings {
             estimator: "heuristic".into(),
@@ -832,5 +838,131 @@ fn a_false_file_claim_worded_like_an_earlier_true_one_is_refused() {
         app.mentions.is_empty(),
         "a refused claim is not a reaffirmation: {:?}",
         app.mentions
+    );
+}
+
+fn failing_agent(id: &str, command: &str) -> WorkerConfig {
+    let mut w = WorkerConfig::mock(id, id);
+    w.model = format!("command/{id}");
+    w.max_retries = 3;
+    w.options = serde_json::json!({"command": command, "pass_env": ["PATH"]})
+        .as_object()
+        .unwrap()
+        .clone();
+    w
+}
+
+/// Regression (issue 8, item 9): a hung agent, one stuck at a prompt, or one whose flag
+/// was rejected was run three times with the same briefing (a hang cost 3 × 30 min).
+/// A lone agent's job stops after the first such failure and says why; in a team the
+/// next worker takes the turn.
+#[test]
+fn a_failed_agent_is_not_run_again_on_the_same_briefing() {
+    let (dir, repo, agent) = repo();
+    let store = store_in(dir.path());
+    let runs = dir.path().join("runs.txt");
+    let bad = failing_agent(
+        "bad",
+        &format!(
+            "sh -c 'echo x >> {}; echo \"error: unknown option --yolo\" >&2; exit 2'",
+            runs.display()
+        ),
+    );
+    let alone = enqueue(
+        store.as_ref(),
+        &*clock(),
+        &request(
+            &repo,
+            &["write ok.txt"],
+            vec![Roster {
+                workers: vec![bad.clone()],
+            }],
+            false,
+        ),
+    )
+    .unwrap();
+    let reports = work(store.clone(), clock(), &WorkOptions::default(), &|_| {}).unwrap();
+    assert_eq!(reports[0].status, JobStatus::Failed, "{:?}", reports[0]);
+    assert_eq!(
+        std::fs::read_to_string(&runs).unwrap().lines().count(),
+        1,
+        "run once, not three times"
+    );
+    let job = store.job(&alone.jobs[0]).unwrap();
+    let error = job.error.unwrap();
+    assert!(error.contains("unknown option --yolo"), "{error}");
+    assert!(error.contains("did not run it again"), "{error}");
+
+    // In a team, the next worker takes the turn and the job finishes.
+    std::fs::remove_file(&runs).unwrap();
+    let team = enqueue(
+        store.as_ref(),
+        &*clock(),
+        &request(
+            &repo,
+            &["write ok.txt"],
+            vec![Roster {
+                workers: vec![bad, agent_worker("good", &agent)],
+            }],
+            false,
+        ),
+    )
+    .unwrap();
+    let reports = work(store.clone(), clock(), &WorkOptions::default(), &|_| {}).unwrap();
+    assert_eq!(reports[0].status, JobStatus::Outbox, "{:?}", reports[0]);
+    assert_eq!(std::fs::read_to_string(&runs).unwrap().lines().count(), 1);
+    let run = store.job(&team.jobs[0]).unwrap().run_id.unwrap();
+    let turns = store.turns(&run).unwrap();
+    assert_eq!(turns.len(), 2);
+    assert_eq!(turns[1].worker.as_str(), "good");
+}
+
+/// Issue 8, item 8: a gate that fails when the tasks are done gets fix turns (the next
+/// worker in turn, gates run after each) instead of the job ending "finished"; with no
+/// fix turns left it ends saying which gate fails.
+#[test]
+fn a_failing_gate_at_the_end_gets_fix_turns_and_never_ends_as_finished() {
+    let (dir, repo, agent) = repo();
+    let store = store_in(dir.path());
+    let roster = Roster {
+        workers: vec![agent_worker("a", &agent), agent_worker("b", &agent)],
+    };
+    let mut req = request(&repo, &["write src/app.txt"], vec![roster.clone()], false);
+    req.fix_turns = 2;
+    let fixed = enqueue(store.as_ref(), &*clock(), &req).unwrap();
+    let mut req = request(&repo, &["write src/app.txt"], vec![roster], false);
+    req.fix_turns = 0;
+    let unfixed = enqueue(store.as_ref(), &*clock(), &req).unwrap();
+    work(store.clone(), clock(), &WorkOptions::default(), &|_| {}).unwrap();
+
+    let job = store.job(&fixed.jobs[0]).unwrap();
+    let outbox = decode_outbox(&job).unwrap().unwrap();
+    assert_eq!(outbox.ended, "finished");
+    assert!(outbox.gates.iter().all(|g| g.passed), "{:?}", outbox.gates);
+    let turns = store.turns(&job.run_id.unwrap()).unwrap();
+    // Turn 0 the task (a's), turn 1 b's continuation (its first pass), whose gates
+    // fail; turn 2 is a gate fix by a, and its gates pass.
+    let gates_failed: Vec<bool> = turns
+        .iter()
+        .map(|t| {
+            t.workspace
+                .as_ref()
+                .unwrap()
+                .gates
+                .iter()
+                .any(|g| !g.passed)
+        })
+        .collect();
+    assert_eq!(gates_failed, [false, true, false], "{turns:#?}");
+    assert_eq!(turns.len(), 3);
+    assert!(turns[2].assignment.task.contains("`tests`"));
+    let state = store.load_state(&turns[0].run_id).unwrap();
+    assert!(state.open_issues().all(|i| i.gate.is_none()));
+
+    let job = store.job(&unfixed.jobs[0]).unwrap();
+    let outbox = decode_outbox(&job).unwrap().unwrap();
+    assert_eq!(
+        outbox.ended,
+        "finished with failing gate(s) tests after 0 fix turn(s)"
     );
 }
