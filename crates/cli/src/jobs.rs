@@ -522,6 +522,15 @@ pub fn gc(
             r.job_id,
             r.branch
         );
+        if let Some(t) = &r.transcripts {
+            println!(
+                "   its agents' output (briefings, stdout, stderr, notes) is kept at {}: \
+                 paths recorded under {}/{} are now there",
+                t.display(),
+                r.path.display(),
+                baton_workspace::AGENT_OUTPUT_DIR
+            );
+        }
     }
     for k in &report.kept {
         println!("kept {} (job {}): {}", k.path.display(), k.job_id, k.reason);

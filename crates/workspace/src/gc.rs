@@ -42,6 +42,20 @@ pub struct RemovedWorktree {
     pub path: PathBuf,
     /// The branch, which is left in place with all the job's commits.
     pub branch: String,
+    /// Where the agents' saved output (`<worktree>/.baton/output`: briefings, stdout,
+    /// stderr, final messages, notes) was moved before the worktree was removed:
+    /// `<root>/transcripts/<worktree name>`, the same `turn-N-call` directories inside.
+    /// `None` when the worktree held none.
+    pub transcripts: Option<PathBuf>,
+}
+
+/// Where an agent's output lives inside a worktree (the command gateway's default
+/// `output_dir`), relative to the worktree.
+pub const AGENT_OUTPUT_DIR: &str = ".baton/output";
+
+/// Where `gc` keeps the agent output of the worktree `name` under `root`.
+pub fn transcripts_dir(root: &Path, name: &str) -> PathBuf {
+    root.join("transcripts").join(name)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -182,6 +196,20 @@ impl Repo {
                 });
                 continue;
             }
+            // The agents' transcripts outlive the worktree: they are moved out first,
+            // and a worktree whose transcripts cannot be moved is kept.
+            let (transcripts, moved_whole) = match keep_transcripts(&root, &c.path) {
+                Ok(Some((to, whole))) => (Some(to), whole),
+                Ok(None) => (None, false),
+                Err(error) => {
+                    report.kept.push(KeptWorktree {
+                        job_id: c.job_id,
+                        path: c.path,
+                        reason: KeepReason::RemoveFailed { error },
+                    });
+                    continue;
+                }
+            };
             // Without --force git re-checks for modified and untracked files itself, so
             // a file written between our status and this removal still stops it.
             let repo_git = self.git();
@@ -193,8 +221,14 @@ impl Repo {
                     job_id: c.job_id,
                     path: c.path,
                     branch: c.branch,
+                    transcripts,
                 });
             } else {
+                // The worktree stays, so its transcripts go back where its records say
+                // (when merged into an older worktree's, they stay kept there).
+                if let (Some(moved), true) = (&transcripts, moved_whole) {
+                    let _ = std::fs::rename(moved, c.path.join(AGENT_OUTPUT_DIR));
+                }
                 // Say "dirty" when that is why git refused; otherwise git's own words.
                 let reason = match dirty_paths(&git) {
                     Ok(paths) if !paths.is_empty() => KeepReason::Dirty { paths },
@@ -214,6 +248,52 @@ impl Repo {
         }
         Ok(report)
     }
+}
+
+/// Moves `<worktree>/.baton/output` to [`transcripts_dir`]; `Ok(None)` when there is
+/// nothing to keep, else where it went and whether the directory moved whole. An
+/// existing destination (a worktree of the same name removed before) is merged into:
+/// turn directories already there are not overwritten.
+fn keep_transcripts(
+    root: &Path,
+    worktree: &Path,
+) -> std::result::Result<Option<(PathBuf, bool)>, String> {
+    let from = worktree.join(AGENT_OUTPUT_DIR);
+    if !from.is_dir() {
+        return Ok(None);
+    }
+    let name = worktree
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let to = transcripts_dir(root, &name);
+    let fail = |what: &str, e: std::io::Error| {
+        format!(
+            "could not keep the agents' output {}: {what}: {e}",
+            from.display()
+        )
+    };
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| fail("creating its new place", e))?;
+    }
+    if !to.exists() {
+        std::fs::rename(&from, &to)
+            .map_err(|e| fail(&format!("moving it to {}", to.display()), e))?;
+        return Ok(Some((to, true)));
+    }
+    let entries = std::fs::read_dir(&from).map_err(|e| fail("listing it", e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| fail("listing it", e))?;
+        let mut dest = to.join(entry.file_name());
+        let mut n = 1;
+        while dest.exists() {
+            dest = to.join(format!("{}.{n}", entry.file_name().to_string_lossy()));
+            n += 1;
+        }
+        std::fs::rename(entry.path(), &dest)
+            .map_err(|e| fail(&format!("moving it to {}", dest.display()), e))?;
+    }
+    Ok(Some((to, false)))
 }
 
 /// When git last wrote the worktree's index (every `git add` of a turn does), or its

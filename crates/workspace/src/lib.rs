@@ -20,7 +20,10 @@ mod workspace;
 pub use commit::{ChangeStatus, ChangedFile, CommitOutcome, DiffStat, TurnCommitInfo};
 pub use drift::Drift;
 pub use error::{Error, Result};
-pub use gc::{GcReport, KeepReason, KeptWorktree, RemovedWorktree, Retention};
+pub use gc::{
+    AGENT_OUTPUT_DIR, GcReport, KeepReason, KeptWorktree, RemovedWorktree, Retention,
+    transcripts_dir,
+};
 pub use repo::Repo;
 pub use workspace::{
     Workspace, WorkspaceSpec, attempt_dir, branch_for_job, split_attempt_dir, validate_job_id,

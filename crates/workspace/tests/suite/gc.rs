@@ -134,3 +134,40 @@ fn gc_keeps_a_locked_worktree() {
     );
     assert!(ws.path.exists());
 }
+
+#[test]
+fn gc_keeps_the_agents_transcripts_of_a_removed_worktree() {
+    let f = Fixture::new();
+    // The job runner excludes baton's scratch area from every worktree.
+    std::fs::write(f.main.join(".git/info/exclude"), ".baton/\n").unwrap();
+    let done = f.create("done");
+    write(&done.path, "a.txt", "a\n");
+    done.commit_turn(&turn("done", 1, "turn 1")).unwrap();
+    write(
+        &done.path,
+        ".baton/output/turn-1-execute/stdout",
+        "the agent's words\n",
+    );
+    write(
+        &done.path,
+        ".baton/output/turn-1-execute/briefing.md",
+        "brief\n",
+    );
+    let quiet = f.create("quiet");
+    quiet.commit_turn(&turn("quiet", 1, "turn 1")).ok();
+
+    let report = f.repo.gc(&f.root, &now_policy(0), &|_| true).unwrap();
+
+    let removed = report.removed.iter().find(|r| r.job_id == "done").unwrap();
+    assert!(!done.path.exists());
+    let kept = removed.transcripts.as_ref().expect("transcripts kept");
+    assert_eq!(*kept, baton_workspace::transcripts_dir(&f.root, "done"));
+    assert_eq!(
+        std::fs::read_to_string(kept.join("turn-1-execute/stdout")).unwrap(),
+        "the agent's words\n"
+    );
+    assert!(kept.join("turn-1-execute/briefing.md").exists());
+    // A worktree with no agent output has nothing to keep.
+    let quiet = report.removed.iter().find(|r| r.job_id == "quiet").unwrap();
+    assert_eq!(quiet.transcripts, None);
+}
