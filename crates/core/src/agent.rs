@@ -142,10 +142,12 @@ pub fn agent_claim(output: &AgentOutput) -> AgentClaim {
         result: Parsed {
             claim: result,
             refusals,
+            warnings: Vec::new(),
         },
         report: Parsed {
             claim: report,
             refusals: Vec::new(),
+            warnings: Vec::new(),
         },
         warnings,
     }

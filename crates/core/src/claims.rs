@@ -153,10 +153,6 @@ pub const ENGINE_ONLY_FIELDS: &[&str] = &[
 
 static WORKER_RESULT_SCHEMA: LazyLock<Value> = LazyLock::new(schema_of::<WorkerResult>);
 static HANDOFF_REPORT_SCHEMA: LazyLock<Value> = LazyLock::new(schema_of::<HandoffReport>);
-static WORKER_RESULT_SCHEMA_TEXT: LazyLock<String> =
-    LazyLock::new(|| serde_json::to_string(&*WORKER_RESULT_SCHEMA).unwrap_or_default());
-static HANDOFF_REPORT_SCHEMA_TEXT: LazyLock<String> =
-    LazyLock::new(|| serde_json::to_string(&*HANDOFF_REPORT_SCHEMA).unwrap_or_default());
 
 fn schema_of<T: JsonSchema>() -> Value {
     serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null)
@@ -172,16 +168,6 @@ pub fn handoff_report_schema() -> &'static Value {
     &HANDOFF_REPORT_SCHEMA
 }
 
-/// Compact JSON text of the `WorkerResult` schema (for prompts).
-pub fn worker_result_schema_text() -> &'static str {
-    &WORKER_RESULT_SCHEMA_TEXT
-}
-
-/// Compact JSON text of the `HandoffReport` schema (for prompts).
-pub fn handoff_report_schema_text() -> &'static str {
-    &HANDOFF_REPORT_SCHEMA_TEXT
-}
-
 /// A part of a claim the engine refused before merging, with the reason.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Refusal {
@@ -190,27 +176,31 @@ pub struct Refusal {
     pub reason: String,
 }
 
-/// A parsed claim plus what parsing refused from it.
+/// A parsed claim plus what parsing refused from it and what it set aside.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Parsed<T> {
     pub claim: T,
     pub refusals: Vec<Refusal>,
+    /// Fields the claim type does not have (dropped), stamps copied from the briefing
+    /// (removed): recorded with the turn, never silently lost.
+    pub warnings: Vec<String>,
 }
 
 /// Parses model output into a `WorkerResult`.
 pub fn parse_worker_result(raw: &str) -> Result<Parsed<WorkerResult>> {
-    parse_claim(raw, "result", "WorkerResult")
+    parse_claim(raw, "result", "WorkerResult", worker_result_schema())
 }
 
 /// Parses model output into a `HandoffReport`.
 pub fn parse_handoff_report(raw: &str) -> Result<Parsed<HandoffReport>> {
-    parse_claim(raw, "report", "HandoffReport")
+    parse_claim(raw, "report", "HandoffReport", handoff_report_schema())
 }
 
 fn parse_claim<T: for<'de> Deserialize<'de>>(
     raw: &str,
     prefix: &str,
     claim: &'static str,
+    schema: &Value,
 ) -> Result<Parsed<T>> {
     let json = extract_json_object(raw).ok_or_else(|| Error::Unparseable {
         claim,
@@ -228,14 +218,142 @@ fn parse_claim<T: for<'de> Deserialize<'de>>(
     }
     let mut refusals = Vec::new();
     strip_engine_fields(&mut value, prefix, &mut refusals);
+    let mut warnings = Vec::new();
+    drop_unknown_fields(&mut value, schema, schema, prefix, claim, &mut warnings);
+    strip_echoed_stamps(&mut value, prefix, &mut warnings);
+    // A misnamed required field (`lastAction`) is both dropped and missing: the error
+    // names what was dropped, so a repair call can see the mistake.
     let claim_value = serde_json::from_value(value).map_err(|e| Error::SchemaViolation {
         claim,
-        detail: e.to_string(),
+        detail: if warnings.is_empty() {
+            e.to_string()
+        } else {
+            format!("{e} ({})", warnings.join("; "))
+        },
     })?;
     Ok(Parsed {
         claim: claim_value,
         refusals,
+        warnings,
     })
+}
+
+/// Removes, at any depth, fields that the claim type does not have, with a warning
+/// each. Models mix up the two claim types and copy schema keywords (`title`); the rest
+/// of such a claim is still good. Engine-only fields are refused before this runs.
+fn drop_unknown_fields(
+    value: &mut Value,
+    schema: &Value,
+    root: &Value,
+    path: &str,
+    claim: &str,
+    warnings: &mut Vec<String>,
+) {
+    let schema = resolve_schema(schema, root);
+    match value {
+        Value::Object(map) => {
+            let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+                return;
+            };
+            let unknown: Vec<String> = map
+                .keys()
+                .filter(|k| !props.contains_key(k.as_str()))
+                .cloned()
+                .collect();
+            for key in unknown {
+                map.remove(&key);
+                warnings.push(format!(
+                    "{path}.{key}: a {claim} has no such field; dropped (known: {})",
+                    props
+                        .keys()
+                        .map(String::as_str)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            for (key, v) in map.iter_mut() {
+                if let Some(sub) = props.get(key) {
+                    drop_unknown_fields(v, sub, root, &format!("{path}.{key}"), claim, warnings);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(sub) = schema.get("items") {
+                for (i, v) in items.iter_mut().enumerate() {
+                    drop_unknown_fields(v, sub, root, &format!("{path}[{i}]"), claim, warnings);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Follows `$ref`s into the root's definitions and, for `anyOf`/`oneOf` (how an
+/// optional struct is written), takes the first alternative that describes an object
+/// or an array.
+fn resolve_schema<'a>(schema: &'a Value, root: &'a Value) -> &'a Value {
+    let mut current = schema;
+    for _ in 0..8 {
+        if let Some(reference) = current.get("$ref").and_then(Value::as_str) {
+            let pointer = reference.trim_start_matches('#');
+            match root.pointer(pointer) {
+                Some(target) => current = target,
+                None => return current,
+            }
+            continue;
+        }
+        let alternatives = current
+            .get("anyOf")
+            .or_else(|| current.get("oneOf"))
+            .and_then(Value::as_array);
+        if let Some(alternatives) = alternatives
+            && let Some(found) = alternatives.iter().find(|a| {
+                a.get("$ref").is_some() || a.get("properties").is_some() || a.get("items").is_some()
+            })
+        {
+            current = found;
+            continue;
+        }
+        return current;
+    }
+    current
+}
+
+/// Removes provenance stamps a model copied back from its briefing (`(by w1, turn 3)`,
+/// `(raised by w1, turn 3; still failing at turn 5)`, `(done by w1, turn 2)`) from every
+/// text of a claim except file contents, with a warning per field. The engine stamps
+/// what it records; a copied stamp would be recorded under the wrong turn.
+fn strip_echoed_stamps(value: &mut Value, path: &str, warnings: &mut Vec<String>) {
+    match value {
+        Value::String(text) => {
+            let (clean, removed) = crate::text::strip_stamps(text);
+            if !removed.is_empty() {
+                warnings.push(format!(
+                    "{path}: removed {} copied from the briefing ({})",
+                    if removed.len() == 1 {
+                        "a provenance stamp".to_string()
+                    } else {
+                        format!("{} provenance stamps", removed.len())
+                    },
+                    removed.join(" ")
+                ));
+                *text = clean;
+            }
+        }
+        Value::Object(map) => {
+            for (k, v) in map.iter_mut() {
+                if k != "content" {
+                    strip_echoed_stamps(v, &format!("{path}.{k}"), warnings);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter_mut().enumerate() {
+                strip_echoed_stamps(v, &format!("{path}[{i}]"), warnings);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Removes engine-only fields at any depth, recording a refusal for each.
@@ -332,10 +450,61 @@ mod tests {
             parse_worker_result(r#"{"summary": "s"}"#),
             Err(Error::SchemaViolation { .. })
         ));
-        assert!(matches!(
-            parse_worker_result(r#"{"summary":"s","last_action":"a","delete":"F1"}"#),
-            Err(Error::SchemaViolation { .. })
-        ));
+        // A field the claim type lacks is dropped with a warning; the rest stands.
+        let parsed =
+            parse_worker_result(r#"{"summary":"s","last_action":"a","delete":"F1"}"#).unwrap();
+        assert_eq!(parsed.claim.summary, "s");
+        assert!(
+            parsed.warnings[0].starts_with("result.delete: "),
+            "{:?}",
+            parsed.warnings
+        );
+    }
+
+    #[test]
+    fn fields_of_the_other_claim_type_and_schema_keywords_are_dropped_with_a_warning() {
+        // What real models sent: a handoff carrying the result's fields, a claim with
+        // the schema's `title`, a nested unknown field.
+        let raw = r#"{"title":"HandoffReport","summary":"did it","completed":["x"],
+            "last_action":"a","next_action":"b",
+            "decisions":[{"text":"use x","reason":"fast","confidence":"high"}]}"#;
+        let parsed = parse_handoff_report(raw).unwrap();
+        assert_eq!(parsed.claim.next_action, "b");
+        assert_eq!(parsed.claim.decisions[0].reason.as_deref(), Some("fast"));
+        let fields: Vec<&str> = parsed
+            .warnings
+            .iter()
+            .map(|w| w.split(':').next().unwrap_or(""))
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                "report.completed",
+                "report.summary",
+                "report.title",
+                "report.decisions[0].confidence"
+            ]
+        );
+        assert!(parsed.refusals.is_empty());
+        // Provenance stays refused, not merely dropped.
+        let raw = r#"{"last_action":"a","next_action":"b","verified_by":"me"}"#;
+        let parsed = parse_handoff_report(raw).unwrap();
+        assert_eq!(parsed.refusals[0].claim, "report.verified_by");
+    }
+
+    #[test]
+    fn stamps_copied_from_the_briefing_are_removed_from_claims_but_not_from_file_contents() {
+        let raw = r#"{"summary":"s","last_action":"T2 (by oai, turn 1) (by oai, turn 4)",
+            "artifacts":[{"name":"a.md","description":"notes (by w1, turn 2)",
+                          "content":"kept (by w1, turn 2)"}]}"#;
+        let parsed = parse_worker_result(raw).unwrap();
+        assert_eq!(parsed.claim.last_action, "T2");
+        assert_eq!(parsed.claim.artifacts[0].description, "notes");
+        assert_eq!(
+            parsed.claim.artifacts[0].content.as_deref(),
+            Some("kept (by w1, turn 2)")
+        );
+        assert_eq!(parsed.warnings.len(), 2, "{:?}", parsed.warnings);
     }
 
     #[test]

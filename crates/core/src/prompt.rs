@@ -1,10 +1,19 @@
 //! The two requests of a turn. Each is exactly `[system, user]`, built fresh from the
 //! compiled package: there is no message buffer to carry a conversation across workers.
-//! The handoff request's user message starts with the execute request's user message,
-//! so a provider's prompt cache can reuse the prefix.
+//! Both user messages start with the package, so a provider's prompt cache can reuse
+//! that prefix. Each call shows only its own claim type, as a short filled-in example
+//! rather than a schema dump: with both schemas in the handoff prompt, small models
+//! mixed the two types' fields up (the schema itself still goes to servers that
+//! enforce one, through the provider's structured-output option).
 
-use crate::claims::{handoff_report_schema_text, worker_result_schema_text};
+use std::sync::LazyLock;
+
+use crate::claims::{
+    ArtifactClaim, ArtifactMention, DecisionClaim, FailedAttemptClaim, HandoffReport, IssueClaim,
+    ResolutionClaimInput, WorkerResult,
+};
 use crate::compiler::HandoffPackage;
+use crate::state::Severity;
 
 /// The same system prompt for both calls and every worker (cache-friendly).
 pub const SYSTEM_PROMPT: &str = "You are one worker in a relay of language models and agents \
@@ -26,15 +35,95 @@ impl Prompt {
     pub const MESSAGES: u32 = 2;
 }
 
+/// A `WorkerResult` with every field filled in with what belongs there, built from the
+/// type so it always parses.
+static WORKER_RESULT_EXAMPLE: LazyLock<String> = LazyLock::new(|| {
+    let example = WorkerResult {
+        summary: "<two or three sentences: what you did this turn>".into(),
+        completed: vec!["<a piece of work you finished>".into()],
+        steps_completed: vec!["<your step's id, e.g. T2, if you finished it>".into()],
+        decisions: vec![DecisionClaim {
+            text: "<a decision the next worker must follow>".into(),
+            reason: Some("<why>".into()),
+        }],
+        artifacts: vec![ArtifactClaim {
+            name: "<file name or path>".into(),
+            kind: Some("<document, code, schema, ...>".into()),
+            description: "<what it contains now>".into(),
+            content: Some("<its content, if short>".into()),
+        }],
+        issues: vec![IssueClaim {
+            title: "<a problem that is not solved>".into(),
+            severity: Severity::Medium,
+            detail: Some("<details>".into()),
+            gate: None,
+        }],
+        resolved_issues: vec![ResolutionClaimInput {
+            issue: "<an open issue's id, e.g. I2>".into(),
+            note: Some("<how it was fixed>".into()),
+        }],
+        failed_attempts: vec![FailedAttemptClaim {
+            what: "<something you tried>".into(),
+            why: "<why it did not work>".into(),
+        }],
+        assumptions: vec!["<something you assumed>".into()],
+        last_action: "<the last thing you did, concretely>".into(),
+        next_action: Some("<the next concrete action>".into()),
+    };
+    example_text(&example)
+});
+
+/// A `HandoffReport` filled in the same way.
+static HANDOFF_REPORT_EXAMPLE: LazyLock<String> = LazyLock::new(|| {
+    let example = HandoffReport {
+        notes: "<what the next worker must know that the record does not say>".into(),
+        warnings: vec!["<something the next worker must not assume, or must check first>".into()],
+        last_action: "<the last thing you did, concretely>".into(),
+        next_action: "<the exact next action>".into(),
+        decisions: Vec::new(),
+        artifacts: vec![ArtifactMention {
+            name: "<a file the next worker should look at>".into(),
+            note: Some("<why>".into()),
+        }],
+        issues: Vec::new(),
+        resolved_issues: Vec::new(),
+        failed_attempts: Vec::new(),
+        assumptions: Vec::new(),
+    };
+    example_text(&example)
+});
+
+/// Pretty JSON of `example` without its empty lists.
+fn example_text<T: serde::Serialize>(example: &T) -> String {
+    let mut value = serde_json::to_value(example).unwrap_or_default();
+    if let Some(map) = value.as_object_mut() {
+        map.retain(|_, v| v.as_array().is_none_or(|a| !a.is_empty()));
+    }
+    serde_json::to_string_pretty(&value).unwrap_or_default()
+}
+
+/// The filled-in example of a `WorkerResult` the execute prompt shows.
+pub fn worker_result_example() -> &'static str {
+    &WORKER_RESULT_EXAMPLE
+}
+
+/// The filled-in example of a `HandoffReport` the handoff prompt shows.
+pub fn handoff_report_example() -> &'static str {
+    &HANDOFF_REPORT_EXAMPLE
+}
+
 fn execute_user(package: &HandoffPackage) -> String {
-    let schema = worker_result_schema_text();
-    let mut user = String::with_capacity(package.text.len() + schema.len() + 256);
+    let example = worker_result_example();
+    let mut user = String::with_capacity(package.text.len() + example.len() + 512);
     user.push_str(&package.text);
     user.push_str("\n\n---\n## Your answer (call 1 of 2: the work)\n");
     user.push_str(
-        "Do the assigned task. Return a JSON object (a WorkerResult) matching this JSON Schema:\n",
+        "Do the assigned task. Then answer with one JSON object shaped like this example, \
+         with your own content in place of each <...>. `summary` and `last_action` are \
+         required; leave out any other field you have nothing for, and add no fields of \
+         your own. `severity` is one of low, medium, high, critical.\n",
     );
-    user.push_str(schema);
+    user.push_str(example);
     user.push('\n');
     user
 }
@@ -47,19 +136,24 @@ pub fn execute_prompt(package: &HandoffPackage) -> Prompt {
     }
 }
 
-/// Call 2: hand off. Repeats call 1's messages as its prefix, then quotes this turn's
-/// own result (never an earlier turn's).
+/// Call 2: hand off. The package again (the cacheable prefix), then this turn's own
+/// result (never an earlier turn's), and only the handoff's example.
 pub fn handoff_prompt(package: &HandoffPackage, result_output: &str) -> Prompt {
-    let mut user = execute_user(package);
-    user.push_str("\n## Your result (this turn)\n");
+    let example = handoff_report_example();
+    let mut user =
+        String::with_capacity(package.text.len() + result_output.len() + example.len() + 512);
+    user.push_str(&package.text);
+    user.push_str("\n\n---\n## Your result (this turn)\n");
     user.push_str(result_output);
     user.push_str(
         "\n\n---\n## Your handoff (call 2 of 2)\nWrite the handoff for the next worker: what \
          they must know that the record does not say, what they must not assume, the last \
-         action and the exact next action. Return a JSON object (a HandoffReport) matching \
-         this JSON Schema:\n",
+         action and the exact next action. Answer with one JSON object shaped like this \
+         example, with your own content in place of each <...>. `last_action` and \
+         `next_action` are required; leave out any other field you have nothing for. Your \
+         result above is already recorded: do not repeat its fields here.\n",
     );
-    user.push_str(handoff_report_schema_text());
+    user.push_str(example);
     user.push('\n');
     Prompt {
         system: SYSTEM_PROMPT.to_string(),
@@ -78,7 +172,7 @@ pub fn repair_prompt(failed_user: &str, answer: &str, error: &str) -> Prompt {
     user.push_str("\n\n## It was refused\n");
     user.push_str(error);
     user.push_str(
-        "\nAnswer again with only the corrected JSON object, matching the schema above.\n",
+        "\nAnswer again with only the corrected JSON object, shaped like the example above.\n",
     );
     Prompt {
         system: SYSTEM_PROMPT.to_string(),
@@ -138,3 +232,61 @@ optional): \"decisions\", a list of {\"text\", \"reason\"}; \"issues\", a list o
 {\"what\", \"why\"}; \"assumptions\", a list of sentences; \"warnings\", a list of sentences \
 for the next worker; \"next_action\", one sentence. You need not list the files you changed: \
 they are taken from the commit.\n";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::claims::{parse_handoff_report, parse_worker_result};
+
+    #[test]
+    fn each_example_parses_as_its_own_claim_type_and_not_as_the_other() {
+        let result = parse_worker_result(worker_result_example()).unwrap();
+        assert!(result.warnings.is_empty(), "{:?}", result.warnings);
+        assert_eq!(result.claim.decisions.len(), 1);
+        let report = parse_handoff_report(handoff_report_example()).unwrap();
+        assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+        assert!(!handoff_report_example().contains("\"decisions\": []"));
+    }
+
+    #[test]
+    fn each_call_shows_only_its_own_claim_type_and_no_schema() {
+        use crate::compiler::{Assignment, AssignmentKind};
+        use crate::ids::{RunId, WorkerId};
+        let package = HandoffPackage {
+            run_id: RunId("r".into()),
+            turn: 1,
+            worker: WorkerId::new("w"),
+            assignment: Assignment {
+                kind: AssignmentKind::Continuation,
+                step_id: None,
+                task: "t".into(),
+            },
+            budget: 100,
+            tokens: 10,
+            estimator: "heuristic".into(),
+            text: "## Assigned task\nT1 do it".into(),
+            sections: Vec::new(),
+            omitted_sections: Vec::new(),
+            dropped: Vec::new(),
+            over_budget: false,
+        };
+        let execute = execute_prompt(&package);
+        let handoff = handoff_prompt(&package, r#"{"summary":"s","last_action":"a"}"#);
+        for p in [&execute, &handoff] {
+            assert!(p.user.starts_with(&package.text));
+            assert!(
+                !p.user.contains("\"properties\""),
+                "a schema dump: {}",
+                p.user
+            );
+            assert!(!p.user.contains("http"), "a URL: {}", p.user);
+        }
+        assert!(execute.user.contains("\"steps_completed\""));
+        // The handoff quotes this turn's result but shows no WorkerResult fields of
+        // its own to copy.
+        let after_result = handoff.user.split("## Your handoff").nth(1).unwrap();
+        assert!(!after_result.contains("steps_completed"));
+        assert!(!after_result.contains("\"summary\""));
+        assert!(after_result.contains("\"next_action\""));
+    }
+}

@@ -164,6 +164,11 @@ pub fn reconcile(
     for text in &result.completed {
         merge_completed(state, ctx, text, &mut out);
     }
+    // What the worker says it did is part of the record: with no `completed` list, its
+    // summary is the step's completed work (models fill the one required field).
+    if result.completed.iter().all(|c| c.trim().is_empty()) {
+        merge_completed(state, ctx, &result.summary, &mut out);
+    }
     check_step_claims(state, ctx, result, &mut out);
 
     merge_artifacts(state, ctx, result, report, verifier, &mut out);
@@ -311,8 +316,10 @@ fn check_step_claims(
     result: &WorkerResult,
     out: &mut ReconcileOutcome,
 ) {
-    for step in &result.steps_completed {
-        let step = step.trim();
+    for claimed in &result.steps_completed {
+        // Models write the step as the briefing shows it: `T1 List the features`,
+        // `T1: …`; its leading id is the claim.
+        let step = leading_step_id(claimed, state, ctx.assignment.step_id.as_deref());
         if ctx.assignment.step_id.as_deref() == Some(step) {
             continue;
         }
@@ -331,6 +338,30 @@ fn check_step_claims(
                 format!("unknown step \"{}\"", clip(step, 40))
             }
         ));
+    }
+}
+
+/// The plan step a `steps_completed` entry names: the whole trimmed text when that is a
+/// step id, else its first word without trailing punctuation when that is one.
+fn leading_step_id<'a>(
+    claimed: &'a str,
+    state: &ExecutionState,
+    assigned: Option<&str>,
+) -> &'a str {
+    let text = claimed.trim();
+    let is_step = |id: &str| assigned == Some(id) || state.plan.iter().any(|s| s.id == id);
+    if is_step(text) {
+        return text;
+    }
+    let first = text
+        .split(char::is_whitespace)
+        .next()
+        .unwrap_or("")
+        .trim_end_matches([':', '.', ',', ')', ']', '-']);
+    if !first.is_empty() && is_step(first) {
+        first
+    } else {
+        text
     }
 }
 

@@ -452,6 +452,60 @@ impl std::fmt::Debug for ScoringCache {
     }
 }
 
+/// Removes provenance stamps as the briefing renders them — `(by w1, turn 3)`,
+/// `(done by w1, turn 2)`, `(raised by w1, turn 3; still failing at turn 5)`,
+/// `(by w1, turn 3; reaffirmed 2×)` — from `text`, returning the cleaned text and the
+/// stamps removed. Other parentheses stay.
+pub fn strip_stamps(text: &str) -> (String, Vec<String>) {
+    let mut out = String::with_capacity(text.len());
+    let mut removed = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('(') {
+        let after = &rest[open + 1..];
+        let Some(close) = after.find(['(', ')']) else {
+            break;
+        };
+        if after[close..].starts_with('(') {
+            // Nested or unclosed: keep everything before the inner `(` and look again.
+            out.push_str(&rest[..open + 1 + close]);
+            rest = &after[close..];
+            continue;
+        }
+        let inner = &after[..close];
+        if is_stamp(inner) {
+            out.push_str(&rest[..open]);
+            out.truncate(out.trim_end().len());
+            removed.push(format!("({inner})"));
+        } else {
+            out.push_str(&rest[..open + 1 + close + 1]);
+        }
+        rest = &after[close + 1..];
+    }
+    if removed.is_empty() {
+        return (text.to_string(), removed);
+    }
+    out.push_str(rest);
+    (out.trim().to_string(), removed)
+}
+
+fn is_stamp(inner: &str) -> bool {
+    let inner = inner.trim();
+    let by = ["by ", "done by ", "raised by "]
+        .iter()
+        .find_map(|p| inner.strip_prefix(p));
+    let Some(by) = by else {
+        return false;
+    };
+    let head = by.split(';').next().unwrap_or("");
+    let Some((who, turn)) = head.rsplit_once(", turn ") else {
+        return false;
+    };
+    !who.trim().is_empty()
+        && !who.contains(',')
+        && !turn.trim().is_empty()
+        && turn.trim().chars().all(|c| c.is_ascii_digit())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -576,5 +630,20 @@ mod tests {
             "Decide that rate limiting makes every write idempotent with client-supplied request keys",
             "Decide that full-text search makes every write idempotent with client-supplied request keys"
         ));
+    }
+
+    #[test]
+    fn stamps_are_stripped_and_other_parentheses_kept() {
+        let (t, r) = strip_stamps("T2 (by oai, turn 1) (by oai, turn 4)");
+        assert_eq!((t.as_str(), r.len()), ("T2", 2));
+        let (t, r) = strip_stamps("Fix parse (raised by w1, turn 3; still failing at turn 5): x");
+        assert_eq!((t.as_str(), r.len()), ("Fix parse: x", 1));
+        let (t, r) = strip_stamps("use f(x) (see notes) (by, turn) (by a, turn two)");
+        assert_eq!(t, "use f(x) (see notes) (by, turn) (by a, turn two)");
+        assert!(r.is_empty());
+        let (t, _) = strip_stamps("open ( paren (by w1, turn 2)");
+        assert_eq!(t, "open ( paren");
+        let (t, r) = strip_stamps("done (done by w2, turn 7)");
+        assert_eq!((t.as_str(), r.len()), ("done", 1));
     }
 }

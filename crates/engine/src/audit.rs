@@ -106,25 +106,21 @@ pub fn audit(
     let mut found = HashSet::new();
     let mut package_only = true;
     for (i, prompt) in prompts.iter().enumerate() {
-        // Built from the package: call 1's user message starts with the package, call 2's
-        // with call 1's user message.
+        // Built from the package: every call's user message starts with it (a repair
+        // call with the failed call's, which does).
         let first = prompts[0];
-        let prefix_ok = if i == 0 {
-            prompt.user.starts_with(&package.text)
-        } else {
-            prompt.user.starts_with(first.user.as_str())
-        };
+        let prefix_ok = prompt.user.starts_with(&package.text);
         package_only &= prefix_ok;
         if i == 0 || prompt.system != first.system {
             find_occurring(&prompt.system, &needles, &mut found);
         }
         // The whole request is searched, package included: a compiler that pasted a
-        // transcript would be caught too. A later call repeats call 1's user message, so
-        // only what follows it (plus room for a match across the seam) is searched
-        // again. Only this turn's own output is exempt.
+        // transcript would be caught too. A later call repeats the package, so only what
+        // follows it (plus room for a match across the seam) is searched again. Only
+        // this turn's own output is exempt.
         let mut from = 0;
         if i > 0 && prefix_ok {
-            from = first.user.len().saturating_sub(longest.saturating_sub(1));
+            from = package.text.len().saturating_sub(longest.saturating_sub(1));
             while !prompt.user.is_char_boundary(from) {
                 from -= 1;
             }

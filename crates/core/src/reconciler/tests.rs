@@ -322,10 +322,75 @@ fn failed_attempts_are_append_only() {
         &NoVerifier,
     );
     assert_eq!(s.failed_attempts, before);
-    // A claim that tries to smuggle a deletion field is a schema violation.
-    assert!(
+    // A claim that tries to smuggle a deletion field has it dropped, with a warning,
+    // and deletes nothing.
+    let parsed =
         parse_worker_result(r#"{"summary":"s","last_action":"a","delete_failed_attempts":["F1"]}"#)
-            .is_err()
+            .unwrap();
+    assert!(parsed.warnings[0].contains("delete_failed_attempts"));
+    run_turn(
+        &mut s,
+        "w2",
+        2,
+        &parsed.claim,
+        &report("a", "b"),
+        &NoVerifier,
+    );
+    assert_eq!(s.failed_attempts, before);
+}
+
+#[test]
+fn a_summary_with_no_completed_list_is_recorded_as_the_steps_completed_work() {
+    // A real model filled only the required fields: after six steps the record had
+    // no completed work at all.
+    let mut s = state();
+    let mut r = result("wrote the schema");
+    r.summary = "Designed the users and tasks tables".into();
+    run_turn(
+        &mut s,
+        "w1",
+        0,
+        &r,
+        &report("wrote the schema", "next"),
+        &NoVerifier,
+    );
+    assert_eq!(s.completed.len(), 1);
+    assert_eq!(s.completed[0].text, "Designed the users and tasks tables");
+    assert_eq!(s.completed[0].step.as_deref(), Some("T1"));
+    // An explicit list is the record; the summary is not added beside it.
+    let mut r = result("x");
+    r.completed.push("Added the index".into());
+    run_turn(&mut s, "w1", 1, &r, &report("x", "y"), &NoVerifier);
+    let texts: Vec<&str> = s.completed.iter().map(|c| c.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        ["Designed the users and tasks tables", "Added the index"]
+    );
+}
+
+#[test]
+fn a_step_claimed_with_its_title_counts_as_the_step() {
+    let mut s = state();
+    let mut r = result("x");
+    r.steps_completed = vec!["T1 one".into(), "T1: one".into()];
+    let out = run_turn(&mut s, "w1", 0, &r, &report("x", "y"), &NoVerifier);
+    assert!(
+        !out.warnings
+            .iter()
+            .any(|w| w.contains("claimed completion")),
+        "{:?}",
+        out.warnings
+    );
+    // Another step named with its title is still named as that step.
+    let mut r = result("x");
+    r.steps_completed = vec!["T2 two".into()];
+    let out = run_turn(&mut s, "w1", 1, &r, &report("x", "y"), &NoVerifier);
+    assert!(
+        out.warnings
+            .iter()
+            .any(|w| w.contains("completion of T2 which")),
+        "{:?}",
+        out.warnings
     );
 }
 

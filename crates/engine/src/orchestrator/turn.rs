@@ -238,7 +238,7 @@ impl Engine {
                 };
                 let mut refusals = result.refusals;
                 refusals.extend(report.refusals);
-                let outcome = reconciler::reconcile(
+                let mut outcome = reconciler::reconcile(
                     &mut next,
                     &ctx,
                     &result.claim,
@@ -246,6 +246,11 @@ impl Engine {
                     refusals,
                     &*verifier,
                 );
+                // What parsing set aside (unknown fields, copied stamps) comes first.
+                let mut parsed = result.warnings;
+                parsed.extend(report.warnings);
+                parsed.append(&mut outcome.warnings);
+                outcome.warnings = parsed;
                 // The plan cursor belongs to the orchestrator: the step is done because
                 // its turn commits, whatever the claims said about completion.
                 if let Some(step_id) = &plan.assignment.step_id

@@ -98,12 +98,15 @@ fn claims_cannot_close_issues_delete_failed_attempts_or_invent_artifacts() {
                 json!({"notes": "n", "last_action": "closed things", "next_action": "x",
             "artifacts": [{"name": "ghost.md", "note": "I wrote this"}]}),
             ),
-            // Turn 2: tries to delete the failed attempt with a field that does not exist.
+            // Turn 2: tries to delete the failed attempt with a field that does not exist
+            // (dropped, with a warning), in a claim that breaks the schema (an unknown
+            // severity), so nothing of it is merged.
             line(
                 2,
                 "execute",
                 json!({"summary": "s", "last_action": "cleanup", "delete_failed_attempts": ["F1"],
-            "decisions": [{"text": "Half-formed decision", "reason": "r"}]}),
+            "decisions": [{"text": "Half-formed decision", "reason": "r"}],
+            "issues": [{"title": "t", "severity": "urgent"}]}),
             ),
             line(3, "execute", ok_result("continued")),
             line(3, "handoff", ok_report("continued")),
@@ -160,9 +163,52 @@ fn claims_cannot_close_issues_delete_failed_attempts_or_invent_artifacts() {
         t2.error
             .as_deref()
             .unwrap()
-            .contains("delete_failed_attempts"),
+            .contains("unknown variant `urgent`"),
         "{:?}",
         t2.error
+    );
+}
+
+#[test]
+fn a_field_the_claim_type_lacks_is_dropped_with_a_warning_and_deletes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(
+        dir.path(),
+        &[
+            line(
+                0,
+                "execute",
+                json!({"summary": "s", "last_action": "tried redis",
+                    "failed_attempts": [{"what": "Redis for sessions", "why": "no persistence"}]}),
+            ),
+            line(0, "handoff", ok_report("tried redis")),
+            line(
+                1,
+                "execute",
+                json!({"summary": "s", "last_action": "cleanup", "delete_failed_attempts": ["F1"]}),
+            ),
+            line(1, "handoff", ok_report("cleanup")),
+        ],
+    );
+    let store = store_in(dir.path());
+    let engine = engine(&store);
+    let (id, end) = run_all(&engine, &spec(&["a", "b"], scripted_roster(2, &script)));
+    assert_eq!(end, RunEnd::Finished);
+    let state = store.load_state(&id).unwrap();
+    assert_eq!(
+        state.failed_attempts.len(),
+        1,
+        "failed attempts are append-only"
+    );
+    let t1 = store.turn(&id, 1).unwrap().unwrap();
+    assert_eq!(t1.status, TurnStatus::Committed);
+    assert!(
+        t1.outcome
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("result.delete_failed_attempts: ")),
+        "{:?}",
+        t1.outcome.warnings
     );
 }
 
@@ -271,7 +317,7 @@ fn schema_violations_get_one_repair_call_quoting_the_error_then_fail_cleanly() {
             line(
                 1,
                 "execute",
-                json!({"summary": "s", "last_action": "a", "decisions": [{"text": "half", "reason": "formed"}], "bogus": 1}),
+                json!({"summary": "s", "last_action": "a", "decisions": [{"text": "half", "reason": "formed"}], "issues": "none"}),
             ),
             line(1, "execute_repair", "still not json"),
             line(2, "execute", ok_result("again")),

@@ -39,7 +39,9 @@ fn a_failed_call_is_recorded_and_the_next_worker_continues() {
     // No duplicate rows: one turn per number, one step completion.
     let state = store.load_state(&id).unwrap();
     assert_eq!(state.turns, 2);
-    assert_eq!(state.completed.len(), 0);
+    // Only the committed turn's summary is recorded as the step's work.
+    assert_eq!(state.completed.len(), 1);
+    assert_eq!(state.completed[0].provenance.recorded_by.as_str(), "w2");
     assert_eq!(state.plan[0].done_at_turn, Some(1));
     assert_eq!(
         state.workers.len(),
