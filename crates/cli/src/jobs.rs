@@ -52,8 +52,6 @@ pub struct EnqueueArgs {
     budget: BudgetArgs,
 }
 
-const PRESETS: [&str; 6] = ["claude", "codex", "gemini", "opencode", "aider", "qwen"];
-
 /// A candidate's roster from `a` or `a+b`, by roster id or preset name.
 fn candidate(ctx: &Context_, spec: &str) -> Result<Roster> {
     let (roster, _) = ctx.roster();
@@ -61,21 +59,19 @@ fn candidate(ctx: &Context_, spec: &str) -> Result<Roster> {
     for id in spec.split('+').map(str::trim).filter(|s| !s.is_empty()) {
         if let Some(w) = roster.workers.iter().find(|w| w.id.as_str() == id) {
             workers.push(w.clone());
-        } else if PRESETS.contains(&id) {
+        } else if baton_gateway::command::preset(id).is_some() {
             let mut w = WorkerConfig::mock(id, id);
             w.model = format!("command/{id}");
             w.family = id.to_string();
             w.options.insert("preset".into(), id.into());
             // One agent run per turn: its handoff report is derived from its claim.
             w.options.insert("handoff".into(), "derive".into());
-            w.options
-                .insert("pass_env".into(), serde_json::json!(["PATH", "HOME"]));
             workers.push(w);
         } else {
             bail!(
                 "no worker \"{id}\" in the roster ({}) and it is not a preset ({}); add it to baton.toml",
                 roster.ids(),
-                PRESETS.join(", ")
+                baton_gateway::command::preset_names()
             );
         }
     }

@@ -235,6 +235,18 @@ pub fn credential_for(model: &str, options: &Options) -> Result<Option<Credentia
         ));
     }
     let (provider, _) = split_model(model)?;
+    if provider == "command" {
+        // A preset agent's key is its CLI's own variable (`ANTHROPIC_API_KEY` for
+        // Claude Code): optional, since a CLI may be logged in another way.
+        let preset = options
+            .get("preset")
+            .and_then(|v| v.as_str())
+            .and_then(crate::command::preset);
+        return match preset.and_then(crate::command::Preset::key_source) {
+            Some(var) => resolve_credential(Some(var), None),
+            None => Ok(None),
+        };
+    }
     let Some(kind) = crate::providers::ProviderKind::from_prefix(provider) else {
         return Ok(None);
     };

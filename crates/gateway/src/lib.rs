@@ -368,6 +368,16 @@ pub fn for_model_with_credential(
     }
 }
 
+/// Paths (git pathspec globs relative to the worktree) a worker's agent writes for
+/// itself — history, caches — that must never be committed: its preset's, plus
+/// `options.scratch`. Empty for workers that do not run in a workspace.
+pub fn scratch_paths(model: &str, options: &Options) -> Result<Vec<String>> {
+    match split_model(model)? {
+        ("command", name) => Ok(CommandGateway::new(name, options, None)?.scratch().to_vec()),
+        _ => Ok(Vec::new()),
+    }
+}
+
 /// Whether the provider of `model` needs a key (hosted APIs do; local servers, the
 /// mock and replays do not).
 pub fn needs_key(model: &str) -> bool {

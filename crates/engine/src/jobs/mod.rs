@@ -167,8 +167,11 @@ pub fn enqueue(store: &dyn Store, clock: &dyn Clock, req: &EnqueueRequest) -> Re
         Some(_) => None,
         None => repo.current_branch().map_err(ws)?,
     };
-    // Keep baton's directory (database, worktrees) out of the checkout's `git status`.
-    runner::exclude_scratch(&repo)?;
+    // Keep baton's directory (database, worktrees) and the agents' own files out of
+    // the checkout's `git status`.
+    for roster in &req.candidates {
+        runner::exclude_scratch(&repo, roster)?;
+    }
     let root = req
         .worktree_root
         .clone()

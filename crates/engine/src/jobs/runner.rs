@@ -379,9 +379,24 @@ fn run_claimed(
     }
 }
 
-/// Lists baton's scratch directory in the repository's shared exclude file, so neither
-/// the user's checkout nor any worktree ever commits it.
-pub(crate) fn exclude_scratch(repo: &Repo) -> Result<()> {
+/// Lists baton's scratch directory, and the paths the roster's agents write for
+/// themselves (aider's `.aider*`), in the repository's shared exclude file, so neither
+/// the user's checkout nor any worktree ever commits them. The worktrees share that one
+/// file with the checkout: git has no exclude file of a worktree's own.
+pub(crate) fn exclude_scratch(repo: &Repo, roster: &Roster) -> Result<()> {
+    let mut patterns = vec![".baton/".to_string()];
+    for w in &roster.workers {
+        let paths =
+            baton_gateway::scratch_paths(&w.model, &w.options).map_err(|error| Error::Gateway {
+                worker: w.id.to_string(),
+                error,
+            })?;
+        for p in paths {
+            if !patterns.contains(&p) {
+                patterns.push(p);
+            }
+        }
+    }
     let out = std::process::Command::new("git")
         .arg("-C")
         .arg(repo.workdir())
@@ -395,14 +410,27 @@ pub(crate) fn exclude_scratch(repo: &Repo) -> Result<()> {
     std::fs::create_dir_all(&info)?;
     let path = info.join("exclude");
     let existing = std::fs::read_to_string(&path).unwrap_or_default();
-    if !existing.lines().any(|l| l.trim() == ".baton/") {
-        let mut text = existing;
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
-        }
-        text.push_str("# baton's scratch area (database, worktrees, agent output)\n.baton/\n");
-        std::fs::write(&path, text)?;
+    let missing: Vec<&String> = patterns
+        .iter()
+        .filter(|p| !existing.lines().any(|l| l.trim() == p.as_str()))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
     }
+    let mut text = existing;
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    for p in missing {
+        if p == ".baton/" {
+            text.push_str("# baton's scratch area (database, worktrees, agent output)\n");
+        } else {
+            text.push_str("# written by a coding agent for itself (baton's preset)\n");
+        }
+        text.push_str(p);
+        text.push('\n');
+    }
+    std::fs::write(&path, text)?;
     Ok(())
 }
 
@@ -481,7 +509,7 @@ fn run_job(
 ) -> Result<()> {
     let spec = decode_spec(job)?;
     let repo = Repo::open(&spec.repo).map_err(ws)?;
-    exclude_scratch(&repo)?;
+    exclude_scratch(&repo, &spec.roster)?;
     // A job taken from a holder that is known dead continues in its worktree (its agent
     // died with it); one taken from a lease that merely expired gets a fresh one, for
     // the holder may only be stopped and its agent still writing.

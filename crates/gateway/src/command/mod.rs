@@ -73,40 +73,13 @@ use crate::{Credential, Error, Gateway, ModelRequest, ModelResponse, Options, Re
 
 mod argv;
 mod claim;
+mod presets;
 mod run;
 
 use claim::Lookup;
 use run::{Limits, OutputPaths, RunSpec, Stopped};
 
-/// Known non-interactive invocations of coding-agent CLIs.
-///
-/// Written from each tool's documentation (Claude Code headless mode, `codex exec`,
-/// Gemini CLI headless mode, `opencode run`, aider scripting, Qwen Code, which
-/// follows Gemini CLI); none of them was run here. Flags drift between releases:
-/// when one is refused, set `command` explicitly.
-pub const PRESETS: &[(&str, &str)] = &[
-    (
-        "claude",
-        "claude -p --output-format json --permission-mode acceptEdits",
-    ),
-    ("codex", "codex exec --sandbox workspace-write -"),
-    (
-        "gemini",
-        "gemini --yolo --output-format json -p 'Follow the briefing given on standard input.'",
-    ),
-    (
-        "opencode",
-        "opencode run 'Follow the briefing given on standard input.'",
-    ),
-    (
-        "aider",
-        "aider --yes-always --no-pretty --message-file {briefing_file}",
-    ),
-    (
-        "qwen",
-        "qwen --yolo -p 'Follow the briefing given on standard input.'",
-    ),
-];
+pub use presets::{PRESETS, Preset, preset, preset_names};
 
 const KNOWN_OPTIONS: &[&str] = &[
     "command",
@@ -119,6 +92,7 @@ const KNOWN_OPTIONS: &[&str] = &[
     "api_key_env",
     "output_dir",
     "handoff",
+    "scratch",
 ];
 
 /// Variables every agent gets from baton's environment when they are set.
@@ -136,6 +110,11 @@ pub struct CommandGateway {
     pass_env: Vec<String>,
     env: Vec<(String, String)>,
     credential: Option<(String, Credential)>,
+    /// The preset the command came from, if any: its endpoint variables and fixed
+    /// environment apply, even under a custom `command`.
+    preset: Option<&'static Preset>,
+    /// Paths the agent writes for itself (its preset's plus `options.scratch`).
+    scratch: Vec<String>,
     output_dir: String,
     /// The template names `{last_message_file}`: the CLI writes its final message there.
     reads_last_message: bool,
@@ -153,9 +132,18 @@ impl CommandGateway {
                 KNOWN_OPTIONS.join(", ")
             )));
         }
-        let template = match (string(options, "command")?, string(options, "preset")?) {
+        let preset = match string(options, "preset")? {
+            Some(name) => Some(preset(name).ok_or_else(|| {
+                Error::Config(format!(
+                    "unknown options.preset \"{name}\"; known: {}",
+                    preset_names()
+                ))
+            })?),
+            None => None,
+        };
+        let template = match (string(options, "command")?, preset) {
             (Some(command), _) => command.to_string(),
-            (None, Some(preset)) => preset_command(preset)?.to_string(),
+            (None, Some(preset)) => preset.command.to_string(),
             (None, None) => {
                 return Err(Error::Config(format!(
                     "command worker \"{name}\" needs options.command (e.g. \"my-agent --brief {{briefing_file}}\") or options.preset ({})",
@@ -236,6 +224,8 @@ impl CommandGateway {
             })?),
             None => None,
         };
+        // A preset's key goes back under the variable it was read from.
+        let key_var = key_var.or_else(|| preset.and_then(Preset::key_source).map(str::to_string));
         let credential = match (credential, key_var) {
             (Some(c), Some(var)) => Some((var, c)),
             (Some(_), None) => {
@@ -253,8 +243,35 @@ impl CommandGateway {
                 )));
             }
         }
+        let mut scratch: Vec<String> = preset
+            .map(|p| p.scratch.iter().map(|s| s.to_string()).collect())
+            .unwrap_or_default();
+        match options.get("scratch") {
+            None => {}
+            Some(Value::Array(items)) => {
+                for item in items {
+                    match item.as_str().map(str::trim) {
+                        Some(path) if !path.is_empty() && !path.starts_with(':') => {
+                            scratch.push(path.to_string())
+                        }
+                        _ => {
+                            return Err(Error::Config(format!(
+                                "options.scratch must be a list of paths relative to the worktree (globs allowed), got {item}"
+                            )));
+                        }
+                    }
+                }
+            }
+            Some(v) => {
+                return Err(Error::Config(format!(
+                    "options.scratch must be a list of paths relative to the worktree, got {v}"
+                )));
+            }
+        }
         Ok(CommandGateway {
             name: name.to_string(),
+            preset,
+            scratch,
             briefing_in_file: argv::uses(&argv, "briefing_file"),
             reads_last_message: argv::uses(&argv, "last_message_file"),
             argv,
@@ -266,6 +283,11 @@ impl CommandGateway {
                 .unwrap_or(DEFAULT_OUTPUT_DIR)
                 .to_string(),
         })
+    }
+
+    /// Paths the agent writes for itself, never to be committed.
+    pub fn scratch(&self) -> &[String] {
+        &self.scratch
     }
 
     /// The argv template after splitting, placeholders unsubstituted.
@@ -290,14 +312,19 @@ impl CommandGateway {
             env.retain(|(name, _)| name != k);
             env.push((k.to_string(), v));
         };
+        let preset_pass = self.preset.map(|p| p.pass_env).unwrap_or_default();
         for name in BASE_ENV
             .iter()
+            .chain(preset_pass)
             .copied()
             .chain(self.pass_env.iter().map(String::as_str))
         {
             if let Some(value) = std::env::var_os(name) {
                 set(name, value);
             }
+        }
+        for (k, v) in self.preset.map(|p| p.env).unwrap_or_default() {
+            set(k, v.into());
         }
         for (k, v) in &self.env {
             set(k, v.into());
@@ -529,27 +556,6 @@ fn valid_var(name: String) -> Option<String> {
     (!name.is_empty() && !name.contains(['=', '\0'])).then_some(name)
 }
 
-fn preset_command(preset: &str) -> Result<&'static str> {
-    PRESETS
-        .iter()
-        .find(|(name, _)| *name == preset)
-        .map(|(_, command)| *command)
-        .ok_or_else(|| {
-            Error::Config(format!(
-                "unknown options.preset \"{preset}\"; known: {}",
-                preset_names()
-            ))
-        })
-}
-
-fn preset_names() -> String {
-    PRESETS
-        .iter()
-        .map(|(name, _)| *name)
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -564,8 +570,8 @@ mod tests {
 
     #[test]
     fn presets_fill_the_command_and_all_parse() {
-        for (name, _) in PRESETS {
-            let g = CommandGateway::new("a", &options(json!({"preset": name})), None).unwrap();
+        for p in PRESETS {
+            let g = CommandGateway::new("a", &options(json!({"preset": p.name})), None).unwrap();
             assert!(!g.argv_template().is_empty());
         }
         let g = CommandGateway::new("a", &options(json!({"preset": "claude"})), None).unwrap();

@@ -1,0 +1,149 @@
+//! Known coding-agent CLIs: how each is run non-interactively, which of its switches
+//! keep it inside its worktree, which variables carry its key and endpoint, and which
+//! files it writes for itself.
+//!
+//! A preset's flags switch off what reaches beyond the worktree (aider's URL scraping,
+//! which once accepted its own offer to install a browser with `apt-get` as root; shell
+//! commands suggested by the model; update checks and analytics). Flags drift between
+//! releases: when one is refused, set `command` explicitly. The presets proven against
+//! the real CLIs name the version they were proven with in `proven_with`.
+
+/// One known agent CLI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Preset {
+    pub name: &'static str,
+    /// The command template (see the module documentation of `command`).
+    pub command: &'static str,
+    /// Variables the CLI reads its key from. The first one set in baton's environment
+    /// is the worker's credential (unless the roster names `api_key_env`): exported to
+    /// the agent under the same name and scrubbed from everything baton records.
+    pub key_env: &'static [&'static str],
+    /// Variables the CLI reads its endpoint and provider settings from, passed through
+    /// from baton's environment when set (never a key: those go through `key_env`).
+    pub pass_env: &'static [&'static str],
+    /// Variables always set for the agent: the CLI's own switches for telemetry,
+    /// updates and other traffic that has nothing to do with the work.
+    pub env: &'static [(&'static str, &'static str)],
+    /// Paths (git pathspec globs, relative to the worktree) the CLI writes for itself:
+    /// history, caches. Never committed, so never part of a patch.
+    pub scratch: &'static [&'static str],
+    /// The CLI version this preset was run against by baton's test suite, if any.
+    pub proven_with: Option<&'static str>,
+}
+
+pub const PRESETS: &[Preset] = &[
+    Preset {
+        name: "claude",
+        command: "claude -p --output-format json --permission-mode acceptEdits \
+                  --disallowedTools WebFetch WebSearch",
+        key_env: &["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"],
+        pass_env: &[
+            "ANTHROPIC_BASE_URL",
+            "ANTHROPIC_MODEL",
+            "ANTHROPIC_SMALL_FAST_MODEL",
+            "CLAUDE_CONFIG_DIR",
+        ],
+        env: &[
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+            ("DISABLE_AUTOUPDATER", "1"),
+            ("DISABLE_TELEMETRY", "1"),
+            ("DISABLE_ERROR_REPORTING", "1"),
+        ],
+        scratch: &[".claude/**", "CLAUDE.local.md"],
+        proven_with: None,
+    },
+    Preset {
+        name: "codex",
+        command: "codex exec --sandbox workspace-write --skip-git-repo-check \
+                  --output-last-message {last_message_file} -",
+        key_env: &["CODEX_API_KEY", "OPENAI_API_KEY"],
+        pass_env: &["OPENAI_BASE_URL", "CODEX_HOME"],
+        env: &[],
+        scratch: &[".codex/**"],
+        proven_with: None,
+    },
+    Preset {
+        name: "gemini",
+        command: "gemini --yolo --output-format json -p 'Follow the briefing given on standard input.'",
+        key_env: &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+        pass_env: &["GOOGLE_GEMINI_BASE_URL", "GEMINI_MODEL"],
+        env: &[],
+        scratch: &[".gemini/**"],
+        proven_with: None,
+    },
+    Preset {
+        name: "opencode",
+        command: "opencode run 'Follow the briefing given on standard input.'",
+        key_env: &["ANTHROPIC_API_KEY", "OPENAI_API_KEY"],
+        pass_env: &[],
+        env: &[],
+        scratch: &[".opencode/**"],
+        proven_with: None,
+    },
+    Preset {
+        name: "aider",
+        command: "aider --yes-always --no-pretty --no-stream --no-fancy-input \
+                  --no-detect-urls --disable-playwright --no-suggest-shell-commands \
+                  --no-check-update --no-show-release-notes --analytics-disable \
+                  --no-gitignore --no-auto-commits --message-file {briefing_file}",
+        key_env: &["OPENAI_API_KEY", "ANTHROPIC_API_KEY"],
+        pass_env: &["OPENAI_API_BASE", "AIDER_MODEL", "AIDER_OPENAI_API_BASE"],
+        env: &[],
+        scratch: &[".aider*"],
+        proven_with: None,
+    },
+    Preset {
+        name: "qwen",
+        command: "qwen --yolo -p 'Follow the briefing given on standard input.'",
+        key_env: &["OPENAI_API_KEY", "DASHSCOPE_API_KEY"],
+        pass_env: &["OPENAI_BASE_URL", "OPENAI_MODEL"],
+        env: &[],
+        scratch: &[".qwen/**"],
+        proven_with: None,
+    },
+];
+
+/// The preset called `name`.
+pub fn preset(name: &str) -> Option<&'static Preset> {
+    PRESETS.iter().find(|p| p.name == name)
+}
+
+impl Preset {
+    /// The first of the CLI's key variables set (non-empty) in baton's environment.
+    pub fn key_source(&self) -> Option<&'static str> {
+        self.key_env
+            .iter()
+            .copied()
+            .find(|var| std::env::var(var).is_ok_and(|v| !v.trim().is_empty()))
+    }
+}
+
+/// The presets' names, comma-separated, for messages.
+pub fn preset_names() -> String {
+    PRESETS
+        .iter()
+        .map(|p| p.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_preset_passes_a_key_through_pass_env() {
+        for p in PRESETS {
+            for var in p.pass_env {
+                let upper = var.to_ascii_uppercase();
+                assert!(
+                    !["KEY", "TOKEN", "SECRET", "PASSWORD"]
+                        .iter()
+                        .any(|w| upper.contains(w)),
+                    "{}: {var} is a key; list it in key_env",
+                    p.name
+                );
+            }
+        }
+    }
+}
