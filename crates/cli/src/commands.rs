@@ -78,6 +78,11 @@ fn context(cli: &Cli) -> Result<Context_> {
 impl Context_ {
     /// The database, for a command that writes: created and migrated when needed.
     // No context added: every open error already names the file and what to do.
+    /// Where the database is (it may not exist yet).
+    pub(crate) fn db_path(&self) -> &Path {
+        &self.db
+    }
+
     pub(crate) fn store(&self) -> Result<Arc<dyn Store>> {
         Ok(Arc::new(SqliteStore::open(&self.db)?))
     }

@@ -36,6 +36,11 @@ pub struct EnqueueArgs {
     /// codex, gemini, opencode, aider, qwen) works without a roster entry.
     #[arg(long = "worker", required = true)]
     workers: Vec<String>,
+    /// Confine every command worker of these jobs: `bwrap` (bubblewrap: the worktree
+    /// writable, the rest read-only, the checkout and baton's database hidden) or
+    /// `none`; a worker's own `options.sandbox` wins
+    #[arg(long, value_parser = ["bwrap", "none"])]
+    sandbox: Option<String>,
     /// The repository [default: the current directory]
     #[arg(long, default_value = ".")]
     repo: PathBuf,
@@ -81,16 +86,89 @@ fn candidate(ctx: &Context_, spec: &str) -> Result<Roster> {
     Ok(Roster { workers })
 }
 
+/// Applies `--sandbox` to a candidate's command workers, and hides baton's database
+/// (and its WAL files) from every sandboxed one: the agent must not read the other
+/// candidates' records.
+fn confine(ctx: &Context_, roster: &mut Roster, sandbox: Option<&str>) {
+    for w in &mut roster.workers {
+        if !w.model.starts_with("command/") {
+            continue;
+        }
+        if let Some(mode) = sandbox
+            && !w.options.contains_key("sandbox")
+        {
+            w.options.insert("sandbox".into(), mode.into());
+        }
+        if w.options.get("sandbox").and_then(|v| v.as_str()) != Some("bwrap") {
+            continue;
+        }
+        let db = std::path::absolute(ctx.db_path()).unwrap_or_else(|_| ctx.db_path().to_path_buf());
+        let mut hide = match w.options.remove("sandbox_hide") {
+            Some(serde_json::Value::Array(items)) => items,
+            Some(other) => vec![other],
+            None => Vec::new(),
+        };
+        for suffix in ["", "-wal", "-shm"] {
+            let path = format!("{}{suffix}", db.display());
+            if !hide.iter().any(|h| h.as_str() == Some(path.as_str())) {
+                hide.push(path.into());
+            }
+        }
+        w.options.insert("sandbox_hide".into(), hide.into());
+    }
+}
+
+/// The command workers of `roster` that run unconfined, when baton runs as root: such
+/// an agent can change the whole machine (aider once installed system packages).
+fn unconfined_as_root(roster: &Roster) -> Vec<String> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Vec::new();
+    }
+    roster
+        .workers
+        .iter()
+        .filter(|w| w.model.starts_with("command/"))
+        .filter(|w| w.options.get("sandbox").and_then(|v| v.as_str()) != Some("bwrap"))
+        .map(|w| w.id.to_string())
+        .collect()
+}
+
+fn warn_root(agents: &[String], when: &str) {
+    if agents.is_empty() {
+        return;
+    }
+    eprintln!(
+        "WARNING: baton runs as root, so {when} the coding agent(s) {} run as root with no sandbox: \
+         anything they or the model decide to run can change the whole machine (install packages, \
+         edit system files). Confine them with `baton enqueue --sandbox bwrap` (or options.sandbox = \
+         \"bwrap\" in baton.toml; needs bubblewrap), or run baton as an ordinary user.",
+        agents.join(", ")
+    );
+}
+
 pub fn enqueue(ctx: &Context_, args: EnqueueArgs) -> Result<ExitCode> {
     // Check the repository before anything is created on disk (the database included).
     baton_workspace::Repo::open(&args.repo)?;
     let (objective, tasks) = args.text.read()?;
     let store = ctx.store()?;
-    let candidates = args
+    let mut candidates = args
         .workers
         .iter()
         .map(|w| candidate(ctx, w))
         .collect::<Result<Vec<_>>>()?;
+    for roster in &mut candidates {
+        confine(ctx, roster, args.sandbox.as_deref());
+    }
+    let mut unconfined: Vec<String> = Vec::new();
+    for roster in &candidates {
+        for id in unconfined_as_root(roster) {
+            if !unconfined.contains(&id) {
+                unconfined.push(id);
+            }
+        }
+    }
+    warn_root(&unconfined, "when these jobs are worked,");
     let request = EnqueueRequest {
         objective,
         tasks,
@@ -138,19 +216,27 @@ pub fn work(ctx: &Context_, concurrency: usize, lease_s: u64, follow: bool) -> R
         ..WorkOptions::default()
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let reader = store.clone();
     let reports = engine_jobs::runner::work(store, clock, &options, &|p| match p {
         Progress::Claimed {
             job,
             candidate,
             reclaimed,
-        } => eprintln!(
-            "job {job} ({candidate}) claimed{}",
-            if reclaimed {
-                " — taken over (its previous worker died or stopped renewing its lease); it continues from its last committed turn"
-            } else {
-                ""
+        } => {
+            eprintln!(
+                "job {job} ({candidate}) claimed{}",
+                if reclaimed {
+                    " — taken over (its previous worker died or stopped renewing its lease); it continues from its last committed turn"
+                } else {
+                    ""
+                }
+            );
+            if let Ok(info) = reader.job(&job)
+                && let Ok(spec) = engine_jobs::decode_spec(&info)
+            {
+                warn_root(&unconfined_as_root(&spec.roster), &format!("in job {job}"));
             }
-        ),
+        }
         Progress::Turn { job, summary } => eprintln!(
             "job {job}: turn {} · {} · {} · {}",
             summary.turn,

@@ -3,6 +3,7 @@ mod crash;
 mod hardening;
 mod input;
 mod jobs;
+mod presets;
 mod providers;
 mod store;
 

@@ -214,7 +214,7 @@ pub fn enqueue(store: &dyn Store, clock: &dyn Clock, req: &EnqueueRequest) -> Re
     Ok(Enqueued { group, jobs, base })
 }
 
-pub(crate) fn decode_spec(job: &baton_store::JobInfo) -> Result<JobSpec> {
+pub fn decode_spec(job: &baton_store::JobInfo) -> Result<JobSpec> {
     serde_json::from_value(job.spec.clone()).map_err(|e| {
         Error::Store(baton_store::Error::Corrupt {
             what: format!("spec of job {}", job.id),

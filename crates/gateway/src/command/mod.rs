@@ -75,6 +75,7 @@ mod argv;
 mod claim;
 mod presets;
 mod run;
+mod sandbox;
 
 use claim::Lookup;
 use run::{Limits, OutputPaths, RunSpec, Stopped};
@@ -93,6 +94,8 @@ const KNOWN_OPTIONS: &[&str] = &[
     "output_dir",
     "handoff",
     "scratch",
+    "sandbox",
+    "sandbox_hide",
 ];
 
 /// Variables every agent gets from baton's environment when they are set.
@@ -115,6 +118,8 @@ pub struct CommandGateway {
     preset: Option<&'static Preset>,
     /// Paths the agent writes for itself (its preset's plus `options.scratch`).
     scratch: Vec<String>,
+    /// `options.sandbox = "bwrap"`: every run confined (see [`sandbox`]).
+    sandbox: Option<sandbox::Sandbox>,
     output_dir: String,
     /// The template names `{last_message_file}`: the CLI writes its final message there.
     reads_last_message: bool,
@@ -268,10 +273,37 @@ impl CommandGateway {
                 )));
             }
         }
+        let sandbox = match string(options, "sandbox")? {
+            None | Some("none") => None,
+            Some("bwrap") => {
+                let hide = match options.get("sandbox_hide") {
+                    None => Vec::new(),
+                    Some(Value::Array(items)) => items
+                        .iter()
+                        .map(|v| v.as_str().map(std::path::PathBuf::from))
+                        .collect::<Option<Vec<_>>>()
+                        .ok_or_else(|| {
+                            Error::Config("options.sandbox_hide must be a list of paths".into())
+                        })?,
+                    Some(v) => {
+                        return Err(Error::Config(format!(
+                            "options.sandbox_hide must be a list of paths, got {v}"
+                        )));
+                    }
+                };
+                Some(sandbox::Sandbox::new(hide)?)
+            }
+            Some(other) => {
+                return Err(Error::Config(format!(
+                    "unknown options.sandbox \"{other}\"; known: none, bwrap"
+                )));
+            }
+        };
         Ok(CommandGateway {
             name: name.to_string(),
             preset,
             scratch,
+            sandbox,
             briefing_in_file: argv::uses(&argv, "briefing_file"),
             reads_last_message: argv::uses(&argv, "last_message_file"),
             argv,
@@ -283,6 +315,11 @@ impl CommandGateway {
                 .unwrap_or(DEFAULT_OUTPUT_DIR)
                 .to_string(),
         })
+    }
+
+    /// Whether every run of this worker is confined (`options.sandbox`).
+    pub fn sandboxed(&self) -> bool {
+        self.sandbox.is_some()
     }
 
     /// Paths the agent writes for itself, never to be committed.
@@ -437,6 +474,34 @@ impl Gateway for CommandGateway {
             ],
         );
         let env = self.child_env();
+        let argv = match &self.sandbox {
+            None => argv,
+            Some(sandbox) => {
+                // Resolved outside, so a missing agent is named as such, not as a
+                // failure of bubblewrap.
+                let (program, args) = argv.split_first().ok_or_else(|| {
+                    Error::Config(format!("command worker \"{}\": empty command", self.name))
+                })?;
+                let path = env
+                    .iter()
+                    .find(|(k, _)| k == "PATH")
+                    .map(|(_, v)| v.as_os_str());
+                let resolved =
+                    run::resolve_program(program, path, &workspace).ok_or_else(|| {
+                        self.stopped(
+                            Stopped::Spawn {
+                                program: program.clone(),
+                                source: std::io::Error::new(
+                                    std::io::ErrorKind::NotFound,
+                                    "no such executable on the PATH the agent gets",
+                                ),
+                            },
+                            &out,
+                        )
+                    })?;
+                sandbox.wrap(&workspace, &resolved, args)?
+            }
+        };
         let finished = run::run(&RunSpec {
             argv: &argv,
             cwd: &workspace,

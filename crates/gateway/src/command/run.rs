@@ -359,7 +359,11 @@ fn spawn(spec: &RunSpec<'_>, mark: &str) -> Result<Child, Stopped> {
 /// Why resolve it here: std spawns with `posix_spawn` only when it need not search a
 /// `PATH` of the child's own in another directory; otherwise it forks, which costs
 /// milliseconds in a large process (see `benches/command.rs`).
-fn resolve_program(program: &str, path: Option<&std::ffi::OsStr>, cwd: &Path) -> Option<PathBuf> {
+pub(crate) fn resolve_program(
+    program: &str,
+    path: Option<&std::ffi::OsStr>,
+    cwd: &Path,
+) -> Option<PathBuf> {
     if program.contains('/') {
         return Some(cwd.join(program));
     }

@@ -5,4 +5,5 @@ mod common;
 mod contain;
 mod gemini;
 mod openai;
+mod sandbox;
 mod server;
