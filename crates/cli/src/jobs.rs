@@ -496,6 +496,20 @@ pub fn outbox(ctx: &Context_, job: Option<&str>, json: bool) -> Result<ExitCode>
     Ok(ExitCode::SUCCESS)
 }
 
+fn api_workers(roster: &Roster) -> String {
+    let ids: Vec<&str> = roster
+        .workers
+        .iter()
+        .filter(|w| !w.model.starts_with("command/"))
+        .map(|w| w.id.as_str())
+        .collect();
+    if ids.is_empty() {
+        " (the roster has none: add one to baton.toml)".to_string()
+    } else {
+        format!(" ({})", ids.join(", "))
+    }
+}
+
 pub fn judge(ctx: &Context_, target: &str, judge: Option<&str>) -> Result<ExitCode> {
     let store = ctx.existing_store()?;
     let jobs = store.list_jobs()?;
@@ -505,14 +519,31 @@ pub fn judge(ctx: &Context_, target: &str, judge: Option<&str>) -> Result<ExitCo
         store.job(&store.resolve_job(target)?)?.group
     };
     let (roster, note) = ctx.roster();
+    // A command worker needs a worktree to run in; the judge reads patches, so it is
+    // an API model.
+    let can_judge = |w: &WorkerConfig| !w.model.starts_with("command/");
     let worker = match judge {
-        Some(id) => roster.find(id)?.clone(),
+        Some(id) => {
+            let w = roster.find(id)?.clone();
+            if !can_judge(&w) {
+                bail!(
+                    "worker \"{id}\" is a command worker ({}); it works in a job's worktree and cannot judge. Pass --judge with an API model from the roster{}",
+                    w.model,
+                    api_workers(&roster)
+                );
+            }
+            w
+        }
         None => roster
             .workers
             .iter()
-            .find(|w| w.enabled)
+            .find(|w| w.enabled && can_judge(w))
             .cloned()
-            .with_context(|| format!("no judge: {note}; pass --judge ID"))?,
+            .with_context(|| {
+                format!(
+                    "no judge: the roster ({note}) has no API model, and command workers cannot judge; add one to baton.toml (e.g. model = \"anthropic/claude-sonnet-4-5\") and pass --judge ID"
+                )
+            })?,
     };
     let mut worker = worker;
     if worker.api_key.is_none()

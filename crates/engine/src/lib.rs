@@ -51,6 +51,10 @@ pub enum Error {
     NoSuchWorker { id: String, known: String },
     #[error("workspace: {0}")]
     Workspace(String),
+    /// The judge answered, but not with a verdict baton could read, even after a
+    /// repair call.
+    #[error("the judge's answer could not be used: {detail}")]
+    JudgeAnswer { detail: String },
     #[error("{0}")]
     Conflict(String),
     /// The turn in flight was stopped (an interrupt, a lost lease) and not committed;

@@ -301,3 +301,63 @@ fn enqueue_sandbox_bwrap_confines_preset_agents_and_hides_the_database() {
         "the agent's home is never committed: {files}"
     );
 }
+
+/// Regression: the default judge was the first roster worker even when it was a
+/// command worker, which failed with no hint about `--judge`.
+#[test]
+fn the_judge_is_never_a_command_worker_and_the_error_says_what_to_pass() {
+    let s = setup(&["claude", "aider"]);
+    let (out, _) = s.run(&[
+        "enqueue",
+        "--objective",
+        "o",
+        "--task",
+        "t",
+        "--worker",
+        "claude",
+        "--worker",
+        "aider",
+    ]);
+    let group = out
+        .split("in group ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_string();
+    std::fs::write(
+        s.repo.join("baton.toml"),
+        "[[workers]]\nid = \"agent\"\nmodel = \"command/claude\"\noptions = { preset = \"claude\" }\n",
+    )
+    .unwrap();
+    let err = s.baton().args(["judge", &group]).output().unwrap();
+    let err = String::from_utf8_lossy(&err.stderr).into_owned();
+    assert!(
+        err.contains("command workers cannot judge") && err.contains("--judge"),
+        "{err}"
+    );
+    std::fs::write(
+        s.repo.join("baton.toml"),
+        "[[workers]]\nid = \"agent\"\nmodel = \"command/claude\"\noptions = { preset = \"claude\" }\n\
+         [[workers]]\nid = \"referee\"\nmodel = \"mock/referee\"\n",
+    )
+    .unwrap();
+    let err = s
+        .baton()
+        .args(["judge", &group, "--judge", "agent"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&err.stderr).into_owned();
+    assert!(
+        err.contains("cannot judge") && err.contains("(referee)"),
+        "{err}"
+    );
+    // The default now skips the agent and reaches the candidates check.
+    let err = s.baton().args(["judge", &group]).output().unwrap();
+    let err = String::from_utf8_lossy(&err.stderr).into_owned();
+    assert!(
+        err.contains("finished candidate") && !err.contains("invalid configuration"),
+        "{err}"
+    );
+}

@@ -47,9 +47,8 @@ static SCHEMA: LazyLock<Value> = LazyLock::new(|| {
     })
 });
 
-/// What the judge said, as a model claim.
+/// What the judge said, as a model claim (read by `read_verdict`, leniently).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Verdict {
     pub scores: Vec<Score>,
     pub winner: String,
@@ -57,7 +56,6 @@ pub struct Verdict {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Score {
     pub candidate: String,
     pub score: f64,
@@ -138,8 +136,8 @@ pub fn request(
 ) -> Result<(String, String, BTreeMap<String, String>, String)> {
     let cands = candidates(store, group)?;
     if cands.len() < 2 {
-        return Err(Error::Config(format!(
-            "group {group} has {} finished candidate(s); the judge compares two or more (`baton jobs` shows them)",
+        return Err(Error::Conflict(format!(
+            "group {group} has {} finished candidate(s); the judge compares two or more (`baton jobs` shows them; `baton work` finishes queued ones)",
             cands.len()
         )));
     }
@@ -237,42 +235,48 @@ pub fn judge(
         .model
         .split_once('/')
         .map_or(judge.model.as_str(), |(_, m)| m);
-    let response = gateway
-        .complete(&ModelRequest {
-            model,
-            system: &system,
-            user: &user,
-            call: CallKind::Execute,
-            turn: 0,
-            schema: &SCHEMA,
-            max_tokens: judge.max_tokens,
-            temperature: judge.temperature,
-            workspace: None,
-            cancel: None,
-        })
-        .map_err(|error| Error::Gateway {
-            worker: judge.id.to_string(),
-            error,
-        })?;
-    let response_text = redactor.scrub(&response.text);
-    let response = baton_gateway::ModelResponse {
-        text: response_text,
-        ..response
+    let ask = |user: &str, call: CallKind| -> Result<String> {
+        let response = gateway
+            .complete(&ModelRequest {
+                model,
+                system: &system,
+                user,
+                call,
+                turn: 0,
+                schema: &SCHEMA,
+                max_tokens: judge.max_tokens,
+                temperature: judge.temperature,
+                workspace: None,
+                cancel: None,
+            })
+            .map_err(|error| Error::Gateway {
+                worker: judge.id.to_string(),
+                error,
+            })?;
+        Ok(redactor.scrub(&response.text))
     };
-    let json = extract_json_object(&response.text).ok_or_else(|| {
-        Error::Config(format!(
-            "the judge's answer has no JSON object: {}",
-            clip(&response.text)
-        ))
-    })?;
-    let verdict: Verdict = serde_json::from_str(json)
-        .map_err(|e| Error::Config(format!("the judge's answer does not match its schema: {e}")))?;
-    let winner_job = labels.get(verdict.winner.trim()).cloned().ok_or_else(|| {
-        Error::Config(format!(
-            "the judge named \"{}\", which is no candidate's label",
-            verdict.winner
-        ))
-    })?;
+    let answer = ask(&user, CallKind::Execute)?;
+    // A verdict is never lost over its form: read leniently, and once more after one
+    // repair call that quotes what could not be read.
+    let (verdict, winner_job) = match read_verdict(&answer, &labels) {
+        Ok(read) => read,
+        Err(problem) => {
+            let repair = format!(
+                "{user}\n\n## Your answer\n{answer}\n\n## It could not be used\n{problem}\n\
+                 Answer again with only the corrected JSON object: `scores` (one per candidate: \
+                 `candidate` as its label, e.g. \"A\", `score` 0-10, `reasons`), `winner` (a label) \
+                 and `verdict`.\n"
+            );
+            let second = ask(&repair, CallKind::ExecuteRepair)?;
+            read_verdict(&second, &labels).map_err(|again| Error::JudgeAnswer {
+                detail: format!(
+                    "{again} (after one repair; first answer: {}; second: {})",
+                    clip(&answer),
+                    clip(&second)
+                ),
+            })?
+        }
+    };
     let judgement = Judgement {
         group: group.to_string(),
         rubric,
@@ -314,6 +318,97 @@ fn keys_of(
     Ok(redactor)
 }
 
+/// Reads a verdict as judges write them: labels as "A", "Candidate A", "candidate_a",
+/// "(A)"; scores as numbers or "8/10"; fields the schema lacks ignored; a winner that is
+/// missing or names no label taken from the best score. Says what is wrong otherwise.
+fn read_verdict(
+    answer: &str,
+    labels: &BTreeMap<String, String>,
+) -> std::result::Result<(Verdict, String), String> {
+    let json = extract_json_object(answer)
+        .ok_or_else(|| format!("no JSON object in {} bytes of answer", answer.len()))?;
+    let value: Value =
+        serde_json::from_str(json).map_err(|e| format!("the JSON does not parse: {e}"))?;
+    let items = value
+        .get("scores")
+        .and_then(Value::as_array)
+        .ok_or("no `scores` list")?;
+    let mut scores = Vec::new();
+    for item in items {
+        let named = item
+            .get("candidate")
+            .or_else(|| item.get("label"))
+            .map(text_of)
+            .unwrap_or_default();
+        let candidate = label_in(&named, labels)
+            .ok_or_else(|| format!("a score names \"{named}\", which is no candidate's label"))?;
+        let score = item
+            .get("score")
+            .and_then(number_of)
+            .ok_or_else(|| format!("the score of candidate {candidate} is not a number"))?;
+        scores.push(Score {
+            candidate,
+            score,
+            reasons: item
+                .get("reasons")
+                .or_else(|| item.get("reason"))
+                .map(text_of)
+                .unwrap_or_default(),
+        });
+    }
+    if scores.is_empty() {
+        return Err("`scores` is empty".into());
+    }
+    let named = value.get("winner").map(text_of).unwrap_or_default();
+    let winner = match label_in(&named, labels) {
+        Some(label) => label,
+        None => scores
+            .iter()
+            .max_by(|a, b| a.score.total_cmp(&b.score))
+            .map(|s| s.candidate.clone())
+            .ok_or("no winner")?,
+    };
+    let winner_job = labels.get(&winner).cloned().ok_or("no winner")?;
+    let verdict = Verdict {
+        scores,
+        winner,
+        verdict: value.get("verdict").map(text_of).unwrap_or_default(),
+    };
+    Ok((verdict, winner_job))
+}
+
+fn text_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.trim().to_string(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn number_of(v: &Value) -> Option<f64> {
+    let n = match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.split('/').next().and_then(|n| n.trim().parse().ok()),
+        _ => None,
+    }?;
+    n.is_finite().then_some(n)
+}
+
+/// The label `named` means: the whole text (any case), or after a leading
+/// "candidate", without brackets, punctuation or what follows the label.
+fn label_in(named: &str, labels: &BTreeMap<String, String>) -> Option<String> {
+    let find = |t: &str| labels.keys().find(|l| l.eq_ignore_ascii_case(t)).cloned();
+    let trimmed = named.trim_matches(|c: char| !c.is_alphanumeric());
+    if let Some(l) = find(trimmed) {
+        return Some(l);
+    }
+    let lower = trimmed.to_ascii_lowercase();
+    let rest = lower.strip_prefix("candidate")?;
+    let rest = rest.trim_start_matches(|c: char| !c.is_alphanumeric());
+    let label: String = rest.chars().take_while(|c| c.is_alphanumeric()).collect();
+    find(&label)
+}
+
 fn clip(s: &str) -> String {
     baton_core::reconciler::clip(s, 200)
 }
@@ -321,6 +416,59 @@ fn clip(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn labels() -> BTreeMap<String, String> {
+        [("A", "job-1"), ("B", "job-2")]
+            .into_iter()
+            .map(|(l, j)| (l.to_string(), j.to_string()))
+            .collect()
+    }
+
+    /// Regression: a real model answered "Candidate A" and the whole verdict was
+    /// dropped as "invalid configuration".
+    #[test]
+    fn labels_in_any_reasonable_form_are_read() {
+        let l = labels();
+        for named in [
+            "A",
+            "a",
+            "Candidate A",
+            "candidate_b",
+            "(B)",
+            "Candidate B (the second)",
+            "B.",
+        ] {
+            assert!(label_in(named, &l).is_some(), "{named}");
+        }
+        assert_eq!(label_in("Candidate A", &l).as_deref(), Some("A"));
+        for named in ["C", "Candidate", "", "Alpha"] {
+            assert_eq!(label_in(named, &l), None, "{named}");
+        }
+        let answer = r#"Here is my verdict: {"scores": [
+            {"candidate": "Candidate A", "score": "7/10", "reasons": "ok", "confidence": "high"},
+            {"candidate": "Candidate B", "score": 9}],
+            "winner": "Candidate B", "verdict": "B is better"}"#;
+        let (v, job) = read_verdict(answer, &l).unwrap();
+        assert_eq!((v.winner.as_str(), job.as_str()), ("B", "job-2"));
+        assert_eq!(v.scores[0].score, 7.0);
+        // No usable winner: the best score decides.
+        let (v, _) = read_verdict(
+            r#"{"scores":[{"candidate":"A","score":8},{"candidate":"B","score":3}]}"#,
+            &l,
+        )
+        .unwrap();
+        assert_eq!(v.winner, "A");
+        assert!(
+            read_verdict("no json here", &l)
+                .unwrap_err()
+                .contains("no JSON")
+        );
+        assert!(
+            read_verdict(r#"{"scores":[{"candidate":"Z","score":1}]}"#, &l)
+                .unwrap_err()
+                .contains("\"Z\"")
+        );
+    }
 
     #[test]
     fn names_are_masked_in_any_case_and_short_ones_are_left_alone() {

@@ -319,10 +319,12 @@ fn a_failing_gate_keeps_the_issue_open_for_the_next_worker_and_a_passing_gate_cl
     assert_eq!(state.issues.iter().filter(|i| i.gate.is_some()).count(), 2);
 }
 
-/// A judge gateway that records what it was sent and picks candidate B.
+/// A judge gateway that records what it was sent and picks candidate B, or gives the
+/// `answers` queued, in order.
 #[derive(Debug, Default)]
 struct RecordingJudge {
     seen: Mutex<Vec<String>>,
+    answers: Mutex<Vec<&'static str>>,
 }
 
 impl Gateway for RecordingJudge {
@@ -334,6 +336,13 @@ impl Gateway for RecordingJudge {
             .lock()
             .unwrap()
             .push(format!("{}\n{}", request.system, request.user));
+        let mut answers = self.answers.lock().unwrap();
+        if !answers.is_empty() {
+            return Ok(ModelResponse {
+                text: answers.remove(0).into(),
+                usage: Usage::default(),
+            });
+        }
         Ok(ModelResponse {
             text: r#"{"scores":[{"candidate":"A","score":4,"reasons":"gate fails"},{"candidate":"B","score":9,"reasons":"gate passes"}],"winner":"B","verdict":"B passes its gate"}"#.into(),
             usage: Usage::default(),
@@ -425,6 +434,27 @@ fn four_concurrent_jobs_on_the_same_file_names_never_interfere_and_the_judge_is_
     let judged = store.job(&verdict.winner_job).unwrap();
     assert_eq!(judged.status, JobStatus::Judged);
     assert_eq!(judged.judgement.unwrap()["verdict"]["winner"], "B");
+
+    // Regression: a verdict in prose, then one that names "Candidate C", was dropped as
+    // "invalid configuration". One repair call, then a lenient reading, keep it.
+    let prose = RecordingJudge::default();
+    *prose.answers.lock().unwrap() = vec![
+        "Candidate C is clearly the best.",
+        r#"{"scores":[{"candidate":"Candidate C","score":"9/10","reasons":"passes"},
+            {"candidate":"candidate_a","score":2}],"winner":"Candidate C","verdict":"C"}"#,
+    ];
+    let again = judge(
+        store.as_ref(),
+        &*clock(),
+        &queued.group,
+        &judge_worker,
+        &prose,
+    )
+    .unwrap();
+    assert_eq!(again.winner_job, again.labels["C"]);
+    let seen = prose.seen.lock().unwrap();
+    assert_eq!(seen.len(), 2);
+    assert!(seen[1].contains("It could not be used") && seen[1].contains("no JSON object"));
 }
 
 #[test]
