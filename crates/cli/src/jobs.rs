@@ -213,6 +213,14 @@ pub fn work(ctx: &Context_, concurrency: usize, lease_s: u64, follow: bool) -> R
         follow,
         keys: ctx.keys().cloned(),
         cancel: baton_gateway::Cancel::on_interrupt(),
+        // `-v`: every agent's output as it comes, each line under its job.
+        agent_output: ctx.verbose.then(|| {
+            baton_engine::jobs::runner::AgentOutput(Arc::new(
+                |job: &str, l: baton_gateway::OutputLine<'_>| {
+                    eprintln!("  {job} {} {}", if l.stderr { "!" } else { "|" }, l.line)
+                },
+            ))
+        }),
         ..WorkOptions::default()
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
@@ -339,6 +347,45 @@ pub fn work(ctx: &Context_, concurrency: usize, lease_s: u64, follow: bool) -> R
     })
 }
 
+/// How long a running job has been at it, and where its agent's output is going now.
+fn running_notes(store: &dyn baton_store::Store, job: &JobInfo, spec: &JobSpec) -> Vec<String> {
+    let mut notes = Vec::new();
+    let Some(run) = &job.run_id else {
+        return notes;
+    };
+    let Ok(info) = store.run_info(run) else {
+        return notes;
+    };
+    let now = SystemClock.now().0;
+    notes.push(format!(
+        "running {}",
+        human_duration(Duration::from_millis(
+            u64::try_from(now - info.created_at.0).unwrap_or(0)
+        ))
+    ));
+    if let Ok(repo) = baton_workspace::Repo::open(&spec.repo)
+        && let Ok(worktree) = repo.job_worktree_path(&job.id, &spec.worktree_root)
+    {
+        // The turn in flight is the next after the committed ones.
+        let out = worktree.join(format!(".baton/output/turn-{}-execute", info.turns));
+        if out.is_dir() {
+            notes.push(format!("output {}", out.display()));
+        } else {
+            notes.push(format!("worktree {}", worktree.display()));
+        }
+    }
+    notes
+}
+
+fn human_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
 fn progress_of(store: &dyn baton_store::Store, job: &JobInfo) -> String {
     let Some(run) = &job.run_id else {
         return "not started".into();
@@ -381,6 +428,11 @@ pub fn list(ctx: &Context_, json: bool) -> Result<ExitCode> {
             && let (Some(owner), Some(until)) = (&job.lease_owner, job.lease_expires_at)
         {
             notes.push(format!("held by {owner} until {until}"));
+        }
+        if job.status == JobStatus::Running
+            && let Some(spec) = &spec
+        {
+            notes.extend(running_notes(store.as_ref(), job, spec));
         }
         if let Some(e) = &job.error {
             notes.push(baton_core::reconciler::clip(e, 60));

@@ -52,6 +52,7 @@ pub fn verify_worker(worker: &WorkerConfig) -> Verdict {
         temperature: Some(0.0),
         workspace: None,
         cancel: None,
+        output: None,
     };
     let t0 = Instant::now();
     match gateway.complete(&request) {

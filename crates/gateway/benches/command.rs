@@ -44,6 +44,7 @@ fn bench(c: &mut Criterion) {
         temperature: None,
         workspace: Some(workspace.path()),
         cancel: None,
+        output: None,
     };
     let quoted = format!("echo '{CLAIM}'");
     let stdin = gateway(&quoted);

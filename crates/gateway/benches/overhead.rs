@@ -144,6 +144,7 @@ fn overhead(c: &mut Criterion) {
         temperature: Some(0.2),
         workspace: None,
         cancel: None,
+        output: None,
     };
     let providers = [
         (

@@ -58,6 +58,36 @@ pub struct ModelRequest<'a> {
     pub workspace: Option<&'a std::path::Path>,
     /// Stops the call (an agent run, a wait before a retry) when cancelled.
     pub cancel: Option<&'a Cancel>,
+    /// Receives an agent's output lines as they come (`baton -v work`), scrubbed of
+    /// its key; API models send none.
+    pub output: Option<&'a OutputSink>,
+}
+
+/// One line an agent printed.
+#[derive(Debug, Clone, Copy)]
+pub struct OutputLine<'a> {
+    pub stderr: bool,
+    pub line: &'a str,
+}
+
+/// Where an agent's output lines go while it runs.
+#[derive(Clone)]
+pub struct OutputSink(pub std::sync::Arc<dyn Fn(OutputLine<'_>) + Send + Sync>);
+
+impl OutputSink {
+    pub fn new(f: impl Fn(OutputLine<'_>) + Send + Sync + 'static) -> Self {
+        OutputSink(std::sync::Arc::new(f))
+    }
+
+    pub fn send(&self, line: OutputLine<'_>) {
+        (self.0)(line)
+    }
+}
+
+impl std::fmt::Debug for OutputSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OutputSink")
+    }
 }
 
 /// Token usage as the provider reported it (the mock reports its own estimate).

@@ -213,6 +213,7 @@ mod tests {
             temperature: None,
             workspace: None,
             cancel: None,
+            output: None,
         }
     }
 

@@ -361,3 +361,86 @@ fn the_judge_is_never_a_command_worker_and_the_error_says_what_to_pass() {
         "{err}"
     );
 }
+
+/// Regression: `-v` did nothing for `work`, and `baton jobs` did not say how long a
+/// job had run or where its agent's output was.
+#[test]
+fn verbose_work_streams_the_agents_lines_and_jobs_shows_elapsed_time_and_output() {
+    let s = setup(&[]);
+    let agent = s.bin.join("chatty.py");
+    std::fs::write(
+        &agent,
+        "import os, sys, time\nsys.stdin.read()\nprint('reading the code', flush=True)\n\
+         print('warning: \\x1b[31mslow\\x1b[0m disk', file=sys.stderr, flush=True)\n\
+         print('my key is ' + os.environ['AGENT_KEY'], flush=True)\n\
+         time.sleep(float(os.environ.get('AGENT_SLEEP', '0')))\n\
+         open('done.txt', 'w').write('ok\\n')\nprint('all done')\n",
+    )
+    .unwrap();
+    std::fs::write(
+        s.repo.join("baton.toml"),
+        format!(
+            "[[workers]]\nid = \"chatty\"\nmodel = \"command/chatty\"\n\
+             options = {{ command = \"python3 {}\", api_key_env = \"AGENT_KEY\", env = {{ AGENT_SLEEP = \"2\" }} }}\n",
+            agent.display()
+        ),
+    )
+    .unwrap();
+    s.run(&[
+        "enqueue",
+        "--objective",
+        "o",
+        "--task",
+        "t",
+        "--worker",
+        "chatty",
+    ]);
+    let mut work = s
+        .baton()
+        .args(["-v", "work"])
+        .env("AGENT_KEY", ANTHROPIC_KEY)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // While the agent sleeps, `baton jobs` says how long the job has run and where the
+    // agent's output is.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let listing = loop {
+        let (out, _) = s.run(&["jobs"]);
+        if out.contains("output ") {
+            break out;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never shown running: {out}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(
+        listing.contains("running ") && listing.contains(".baton/output/turn-0-execute"),
+        "{listing}"
+    );
+    let out = work.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let job = listing
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap();
+    assert!(
+        err.contains(&format!("  {job} | reading the code")),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("  {job} ! warning: slow disk")),
+        "{err}"
+    );
+    assert!(err.contains(&format!("  {job} | all done")), "{err}");
+    assert!(
+        err.contains("my key is [redacted]") && !err.contains(ANTHROPIC_KEY),
+        "{err}"
+    );
+}

@@ -122,6 +122,7 @@ fn mock_text(system: &str, user: &str, model: &str) -> String {
         temperature: None,
         workspace: None,
         cancel: None,
+        output: None,
     };
     MockGateway::new().complete(&request).unwrap().text
 }

@@ -248,6 +248,7 @@ pub fn judge(
                 temperature: judge.temperature,
                 workspace: None,
                 cancel: None,
+                output: None,
             })
             .map_err(|error| Error::Gateway {
                 worker: judge.id.to_string(),

@@ -33,6 +33,19 @@ pub struct WorkOptions {
     /// Stops every job of this `work` (an interrupt): agents and gates are ended, the
     /// turns in flight discarded and the jobs given back to the queue.
     pub cancel: Cancel,
+    /// Gets every agent's output lines as they come, with the job's id
+    /// (`baton -v work`).
+    pub agent_output: Option<AgentOutput>,
+}
+
+/// Where `work` sends agents' output lines: `(job, line)`.
+#[derive(Clone)]
+pub struct AgentOutput(pub Arc<dyn Fn(&str, baton_gateway::OutputLine<'_>) + Send + Sync>);
+
+impl std::fmt::Debug for AgentOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AgentOutput")
+    }
 }
 
 impl WorkOptions {
@@ -57,6 +70,7 @@ impl Default for WorkOptions {
             poll: Duration::from_secs(1),
             keys: None,
             cancel: Cancel::new(),
+            agent_output: None,
         }
     }
 }
@@ -599,6 +613,10 @@ fn run_job(
         options.lease,
     )?);
     session.cancel = cancel.clone();
+    session.agent_output = options.agent_output.clone().map(|sink| {
+        let job = job.id.clone();
+        baton_gateway::OutputSink::new(move |line| (sink.0)(&job, line))
+    });
     session.lease = Some(fence.clone());
     session.workspace = Some(Arc::new(hook));
     if session.status == baton_store::RunStatus::Blocked {

@@ -42,6 +42,7 @@ impl Engine {
             temperature: worker.temperature,
             workspace: session.workspace.as_ref().map(|w| w.path()),
             cancel: Some(&session.cancel),
+            output: session.agent_output.as_ref(),
         };
         let started_at = self.clock.now();
         let t0 = Instant::now();

@@ -71,6 +71,8 @@ pub struct Session {
     /// Stops the turn in flight: its agent, its gates, a wait before a retry. A
     /// cancelled turn is not committed.
     pub cancel: baton_gateway::Cancel,
+    /// Where agents' output lines go as they come (`baton -v work`).
+    pub agent_output: Option<baton_gateway::OutputSink>,
     /// Why the run stopped, when this session blocked it.
     blocked: Option<String>,
     gateways: Vec<Option<Arc<dyn Gateway>>>,
@@ -348,6 +350,7 @@ impl Engine {
             workspace: None,
             run_lease: None,
             cancel: baton_gateway::Cancel::new(),
+            agent_output: None,
             // Why a blocked run stopped, as it said then (a provider's hold, a doomed
             // request), not a generic guess.
             blocked: if info.status == RunStatus::Blocked {

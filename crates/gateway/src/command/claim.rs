@@ -175,7 +175,7 @@ fn stdout_message(stdout: &str) -> String {
 }
 
 /// Removes CSI escape sequences (`ESC [ … letter`) and other ESC-led pairs.
-fn strip_ansi(line: &str) -> String {
+pub(crate) fn strip_ansi(line: &str) -> String {
     let mut out = String::with_capacity(line.len());
     let mut chars = line.chars().peekable();
     while let Some(c) = chars.next() {

@@ -372,6 +372,24 @@ impl CommandGateway {
         env
     }
 
+    /// `sink` behind this worker's scrubber: a key the agent prints never reaches it.
+    fn scrubbing(&self, sink: &crate::OutputSink) -> crate::OutputSink {
+        let sink = sink.clone();
+        match &self.credential {
+            None => sink,
+            Some((_, credential)) => {
+                let credential = credential.clone();
+                crate::OutputSink::new(move |l| {
+                    let line = credential.scrub(l.line);
+                    sink.send(crate::OutputLine {
+                        stderr: l.stderr,
+                        line: &line,
+                    });
+                })
+            }
+        }
+    }
+
     fn scrub(&self, text: &str) -> String {
         match &self.credential {
             Some((_, c)) => c.scrub(text),
@@ -511,6 +529,7 @@ impl Gateway for CommandGateway {
             stderr_path: &out.stderr,
             limits: self.limits,
             cancel: request.cancel,
+            output: request.output.map(|sink| self.scrubbing(sink)),
         })
         .map_err(|stop| self.stopped(stop, &out))?;
 

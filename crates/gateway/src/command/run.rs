@@ -61,6 +61,8 @@ pub(crate) struct RunSpec<'a> {
     pub limits: Limits,
     /// Stops the agent (and what it started) when cancelled.
     pub cancel: Option<&'a Cancel>,
+    /// Gets each line of output as it comes.
+    pub output: Option<crate::OutputSink>,
 }
 
 /// A process that ran to its end (successfully or not).
@@ -184,6 +186,7 @@ fn run_marked(spec: &RunSpec<'_>, mark: &str) -> Result<Finished, Stopped> {
             false,
             &shared,
             done_tx.clone(),
+            spec.output.clone(),
         ));
     }
     if let Some(pipe) = child.stderr.take() {
@@ -193,6 +196,7 @@ fn run_marked(spec: &RunSpec<'_>, mark: &str) -> Result<Finished, Stopped> {
             true,
             &shared,
             done_tx.clone(),
+            spec.output.clone(),
         ));
     }
     drop(done_tx);
@@ -389,10 +393,16 @@ fn copy_thread(
     is_stderr: bool,
     shared: &Arc<Mutex<Shared>>,
     done: mpsc::Sender<()>,
+    output: Option<crate::OutputSink>,
 ) -> JoinHandle<io::Result<()>> {
     let shared = Arc::clone(shared);
     thread::spawn(move || {
         let mut buf = vec![0u8; COPY_BUFFER];
+        let mut lines = output.map(|sink| LineSplitter {
+            sink,
+            stderr: is_stderr,
+            partial: Vec::new(),
+        });
         let result = loop {
             let n = match pipe.read(&mut buf) {
                 Ok(0) => break Ok(()),
@@ -403,6 +413,9 @@ fn copy_thread(
             if let Err(e) = file.write_all(&buf[..n]) {
                 break Err(e);
             }
+            if let Some(lines) = &mut lines {
+                lines.push(&buf[..n]);
+            }
             let mut s = lock(&shared);
             s.last_output_at = Instant::now();
             s.last_was_stderr = is_stderr;
@@ -412,10 +425,59 @@ fn copy_thread(
                 s.stdout.push(&buf[..n]);
             }
         };
+        if let Some(lines) = &mut lines {
+            lines.finish();
+        }
         let result = result.and_then(|()| file.flush());
         let _ = done.send(());
         result
     })
+}
+
+/// Cuts a stream into lines for an [`OutputSink`](crate::OutputSink), without
+/// terminal escapes; a line longer than [`MAX_SHOWN_LINE`] is passed on in pieces.
+struct LineSplitter {
+    sink: crate::OutputSink,
+    stderr: bool,
+    partial: Vec<u8>,
+}
+
+const MAX_SHOWN_LINE: usize = 4096;
+
+impl LineSplitter {
+    fn push(&mut self, chunk: &[u8]) {
+        self.partial.extend_from_slice(chunk);
+        while let Some(at) = self.partial.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.partial.drain(..=at).collect();
+            self.emit(&line);
+        }
+        if self.partial.len() > MAX_SHOWN_LINE {
+            let line = std::mem::take(&mut self.partial);
+            self.emit(&line);
+        }
+    }
+
+    fn finish(&mut self) {
+        if !self.partial.is_empty() {
+            let line = std::mem::take(&mut self.partial);
+            self.emit(&line);
+        }
+    }
+
+    fn emit(&self, raw: &[u8]) {
+        let text = String::from_utf8_lossy(raw);
+        // A progress bar redraws with `\r`: what is shown is its last state.
+        let last = text
+            .trim_end_matches(['\n', '\r'])
+            .rsplit('\r')
+            .next()
+            .unwrap_or("");
+        let clean = super::claim::strip_ansi(last);
+        self.sink.send(crate::OutputLine {
+            stderr: self.stderr,
+            line: &clean,
+        });
+    }
 }
 
 fn watch(

@@ -427,6 +427,7 @@ mod tests {
             temperature: None,
             workspace: None,
             cancel: None,
+            output: None,
         };
         let a = g.complete(&req).unwrap();
         assert_eq!(a, g.complete(&req).unwrap());

@@ -89,6 +89,7 @@ pub fn request(call: CallKind, workspace: Option<&Path>) -> ModelRequest<'_> {
         temperature: None,
         workspace,
         cancel: None,
+        output: None,
     }
 }
 

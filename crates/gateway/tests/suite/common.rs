@@ -52,6 +52,7 @@ pub fn request(user: &str) -> ModelRequest<'_> {
         temperature: Some(0.2),
         workspace: None,
         cancel: None,
+        output: None,
     }
 }
 
