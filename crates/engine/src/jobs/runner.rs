@@ -38,9 +38,12 @@ pub struct WorkOptions {
     pub agent_output: Option<AgentOutput>,
 }
 
-/// Where `work` sends agents' output lines: `(job, line)`.
+/// Receives `(job, line)`.
+pub type AgentOutputFn = dyn Fn(&str, baton_gateway::OutputLine<'_>) + Send + Sync;
+
+/// Where `work` sends agents' output lines.
 #[derive(Clone)]
-pub struct AgentOutput(pub Arc<dyn Fn(&str, baton_gateway::OutputLine<'_>) + Send + Sync>);
+pub struct AgentOutput(pub Arc<AgentOutputFn>);
 
 impl std::fmt::Debug for AgentOutput {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
