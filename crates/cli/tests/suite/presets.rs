@@ -395,7 +395,7 @@ fn verbose_work_streams_the_agents_lines_and_jobs_shows_elapsed_time_and_output(
         "--worker",
         "chatty",
     ]);
-    let mut work = s
+    let work = s
         .baton()
         .args(["-v", "work"])
         .env("AGENT_KEY", ANTHROPIC_KEY)
