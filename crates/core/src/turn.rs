@@ -85,6 +85,10 @@ pub struct CallRecord {
     /// The gateway's failure class (`auth`, `rate_limited`, …) when the call failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_class: Option<String>,
+    /// The failure in the gateway's own words, without the class and attempt count
+    /// `error` begins with: what an exported script replays word for word.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
     pub started_at: Timestamp,
     pub duration_ms: u64,
     /// Tokens as the provider reported them (the offline mock reports estimates).

@@ -57,15 +57,25 @@ pub fn script(store: &dyn Store, run: &RunId) -> Result<String> {
                     turn: t.turn,
                     call: c.call,
                     output: None,
-                    error: Some(ScriptedError {
-                        // Failed calls are recorded as "<class>[ after N attempts]: …".
-                        class: err
-                            .split([':', ' '])
-                            .next()
-                            .filter(|c| !c.is_empty())
-                            .unwrap_or("server_error")
-                            .to_string(),
-                        message: err.clone(),
+                    error: Some(match (&c.error_class, &c.error_message) {
+                        // The class and the gateway's own words, kept apart: replayed,
+                        // the call fails with exactly the words it failed with.
+                        (Some(class), Some(message)) => ScriptedError {
+                            class: class.clone(),
+                            message: message.clone(),
+                            verbatim: true,
+                        },
+                        // Recorded by an older baton, as "<class>[ after N attempts]: …".
+                        _ => ScriptedError {
+                            class: err
+                                .split([':', ' '])
+                                .next()
+                                .filter(|c| !c.is_empty())
+                                .unwrap_or("server_error")
+                                .to_string(),
+                            message: err.clone(),
+                            verbatim: false,
+                        },
                     }),
                     usage: None,
                 },

@@ -228,6 +228,11 @@ pub enum Error {
     AgentWaitingForInput { prompt: String },
     /// The call was stopped before it finished: baton was interrupted (Ctrl-C,
     /// SIGTERM) or the job's lease was lost. Nothing it did is committed.
+    /// An error replayed from a script exported from a run: it behaves as `inner`
+    /// (retries, class) and reads as the recorded words, so a replay records exactly
+    /// what the original run did.
+    #[error("{display}")]
+    Replayed { inner: Box<Error>, display: String },
     #[error("cancelled before the call finished")]
     Cancelled,
 }
@@ -249,6 +254,9 @@ fn show_delay(delay: &Option<Duration>) -> String {
 impl Error {
     /// Worth retrying with the same request.
     pub fn is_retryable(&self) -> bool {
+        if let Error::Replayed { inner, .. } = self {
+            return inner.is_retryable();
+        }
         matches!(
             self,
             Error::RateLimited { .. }
@@ -267,6 +275,7 @@ impl Error {
     pub fn usage(&self) -> Option<Usage> {
         match self {
             Error::Truncated { usage, .. } | Error::EmptyReply { usage, .. } => Some(*usage),
+            Error::Replayed { inner, .. } => inner.usage(),
             _ => None,
         }
     }
@@ -277,6 +286,7 @@ impl Error {
             Error::RateLimited { retry_after, .. } | Error::Overloaded { retry_after, .. } => {
                 *retry_after
             }
+            Error::Replayed { inner, .. } => inner.retry_after(),
             _ => None,
         }
     }
@@ -298,6 +308,7 @@ impl Error {
             Error::AgentExited { .. } => "agent_exited",
             Error::AgentWaitingForInput { .. } => "interactive",
             Error::Cancelled => "cancelled",
+            Error::Replayed { inner, .. } => inner.class(),
             Error::Truncated { .. } => "truncated",
             Error::Unparseable { .. } => "unparseable",
             Error::EmptyReply { .. } => "empty_reply",

@@ -54,10 +54,25 @@ pub struct ScriptedError {
     pub class: String,
     #[serde(default)]
     pub message: String,
+    /// `message` is the error exactly as the original run recorded it (an exported
+    /// script): replayed word for word instead of behind the class's own prefix.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub verbatim: bool,
 }
 
 impl ScriptedError {
     fn to_error(&self) -> Error {
+        let typed = self.typed();
+        if self.verbatim {
+            return Error::Replayed {
+                inner: Box::new(typed),
+                display: self.message.clone(),
+            };
+        }
+        typed
+    }
+
+    fn typed(&self) -> Error {
         let message = self.message.clone();
         match self.class.as_str() {
             "rate_limited" => Error::RateLimited {

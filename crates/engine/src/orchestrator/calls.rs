@@ -52,6 +52,7 @@ impl Engine {
         };
         let retry = RetryPolicy::new(retries);
         let mut error_class = None;
+        let mut error_message = None;
         let mut retry_after = None;
         let (outcome, attempts) = match &session.gateways[worker_index] {
             None => (Err(format!("worker {} is disabled", worker.id)), Vec::new()),
@@ -65,6 +66,7 @@ impl Engine {
                 let tries = attempts.len();
                 if let Err(e) = &result {
                     error_class = Some(e.class().to_string());
+                    error_message = Some(session.redactor.scrub(&e.to_string()));
                     retry_after = e.retry_after();
                     // Interrupted while waiting out a provider's delay: the delay is
                     // still the provider's word (the turn's hold keeps it).
@@ -126,6 +128,7 @@ impl Engine {
             output: outcome.as_ref().ok().map(|r| r.text.clone()),
             error: outcome.as_ref().err().cloned(),
             error_class,
+            error_message,
             started_at,
             duration_ms: t0.elapsed().as_millis() as u64,
             cost_micro_usd: match (&worker.price, usage) {

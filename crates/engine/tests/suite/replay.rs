@@ -86,3 +86,53 @@ fn strip_times(v: &mut Value) {
         _ => {}
     }
 }
+
+/// Regression: replaying an exported run with failed calls doubled the error prefix
+/// (`"bad_request: bad request: bad_request: …"`), so the replay was not identical.
+#[test]
+fn an_exported_run_with_failed_calls_replays_its_errors_word_for_word() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(
+        dir.path(),
+        &[
+            error_line(0, "execute", "bad_request"),
+            line(1, "execute", ok_result("did it")),
+            line(1, "handoff", ok_report("did it")),
+        ],
+    );
+    let store = store_in(dir.path());
+    let engine = engine(&store);
+    let (original, _) = run_all(&engine, &spec(&["only step"], scripted_roster(2, &script)));
+    let exported = dir.path().join("exported.jsonl");
+    std::fs::write(
+        &exported,
+        export::script(store.as_ref(), &original).unwrap(),
+    )
+    .unwrap();
+    let (replayed, end) = run_all(
+        &engine,
+        &spec(&["only step"], scripted_roster(2, &exported)),
+    );
+    assert_eq!(end, RunEnd::Finished);
+    let errors = |run: &RunId| -> Vec<Option<String>> {
+        store
+            .turns(run)
+            .unwrap()
+            .iter()
+            .flat_map(|t| t.calls.iter().map(|c| c.error.clone()))
+            .collect()
+    };
+    let (a, b) = (errors(&original), errors(&replayed));
+    assert_eq!(
+        a[0].as_deref(),
+        Some("bad_request: bad request: scripted failure")
+    );
+    assert_eq!(a, b);
+    // And a replay of the replay is the same again.
+    let again = dir.path().join("again.jsonl");
+    std::fs::write(&again, export::script(store.as_ref(), &replayed).unwrap()).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&again).unwrap(),
+        std::fs::read_to_string(&exported).unwrap()
+    );
+}

@@ -277,7 +277,7 @@ impl HttpGateway {
         let api_base = match options.get("api_base") {
             None => kind.default_api_base().to_string(),
             Some(Value::String(s)) if s.starts_with("http://") || s.starts_with("https://") => {
-                s.trim_end_matches('/').to_string()
+                normalize_api_base(kind.wire(), s)
             }
             Some(v) => {
                 return Err(Error::Config(format!(
@@ -453,9 +453,14 @@ impl HttpGateway {
             return Error::ContextTooLong { message };
         }
         if status == 404 {
+            // A wrong path answers 404 too: say where baton called, so a doubled
+            // `/v1` or a wrong host shows.
             return Error::UnknownModel {
                 model: format!("{provider}/{}", s.model),
-                message,
+                message: format!(
+                    "{message} (POST {}; check the model name and the worker's api_base)",
+                    s.url
+                ),
             };
         }
         if status == 503 && lower.contains("overloaded") {
@@ -559,8 +564,35 @@ fn is_quota_exhausted(code: &str, message: &str) -> bool {
     code.contains("insufficient_quota") || message.contains("credit balance")
 }
 
+/// `api_base` as the wire format's paths expect it: baton appends `/v1/messages`
+/// (Anthropic) and `/v1beta/models/…` (Gemini) itself, so a base copied with that
+/// prefix (`http://127.0.0.1:8080/v1`, as for OpenAI-style servers) would call
+/// `/v1/v1/messages`. Chat Completions bases keep their `/v1`: the path is appended
+/// after it.
+fn normalize_api_base(wire: Wire, base: &str) -> String {
+    let base = base.trim_end_matches('/');
+    let prefix = match wire {
+        Wire::Messages => "/v1",
+        Wire::GenerateContent => "/v1beta",
+        Wire::ChatCompletions => return base.to_string(),
+    };
+    base.strip_suffix(prefix)
+        .filter(|b| b.contains("://") && !b.ends_with(':') && !b.ends_with('/'))
+        .unwrap_or(base)
+        .to_string()
+}
+
 fn is_context_too_long(code: &str, message: &str) -> bool {
+    // Hosted APIs, then the local servers: llama.cpp (`exceed_context_size_error`,
+    // "request (13014 tokens) exceeds the available context size (2048 tokens)"),
+    // vLLM ("maximum context length", "longer than the maximum model length"),
+    // Ollama and LM Studio ("context length", "context overflow").
     code.contains("context_length_exceeded")
+        || code.contains("exceed_context_size")
+        || message.contains("context size")
+        || message.contains("maximum model length")
+        || message.contains("context overflow")
+        || message.contains("the context is full")
         || code.contains("context_length_exhausted")
         || code.contains("request_too_large")
         || message.contains("maximum context length")

@@ -265,3 +265,20 @@ fn max_tokens_stop_keeps_the_billed_usage() {
         })
     );
 }
+
+/// Regression: an Anthropic `api_base` ending in `/v1` (copied from an OpenAI-style
+/// local example) called `/v1/v1/messages` and failed as "unknown model".
+#[test]
+fn an_api_base_ending_in_v1_calls_v1_messages_once() {
+    for base in ["/v1", "/v1/"] {
+        let server = TestServer::start(vec![success()]);
+        let gw = gateway(
+            "anthropic/claude-sonnet-4-5",
+            &format!("{}{base}", server.base()),
+            Some(ANTHROPIC_KEY),
+            json!({}),
+        );
+        run(gw.as_ref(), &briefing()).result.unwrap();
+        assert_eq!(server.only_request().path, "/v1/messages");
+    }
+}

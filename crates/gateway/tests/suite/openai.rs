@@ -556,3 +556,45 @@ fn an_option_the_provider_does_not_read_is_refused_naming_the_known_ones() {
     assert!(text.contains("unknown option \"max_retries\""), "{text}");
     assert!(text.contains("api_base"), "{text}");
 }
+
+/// Regression: llama.cpp's context error was classified `bad_request`. The bodies are
+/// the servers' own (llama.cpp, vLLM, Ollama, LM Studio).
+#[test]
+fn local_servers_context_errors_are_context_too_long() {
+    let bodies = [
+        json!({"error": {"code": 400, "message": "request (13014 tokens) exceeds the available context size (2048 tokens), try increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": 13014, "n_ctx": 2048}}),
+        json!({"object": "error", "message": "This model's maximum context length is 2048 tokens. However, you requested 13014 tokens (12990 in the messages, 24 in the completion). Please reduce the length of the messages or completion.", "type": "BadRequestError", "param": null, "code": 400}),
+        json!({"error": {"message": "the input length exceeds the context length", "type": "api_error", "param": null, "code": null}}),
+        json!({"error": "Trying to keep the first 13014 tokens when context the overflows. However, the model is loaded with context length of only 2048 tokens, which is not enough. Try to load the model with a larger context length, or provide a shorter input"}),
+    ];
+    for body in bodies {
+        let server = TestServer::start(vec![json(400, &body.to_string())]);
+        let gw = gateway(
+            "llamacpp/local",
+            &format!("{}/v1", server.base()),
+            None,
+            json!({}),
+        );
+        let r = run(gw.as_ref(), &briefing());
+        assert!(
+            matches!(r.result, Err(Error::ContextTooLong { .. })),
+            "{body}: {:?}",
+            r.result
+        );
+        assert_eq!(r.attempts.len(), 1);
+    }
+}
+
+/// Regression: a 404 from a wrong path read "unknown model" with no URL.
+#[test]
+fn a_404_names_the_url_that_was_called() {
+    let server = TestServer::start(vec![json(404, r#"{"error":"Not Found"}"#)]);
+    let r = run(openai(&server).as_ref(), &briefing());
+    let err = r.result.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!("POST {}/v1/chat/completions", server.base()))
+            && text.contains("api_base"),
+        "{text}"
+    );
+}

@@ -218,6 +218,7 @@ fn turn_record(
         )),
         error: None,
         error_class: None,
+        error_message: None,
         usage: None,
         cost_micro_usd: None,
         attempts: Vec::new(),
