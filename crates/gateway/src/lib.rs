@@ -158,7 +158,7 @@ pub enum Error {
     /// `stop_reason: max_tokens`, `finishReason: MAX_TOKENS`): the claim is incomplete.
     /// Not retried: the same request would stop at the same place. `usage` is what the
     /// provider reported (and bills) for the cut-off answer.
-    #[error("output truncated at the token limit: {message}")]
+    #[error("output truncated: {message}")]
     Truncated { message: String, usage: Usage },
     /// The provider answered, and billed, but the answer holds no content (no text,
     /// no tool call). Retried: a second sample usually has one.

@@ -219,6 +219,10 @@ pub struct HttpGateway {
     settings: Settings,
     credential: Option<Credential>,
     transport: Transport,
+    /// Set after forced tool use ran to the output limit once: some servers' tool-use
+    /// answers never end (llama.cpp's Messages endpoint with small models), so later
+    /// calls ask for the claim in the prompt instead.
+    tool_use_failed: std::sync::atomic::AtomicBool,
 }
 
 impl fmt::Debug for HttpGateway {
@@ -341,6 +345,7 @@ impl HttpGateway {
             },
             credential,
             transport: Transport::new(connect_timeout, timeout),
+            tool_use_failed: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -354,9 +359,68 @@ impl HttpGateway {
         let s = &self.settings;
         match s.kind.wire() {
             Wire::ChatCompletions => openai::request_body(s, request),
+            Wire::Messages if self.falls_back() => {
+                let s = Settings {
+                    structured: Structured::Instructions,
+                    ..s.clone()
+                };
+                anthropic::request_body(&s, request)
+            }
             Wire::Messages => anthropic::request_body(s, request),
             Wire::GenerateContent => gemini::request_body(s, request),
         }
+    }
+
+    fn falls_back(&self) -> bool {
+        self.tool_use_failed
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The output limit a request was sent with (`None`: none was sent, the server's
+    /// own applies).
+    fn sent_limit(&self, request: &ModelRequest<'_>) -> Option<u32> {
+        let limit = request.max_tokens.or(self.settings.max_tokens);
+        match self.settings.kind.wire() {
+            Wire::Messages => Some(limit.unwrap_or(ANTHROPIC_DEFAULT_MAX_TOKENS)),
+            _ => limit,
+        }
+    }
+
+    /// Says which limit ended a truncated answer, and on the Messages wire stops
+    /// forcing tool use after a tool-use answer ran out.
+    fn explain_truncation(&self, request: &ModelRequest<'_>, error: Error) -> Error {
+        let Error::Truncated { message, usage } = error else {
+            return error;
+        };
+        let (input, output) = (usage.input_tokens, usage.output_tokens);
+        let which = match self.sent_limit(request) {
+            Some(limit) if output == 0 || output >= u64::from(limit) => format!(
+                "it reached max_tokens = {limit}{} (raise the worker's max_tokens)",
+                if request.max_tokens.or(self.settings.max_tokens).is_none() {
+                    ", baton's default for this wire format"
+                } else {
+                    ""
+                }
+            ),
+            Some(limit) => format!(
+                "it stopped at {output} output tokens, below max_tokens = {limit}: the model's context window filled ({input} prompt + {output} output tokens; give the server a larger context or the worker a smaller budget)"
+            ),
+            None => format!(
+                "no max_tokens was sent, so the server's own limit ended it: its context window ({input} prompt + {output} output tokens) or its default output length (llama.cpp: --n-predict); set max_tokens on the worker to choose"
+            ),
+        };
+        let mut message = format!("{message}; {which}");
+        if self.settings.kind.wire() == Wire::Messages
+            && self.settings.structured == Structured::Schema
+            && !self.falls_back()
+        {
+            self.tool_use_failed
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+            message.push_str(
+                "; the answer was a forced tool call that did not end, so this worker's next calls ask for the claim in the prompt instead (structured = \"instructions\"; set it in the roster to keep it)",
+            );
+        }
+        Error::Truncated { message, usage }
     }
 
     /// Reads a reply of any status into a response or a classified error.
@@ -532,6 +596,7 @@ impl Gateway for HttpGateway {
         let headers: Vec<(&str, &str)> = owned.iter().map(|(n, v)| (*n, v.as_str())).collect();
         let reply: Reply = self.transport.post(&self.settings.url, &headers, body)?;
         self.read_reply(reply.status, &reply.headers, &reply.body)
+            .map_err(|e| self.explain_truncation(request, e))
     }
 }
 

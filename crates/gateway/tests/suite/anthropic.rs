@@ -282,3 +282,42 @@ fn an_api_base_ending_in_v1_calls_v1_messages_once() {
         assert_eq!(server.only_request().path, "/v1/messages");
     }
 }
+
+/// Regression: forced tool use against a local Messages server ran every call to the
+/// output limit (0 of 2 claims); after one such truncation the worker asks for the
+/// claim in the prompt, and says so.
+#[test]
+fn a_forced_tool_call_that_never_ends_falls_back_to_instructions_and_says_so() {
+    let runaway = json!({
+        "type": "message", "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t", "name": "submit_claim", "input": {}}],
+        "stop_reason": "max_tokens",
+        "usage": {"input_tokens": 900, "output_tokens": 4096}
+    });
+    let answer = json!({
+        "type": "message", "role": "assistant",
+        "content": [{"type": "text", "text": "{\"summary\": \"s\", \"last_action\": \"a\"}"}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 900, "output_tokens": 20}
+    });
+    let server = TestServer::start(vec![
+        json(200, &runaway.to_string()),
+        json(200, &answer.to_string()),
+    ]);
+    let gw = anthropic(&server);
+    let first = run(gw.as_ref(), "hi").result.unwrap_err();
+    let text = first.to_string();
+    assert!(
+        text.contains("max_tokens = 4096, baton's default"),
+        "{text}"
+    );
+    assert!(text.contains("structured = \"instructions\""), "{text}");
+    run(gw.as_ref(), "hi").result.unwrap();
+    let sent: Vec<serde_json::Value> = server.requests().iter().map(|r| r.json()).collect();
+    assert!(sent[0].get("tools").is_some());
+    assert!(
+        sent[1].get("tools").is_none() && sent[1].get("tool_choice").is_none(),
+        "{}",
+        sent[1]
+    );
+}

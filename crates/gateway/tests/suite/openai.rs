@@ -598,3 +598,57 @@ fn a_404_names_the_url_that_was_called() {
         "{text}"
     );
 }
+
+/// Regression: a reply cut off by a full context said "truncated at the token limit"
+/// though no limit was set.
+#[test]
+fn a_truncation_says_which_limit_ended_it() {
+    let cut = |completion: u64| {
+        json(
+            200,
+            &json!({
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": "{\"summary\": \"mi"}, "finish_reason": "length"}],
+                "usage": {"prompt_tokens": 1900, "completion_tokens": completion}
+            })
+            .to_string(),
+        )
+    };
+    let server = TestServer::start(vec![cut(148)]);
+    let gw = gateway(
+        "llamacpp/local",
+        &format!("{}/v1", server.base()),
+        None,
+        json!({}),
+    );
+    let text = run(gw.as_ref(), &briefing())
+        .result
+        .unwrap_err()
+        .to_string();
+    assert!(
+        text.contains("no max_tokens was sent") && text.contains("1900 prompt + 148 output"),
+        "{text}"
+    );
+    let server = TestServer::start(vec![cut(148), cut(500)]);
+    let gw = gateway(
+        "llamacpp/local",
+        &format!("{}/v1", server.base()),
+        None,
+        json!({"max_tokens": 500}),
+    );
+    let text = run(gw.as_ref(), &briefing())
+        .result
+        .unwrap_err()
+        .to_string();
+    assert!(
+        text.contains("below max_tokens = 500: the model's context window filled"),
+        "{text}"
+    );
+    let text = run(gw.as_ref(), &briefing())
+        .result
+        .unwrap_err()
+        .to_string();
+    assert!(
+        text.contains("it reached max_tokens = 500 (raise"),
+        "{text}"
+    );
+}
