@@ -1,3 +1,4 @@
+mod agent_aider;
 mod cli;
 mod crash;
 mod hardening;

@@ -56,6 +56,7 @@ const TOOL_LINE_PREFIXES: &[&str] = &[
     "Applied edit to ",
     "Use /help",
     "Can't initialize prompt toolkit",
+    "Analytics have been permanently disabled.",
 ];
 
 pub(crate) fn is_tool_line(line: &str) -> bool {
@@ -65,6 +66,10 @@ pub(crate) fn is_tool_line(line: &str) -> bool {
     }
     // `Added calc/core.py to the chat.`, `Commit 458d02d fix: …`
     if t.starts_with("Added ") && t.trim_end_matches('.').ends_with(" to the chat") {
+        return true;
+    }
+    // aider 0.86 names a lone model `Model: openai/x with diff edit format`.
+    if t.starts_with("Model: ") && t.ends_with(" edit format") {
         return true;
     }
     t.strip_prefix("Commit ").is_some_and(|rest| {
@@ -523,6 +528,21 @@ mod tests {
 
     /// Regression (issue 8, item 5): everything after the last heading was taken, so
     /// aider's trailer lines became high-severity issues and the next action.
+    /// Regression: aider 0.86.2's real banner (`Analytics have been permanently
+    /// disabled.`, `Model: … with diff edit format`, no `Main model:` line) was kept as
+    /// the start of its final message, so the summary of an agent that wrote no
+    /// contract sections began with it.
+    #[test]
+    fn aider_0_86_banner_lines_are_not_the_final_message() {
+        let stdout = "Analytics have been permanently disabled.\n\nAider v0.86.2\n\
+                      Model: openai/baton-fake with diff edit format\n\
+                      Git repo: ../../../.git/worktrees/j1 with 3 files\n\
+                      Repo-map: using 4000.0 tokens, auto refresh\n\n\
+                      I fixed add().\n\nTokens: 2.7k sent, 60 received.\nApplied edit to calc.py\n";
+        assert_eq!(stdout_message(stdout), "I fixed add().");
+        assert!(!is_tool_line("Model: the one we chose"));
+    }
+
     #[test]
     fn aider_trailers_after_the_contract_are_not_claims() {
         let text = "SUMMARY: Fixed add() in calc/core.py.\nBLOCKERS:\n- none\n\nTokens: 2.1k sent, 150 received. Cost: $0.00 message, $0.00 session.\nApplied edit to calc/core.py\nCommit 458d02d fix: add()\n";

@@ -80,17 +80,52 @@ pub const PRESETS: &[Preset] = &[
         scratch: &[".opencode/**"],
         proven_with: None,
     },
+    // Proven with aider-chat 0.86.2 (`.ci/agents/install-aider.sh`) against a scripted
+    // OpenAI-compatible server in crates/cli/tests/suite/agent_aider.rs. `--yes-always`
+    // accepts every offer aider makes, so each offer that leaves the worktree is
+    // switched off by name: URL scraping and its Playwright install, shell commands the
+    // model suggests, the model-warnings and other "open documentation URL?" offers (a
+    // browser; `BROWSER=true` catches the ones no switch reaches, such as a URL in an
+    // API error), the update check, analytics, `.gitignore` edits and aider's own
+    // commits (which also stop its commits of a dirty tree). `--no-restore-chat-history`
+    // keeps a repository's `.aider.conf.yml` from carrying one turn's chat into the
+    // next. Not switched off by any flag: with neither a model nor a key aider offers
+    // an OpenRouter login that listens on a local port for 5 minutes (set AIDER_MODEL);
+    // it fetches litellm's model-price list from GitHub once a day unless the model is
+    // described in `.aider.model.metadata.json`; it loads `.env` from the worktree root
+    // over its environment.
     Preset {
         name: "aider",
         command: "aider --yes-always --no-pretty --no-stream --no-fancy-input \
                   --no-detect-urls --disable-playwright --no-suggest-shell-commands \
-                  --no-check-update --no-show-release-notes --analytics-disable \
-                  --no-gitignore --no-auto-commits --message-file {briefing_file}",
+                  --no-show-model-warnings --no-check-update --no-show-release-notes \
+                  --analytics-disable --no-gitignore --no-auto-commits \
+                  --no-restore-chat-history --message-file {briefing_file}",
         key_env: &["OPENAI_API_KEY", "ANTHROPIC_API_KEY"],
-        pass_env: &["OPENAI_API_BASE", "AIDER_MODEL", "AIDER_OPENAI_API_BASE"],
-        env: &[],
+        // litellm prefers OPENAI_BASE_URL over OPENAI_API_BASE (which aider's
+        // --openai-api-base and AIDER_OPENAI_API_BASE set).
+        pass_env: &[
+            "AIDER_MODEL",
+            "AIDER_EDIT_FORMAT",
+            "AIDER_WEAK_MODEL",
+            "OPENAI_API_BASE",
+            "OPENAI_BASE_URL",
+            "AIDER_OPENAI_API_BASE",
+            "ANTHROPIC_API_BASE",
+        ],
+        env: &[
+            // litellm downloads its model-price list from GitHub at import otherwise.
+            ("LITELLM_LOCAL_MODEL_COST_MAP", "True"),
+            // Without a terminal rich wraps every line at 80 columns, the final
+            // message included.
+            ("COLUMNS", "100000"),
+            // An accepted "open this URL?" offer runs `true <url>`, not a browser.
+            ("BROWSER", "true"),
+        ],
+        // `.aider.chat.history.md`, `.aider.tags.cache.v4/` (the repo map's cache),
+        // `.aider.input.history`; its analytics and install records go to ~/.aider/.
         scratch: &[".aider*"],
-        proven_with: None,
+        proven_with: Some("0.86.2"),
     },
     Preset {
         name: "qwen",
