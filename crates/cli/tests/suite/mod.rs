@@ -1,3 +1,4 @@
+mod agent_claude;
 mod cli;
 mod crash;
 mod hardening;
