@@ -238,6 +238,17 @@ fn enqueue_and_work(s: &Setup, bin: &Path, fake: &FakeModel, key: bool) -> (Stri
     (job, work)
 }
 
+/// The agent's runs: one output directory each in the job's worktree.
+fn agent_runs(job: &baton_store::JobInfo) -> Vec<String> {
+    let worktree = PathBuf::from(job.outbox.as_ref().unwrap()["worktree"].as_str().unwrap());
+    let mut runs: Vec<String> = std::fs::read_dir(worktree.join(".baton/output"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    runs.sort();
+    runs
+}
+
 /// The fake saw only the model's API: messages (and token counts), never a proxied
 /// request for another host.
 fn assert_only_model_requests(fake: &FakeModel) -> Vec<Value> {
@@ -246,7 +257,8 @@ fn assert_only_model_requests(fake: &FakeModel) -> Vec<Value> {
         assert_ne!(r["proxied"], json!(true), "the agent reached for {r}");
         let path = r["path"].as_str().unwrap();
         let model_call = r["method"] == "POST"
-            && (path.starts_with("/v1/messages?") || path == "/v1/messages"
+            && (path.starts_with("/v1/messages?")
+                || path == "/v1/messages"
                 || path.starts_with("/v1/messages/count_tokens"));
         let probe = r["method"] == "HEAD" && path == "/";
         assert!(model_call || probe, "not a model request: {r}");
@@ -260,7 +272,8 @@ fn agent_claude_fixes_a_failing_test_in_its_worktree() {
     let Some(bin) = claude_bin_dir() else { return };
     let s = setup();
     let fix = "    return a + b\n";
-    let final_message = "Fixed add() in calc.py: it subtracted instead of adding. test_calc passes now.";
+    let final_message =
+        "Fixed add() in calc.py: it subtracted instead of adding. test_calc passes now.";
     let fake = FakeModel::start(
         &s.root,
         &json!({"steps": [
@@ -276,7 +289,13 @@ fn agent_claude_fixes_a_failing_test_in_its_worktree() {
     let baton_dir = s.repo.join(".baton");
     let log = fake.log.clone();
     let script = s.root.join("script.json");
-    let skip = [baton_dir.as_path(), s.home.as_path(), s.tmp.as_path(), log.as_path(), script.as_path()];
+    let skip = [
+        baton_dir.as_path(),
+        s.home.as_path(),
+        s.tmp.as_path(),
+        log.as_path(),
+        script.as_path(),
+    ];
     // `.git` changes by design (the job's branch, worktree metadata, the shared exclude
     // file); everything else outside the worktree must not.
     let git_dir = s.repo.join(".git");
@@ -304,7 +323,13 @@ fn agent_claude_fixes_a_failing_test_in_its_worktree() {
     let changed = git(&worktree, &["diff", "--name-only", base, head]);
     assert_eq!(changed.trim(), "calc.py", "only the fix is committed");
     let message = git(&worktree, &["log", "-1", "--format=%B", head]);
-    for trailer in ["Baton-Run:", "Baton-Job:", "Baton-Turn:", "Baton-Worker: cc", "Baton-Model: command/claude"] {
+    for trailer in [
+        "Baton-Run:",
+        "Baton-Job:",
+        "Baton-Turn:",
+        "Baton-Worker: cc",
+        "Baton-Model: command/claude",
+    ] {
         assert!(message.contains(trailer), "{trailer} missing:\n{message}");
     }
     assert_eq!(
@@ -312,9 +337,20 @@ fn agent_claude_fixes_a_failing_test_in_its_worktree() {
         format!("def add(a, b):\n{fix}")
     );
     // Nothing else in the worktree: no scratch file of Claude Code's, committed or not.
-    let status = git(&worktree, &["status", "--porcelain", "--ignored", "--untracked-files=all"]);
+    let status = git(
+        &worktree,
+        &[
+            "status",
+            "--porcelain",
+            "--ignored",
+            "--untracked-files=all",
+        ],
+    );
     for line in status.lines() {
-        assert!(line.starts_with("!! .baton/"), "left in the worktree: {line}");
+        assert!(
+            line.starts_with("!! .baton/"),
+            "left in the worktree: {line}"
+        );
     }
 
     // The turn's claims: the changed file is the artifact, verified; the summary is
@@ -323,7 +359,11 @@ fn agent_claude_fixes_a_failing_test_in_its_worktree() {
     let state = store.load_state(&run).unwrap();
     let names: Vec<&str> = state.artifacts.iter().map(|a| a.name.as_str()).collect();
     assert_eq!(names, ["calc.py"], "{:?}", state.artifacts);
-    assert!(state.artifacts[0].latest().verified, "{:?}", state.artifacts[0]);
+    assert!(
+        state.artifacts[0].latest().verified,
+        "{:?}",
+        state.artifacts[0]
+    );
     let turns = store.turns(&run).unwrap();
     assert_eq!(turns.len(), 1, "one turn");
     let result = turns[0].result.clone().unwrap();
@@ -362,19 +402,31 @@ fn agent_claude_fixes_a_failing_test_in_its_worktree() {
     assert!(before == after, "a file outside the worktree changed");
     let worktrees = baton_dir.join("worktrees");
     for (path, _) in files(&baton_dir, &[worktrees.as_path()]) {
-        let rel = path.strip_prefix(&baton_dir).unwrap().to_string_lossy().to_string();
+        let rel = path
+            .strip_prefix(&baton_dir)
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
         assert!(
-            rel.starts_with("baton.db") || rel.ends_with(".patch") || rel.starts_with("transcripts"),
+            rel.starts_with("baton.db")
+                || rel.ends_with(".patch")
+                || rel.starts_with("transcripts"),
             "baton's directory holds {rel}"
         );
     }
     // Claude Code kept its own files in CLAUDE_CONFIG_DIR, none in HOME beside it.
     let home_files = files(&s.home, &[]);
     for path in home_files.keys() {
-        assert!(path.starts_with(s.home.join(".claude")), "{}", path.display());
+        assert!(
+            path.starts_with(s.home.join(".claude")),
+            "{}",
+            path.display()
+        );
     }
     assert!(
-        !home_files.keys().any(|p| p.to_string_lossy().contains("/projects/")),
+        !home_files
+            .keys()
+            .any(|p| p.to_string_lossy().contains("/projects/")),
         "a session transcript was kept: {:?}",
         home_files.keys()
     );
@@ -391,14 +443,24 @@ fn agent_claude_fixes_a_failing_test_in_its_worktree() {
             .iter()
             .map(|t| t["name"].as_str().unwrap())
             .collect();
-        assert_eq!(tools, ["Edit", "Glob", "Grep", "NotebookEdit", "Read", "Write"]);
+        assert_eq!(
+            tools,
+            ["Edit", "Glob", "Grep", "NotebookEdit", "Read", "Write"]
+        );
     }
     for entry in std::fs::read_dir(&baton_dir).unwrap() {
         let path = entry.unwrap().path();
-        if path.file_name().unwrap().to_string_lossy().starts_with("baton.db") {
+        if path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("baton.db")
+        {
             let bytes = std::fs::read(&path).unwrap();
             assert!(
-                !bytes.windows(DUMMY_KEY.len()).any(|w| w == DUMMY_KEY.as_bytes()),
+                !bytes
+                    .windows(DUMMY_KEY.len())
+                    .any(|w| w == DUMMY_KEY.as_bytes()),
                 "the key is in {}",
                 path.display()
             );
@@ -419,8 +481,12 @@ fn agent_claude_rejected_key_fails_the_job_with_claude_codes_message_once() {
     let store = SqliteStore::open(&db(&s.repo)).unwrap();
     let job = store.job(&job_id).unwrap();
     let shown = format!("{}\n{job:?}", text(&work));
-    assert_ne!(job.status, JobStatus::Outbox, "{shown}");
-    assert!(shown.contains("Invalid API key"), "{shown}");
+    assert_eq!(job.status, JobStatus::Failed, "{shown}");
+    assert!(
+        shown.contains("the agent failed (exit code 1): Invalid API key · Fix external API key"),
+        "{shown}"
+    );
+    assert_eq!(agent_runs(&job), ["turn-0-execute"]);
     let requests = assert_only_model_requests(&fake);
     let posts = requests.iter().filter(|r| r["method"] == "POST").count();
     assert_eq!(posts, 1, "the agent ran once, without retries: {posts}");
@@ -439,8 +505,12 @@ fn agent_claude_without_a_key_fails_with_not_logged_in_once() {
     let store = SqliteStore::open(&db(&s.repo)).unwrap();
     let job = store.job(&job_id).unwrap();
     let shown = format!("{}\n{job:?}", text(&work));
-    assert_ne!(job.status, JobStatus::Outbox, "{shown}");
-    assert!(shown.contains("Not logged in"), "{shown}");
+    assert_eq!(job.status, JobStatus::Failed, "{shown}");
+    assert!(
+        shown.contains("the agent failed (exit code 1): Not logged in · Please run /login"),
+        "{shown}"
+    );
+    assert_eq!(agent_runs(&job), ["turn-0-execute"]);
     let requests = assert_only_model_requests(&fake);
     assert_eq!(requests.iter().filter(|r| r["method"] == "POST").count(), 0);
 }
