@@ -1,4 +1,5 @@
 mod agent_aider;
+mod agent_claude;
 mod cli;
 mod crash;
 mod hardening;

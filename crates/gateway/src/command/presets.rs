@@ -32,25 +32,55 @@ pub struct Preset {
 }
 
 pub const PRESETS: &[Preset] = &[
+    // Proven with Claude Code 2.1.197 (crates/cli/tests/suite/agent_claude.rs). In
+    // `-p` mode nothing can be approved, so a tool call that needs approval is
+    // refused and the model is told so. `--tools` offers only the file tools: no
+    // Bash (acceptEdits would run read-only commands such as `ls` and refuse the
+    // rest, tests included; baton's gates run the tests), no web tools, no
+    // subagents, worktree switching (EnterWorktree), cron or scheduled wake-ups.
+    // acceptEdits lets Read/Edit/Write act inside the working directory only: a
+    // path outside it is refused. `--strict-mcp-config` without `--mcp-config`
+    // starts no MCP server from the user's or the project's configuration;
+    // `--no-session-persistence` keeps no transcript to resume (baton never
+    // resumes one). The comma-joined lists keep the variadic flags from taking
+    // the next argument.
     Preset {
         name: "claude",
         command: "claude -p --output-format json --permission-mode acceptEdits \
-                  --disallowedTools WebFetch WebSearch",
+                  --tools Read,Edit,Write,Glob,Grep,NotebookEdit \
+                  --disallowedTools WebFetch,WebSearch \
+                  --strict-mcp-config --no-session-persistence",
         key_env: &["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"],
         pass_env: &[
             "ANTHROPIC_BASE_URL",
             "ANTHROPIC_MODEL",
             "ANTHROPIC_SMALL_FAST_MODEL",
+            "ANTHROPIC_DEFAULT_OPUS_MODEL",
+            "ANTHROPIC_DEFAULT_SONNET_MODEL",
+            "ANTHROPIC_DEFAULT_HAIKU_MODEL",
             "CLAUDE_CONFIG_DIR",
+            "CLAUDE_CODE_MAX_RETRIES",
+            "API_TIMEOUT_MS",
         ],
         env: &[
+            // Without it Claude Code 2.1.197 opens six connections to
+            // api.anthropic.com per run (telemetry, feature flags) whatever
+            // ANTHROPIC_BASE_URL says; the three below are what it implies.
             ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
             ("DISABLE_AUTOUPDATER", "1"),
             ("DISABLE_TELEMETRY", "1"),
             ("DISABLE_ERROR_REPORTING", "1"),
+            // Auto-memory is a notes directory under CLAUDE_CONFIG_DIR that every
+            // later run in the same directory reads: a channel between workers
+            // that bypasses the briefing.
+            ("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "1"),
         ],
+        // Nothing was written in the worktree in the proven runs (Claude Code keeps
+        // `.claude.json`, `backups/` and `sessions/` in CLAUDE_CONFIG_DIR, else
+        // HOME, and a task directory in TMPDIR); `.claude/settings.local.json` and
+        // `CLAUDE.local.md` come from interactive use.
         scratch: &[".claude/**", "CLAUDE.local.md"],
-        proven_with: None,
+        proven_with: Some("2.1.197"),
     },
     Preset {
         name: "codex",

@@ -1,0 +1,516 @@
+//! The `claude` preset against the real Claude Code CLI (the version in the preset's
+//! `proven_with`), its model played by a scripted fake of the Anthropic Messages API
+//! (`tests/agents/fake_anthropic.py`) on 127.0.0.1.
+//!
+//! The CLI is found in the cache `.ci/agents/install-claude.sh` fills. Without it the
+//! tests say how to install it and pass, unless `BATON_REQUIRE_AGENTS=1`.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Instant;
+
+use baton_store::{JobStatus, SqliteStore, Store};
+use serde_json::{Value, json};
+
+use super::*;
+
+const VERSION: &str = "2.1.197";
+const DUMMY_KEY: &str = "sk-ant-dummy-e2e-4f1c9b7a";
+
+/// The directory holding the `claude` binary, or `None` (after saying how to get it).
+fn claude_bin_dir() -> Option<PathBuf> {
+    let cache = std::env::var_os("BATON_AGENTS_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/baton/agents"))
+        })?;
+    let dir = cache.join(format!("claude-{VERSION}/node_modules/.bin"));
+    if dir.join("claude").is_file() {
+        return Some(dir);
+    }
+    let required = std::env::var("BATON_REQUIRE_AGENTS").is_ok_and(|v| v == "1");
+    assert!(
+        !required,
+        "BATON_REQUIRE_AGENTS=1 but Claude Code {VERSION} is not in {}: run .ci/agents/install-claude.sh",
+        dir.display()
+    );
+    println!(
+        "skipped: Claude Code {VERSION} is not installed; run .ci/agents/install-claude.sh (or set BATON_AGENTS_CACHE)"
+    );
+    None
+}
+
+/// The fake model server, killed on drop.
+struct FakeModel {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+}
+
+impl FakeModel {
+    fn start(dir: &Path, script: &Value, fail: Option<u16>) -> FakeModel {
+        let script_file = dir.join("script.json");
+        std::fs::write(&script_file, script.to_string()).unwrap();
+        let log = dir.join("requests.jsonl");
+        let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents/fake_anthropic.py");
+        let mut cmd = Command::new("python3");
+        cmd.arg(server)
+            .arg("--script")
+            .arg(&script_file)
+            .arg("--log")
+            .arg(&log);
+        if let Some(status) = fail {
+            cmd.args(["--fail", &status.to_string()]);
+        }
+        let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line
+            .strip_prefix("PORT ")
+            .and_then(|p| p.trim().parse().ok())
+            .unwrap_or_else(|| panic!("fake server printed {line:?}"));
+        FakeModel { child, port, log }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn requests(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+impl Drop for FakeModel {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A repository whose one test fails: `add` subtracts.
+fn buggy_repo(d: &Path) -> PathBuf {
+    let repo = d.join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["config", "user.email", "dev@example.com"]);
+    git(&repo, &["config", "user.name", "dev"]);
+    std::fs::write(repo.join("calc.py"), "def add(a, b):\n    return a - b\n").unwrap();
+    std::fs::write(
+        repo.join("test_calc.py"),
+        "import unittest\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n\nif __name__ == \"__main__\":\n    unittest.main()\n",
+    )
+    .unwrap();
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "calc with a bug"]);
+    repo
+}
+
+/// Everything under `root` except the paths `skip` names: path → bytes.
+fn files(root: &Path, skip: &[&Path]) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if skip.iter().any(|s| path.starts_with(s)) {
+                continue;
+            }
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.insert(path.clone(), std::fs::read(&path).unwrap_or_default());
+            }
+        }
+    }
+    out
+}
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    repo: PathBuf,
+    home: PathBuf,
+    tmp: PathBuf,
+}
+
+fn setup() -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let repo = buggy_repo(&root);
+    let home = root.join("home");
+    let tmp = root.join("tmp");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&tmp).unwrap();
+    Setup {
+        _dir: dir,
+        root,
+        repo,
+        home,
+        tmp,
+    }
+}
+
+/// Writes `baton.toml` with one claude worker whose proxy is the fake server, so an
+/// attempt to reach any other host is logged there and refused.
+fn write_roster(s: &Setup, fake: &FakeModel, extra_env: &str) {
+    std::fs::write(
+        s.repo.join("baton.toml"),
+        format!(
+            "estimator = \"heuristic\"\n[[workers]]\nid = \"cc\"\nmodel = \"command/claude\"\n\
+             options = {{ preset = \"claude\", timeout_s = 300, env = {{ HTTPS_PROXY = \"{url}\", \
+             HTTP_PROXY = \"{url}\", NO_PROXY = \"127.0.0.1\"{extra_env} }} }}\n",
+            url = fake.url()
+        ),
+    )
+    .unwrap();
+    // The roster is the user's own file, not part of the job.
+    git(&s.repo, &["add", "baton.toml"]);
+    git(&s.repo, &["commit", "-q", "-m", "roster"]);
+}
+
+/// `baton ARGS` in the repository with the agent's environment: Claude Code on PATH,
+/// HOME, CLAUDE_CONFIG_DIR and TMPDIR in the test's directory, the fake server's URL,
+/// and the dummy key when `key`.
+fn baton_for_agent(s: &Setup, bin: &Path, fake: &FakeModel, key: bool) -> Command {
+    let mut cmd = baton(&s.repo);
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    cmd.env("PATH", path)
+        .env("HOME", &s.home)
+        .env("CLAUDE_CONFIG_DIR", s.home.join(".claude"))
+        .env("TMPDIR", &s.tmp)
+        .env("ANTHROPIC_BASE_URL", fake.url());
+    for var in [
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_MODEL",
+        "ANTHROPIC_SMALL_FAST_MODEL",
+        "ANTHROPIC_DEFAULT_OPUS_MODEL",
+        "ANTHROPIC_DEFAULT_SONNET_MODEL",
+        "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+        "CLAUDE_CODE_MAX_RETRIES",
+        "API_TIMEOUT_MS",
+    ] {
+        cmd.env_remove(var);
+    }
+    if key {
+        cmd.env("ANTHROPIC_API_KEY", DUMMY_KEY);
+    }
+    cmd
+}
+
+fn enqueue_and_work(s: &Setup, bin: &Path, fake: &FakeModel, key: bool) -> (String, Output) {
+    let out = baton_for_agent(s, bin, fake, key)
+        .args([
+            "enqueue",
+            "--objective",
+            "Make the test suite pass",
+            "--task",
+            "Fix the bug in calc.py so that test_calc passes",
+            "--gate",
+            "tests=python3 -m unittest",
+            "--worker",
+            "cc",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "enqueue: {}", text(&out));
+    let store = SqliteStore::open(&db(&s.repo)).unwrap();
+    let job = store.list_jobs().unwrap()[0].id.clone();
+    let started = Instant::now();
+    let work = baton_for_agent(s, bin, fake, key)
+        .arg("work")
+        .output()
+        .unwrap();
+    println!("baton work took {:.1?}", started.elapsed());
+    (job, work)
+}
+
+/// The agent's runs: one output directory each in the job's worktree.
+fn agent_runs(job: &baton_store::JobInfo) -> Vec<String> {
+    let worktree = PathBuf::from(job.outbox.as_ref().unwrap()["worktree"].as_str().unwrap());
+    let mut runs: Vec<String> = std::fs::read_dir(worktree.join(".baton/output"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    runs.sort();
+    runs
+}
+
+/// The fake saw only the model's API: messages (and token counts), never a proxied
+/// request for another host.
+fn assert_only_model_requests(fake: &FakeModel) -> Vec<Value> {
+    let requests = fake.requests();
+    for r in &requests {
+        assert_ne!(r["proxied"], json!(true), "the agent reached for {r}");
+        let path = r["path"].as_str().unwrap();
+        let model_call = r["method"] == "POST"
+            && (path.starts_with("/v1/messages?")
+                || path == "/v1/messages"
+                || path.starts_with("/v1/messages/count_tokens"));
+        let probe = r["method"] == "HEAD" && path == "/";
+        assert!(model_call || probe, "not a model request: {r}");
+        assert!(r["script_error"].is_null(), "{}", r["script_error"]);
+    }
+    requests
+}
+
+#[test]
+fn agent_claude_fixes_a_failing_test_in_its_worktree() {
+    let Some(bin) = claude_bin_dir() else { return };
+    let s = setup();
+    let fix = "    return a + b\n";
+    let final_message =
+        "Fixed add() in calc.py: it subtracted instead of adding. test_calc passes now.";
+    let fake = FakeModel::start(
+        &s.root,
+        &json!({"steps": [
+            {"tool_use": {"name": "Read", "input": {"file_path": "{cwd}/calc.py"}}},
+            {"tool_use": {"name": "Edit", "input": {
+                "file_path": "{cwd}/calc.py", "old_string": "    return a - b\n", "new_string": fix}}},
+            {"text": final_message}
+        ]}),
+        None,
+    );
+    write_roster(&s, &fake, "");
+    let checkout_head = git(&s.repo, &["rev-parse", "HEAD"]);
+    let baton_dir = s.repo.join(".baton");
+    let log = fake.log.clone();
+    let script = s.root.join("script.json");
+    let skip = [
+        baton_dir.as_path(),
+        s.home.as_path(),
+        s.tmp.as_path(),
+        log.as_path(),
+        script.as_path(),
+    ];
+    // `.git` changes by design (the job's branch, worktree metadata, the shared exclude
+    // file); everything else outside the worktree must not.
+    let git_dir = s.repo.join(".git");
+    let mut skip_all = skip.to_vec();
+    skip_all.push(git_dir.as_path());
+    let before = files(&s.root, &skip_all);
+
+    let (job_id, work) = enqueue_and_work(&s, &bin, &fake, true);
+    assert!(work.status.success(), "work: {}", text(&work));
+
+    let store = SqliteStore::open(&db(&s.repo)).unwrap();
+    let job = store.job(&job_id).unwrap();
+    assert_eq!(job.status, JobStatus::Outbox, "{job:?}\n{}", text(&work));
+    let outbox = job.outbox.clone().unwrap();
+    assert_eq!(outbox["ended"], "finished", "{outbox}");
+    let gates = outbox["gates"].as_array().unwrap();
+    assert_eq!(gates.len(), 1, "{outbox}");
+    assert_eq!(gates[0]["name"], "tests");
+    assert_eq!(gates[0]["passed"], true, "{}", gates[0]);
+
+    // The fix is the job branch's one commit, stamped by baton.
+    let worktree = PathBuf::from(outbox["worktree"].as_str().unwrap());
+    let base = outbox["base"].as_str().unwrap();
+    let head = outbox["head"].as_str().unwrap();
+    let changed = git(&worktree, &["diff", "--name-only", base, head]);
+    assert_eq!(changed.trim(), "calc.py", "only the fix is committed");
+    let message = git(&worktree, &["log", "-1", "--format=%B", head]);
+    for trailer in [
+        "Baton-Run:",
+        "Baton-Job:",
+        "Baton-Turn:",
+        "Baton-Worker: cc",
+        "Baton-Model: command/claude",
+    ] {
+        assert!(message.contains(trailer), "{trailer} missing:\n{message}");
+    }
+    assert_eq!(
+        git(&worktree, &["show", &format!("{head}:calc.py")]),
+        format!("def add(a, b):\n{fix}")
+    );
+    // Nothing else in the worktree: no scratch file of Claude Code's, committed or not.
+    let status = git(
+        &worktree,
+        &[
+            "status",
+            "--porcelain",
+            "--ignored",
+            "--untracked-files=all",
+        ],
+    );
+    for line in status.lines() {
+        assert!(
+            line.starts_with("!! .baton/"),
+            "left in the worktree: {line}"
+        );
+    }
+
+    // The turn's claims: the changed file is the artifact, verified; the summary is
+    // Claude Code's final message.
+    let run = job.run_id.clone().unwrap();
+    let state = store.load_state(&run).unwrap();
+    let names: Vec<&str> = state.artifacts.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["calc.py"], "{:?}", state.artifacts);
+    assert!(
+        state.artifacts[0].latest().verified,
+        "{:?}",
+        state.artifacts[0]
+    );
+    let turns = store.turns(&run).unwrap();
+    assert_eq!(turns.len(), 1, "one turn");
+    let result = turns[0].result.clone().unwrap();
+    assert_eq!(result["summary"], final_message, "{result}");
+
+    // The patch applies to the base and holds only the fix.
+    let patch = PathBuf::from(outbox["patch_file"].as_str().unwrap());
+    let patch_text = std::fs::read_to_string(&patch).unwrap();
+    assert!(!patch_text.contains(".claude"), "{patch_text}");
+    assert!(!patch_text.contains(".baton"), "{patch_text}");
+    let clone = s.root.join("clone");
+    let cloned = Command::new("git")
+        .args(["clone", "-q"])
+        .arg(&s.repo)
+        .arg(&clone)
+        .output()
+        .unwrap();
+    assert!(cloned.status.success());
+    git(&clone, &["checkout", "-q", base]);
+    git(&clone, &["apply", "--check", patch.to_str().unwrap()]);
+    std::fs::remove_dir_all(&clone).unwrap();
+
+    // The user's checkout is untouched, and so is everything outside the worktree,
+    // baton's directory and the agent's HOME and TMPDIR.
+    assert_eq!(git(&s.repo, &["rev-parse", "HEAD"]), checkout_head);
+    assert_eq!(git(&s.repo, &["status", "--porcelain"]), "");
+    assert_eq!(
+        std::fs::read_to_string(s.repo.join("calc.py")).unwrap(),
+        "def add(a, b):\n    return a - b\n"
+    );
+    let after = files(&s.root, &skip_all);
+    assert_eq!(
+        before.keys().collect::<Vec<_>>(),
+        after.keys().collect::<Vec<_>>()
+    );
+    assert!(before == after, "a file outside the worktree changed");
+    let worktrees = baton_dir.join("worktrees");
+    for (path, _) in files(&baton_dir, &[worktrees.as_path()]) {
+        let rel = path
+            .strip_prefix(&baton_dir)
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
+        assert!(
+            rel.starts_with("baton.db")
+                || rel.ends_with(".patch")
+                || rel.starts_with("transcripts"),
+            "baton's directory holds {rel}"
+        );
+    }
+    // Claude Code kept its own files in CLAUDE_CONFIG_DIR, none in HOME beside it.
+    let home_files = files(&s.home, &[]);
+    for path in home_files.keys() {
+        assert!(
+            path.starts_with(s.home.join(".claude")),
+            "{}",
+            path.display()
+        );
+    }
+    assert!(
+        !home_files
+            .keys()
+            .any(|p| p.to_string_lossy().contains("/projects/")),
+        "a session transcript was kept: {:?}",
+        home_files.keys()
+    );
+
+    // The key went to the model server, and nowhere baton records.
+    let requests = assert_only_model_requests(&fake);
+    let model_calls: Vec<&Value> = requests.iter().filter(|r| r["method"] == "POST").collect();
+    assert_eq!(model_calls.len(), 3, "read, edit, final message");
+    for r in &model_calls {
+        assert_eq!(r["headers"]["x-api-key"], DUMMY_KEY);
+        let tools: Vec<&str> = r["body"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            tools,
+            ["Edit", "Glob", "Grep", "NotebookEdit", "Read", "Write"]
+        );
+    }
+    for entry in std::fs::read_dir(&baton_dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("baton.db")
+        {
+            let bytes = std::fs::read(&path).unwrap();
+            assert!(
+                !bytes
+                    .windows(DUMMY_KEY.len())
+                    .any(|w| w == DUMMY_KEY.as_bytes()),
+                "the key is in {}",
+                path.display()
+            );
+        }
+    }
+    assert!(!text(&work).contains(DUMMY_KEY));
+}
+
+/// A rejected key is Claude Code's own message on the failed job, after one run.
+#[test]
+fn agent_claude_rejected_key_fails_the_job_with_claude_codes_message_once() {
+    let Some(bin) = claude_bin_dir() else { return };
+    let s = setup();
+    let fake = FakeModel::start(&s.root, &json!({"steps": [{"text": "unused"}]}), Some(401));
+    // Claude Code retries a 401 ten times with backoff (three minutes) by default.
+    write_roster(&s, &fake, ", CLAUDE_CODE_MAX_RETRIES = \"0\"");
+    let (job_id, work) = enqueue_and_work(&s, &bin, &fake, true);
+    let store = SqliteStore::open(&db(&s.repo)).unwrap();
+    let job = store.job(&job_id).unwrap();
+    let shown = format!("{}\n{job:?}", text(&work));
+    assert_eq!(job.status, JobStatus::Failed, "{shown}");
+    assert!(
+        shown.contains("the agent failed (exit code 1): Invalid API key · Fix external API key"),
+        "{shown}"
+    );
+    assert_eq!(agent_runs(&job), ["turn-0-execute"]);
+    let requests = assert_only_model_requests(&fake);
+    let posts = requests.iter().filter(|r| r["method"] == "POST").count();
+    assert_eq!(posts, 1, "the agent ran once, without retries: {posts}");
+    assert!(!shown.contains(DUMMY_KEY));
+}
+
+/// No key and no login: Claude Code's "Not logged in" reaches the user, and the agent
+/// is not run again.
+#[test]
+fn agent_claude_without_a_key_fails_with_not_logged_in_once() {
+    let Some(bin) = claude_bin_dir() else { return };
+    let s = setup();
+    let fake = FakeModel::start(&s.root, &json!({"steps": [{"text": "unused"}]}), None);
+    write_roster(&s, &fake, "");
+    let (job_id, work) = enqueue_and_work(&s, &bin, &fake, false);
+    let store = SqliteStore::open(&db(&s.repo)).unwrap();
+    let job = store.job(&job_id).unwrap();
+    let shown = format!("{}\n{job:?}", text(&work));
+    assert_eq!(job.status, JobStatus::Failed, "{shown}");
+    assert!(
+        shown.contains("the agent failed (exit code 1): Not logged in · Please run /login"),
+        "{shown}"
+    );
+    assert_eq!(agent_runs(&job), ["turn-0-execute"]);
+    let requests = assert_only_model_requests(&fake);
+    assert_eq!(requests.iter().filter(|r| r["method"] == "POST").count(), 0);
+}
