@@ -142,7 +142,7 @@ impl Context_ {
 
     /// An engine over the store, printing every call on stderr with `--verbose`.
     fn engine(&self, store: &Arc<dyn Store>) -> Engine {
-        let engine = Engine::new(store.clone());
+        let engine = Engine::new(store.clone()).with_watcher(crate::waiting::watcher());
         if !self.verbose {
             return engine;
         }

@@ -9,6 +9,7 @@ mod input;
 mod jobs;
 mod render;
 mod signals;
+mod waiting;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

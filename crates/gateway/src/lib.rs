@@ -257,12 +257,14 @@ impl Error {
         if let Error::Replayed { inner, .. } = self {
             return inner.is_retryable();
         }
+        // Not a timeout: the call already waited its whole limit, and a hung server
+        // hangs again (three retries of 300 s kept a one-worker run waiting 45 minutes
+        // before it blocked). The turn fails; the next turn tries again.
         matches!(
             self,
             Error::RateLimited { .. }
                 | Error::Overloaded { .. }
                 | Error::Server { .. }
-                | Error::Timeout(_)
                 | Error::AgentSilent { .. }
                 | Error::Unparseable { .. }
                 | Error::EmptyReply { .. }
@@ -338,6 +340,12 @@ pub trait Gateway: Send + Sync + fmt::Debug {
     /// without one.
     fn needs_workspace(&self) -> bool {
         false
+    }
+
+    /// How long one call may take before it is given up, when the gateway has such a
+    /// limit (for the live "waiting" line).
+    fn call_timeout(&self) -> Option<Duration> {
+        None
     }
 }
 

@@ -467,3 +467,47 @@ fn live_local_server_runs_a_plan() {
         "{stdout}"
     );
 }
+
+/// Regression: against a hung server `-v` printed nothing while a call was in flight,
+/// and each timed-out call was retried for the whole limit again (a one-worker run
+/// waited about 45 minutes before it blocked). Now a line says what the call waits
+/// for, and a timeout fails the turn without a retry.
+#[test]
+fn a_hung_server_is_shown_while_baton_waits_and_a_timeout_is_not_retried() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    let connections = Arc::new(Mutex::new(0u32));
+    let count = connections.clone();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            *count.lock().unwrap() += 1;
+            held.push(stream); // read nothing, answer nothing
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("baton.toml"),
+        format!(
+            "estimator = \"heuristic\"\n[[workers]]\nid = \"local\"\nmodel = \"llamacpp/local\"\n\
+             max_retries = 2\noptions = {{ api_base = \"{base}\", timeout_s = 11 }}\n"
+        ),
+    )
+    .unwrap();
+    run_ok(
+        dir.path(),
+        &["run", "--objective", "o", "--task", "t", "--create-only"],
+    );
+    let out = baton(dir.path()).args(["step"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("turn 0 · local (llamacpp/local) execute: attempt 1 of 3: waiting 10 s for the answer; gives up at 11 s"),
+        "{err}"
+    );
+    assert_eq!(
+        *connections.lock().unwrap(),
+        1,
+        "a timed-out call was retried: {err}"
+    );
+}

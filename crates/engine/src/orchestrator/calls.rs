@@ -9,7 +9,7 @@ use baton_core::prompt::{self, Prompt};
 use baton_core::turn::{AttemptRecord, CallKind, CallRecord, ReportedUsage};
 use baton_gateway::{ModelRequest, RetryPolicy, complete_with_retry};
 
-use super::{Engine, Session};
+use super::{CallWait, Engine, Session};
 use crate::audit;
 
 impl Engine {
@@ -57,12 +57,36 @@ impl Engine {
         let (outcome, attempts) = match &session.gateways[worker_index] {
             None => (Err(format!("worker {} is disabled", worker.id)), Vec::new()),
             Some(gateway) => {
+                let watch = |w: CallWait| {
+                    if let Some(watcher) = &self.watcher {
+                        watcher(w);
+                    }
+                };
+                let sent = |attempt: u32| CallWait::Sent {
+                    worker: worker.id.to_string(),
+                    model: worker.model.clone(),
+                    call,
+                    turn,
+                    attempt,
+                    attempts: retry.max_retries + 1,
+                    timeout: gateway.call_timeout(),
+                };
+                watch(sent(1));
+                let mut attempt = 1;
                 // A wait the provider asked for ends early on an interrupt.
                 let mut sleep = |d: std::time::Duration| {
+                    watch(CallWait::Backoff {
+                        worker: worker.id.to_string(),
+                        after_attempt: attempt,
+                        delay: d,
+                    });
                     session.cancel.sleep(d);
+                    attempt += 1;
+                    watch(sent(attempt));
                 };
                 let (result, attempts) =
                     complete_with_retry(&**gateway, &request, &retry, &mut sleep);
+                watch(CallWait::Done);
                 let tries = attempts.len();
                 if let Err(e) = &result {
                     error_class = Some(e.class().to_string());

@@ -136,12 +136,40 @@ pub enum StepOutcome {
 /// Sees every model call as it is recorded (for `--verbose` output).
 pub type CallObserver = Arc<dyn Fn(&CallRecord) + Send + Sync>;
 
+/// A model call while it is under way, for a live "waiting" line.
+#[derive(Debug, Clone)]
+pub enum CallWait {
+    /// An attempt went out (`attempt` of at most `attempts`).
+    Sent {
+        worker: String,
+        model: String,
+        call: baton_core::turn::CallKind,
+        turn: u32,
+        attempt: u32,
+        attempts: u32,
+        /// The gateway's limit on one attempt, when it has one.
+        timeout: Option<std::time::Duration>,
+    },
+    /// Waiting before the next attempt, as the provider asked or by backoff.
+    Backoff {
+        worker: String,
+        after_attempt: u32,
+        delay: std::time::Duration,
+    },
+    /// The call ended (answered or failed).
+    Done,
+}
+
+/// Receives [`CallWait`]s as a call goes.
+pub type CallWatcher = Arc<dyn Fn(CallWait) + Send + Sync>;
+
 pub struct Engine {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     verifier: Arc<dyn Verifier>,
     policy: Arc<dyn SwitchPolicy>,
     observer: Option<CallObserver>,
+    watcher: Option<CallWatcher>,
 }
 
 static RUN_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -154,7 +182,14 @@ impl Engine {
             verifier: Arc::new(NoVerifier),
             policy: Arc::new(RotatingPolicy),
             observer: None,
+            watcher: None,
         }
+    }
+
+    /// Tells `watcher` when each attempt of a call goes out and when the call ends.
+    pub fn with_watcher(mut self, watcher: CallWatcher) -> Self {
+        self.watcher = Some(watcher);
+        self
     }
 
     pub fn with_observer(mut self, observer: CallObserver) -> Self {

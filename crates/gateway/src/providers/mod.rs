@@ -25,7 +25,7 @@
 //! with any other schema is refused outright),
 //! `max_tokens` (default output limit when a request sets none; Anthropic requires one
 //! and defaults to 4096), `connect_timeout_s` (default 10), `timeout_s` (whole call,
-//! default 300), `api_key_env` (read by [`crate::credential_for`], not here).
+//! default 180; a call that times out is not retried), `api_key_env` (read by [`crate::credential_for`], not here).
 //!
 //! Why our own adapters rather than a multi-provider client crate: the engine is
 //! synchronous (one blocking call per model turn, no tokio runtime to own), and the
@@ -219,6 +219,7 @@ pub struct HttpGateway {
     settings: Settings,
     credential: Option<Credential>,
     transport: Transport,
+    timeout: Duration,
     /// Set after forced tool use ran to the output limit once: some servers' tool-use
     /// answers never end (llama.cpp's Messages endpoint with small models), so later
     /// calls ask for the claim in the prompt instead.
@@ -324,7 +325,7 @@ impl HttpGateway {
             ),
         };
         let connect_timeout = seconds_option(options, "connect_timeout_s", 10.0)?;
-        let timeout = seconds_option(options, "timeout_s", 300.0)?;
+        let timeout = seconds_option(options, "timeout_s", DEFAULT_TIMEOUT_S)?;
         let model = model.to_string();
         let url = match kind.wire() {
             Wire::ChatCompletions => format!("{api_base}/chat/completions"),
@@ -345,6 +346,7 @@ impl HttpGateway {
             },
             credential,
             transport: Transport::new(connect_timeout, timeout),
+            timeout,
             tool_use_failed: std::sync::atomic::AtomicBool::new(false),
         })
     }
@@ -589,7 +591,16 @@ impl HttpGateway {
     }
 }
 
+/// The default limit on one whole call (`options.timeout_s`): long enough for a few
+/// thousand tokens from a slow model, short enough that a hung server is noticed
+/// within minutes.
+pub const DEFAULT_TIMEOUT_S: f64 = 180.0;
+
 impl Gateway for HttpGateway {
+    fn call_timeout(&self) -> Option<Duration> {
+        Some(self.timeout)
+    }
+
     fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelResponse> {
         let body = self.request_body(request)?;
         let owned = self.headers();

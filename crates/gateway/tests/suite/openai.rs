@@ -391,7 +391,8 @@ fn a_slow_server_times_out() {
     let started = std::time::Instant::now();
     let err = gw.complete(&request(&briefing())).unwrap_err();
     assert!(matches!(err, Error::Timeout(_)), "{err:?}");
-    assert!(err.is_retryable());
+    // Not retried: a hung server would hang every retry for the whole limit.
+    assert!(!err.is_retryable());
     assert!(started.elapsed() < Duration::from_secs(2));
 }
 

@@ -1,0 +1,124 @@
+//! The live line while a model call is under way: a call to a slow or hung server
+//! says, on stderr, what it waits for and for how long, instead of nothing.
+
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use baton_engine::orchestrator::{CallWait, CallWatcher};
+
+/// When the line is printed: after the first 10 s of waiting, then every 10 s up to
+/// a minute, then every 30 s.
+fn next_report(waited: Duration) -> Duration {
+    if waited < Duration::from_secs(60) {
+        Duration::from_secs((waited.as_secs() / 10 + 1) * 10)
+    } else {
+        Duration::from_secs((waited.as_secs() / 30 + 1) * 30)
+    }
+}
+
+struct InFlight {
+    what: String,
+    since: Instant,
+    timeout: Option<Duration>,
+}
+
+#[derive(Default)]
+struct State {
+    current: Option<InFlight>,
+    /// Bumped on every change, so a waiting reporter knows its call is gone.
+    generation: u64,
+}
+
+/// A watcher printing the live line from its own thread (the engine's thread is
+/// blocked in the call).
+pub fn watcher() -> CallWatcher {
+    let shared = Arc::new((Mutex::new(State::default()), Condvar::new()));
+    let reporter = shared.clone();
+    std::thread::spawn(move || report(&reporter));
+    Arc::new(move |w: CallWait| {
+        let (lock, changed) = &*shared;
+        let mut state = lock.lock().unwrap_or_else(PoisonError::into_inner);
+        state.generation += 1;
+        match w {
+            CallWait::Sent {
+                worker,
+                model,
+                call,
+                turn,
+                attempt,
+                attempts,
+                timeout,
+            } => {
+                state.current = Some(InFlight {
+                    what: format!(
+                        "turn {turn} · {worker} ({model}) {}: attempt {attempt} of {attempts}",
+                        call.as_str()
+                    ),
+                    since: Instant::now(),
+                    timeout,
+                });
+            }
+            CallWait::Backoff {
+                worker,
+                after_attempt,
+                delay,
+            } => {
+                state.current = None;
+                if delay >= Duration::from_secs(2) {
+                    eprintln!(
+                        "  … {worker}: attempt {after_attempt} failed; the next goes out in {} s (Ctrl-C stops)",
+                        delay.as_secs()
+                    );
+                }
+            }
+            CallWait::Done => state.current = None,
+        }
+        changed.notify_all();
+    })
+}
+
+fn report(shared: &(Mutex<State>, Condvar)) {
+    let (lock, changed) = shared;
+    let mut state = lock.lock().unwrap_or_else(PoisonError::into_inner);
+    loop {
+        let Some(call) = &state.current else {
+            state = changed.wait(state).unwrap_or_else(PoisonError::into_inner);
+            continue;
+        };
+        let waited = call.since.elapsed();
+        let due = next_report(waited);
+        let generation = state.generation;
+        let (s, _) = changed
+            .wait_timeout(state, due.saturating_sub(waited))
+            .unwrap_or_else(PoisonError::into_inner);
+        state = s;
+        if state.generation != generation {
+            continue;
+        }
+        if let Some(call) = &state.current {
+            let limit = call
+                .timeout
+                .map(|t| format!("; gives up at {} s", t.as_secs()))
+                .unwrap_or_default();
+            eprintln!(
+                "  … {}: waiting {} s for the answer{limit} (Ctrl-C stops)",
+                call.what,
+                call.since.elapsed().as_secs()
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_come_every_ten_seconds_then_every_thirty() {
+        let at = |s| next_report(Duration::from_secs(s)).as_secs();
+        assert_eq!(
+            [at(0), at(9), at(10), at(59), at(60), at(95)],
+            [10, 10, 20, 60, 90, 120]
+        );
+    }
+}
