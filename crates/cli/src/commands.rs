@@ -812,12 +812,16 @@ fn workers(ctx: &Context_, run: Option<&str>, verify: bool) -> Result<ExitCode> 
     }
     println!("\nverifying (one tiny call per enabled worker):");
     let mut failed = 0;
+    let budget = ctx.settings(&BudgetArgs::default()).budget;
     for w in roster.workers.iter().filter(|w| w.enabled) {
-        let verdict = baton_engine::verify::verify_worker(w);
+        let verdict = baton_engine::verify::verify_worker(w, budget);
         if !verdict.ok {
             failed += 1;
         }
         println!("  {:<16} {}", w.id.as_str(), verdict.message);
+        if let Some(context) = verdict.context {
+            println!("  {:<16} {context}", "");
+        }
     }
     Ok(if failed == 0 {
         ExitCode::SUCCESS

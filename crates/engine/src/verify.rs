@@ -24,16 +24,77 @@ pub struct Verdict {
     pub ok: bool,
     /// "OK …" or exactly what went wrong, in the provider's words where it gave any.
     pub message: String,
+    /// The model's context window where the server tells it, and a warning when a
+    /// turn with this budget would not fit in it.
+    pub context: Option<String>,
 }
 
-/// Builds the worker's gateway (its credential included) and makes one small call.
-pub fn verify_worker(worker: &WorkerConfig) -> Verdict {
+/// What a turn needs of a model's context beyond the briefing: the prompts' own text
+/// (the largest call is the handoff: system prompt, its instructions and example) and
+/// the two answers (the result, quoted in the handoff call, and the handoff itself),
+/// each up to the worker's `max_tokens`, or 1,000 tokens when it sets none.
+fn turn_overhead(worker: &WorkerConfig) -> (usize, usize) {
+    use baton_core::compiler::{Assignment, AssignmentKind, HandoffPackage};
+    use baton_core::tokens::{HeuristicEstimator, TokenEstimator};
+    let package = HandoffPackage {
+        run_id: baton_core::ids::RunId(String::new()),
+        turn: 0,
+        worker: worker.id.clone(),
+        assignment: Assignment {
+            kind: AssignmentKind::Continuation,
+            step_id: None,
+            task: String::new(),
+        },
+        budget: 0,
+        tokens: 0,
+        estimator: String::new(),
+        text: String::new(),
+        sections: Vec::new(),
+        omitted_sections: Vec::new(),
+        dropped: Vec::new(),
+        over_budget: false,
+    };
+    let handoff = baton_core::prompt::handoff_prompt(&package, "");
+    let prompts =
+        HeuristicEstimator.count(&handoff.system) + HeuristicEstimator.count(&handoff.user);
+    let answer = worker.max_tokens.map_or(1_000, |n| n as usize);
+    (prompts, answer)
+}
+
+/// The context line of a verdict: the window, and whether `budget` fits in it.
+fn context_line(worker: &WorkerConfig, budget: usize, window: u64, source: &str) -> String {
+    let (prompts, answer) = turn_overhead(worker);
+    let need = budget + prompts + 2 * answer;
+    let window_tokens = usize::try_from(window).unwrap_or(usize::MAX);
+    if need <= window_tokens {
+        return format!(
+            "context window {window} tokens ({source}); a turn needs about {need} (budget {budget} + prompts ~{prompts} + two answers of up to {answer}): fits"
+        );
+    }
+    let fitting = window_tokens.saturating_sub(prompts + 2 * answer);
+    let advice = if fitting >= 300 {
+        format!(
+            "set budget = {fitting} (or less) in baton.toml, or give the server a larger context"
+        )
+    } else {
+        "give the server a larger context (llama-server -c 8192, Ollama num_ctx) or the worker a smaller max_tokens".to_string()
+    };
+    format!(
+        "WARNING: context window {window} tokens ({source}) is smaller than a turn needs: about {need} (budget {budget} + prompts ~{prompts} + two answers of up to {answer}); {advice}"
+    )
+}
+
+/// Builds the worker's gateway (its credential included) and makes one small call;
+/// where the server tells the model's context window, checks that a turn with
+/// `budget` fits in it.
+pub fn verify_worker(worker: &WorkerConfig, budget: usize) -> Verdict {
     let gateway = match build_gateway(worker) {
         Ok(g) => g,
         Err(e) => {
             return Verdict {
                 ok: false,
                 message: format!("FAILED before calling: {e}"),
+                context: None,
             };
         }
     };
@@ -57,6 +118,9 @@ pub fn verify_worker(worker: &WorkerConfig) -> Verdict {
     let t0 = Instant::now();
     match gateway.complete(&request) {
         Ok(r) => Verdict {
+            context: gateway
+                .context_window()
+                .map(|(window, source)| context_line(worker, budget, window, &source)),
             ok: true,
             message: format!(
                 "OK: {} answered in {} ms ({} tokens in, {} out)",
@@ -69,6 +133,7 @@ pub fn verify_worker(worker: &WorkerConfig) -> Verdict {
         Err(e) => Verdict {
             ok: false,
             message: format!("FAILED ({}): {e}", e.class()),
+            context: None,
         },
     }
 }

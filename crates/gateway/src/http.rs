@@ -49,7 +49,21 @@ impl Transport {
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
-        let mut response = request.send(body).map_err(|e| self.map(e, url, false))?;
+        let response = request.send(body).map_err(|e| self.map(e, url, false))?;
+        self.read(response, url)
+    }
+
+    /// A GET (a server's own description of itself: llama.cpp's `/props`, …).
+    pub fn get(&self, url: &str) -> Result<Reply> {
+        let response = self
+            .agent
+            .get(url)
+            .call()
+            .map_err(|e| self.map(e, url, false))?;
+        self.read(response, url)
+    }
+
+    fn read(&self, mut response: ureq::http::Response<ureq::Body>, url: &str) -> Result<Reply> {
         let status = response.status().as_u16();
         let headers = response
             .headers()

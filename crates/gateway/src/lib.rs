@@ -347,6 +347,12 @@ pub trait Gateway: Send + Sync + fmt::Debug {
     fn call_timeout(&self) -> Option<Duration> {
         None
     }
+
+    /// The model's context window in tokens, where the server says it, with where
+    /// that was read (`llama.cpp /props`). `None` when the server does not tell.
+    fn context_window(&self) -> Option<(u64, String)> {
+        None
+    }
 }
 
 /// Provider options for a worker, as the roster gives them.

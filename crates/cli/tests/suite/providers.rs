@@ -511,3 +511,91 @@ fn a_hung_server_is_shown_while_baton_waits_and_a_timeout_is_not_retried() {
         "a timed-out call was retried: {err}"
     );
 }
+
+/// A llama.cpp-like server: chat completions answer `{"ok": true}`; `/props` tells
+/// the context size.
+fn llama_server(n_ctx: u64) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut out = stream;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
+                    let mut len = 0;
+                    loop {
+                        let mut h = String::new();
+                        reader.read_line(&mut h).unwrap();
+                        if h.trim().is_empty() {
+                            break;
+                        }
+                        if let Some((k, v)) = h.split_once(':')
+                            && k.eq_ignore_ascii_case("content-length")
+                        {
+                            len = v.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut body = vec![0; len];
+                    reader.read_exact(&mut body).unwrap();
+                    let reply = if path == "/props" {
+                        json!({"default_generation_settings": {"n_ctx": n_ctx}, "total_slots": 1})
+                    } else {
+                        json!({"choices": [{"index": 0, "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": "{\"ok\": true}"}}],
+                            "usage": {"prompt_tokens": 30, "completion_tokens": 5}})
+                    }
+                    .to_string();
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                        reply.len()
+                    );
+                    if out
+                        .write_all(head.as_bytes())
+                        .and_then(|_| out.write_all(reply.as_bytes()))
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    base
+}
+
+/// Regression: with the default budget a turn needed about 3k tokens of context and
+/// nothing said so; `workers --verify` reads the server's context size and warns.
+#[test]
+fn workers_verify_reports_the_context_window_and_warns_when_a_turn_will_not_fit() {
+    for (n_ctx, expect) in [
+        (2048, "WARNING: context window 2048 tokens"),
+        (16384, "context window 16384 tokens"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let base = llama_server(n_ctx);
+        std::fs::write(
+            dir.path().join("baton.toml"),
+            format!("[[workers]]\nid = \"local\"\nmodel = \"llamacpp/local\"\noptions = {{ api_base = \"{base}/v1\" }}\n"),
+        )
+        .unwrap();
+        let out = run_ok(dir.path(), &["workers", "--verify"]);
+        assert!(
+            out.contains(expect) && out.contains("llama.cpp /props"),
+            "{out}"
+        );
+        if n_ctx == 2048 {
+            assert!(
+                out.contains("budget 2000") && out.contains("larger context"),
+                "{out}"
+            );
+        } else {
+            assert!(out.contains(": fits") && !out.contains("WARNING"), "{out}");
+        }
+    }
+}

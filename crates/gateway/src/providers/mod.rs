@@ -45,6 +45,7 @@ use crate::http::{Reply, Transport};
 use crate::{Error, Gateway, ModelRequest, ModelResponse, Options, Result, Usage};
 
 mod anthropic;
+mod context;
 mod gemini;
 mod openai;
 
@@ -220,6 +221,8 @@ pub struct HttpGateway {
     credential: Option<Credential>,
     transport: Transport,
     timeout: Duration,
+    /// Where the server lives (`api_base` without the wire format's version prefix).
+    root: String,
     /// Set after forced tool use ran to the output limit once: some servers' tool-use
     /// answers never end (llama.cpp's Messages endpoint with small models), so later
     /// calls ask for the claim in the prompt instead.
@@ -347,6 +350,10 @@ impl HttpGateway {
             credential,
             transport: Transport::new(connect_timeout, timeout),
             timeout,
+            root: api_base
+                .strip_suffix("/v1")
+                .unwrap_or(&api_base)
+                .to_string(),
             tool_use_failed: std::sync::atomic::AtomicBool::new(false),
         })
     }
@@ -599,6 +606,10 @@ pub const DEFAULT_TIMEOUT_S: f64 = 180.0;
 impl Gateway for HttpGateway {
     fn call_timeout(&self) -> Option<Duration> {
         Some(self.timeout)
+    }
+
+    fn context_window(&self) -> Option<(u64, String)> {
+        context::window(self)
     }
 
     fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelResponse> {
