@@ -8,10 +8,13 @@ use serde_json::{Value, json};
 
 use super::{HttpGateway, ProviderKind};
 
-pub(super) fn window(g: &HttpGateway) -> Option<(u64, String)> {
+/// A context size and where it was read.
+type Window = Option<(u64, String)>;
+
+pub(super) fn window(g: &HttpGateway) -> Window {
     use ProviderKind::*;
     let kind = g.settings.kind;
-    let probes: &[fn(&HttpGateway) -> Option<(u64, String)>] = match kind {
+    let probes: &[fn(&HttpGateway) -> Window] = match kind {
         LlamaCpp => &[llama_cpp],
         Vllm => &[vllm],
         Ollama => &[ollama],
@@ -33,7 +36,7 @@ fn get(g: &HttpGateway, path: &str) -> Option<Value> {
         .flatten()
 }
 
-fn llama_cpp(g: &HttpGateway) -> Option<(u64, String)> {
+fn llama_cpp(g: &HttpGateway) -> Window {
     let props = get(g, "/props")?;
     let n = props
         .pointer("/default_generation_settings/n_ctx")
@@ -42,7 +45,7 @@ fn llama_cpp(g: &HttpGateway) -> Option<(u64, String)> {
     Some((n, "llama.cpp /props n_ctx".into()))
 }
 
-fn vllm(g: &HttpGateway) -> Option<(u64, String)> {
+fn vllm(g: &HttpGateway) -> Window {
     let models = get(g, "/v1/models")?;
     let entries = models.get("data")?.as_array()?;
     let entry = entries
@@ -53,7 +56,7 @@ fn vllm(g: &HttpGateway) -> Option<(u64, String)> {
     Some((n, "/v1/models max_model_len".into()))
 }
 
-fn ollama(g: &HttpGateway) -> Option<(u64, String)> {
+fn ollama(g: &HttpGateway) -> Window {
     let body = json!({"model": g.settings.model}).to_string().into_bytes();
     let reply = g
         .transport
@@ -80,7 +83,7 @@ fn ollama(g: &HttpGateway) -> Option<(u64, String)> {
     ))
 }
 
-fn lm_studio(g: &HttpGateway) -> Option<(u64, String)> {
+fn lm_studio(g: &HttpGateway) -> Window {
     let model = get(g, &format!("/api/v0/models/{}", g.settings.model))?;
     let n = model
         .get("loaded_context_length")
