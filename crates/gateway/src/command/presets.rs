@@ -77,9 +77,10 @@ pub const PRESETS: &[Preset] = &[
         ],
         // Nothing was written in the worktree in the proven runs (Claude Code keeps
         // `.claude.json`, `backups/` and `sessions/` in CLAUDE_CONFIG_DIR, else
-        // HOME, and a task directory in TMPDIR); `.claude/settings.local.json` and
-        // `CLAUDE.local.md` come from interactive use.
-        scratch: &[".claude/**", "CLAUDE.local.md"],
+        // HOME, and a task directory in TMPDIR). `CLAUDE.local.md` is personal by
+        // design. Not `.claude/`: scratch paths go to the repository's shared
+        // exclude file, and projects commit `.claude/settings.json`.
+        scratch: &["CLAUDE.local.md"],
         proven_with: Some("2.1.197"),
     },
     Preset {
