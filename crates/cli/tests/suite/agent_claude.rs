@@ -162,11 +162,16 @@ fn setup() -> Setup {
 /// Writes `baton.toml` with one claude worker whose proxy is the fake server, so an
 /// attempt to reach any other host is logged there and refused.
 fn write_roster(s: &Setup, fake: &FakeModel, extra_env: &str) {
+    write_roster_with(s, fake, extra_env, "");
+}
+
+/// `write_roster` with more worker options (`, sandbox = "bwrap"`).
+fn write_roster_with(s: &Setup, fake: &FakeModel, extra_env: &str, extra_options: &str) {
     std::fs::write(
         s.repo.join("baton.toml"),
         format!(
             "estimator = \"heuristic\"\n[[workers]]\nid = \"cc\"\nmodel = \"command/claude\"\n\
-             options = {{ preset = \"claude\", timeout_s = 300, env = {{ HTTPS_PROXY = \"{url}\", \
+             options = {{ preset = \"claude\", timeout_s = 300{extra_options}, env = {{ HTTPS_PROXY = \"{url}\", \
              HTTP_PROXY = \"{url}\", NO_PROXY = \"127.0.0.1\"{extra_env} }} }}\n",
             url = fake.url()
         ),
@@ -513,4 +518,55 @@ fn agent_claude_without_a_key_fails_with_not_logged_in_once() {
     assert_eq!(agent_runs(&job), ["turn-0-execute"]);
     let requests = assert_only_model_requests(&fake);
     assert_eq!(requests.iter().filter(|r| r["method"] == "POST").count(), 0);
+}
+
+/// The real Claude Code inside bubblewrap: it still fixes the bug, and it wrote
+/// nothing outside its worktree — not even in the HOME and CLAUDE_CONFIG_DIR it was
+/// given, which are read-only there (it gets a home of its own in the worktree).
+#[test]
+fn agent_claude_works_inside_the_bubblewrap_sandbox() {
+    let Some(bin) = claude_bin_dir() else { return };
+    let bwrap = Command::new("bwrap")
+        .args(["--ro-bind", "/", "/", "true"])
+        .status()
+        .is_ok_and(|st| st.success());
+    if !bwrap {
+        assert!(
+            std::env::var_os("BATON_REQUIRE_SANDBOX").is_none(),
+            "bubblewrap is required"
+        );
+        println!("skipped: bubblewrap is not installed (apt-get install bubblewrap)");
+        return;
+    }
+    let s = setup();
+    let fake = FakeModel::start(
+        &s.root,
+        &json!({"steps": [
+            {"tool_use": {"name": "Read", "input": {"file_path": "{cwd}/calc.py"}}},
+            {"tool_use": {"name": "Edit", "input": {
+                "file_path": "{cwd}/calc.py", "old_string": "    return a - b\n", "new_string": "    return a + b\n"}}},
+            {"text": "Fixed add()."}
+        ]}),
+        None,
+    );
+    write_roster_with(&s, &fake, "", ", sandbox = \"bwrap\"");
+    let (job_id, work) = enqueue_and_work(&s, &bin, &fake, true);
+    assert!(work.status.success(), "work: {}", text(&work));
+    let store = SqliteStore::open(&db(&s.repo)).unwrap();
+    let job = store.job(&job_id).unwrap();
+    let outbox = job.outbox.clone().unwrap();
+    assert_eq!(outbox["ended"], "finished", "{outbox}\n{}", text(&work));
+    assert_eq!(outbox["gates"][0]["passed"], true, "{outbox}");
+    let worktree = PathBuf::from(outbox["worktree"].as_str().unwrap());
+    assert_eq!(
+        git(&worktree, &["show", "HEAD:calc.py"]),
+        "def add(a, b):\n    return a + b\n"
+    );
+    assert!(
+        files(&s.home, &[]).is_empty(),
+        "written in the user's HOME: {:?}",
+        files(&s.home, &[]).keys()
+    );
+    assert!(worktree.join(".baton/home").is_dir());
+    assert_only_model_requests(&fake);
 }
