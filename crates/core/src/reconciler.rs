@@ -166,8 +166,16 @@ pub fn reconcile(
     }
     // What the worker says it did is part of the record: with no `completed` list, its
     // summary is the step's completed work (models fill the one required field).
+    // An agent's final message can run to pages: its first paragraph, clipped, is the
+    // record's entry (the whole summary stays in the turn's result).
     if result.completed.iter().all(|c| c.trim().is_empty()) {
-        merge_completed(state, ctx, &result.summary, &mut out);
+        let first = result.summary.trim().split("\n\n").next().unwrap_or("");
+        merge_completed(
+            state,
+            ctx,
+            &clip(first, SUMMARY_AS_COMPLETED_CHARS),
+            &mut out,
+        );
     }
     check_step_claims(state, ctx, result, &mut out);
 
@@ -865,6 +873,9 @@ fn nonempty(s: Option<&str>) -> Option<&str> {
 }
 
 /// At most `max` characters, with an ellipsis when cut.
+/// How much of a summary becomes a completed-work entry.
+const SUMMARY_AS_COMPLETED_CHARS: usize = 400;
+
 pub fn clip(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         return s.to_string();

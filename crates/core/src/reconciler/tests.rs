@@ -366,6 +366,19 @@ fn a_summary_with_no_completed_list_is_recorded_as_the_steps_completed_work() {
         texts,
         ["Designed the users and tasks tables", "Added the index"]
     );
+    // A long final message: its first paragraph, clipped.
+    let mut r = result("x");
+    r.summary = format!(
+        "{}\n\nMore detail that is not the entry.",
+        "Rewrote the parser. ".repeat(40)
+    );
+    run_turn(&mut s, "w1", 2, &r, &report("x", "y"), &NoVerifier);
+    let last = &s.completed.last().unwrap().text;
+    assert!(
+        last.starts_with("Rewrote the parser.") && last.ends_with('…'),
+        "{last}"
+    );
+    assert!(last.chars().count() <= 400 && !last.contains("More detail"));
 }
 
 #[test]
