@@ -412,13 +412,41 @@ fn agent_codex_rejected_key_fails_the_job_with_codexs_message_once() {
     let job = store.job(&job_id).unwrap();
     let shown = format!("{}\n{job:?}", text(&work));
     assert_eq!(job.status, JobStatus::Failed, "{shown}");
+    // Codex's own last error line, not the prompt it echoes to stderr before it.
     assert!(
-        shown.contains("the agent failed (exit code 1): ")
-            && shown.contains("unexpected status 401 Unauthorized: Incorrect API key provided"),
+        shown.contains(
+            "the agent failed (exit code 1): ERROR: unexpected status 401 Unauthorized: \
+             Incorrect API key provided: sk-dumm***."
+        ),
         "{shown}"
     );
+    assert!(!shown.contains("## How to work"), "{shown}");
     assert_eq!(agent_runs(&job), ["turn-0-execute"]);
     let requests = assert_only_model_requests(&fake);
     assert_eq!(requests.len(), 1, "the agent ran once, without retries");
     assert!(!shown.contains(DUMMY_KEY));
+}
+
+/// No key: Codex names the variable its provider reads, and is not run again.
+#[test]
+fn agent_codex_without_a_key_fails_naming_the_variable_once() {
+    let Some(bin) = codex_bin_dir() else { return };
+    let s = setup();
+    let fake = fake_model(&s.root, &json!({"steps": [{"text": "unused"}]}), None);
+    write_codex_config(&s, &fake);
+    write_roster(&s, &fake);
+    let (job_id, work) = enqueue_and_work(&s, &bin, false);
+    let store = SqliteStore::open(&db(&s.repo)).unwrap();
+    let job = store.job(&job_id).unwrap();
+    let shown = format!("{}\n{job:?}", text(&work));
+    assert_eq!(job.status, JobStatus::Failed, "{shown}");
+    assert!(
+        shown.contains(
+            "the agent failed (exit code 1): ERROR: Missing environment variable: `CODEX_API_KEY`."
+        ),
+        "{shown}"
+    );
+    assert_eq!(agent_runs(&job), ["turn-0-execute"]);
+    let requests = assert_only_model_requests(&fake);
+    assert!(requests.is_empty(), "{requests:?}");
 }
