@@ -608,8 +608,11 @@ fn agent_words(finished: &run::Finished) -> String {
 fn last_error_line(text: &str) -> Option<String> {
     text.lines()
         .map(|l| claim::strip_ansi(l).trim().to_string())
-        .filter(|l| ["ERROR:", "Error:", "error:"].iter().any(|p| l.starts_with(p)))
-        .next_back()
+        .rfind(|l| {
+            ["ERROR:", "Error:", "error:"]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
 }
 
 /// The whole prompt for an agent: the system prompt, the user message, and where
