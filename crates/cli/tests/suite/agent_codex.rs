@@ -35,12 +35,7 @@ fn codex_bin_dir() -> Option<PathBuf> {
 }
 
 fn fake_model(dir: &Path, script: &Value, fail: Option<u16>) -> FakeServer {
-    let status = fail.map(|s| s.to_string());
-    let args: Vec<&str> = match &status {
-        Some(s) => vec!["--fail", s],
-        None => vec![],
-    };
-    FakeServer::start("fake_openai_responses.py", dir, script, &args)
+    FakeServer::start("fake_openai_responses.py", dir, script, fail)
 }
 
 struct Setup {

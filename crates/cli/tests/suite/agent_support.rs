@@ -44,25 +44,26 @@ pub struct FakeServer {
 }
 
 impl FakeServer {
-    /// Starts `tests/agents/<server>` with `script` (written to `dir/script.json`), its
-    /// log in `dir/requests.jsonl`, and `args`.
-    pub fn start(server: &str, dir: &Path, script: &Value, args: &[&str]) -> FakeServer {
+    /// Starts `tests/agents/<server>` with `script` (written to `dir/script.json`) and
+    /// its log in `dir/requests.jsonl`; with `fail`, every model request is answered
+    /// with that status.
+    pub fn start(server: &str, dir: &Path, script: &Value, fail: Option<u16>) -> FakeServer {
         let script_file = dir.join("script.json");
         std::fs::write(&script_file, script.to_string()).unwrap();
         let log = dir.join("requests.jsonl");
         let program = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/agents")
             .join(server);
-        let mut child = Command::new("python3")
-            .arg(program)
+        let mut cmd = Command::new("python3");
+        cmd.arg(program)
             .arg("--script")
             .arg(&script_file)
             .arg("--log")
-            .arg(&log)
-            .args(args)
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
+            .arg(&log);
+        if let Some(status) = fail {
+            cmd.args(["--fail", &status.to_string()]);
+        }
+        let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
