@@ -1,11 +1,10 @@
 #!/usr/bin/env python3
 """A scripted stand-in for the OpenAI Responses API, as Codex CLI calls it.
 
-Not yet used by a test: with it, Codex 0.171.0 was driven by hand through a custom
-provider (`-c model_provider=fake -c model_providers.fake.base_url=http://127.0.0.1:PORT/v1
--c model_providers.fake.wire_api=responses -c model_providers.fake.supports_websockets=false
--c model_providers.fake.env_key=CODEX_API_KEY`) to one `exec_command` call and a final
-message; OPENAI_BASE_URL alone is ignored by that version.
+Used by crates/cli/tests/suite/agent_codex.rs with Codex 0.171.0 and a custom
+provider in `$CODEX_HOME/config.toml` (`base_url = "http://127.0.0.1:PORT/v1"`,
+`wire_api = "responses"`, `supports_websockets = false`, `env_key = "CODEX_API_KEY"`);
+OPENAI_BASE_URL is ignored by that version.
 
 Listens on 127.0.0.1 only, prints `PORT <n>` first, logs every request (method, path,
 headers, body) as one JSON line to --log.
@@ -17,8 +16,11 @@ i tool calls, so the server keeps no conversation state. A step is
     {"function_call": {"name": "...", "arguments": {...}}}
     {"custom_tool_call": {"name": "apply_patch", "input": "*** Begin Patch ..."}}
     {"text": "..."}
-A step whose tool is not in the request's `tools` is answered with a text saying so
-and logged as a script error. `POST /v1/responses` streams SSE (`response.created`,
+A step may also hold `"after_output": "..."`: the output of the previous tool call
+(the last `function_call_output` in `input`) must contain that text, so a scripted
+edit happens only once the model has seen what it edits. A step whose tool is not in
+the request's `tools`, or whose `after_output` is not met, is answered with a text
+saying so and logged as a script error. `POST /v1/responses` streams SSE (`response.created`,
 `response.output_item.added`, `response.output_text.delta`, `response.output_item.done`,
 `response.completed`); `GET /v1/models` lists one model; any other path is a 404.
 With --fail 401 every model request is answered 401 in the API's error shape. As an
@@ -69,6 +71,13 @@ def answer(body):
     steps = SCRIPT["steps"]
     step = steps[min(done, len(steps) - 1)]
     tools = tool_names(body)
+    if "after_output" in step:
+        outputs = [i.get("output") for i in items
+                   if isinstance(i, dict) and i.get("type") == "function_call_output"]
+        last = outputs[-1] if outputs else None
+        if not isinstance(last, str) or step["after_output"] not in last:
+            error = f"step {done} expects {step['after_output']!r} in the last tool output, got {last!r}"
+            return [message("SCRIPT ERROR: " + error)], error
     for kind in ("function_call", "custom_tool_call"):
         if kind in step:
             call = step[kind]

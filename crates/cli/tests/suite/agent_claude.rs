@@ -5,15 +5,16 @@
 //! The CLI is found in the cache `.ci/agents/install-claude.sh` fills. Without it the
 //! tests say how to install it and pass, unless `BATON_REQUIRE_AGENTS=1`.
 
-use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::Instant;
 
 use baton_store::{JobStatus, SqliteStore, Store};
 use serde_json::{Value, json};
 
+use super::agent_support::{
+    FakeServer, agent_runs, assert_not_in_db, buggy_repo, files, installed_agent,
+};
 use super::*;
 
 const VERSION: &str = "2.1.197";
@@ -21,117 +22,16 @@ const DUMMY_KEY: &str = "sk-ant-dummy-e2e-4f1c9b7a";
 
 /// The directory holding the `claude` binary, or `None` (after saying how to get it).
 fn claude_bin_dir() -> Option<PathBuf> {
-    let cache = std::env::var_os("BATON_AGENTS_CACHE")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/baton/agents"))
-        })?;
-    let dir = cache.join(format!("claude-{VERSION}/node_modules/.bin"));
-    if dir.join("claude").is_file() {
-        return Some(dir);
-    }
-    let required = std::env::var("BATON_REQUIRE_AGENTS").is_ok_and(|v| v == "1");
-    assert!(
-        !required,
-        "BATON_REQUIRE_AGENTS=1 but Claude Code {VERSION} is not in {}: run .ci/agents/install-claude.sh",
-        dir.display()
-    );
-    println!(
-        "skipped: Claude Code {VERSION} is not installed; run .ci/agents/install-claude.sh (or set BATON_AGENTS_CACHE)"
-    );
-    None
-}
-
-/// The fake model server, killed on drop.
-struct FakeModel {
-    child: Child,
-    port: u16,
-    log: PathBuf,
-}
-
-impl FakeModel {
-    fn start(dir: &Path, script: &Value, fail: Option<u16>) -> FakeModel {
-        let script_file = dir.join("script.json");
-        std::fs::write(&script_file, script.to_string()).unwrap();
-        let log = dir.join("requests.jsonl");
-        let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents/fake_anthropic.py");
-        let mut cmd = Command::new("python3");
-        cmd.arg(server)
-            .arg("--script")
-            .arg(&script_file)
-            .arg("--log")
-            .arg(&log);
-        if let Some(status) = fail {
-            cmd.args(["--fail", &status.to_string()]);
-        }
-        let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port = line
-            .strip_prefix("PORT ")
-            .and_then(|p| p.trim().parse().ok())
-            .unwrap_or_else(|| panic!("fake server printed {line:?}"));
-        FakeModel { child, port, log }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    fn requests(&self) -> Vec<Value> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    }
-}
-
-impl Drop for FakeModel {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A repository whose one test fails: `add` subtracts.
-fn buggy_repo(d: &Path) -> PathBuf {
-    let repo = d.join("repo");
-    std::fs::create_dir(&repo).unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
-    git(&repo, &["config", "user.email", "dev@example.com"]);
-    git(&repo, &["config", "user.name", "dev"]);
-    std::fs::write(repo.join("calc.py"), "def add(a, b):\n    return a - b\n").unwrap();
-    std::fs::write(
-        repo.join("test_calc.py"),
-        "import unittest\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n\nif __name__ == \"__main__\":\n    unittest.main()\n",
+    installed_agent(
+        &format!("Claude Code {VERSION}"),
+        &format!("claude-{VERSION}"),
+        "node_modules/.bin/claude",
+        ".ci/agents/install-claude.sh",
     )
-    .unwrap();
-    git(&repo, &["add", "."]);
-    git(&repo, &["commit", "-q", "-m", "calc with a bug"]);
-    repo
 }
 
-/// Everything under `root` except the paths `skip` names: path → bytes.
-fn files(root: &Path, skip: &[&Path]) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if skip.iter().any(|s| path.starts_with(s)) {
-                continue;
-            }
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                out.insert(path.clone(), std::fs::read(&path).unwrap_or_default());
-            }
-        }
-    }
-    out
+fn fake_model(dir: &Path, script: &Value, fail: Option<u16>) -> FakeServer {
+    FakeServer::start("fake_anthropic.py", dir, script, fail)
 }
 
 struct Setup {
@@ -161,12 +61,12 @@ fn setup() -> Setup {
 
 /// Writes `baton.toml` with one claude worker whose proxy is the fake server, so an
 /// attempt to reach any other host is logged there and refused.
-fn write_roster(s: &Setup, fake: &FakeModel, extra_env: &str) {
+fn write_roster(s: &Setup, fake: &FakeServer, extra_env: &str) {
     write_roster_with(s, fake, extra_env, "");
 }
 
 /// `write_roster` with more worker options (`, sandbox = "bwrap"`).
-fn write_roster_with(s: &Setup, fake: &FakeModel, extra_env: &str, extra_options: &str) {
+fn write_roster_with(s: &Setup, fake: &FakeServer, extra_env: &str, extra_options: &str) {
     std::fs::write(
         s.repo.join("baton.toml"),
         format!(
@@ -185,7 +85,7 @@ fn write_roster_with(s: &Setup, fake: &FakeModel, extra_env: &str, extra_options
 /// `baton ARGS` in the repository with the agent's environment: Claude Code on PATH,
 /// HOME, CLAUDE_CONFIG_DIR and TMPDIR in the test's directory, the fake server's URL,
 /// and the dummy key when `key`.
-fn baton_for_agent(s: &Setup, bin: &Path, fake: &FakeModel, key: bool) -> Command {
+fn baton_for_agent(s: &Setup, bin: &Path, fake: &FakeServer, key: bool) -> Command {
     let mut cmd = baton(&s.repo);
     let path = format!(
         "{}:{}",
@@ -216,7 +116,7 @@ fn baton_for_agent(s: &Setup, bin: &Path, fake: &FakeModel, key: bool) -> Comman
     cmd
 }
 
-fn enqueue_and_work(s: &Setup, bin: &Path, fake: &FakeModel, key: bool) -> (String, Output) {
+fn enqueue_and_work(s: &Setup, bin: &Path, fake: &FakeServer, key: bool) -> (String, Output) {
     let out = baton_for_agent(s, bin, fake, key)
         .args([
             "enqueue",
@@ -243,20 +143,9 @@ fn enqueue_and_work(s: &Setup, bin: &Path, fake: &FakeModel, key: bool) -> (Stri
     (job, work)
 }
 
-/// The agent's runs: one output directory each in the job's worktree.
-fn agent_runs(job: &baton_store::JobInfo) -> Vec<String> {
-    let worktree = PathBuf::from(job.outbox.as_ref().unwrap()["worktree"].as_str().unwrap());
-    let mut runs: Vec<String> = std::fs::read_dir(worktree.join(".baton/output"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
-        .collect();
-    runs.sort();
-    runs
-}
-
 /// The fake saw only the model's API: messages (and token counts), never a proxied
 /// request for another host.
-fn assert_only_model_requests(fake: &FakeModel) -> Vec<Value> {
+fn assert_only_model_requests(fake: &FakeServer) -> Vec<Value> {
     let requests = fake.requests();
     for r in &requests {
         assert_ne!(r["proxied"], json!(true), "the agent reached for {r}");
@@ -279,7 +168,7 @@ fn agent_claude_fixes_a_failing_test_in_its_worktree() {
     let fix = "    return a + b\n";
     let final_message =
         "Fixed add() in calc.py: it subtracted instead of adding. test_calc passes now.";
-    let fake = FakeModel::start(
+    let fake = fake_model(
         &s.root,
         &json!({"steps": [
             {"tool_use": {"name": "Read", "input": {"file_path": "{cwd}/calc.py"}}},
@@ -453,24 +342,7 @@ fn agent_claude_fixes_a_failing_test_in_its_worktree() {
             ["Edit", "Glob", "Grep", "NotebookEdit", "Read", "Write"]
         );
     }
-    for entry in std::fs::read_dir(&baton_dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .starts_with("baton.db")
-        {
-            let bytes = std::fs::read(&path).unwrap();
-            assert!(
-                !bytes
-                    .windows(DUMMY_KEY.len())
-                    .any(|w| w == DUMMY_KEY.as_bytes()),
-                "the key is in {}",
-                path.display()
-            );
-        }
-    }
+    assert_not_in_db(&baton_dir, DUMMY_KEY);
     assert!(!text(&work).contains(DUMMY_KEY));
 }
 
@@ -479,7 +351,7 @@ fn agent_claude_fixes_a_failing_test_in_its_worktree() {
 fn agent_claude_rejected_key_fails_the_job_with_claude_codes_message_once() {
     let Some(bin) = claude_bin_dir() else { return };
     let s = setup();
-    let fake = FakeModel::start(&s.root, &json!({"steps": [{"text": "unused"}]}), Some(401));
+    let fake = fake_model(&s.root, &json!({"steps": [{"text": "unused"}]}), Some(401));
     // Claude Code retries a 401 ten times with backoff (three minutes) by default.
     write_roster(&s, &fake, ", CLAUDE_CODE_MAX_RETRIES = \"0\"");
     let (job_id, work) = enqueue_and_work(&s, &bin, &fake, true);
@@ -504,7 +376,7 @@ fn agent_claude_rejected_key_fails_the_job_with_claude_codes_message_once() {
 fn agent_claude_without_a_key_fails_with_not_logged_in_once() {
     let Some(bin) = claude_bin_dir() else { return };
     let s = setup();
-    let fake = FakeModel::start(&s.root, &json!({"steps": [{"text": "unused"}]}), None);
+    let fake = fake_model(&s.root, &json!({"steps": [{"text": "unused"}]}), None);
     write_roster(&s, &fake, "");
     let (job_id, work) = enqueue_and_work(&s, &bin, &fake, false);
     let store = SqliteStore::open(&db(&s.repo)).unwrap();
@@ -539,7 +411,7 @@ fn agent_claude_works_inside_the_bubblewrap_sandbox() {
         return;
     }
     let s = setup();
-    let fake = FakeModel::start(
+    let fake = fake_model(
         &s.root,
         &json!({"steps": [
             {"tool_use": {"name": "Read", "input": {"file_path": "{cwd}/calc.py"}}},

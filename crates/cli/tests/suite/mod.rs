@@ -1,5 +1,7 @@
 mod agent_aider;
 mod agent_claude;
+mod agent_codex;
+mod agent_support;
 mod cli;
 mod crash;
 mod hardening;

@@ -583,8 +583,12 @@ impl Gateway for CommandGateway {
     }
 }
 
-/// What a failed agent said: the end of its stderr, else of its stdout.
+/// What a failed agent said: the last error line at the end of its stderr, else the
+/// end of its stderr, else of its stdout.
 fn agent_words(finished: &run::Finished) -> String {
+    if let Some(line) = last_error_line(&run::tail_lines(&finished.stderr_tail, 20)) {
+        return line;
+    }
     for stream in [&finished.stderr_tail, &finished.stdout_tail] {
         let text = run::tail_lines(stream, 20);
         if !text.trim().is_empty() {
@@ -595,6 +599,20 @@ fn agent_words(finished: &run::Finished) -> String {
         0 => "it printed nothing".to_string(),
         n => format!("it printed {n} bytes of blank output"),
     }
+}
+
+/// The last line of `text` that calls itself an error (`ERROR: …`, `Error: …`). Codex
+/// 0.171.0 echoes the whole prompt to stderr before its `ERROR: unexpected status 401
+/// …`, and prints `ERROR: Reconnecting... n/5` before it when it retries: the end of
+/// stderr alone is mostly briefing, and only the last error is why it stopped.
+fn last_error_line(text: &str) -> Option<String> {
+    text.lines()
+        .map(|l| claim::strip_ansi(l).trim().to_string())
+        .rfind(|l| {
+            ["ERROR:", "Error:", "error:"]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
 }
 
 /// The whole prompt for an agent: the system prompt, the user message, and where

@@ -83,15 +83,52 @@ pub const PRESETS: &[Preset] = &[
         scratch: &["CLAUDE.local.md"],
         proven_with: Some("2.1.197"),
     },
+    // Proven with Codex CLI 0.171.0 (`.ci/agents/install-codex.sh`) against a scripted
+    // Responses API server in crates/cli/tests/suite/agent_codex.rs. The model's shell
+    // commands (`exec_command`; there is no separate edit tool) run in Codex's own
+    // sandbox: `workspace-write` with its network off and /tmp and $TMPDIR taken out of
+    // the writable roots, so only the worktree is writable. `approval_policy=never`
+    // makes a request for escalated permissions a refusal the model is told about
+    // (exec mode cannot ask anyone). `ignore_default_excludes=false` applies Codex's
+    // KEY/SECRET/TOKEN filter to the commands' environment: without it they saw
+    // CODEX_API_KEY. Off by name: web search; the plugins feature (a `git ls-remote` of
+    // github.com, api.github.com and chatgpt.com at every start); analytics
+    // (ab.chatgpt.com); subagents (multi_agent), goals, memories (notes that later runs
+    // read, bypassing the briefing) and the request_user_input tool; the update check
+    // (exec made none in 0.171.0 either way). What remains offered is exec_command,
+    // write_stdin and view_image. `--ephemeral` keeps no session to resume. The worktree
+    // is a git repository, where Codex runs without `--skip-git-repo-check`; it stays
+    // for a worktree whose git directory is out of the agent's sight.
+    //
+    // The endpoint is Codex's configuration, never an environment variable: 0.171.0
+    // ignores OPENAI_BASE_URL, and its built-in `openai` provider sends CODEX_API_KEY
+    // only (OPENAI_API_KEY is not sent). For the OpenAI API set CODEX_API_KEY; for any
+    // other Responses API server define a provider (`model_provider`,
+    // `[model_providers.<id>]` with `base_url`, `env_key = "CODEX_API_KEY"`,
+    // `wire_api = "responses"`, `supports_websockets = false`) and `model` in
+    // `$CODEX_HOME/config.toml`. That file's settings apply under the flags below, MCP
+    // servers included: give baton a CODEX_HOME of its own.
     Preset {
         name: "codex",
-        command: "codex exec --sandbox workspace-write --skip-git-repo-check \
+        command: "codex exec --sandbox workspace-write -c approval_policy=never \
+                  -c sandbox_workspace_write.network_access=false \
+                  -c sandbox_workspace_write.exclude_slash_tmp=true \
+                  -c sandbox_workspace_write.exclude_tmpdir_env_var=true \
+                  -c shell_environment_policy.ignore_default_excludes=false \
+                  -c web_search=disabled -c tools.experimental_request_user_input.enabled=false \
+                  --disable plugins --disable multi_agent --disable goals --disable memories \
+                  -c analytics.enabled=false -c check_for_update_on_startup=false \
+                  --ephemeral --skip-git-repo-check \
                   --output-last-message {last_message_file} -",
-        key_env: &["CODEX_API_KEY", "OPENAI_API_KEY"],
-        pass_env: &["OPENAI_BASE_URL", "CODEX_HOME"],
+        key_env: &["CODEX_API_KEY"],
+        pass_env: &["CODEX_HOME"],
         env: &[],
+        // Nothing was written in the worktree in the proven runs (Codex keeps its
+        // state, logs, skills and shell snapshots in CODEX_HOME, else ~/.codex, and a
+        // lock directory in TMPDIR); `.codex/` is where a project's configuration
+        // would live, which Codex does not load for an untrusted project.
         scratch: &[".codex/**"],
-        proven_with: None,
+        proven_with: Some("0.171.0"),
     },
     Preset {
         name: "gemini",

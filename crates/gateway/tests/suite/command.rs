@@ -479,3 +479,23 @@ fn the_agents_key_is_scrubbed_from_its_stderr_in_errors() {
     assert!(!text.contains("sk-scrub-me-42"), "{text}");
     assert!(text.contains("[redacted]"), "{text}");
 }
+
+/// Regression: Codex 0.171.0 echoes its prompt to stderr, so a failed run was reported
+/// as the last 20 lines of the briefing with its `ERROR: unexpected status 401 …` at
+/// the end; the error line alone is the message now.
+#[test]
+fn a_failed_agent_is_reported_by_its_last_error_line_not_its_echoed_prompt() {
+    let f = Fixture::new();
+    let cmd = f.agent(
+        "sys.stdin.read(); sys.stderr.write('user\\n' + 'a line of the briefing\\n' * 30 + 'ERROR: Reconnecting... 1/5\\n' + 'ERROR: unexpected status 401 Unauthorized: Incorrect API key provided\\n' * 2); sys.exit(1)",
+        "",
+    );
+    let g = gateway_with(&cmd, json!({}), None);
+    let err = f.call(&*g, CallKind::Execute).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("(exit code 1): ERROR: unexpected status 401 Unauthorized: Incorrect API key provided (its output is in"),
+        "{text}"
+    );
+    assert!(!text.contains("briefing"), "{text}");
+}
