@@ -125,9 +125,9 @@ pub const PRESETS: &[Preset] = &[
         env: &[],
         // Nothing was written in the worktree in the proven runs (Codex keeps its
         // state, logs, skills and shell snapshots in CODEX_HOME, else ~/.codex, and a
-        // lock directory in TMPDIR); `.codex/` is where a project's configuration
-        // would live, which Codex does not load for an untrusted project.
-        scratch: &[".codex/**"],
+        // lock directory in TMPDIR). Not `.codex/`: that is a project's own
+        // configuration, and scratch paths go to the checkout's shared exclude file.
+        scratch: &[],
         proven_with: Some("0.171.0"),
     },
     Preset {
