@@ -6,7 +6,8 @@
 //! committed; `/tmp` itself is read-only like the rest); the user's checkout
 //! of the repository and every path in `sandbox_hide` (baton puts its database there)
 //! replaced by empty directories; the repository's shared git directory read-only, so
-//! `git status` and `git diff` work. The network is not cut: the agent must reach its
+//! `git status` and `git diff` work; a pid namespace of its own, so `/proc` shows no
+//! process of baton's (whose environment holds every worker's key). The network is not cut: the agent must reach its
 //! model. bubblewrap drops every capability inside the sandbox, root included, so an
 //! agent running as root cannot remount or install anything.
 
@@ -108,7 +109,10 @@ impl Sandbox {
         ] {
             push(&["--unsetenv", var]);
         }
-        push(&["--die-with-parent", "--unshare-ipc", "--"]);
+        // A pid namespace of its own: the agent's `/proc` shows only its own processes,
+        // never baton's environment (which holds every worker's key) or another
+        // agent's.
+        push(&["--die-with-parent", "--unshare-ipc", "--unshare-pid", "--"]);
         argv.push(program.to_string_lossy().into_owned());
         argv.extend(args.iter().cloned());
         Ok(argv)

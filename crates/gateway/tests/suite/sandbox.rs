@@ -57,6 +57,7 @@ attempt("read_db", lambda: open(os.environ["DB"]).read().index("SENTINEL-ROW"))
 attempt("write_home", lambda: open(os.path.expanduser("~/.agent-config"), "w").write("x"))
 attempt("write_tmpdir", lambda: open(tempfile.gettempdir() + "/agent-tmp", "w").write("x"))
 attempt("write_tmp", lambda: open("/tmp/agent-tmp", "w").write("x"))
+results["sees_baton"] = os.path.exists("/proc/" + os.environ["BATON_PID"] + "/environ")
 results["home"] = os.environ["HOME"]
 import subprocess
 results["git_status"] = subprocess.run(["git", "status", "--porcelain"], capture_output=True, text=True).returncode
@@ -118,6 +119,7 @@ fn a_sandboxed_agent_writes_its_worktree_and_nothing_else_and_cannot_see_the_che
                 "OUTSIDE": outside.to_str().unwrap(),
                 "CHECKOUT": checkout.to_str().unwrap(),
                 "DB": db.to_str().unwrap(),
+                "BATON_PID": std::process::id().to_string(),
             },
         }),
         None,
@@ -129,6 +131,7 @@ fn a_sandboxed_agent_writes_its_worktree_and_nothing_else_and_cannot_see_the_che
         serde_json::from_str(&std::fs::read_to_string(worktree.join("probe.json")).unwrap())
             .unwrap();
     assert_eq!(probe["write_worktree"], "ok", "{probe}");
+    assert_eq!(probe["sees_baton"], false, "baton's /proc entry, and its keys: {probe}");
     assert_eq!(
         std::fs::read_to_string(worktree.join("fixed.txt")).unwrap(),
         "done\n"
