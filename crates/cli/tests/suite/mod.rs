@@ -1,5 +1,7 @@
 mod agent_aider;
 mod agent_claude;
+mod agent_e2e;
+mod agent_gemini;
 mod cli;
 mod crash;
 mod hardening;
