@@ -2,6 +2,7 @@ mod agent_aider;
 mod agent_claude;
 mod agent_e2e;
 mod agent_gemini;
+mod agent_qwen;
 mod cli;
 mod crash;
 mod hardening;

@@ -203,14 +203,46 @@ pub const PRESETS: &[Preset] = &[
         scratch: &[".aider*"],
         proven_with: Some("0.86.2"),
     },
+    // Proven with Qwen Code 0.24.4 (`.ci/agents/install-qwen.sh`) against a scripted
+    // OpenAI chat-completions server in crates/cli/tests/suite/agent_qwen.rs. From its
+    // `--help`: the positional prompt ("Defaults to one-shot") follows the briefing
+    // on stdin ("Appended to input on stdin"). `--approval-mode auto-edit`
+    // "Automatically approve file edits": headless, the shell tool is not offered
+    // (not `--yolo`, "Automatically approve all tools"). `--safe-mode` "Disable all
+    // customizations (context files, hooks, extensions, skills, MCP servers)", and
+    // with them its background memory extraction (an agent of its own, with a shell,
+    // that writes notes later runs read: a channel that bypasses the briefing); it
+    // ignores `--core-tools`, so `--exclude-tools` ("Tools to exclude") names what
+    // 0.24.4 offered beyond the file tools: web_fetch, the deferred-tool pair
+    // tool_search/tool_call (which reach every tool not listed up front), subagents
+    // (agent, list_agents, send_message), skills, enter_worktree/exit_worktree and
+    // MCP resources. What remains: read_file, edit, write_file, glob, grep_search,
+    // notebook_edit, zoom_image, get_goal/update_goal, record_artifact,
+    // report_findings, task_stop. `--auth-type openai` uses OPENAI_API_KEY and
+    // OPENAI_BASE_URL without a settings file; `--chat-recording false` "chat history
+    // is not saved"; `--output-format json` ends with a `result` object.
     Preset {
         name: "qwen",
-        command: "qwen --yolo -p 'Follow the briefing given on standard input.'",
-        key_env: &["OPENAI_API_KEY", "DASHSCOPE_API_KEY"],
-        pass_env: &["OPENAI_BASE_URL", "OPENAI_MODEL"],
-        env: &[],
-        scratch: &[".qwen/**"],
-        proven_with: None,
+        command: "qwen --safe-mode --auth-type openai --approval-mode auto-edit \
+                  --exclude-tools web_fetch,tool_search,tool_call,agent,list_agents,send_message,skill,enter_worktree,exit_worktree,read_mcp_resource \
+                  --chat-recording false --output-format json \
+                  'Follow the briefing given on standard input.'",
+        key_env: &["OPENAI_API_KEY"],
+        pass_env: &["OPENAI_BASE_URL", "OPENAI_MODEL", "QWEN_HOME"],
+        env: &[
+            // Without it 0.24.4 opens two connections to a *.rum.aliyuncs.com
+            // collector per run.
+            ("QWEN_USAGE_STATISTICS_ENABLED", "false"),
+            ("QWEN_TELEMETRY_ENABLED", "false"),
+            // The in-session cron/loop tools (recurring prompts).
+            ("QWEN_CODE_DISABLE_CRON", "1"),
+        ],
+        // Nothing was written in the worktree in the proven run (Qwen Code keeps its
+        // usage records in QWEN_HOME, else ~/.qwen). Not `.qwen/`: that is where a
+        // project's own settings and commands live, and scratch paths go to the
+        // repository's shared exclude file.
+        scratch: &[],
+        proven_with: Some("0.24.4"),
     },
 ];
 
