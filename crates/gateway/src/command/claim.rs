@@ -89,6 +89,17 @@ pub(crate) fn read(
     let objects = json_objects(&stdout);
     let mut usage = Usage::default();
     let mut final_message = None;
+    // The last envelope decides; a failed one may carry its words in `error.message`
+    // instead of a text field (Qwen Code's `{"is_error":true,"error":{"message":…}}`).
+    if let Some(message) = objects
+        .iter()
+        .rev()
+        .find(|(_, map)| envelope_text(map).is_some() || envelope_error(map).is_some())
+        .and_then(|(_, map)| envelope_text(map).is_none().then(|| envelope_error(map)))
+        .flatten()
+    {
+        return Lookup::AgentError(message.chars().take(2000).collect());
+    }
     if let Some((field, text, map)) = objects
         .iter()
         .rev()
@@ -210,6 +221,14 @@ fn envelope_text(map: &Map<String, Value>) -> Option<(&'static str, &str)> {
     ENVELOPE_TEXT_FIELDS
         .iter()
         .find_map(|f| map.get(*f).and_then(Value::as_str).map(|t| (*f, t)))
+}
+
+/// The message of an envelope that says the run failed and has no text field.
+fn envelope_error(map: &Map<String, Value>) -> Option<&str> {
+    if map.get("is_error") != Some(&Value::Bool(true)) {
+        return None;
+    }
+    map.get("error")?.get("message")?.as_str()
 }
 
 /// Claude Code reports Anthropic usage: cache reads and writes apart from
@@ -607,6 +626,26 @@ mod tests {
             read(&notes, None, error.as_bytes()),
             Lookup::AgentError("Not logged in".into())
         );
+    }
+
+    /// Regression: Qwen Code 0.24.4's failed run (`--output-format json`) carries its
+    /// message in `error.message`, with no `result`; baton reported the end of
+    /// stderr (a safe-mode banner) instead.
+    #[test]
+    fn a_failed_envelope_without_a_result_is_the_agents_error_message() {
+        let dir = tempfile::tempdir().unwrap();
+        let notes = dir.path().join("claim.json");
+        let error = r#"[{"type":"result","subtype":"error_during_execution","is_error":true,"error":{"message":"Missing API key for OpenAI-compatible auth."}}]"#;
+        assert_eq!(
+            read(&notes, None, error.as_bytes()),
+            Lookup::AgentError("Missing API key for OpenAI-compatible auth.".into())
+        );
+        // An error object without `is_error` is a log event, not the verdict.
+        let event = r#"{"type":"log","error":{"message":"retrying"}} done"#;
+        assert!(matches!(
+            read(&notes, None, event.as_bytes()),
+            Lookup::Left { .. }
+        ));
     }
 
     mod properties {

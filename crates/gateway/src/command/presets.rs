@@ -130,14 +130,59 @@ pub const PRESETS: &[Preset] = &[
         scratch: &[],
         proven_with: Some("0.171.0"),
     },
+    // Proven with Gemini CLI 0.61.0 (`.ci/agents/install-gemini.sh`) against a scripted
+    // Gemini API server in crates/cli/tests/suite/agent_gemini.rs. From its `--help`:
+    // `-p` "Run in non-interactive (headless) mode with the given prompt. Appended to
+    // input on stdin", so the briefing goes on stdin. `--approval-mode auto_edit`
+    // "auto-approve edit tools": headless, every other call that needs approval is
+    // refused (its policy turns "ask user" into "deny" without a terminal), and the
+    // shell tool is not offered at all (what 0.61.0 offered: list_directory,
+    // read_file, grep_search, glob, replace, write_file, update_topic,
+    // enter_plan_mode, invoke_agent, and web_fetch and google_web_search unless
+    // settings exclude them). Not `--yolo`, which runs the model's shell commands.
+    // `--skip-trust` "Trust the current workspace for this session": in an untrusted
+    // folder 0.61.0 overrides the approval mode to "default", where no edit is
+    // approved headless. `--extensions none` loads no extension (their MCP servers,
+    // context files, commands); `--allowed-mcp-server-names` with a name no
+    // configuration uses starts none of the user's MCP servers (an empty name is
+    // refused). `--output-format json` puts the final message in `response`.
+    //
+    // Settings only, no flag or variable, in 0.61.0 (`$GEMINI_CLI_HOME/.gemini/
+    // settings.json`, else ~/.gemini/): usage statistics (two connections to
+    // play.googleapis.com per run unless `"privacy": {"usageStatisticsEnabled":
+    // false}`); the web tools (`"tools": {"exclude": ["web_fetch",
+    // "google_web_search"]}`; web_fetch is refused headless anyway, google_web_search
+    // is a grounded request to the model's own endpoint); and, with
+    // GOOGLE_GEMINI_BASE_URL set, `"security": {"auth": {"selectedType":
+    // "gemini-api-key"}}`: without it 0.61.0 picks a "gateway" auth type its own
+    // headless check rejects ("Invalid auth method selected."). It loads `.env` from
+    // the worktree (or a parent) over its environment, and keeps its chats in
+    // `~/.gemini/tmp/<project>/` (baton never resumes one).
     Preset {
         name: "gemini",
-        command: "gemini --yolo --output-format json -p 'Follow the briefing given on standard input.'",
+        command: "gemini --skip-trust --approval-mode auto_edit --extensions none \
+                  --allowed-mcp-server-names baton-starts-no-mcp-server --output-format json \
+                  -p 'Follow the briefing given on standard input.'",
+        // GOOGLE_API_KEY is Vertex AI's (with GOOGLE_GENAI_USE_VERTEXAI=true).
         key_env: &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
-        pass_env: &["GOOGLE_GEMINI_BASE_URL", "GEMINI_MODEL"],
-        env: &[],
-        scratch: &[".gemini/**"],
-        proven_with: None,
+        pass_env: &[
+            "GOOGLE_GEMINI_BASE_URL",
+            "GEMINI_MODEL",
+            "GEMINI_CLI_HOME",
+            "GOOGLE_GENAI_USE_VERTEXAI",
+            "GOOGLE_CLOUD_PROJECT",
+            "GOOGLE_CLOUD_LOCATION",
+            "GOOGLE_VERTEX_BASE_URL",
+        ],
+        env: &[
+            // Off by default; the variable overrides a user's `telemetry.enabled`.
+            ("GEMINI_TELEMETRY_ENABLED", "false"),
+        ],
+        // Nothing was written in the worktree in the proven run. Not `.gemini/`: that
+        // is where a project's own settings, policies and commands live, and scratch
+        // paths go to the repository's shared exclude file.
+        scratch: &[],
+        proven_with: Some("0.61.0"),
     },
     Preset {
         name: "opencode",
@@ -195,14 +240,46 @@ pub const PRESETS: &[Preset] = &[
         scratch: &[".aider*"],
         proven_with: Some("0.86.2"),
     },
+    // Proven with Qwen Code 0.24.4 (`.ci/agents/install-qwen.sh`) against a scripted
+    // OpenAI chat-completions server in crates/cli/tests/suite/agent_qwen.rs. From its
+    // `--help`: the positional prompt ("Defaults to one-shot") follows the briefing
+    // on stdin ("Appended to input on stdin"). `--approval-mode auto-edit`
+    // "Automatically approve file edits": headless, the shell tool is not offered
+    // (not `--yolo`, "Automatically approve all tools"). `--safe-mode` "Disable all
+    // customizations (context files, hooks, extensions, skills, MCP servers)", and
+    // with them its background memory extraction (an agent of its own, with a shell,
+    // that writes notes later runs read: a channel that bypasses the briefing); it
+    // ignores `--core-tools`, so `--exclude-tools` ("Tools to exclude") names what
+    // 0.24.4 offered beyond the file tools: web_fetch, the deferred-tool pair
+    // tool_search/tool_call (which reach every tool not listed up front), subagents
+    // (agent, list_agents, send_message), skills, enter_worktree/exit_worktree and
+    // MCP resources. What remains: read_file, edit, write_file, glob, grep_search,
+    // notebook_edit, zoom_image, get_goal/update_goal, record_artifact,
+    // report_findings, task_stop. `--auth-type openai` uses OPENAI_API_KEY and
+    // OPENAI_BASE_URL without a settings file; `--chat-recording false` "chat history
+    // is not saved"; `--output-format json` ends with a `result` object.
     Preset {
         name: "qwen",
-        command: "qwen --yolo -p 'Follow the briefing given on standard input.'",
-        key_env: &["OPENAI_API_KEY", "DASHSCOPE_API_KEY"],
-        pass_env: &["OPENAI_BASE_URL", "OPENAI_MODEL"],
-        env: &[],
-        scratch: &[".qwen/**"],
-        proven_with: None,
+        command: "qwen --safe-mode --auth-type openai --approval-mode auto-edit \
+                  --exclude-tools web_fetch,tool_search,tool_call,agent,list_agents,send_message,skill,enter_worktree,exit_worktree,read_mcp_resource \
+                  --chat-recording false --output-format json \
+                  'Follow the briefing given on standard input.'",
+        key_env: &["OPENAI_API_KEY"],
+        pass_env: &["OPENAI_BASE_URL", "OPENAI_MODEL", "QWEN_HOME"],
+        env: &[
+            // Without it 0.24.4 opens two connections to a *.rum.aliyuncs.com
+            // collector per run.
+            ("QWEN_USAGE_STATISTICS_ENABLED", "false"),
+            ("QWEN_TELEMETRY_ENABLED", "false"),
+            // The in-session cron/loop tools (recurring prompts).
+            ("QWEN_CODE_DISABLE_CRON", "1"),
+        ],
+        // Nothing was written in the worktree in the proven run (Qwen Code keeps its
+        // usage records in QWEN_HOME, else ~/.qwen). Not `.qwen/`: that is where a
+        // project's own settings and commands live, and scratch paths go to the
+        // repository's shared exclude file.
+        scratch: &[],
+        proven_with: Some("0.24.4"),
     },
 ];
 
