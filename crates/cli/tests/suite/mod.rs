@@ -1,7 +1,6 @@
 mod agent_aider;
 mod agent_claude;
 mod agent_codex;
-mod agent_e2e;
 mod agent_gemini;
 mod agent_qwen;
 mod agent_support;
