@@ -182,9 +182,9 @@ fn agent_opencode_fixes_a_failing_test_in_its_worktree() {
     );
 }
 
-/// A rejected key is the API's own message on the failed job, after one run.
-#[test]
-fn agent_opencode_rejected_key_fails_the_job_with_the_apis_message_once() {
+/// With `key` or without: the fake answers 401 to every model request, and its message
+/// is the failed job's, after one run of the agent that asked once, without retries.
+fn fails_once_with_the_apis_401(key: bool) {
     let Some(bin) = opencode_bin_dir() else {
         return;
     };
@@ -192,7 +192,7 @@ fn agent_opencode_rejected_key_fails_the_job_with_the_apis_message_once() {
     let fake = start(&s, json!({"steps": [{"text": "unused"}]}), Some(401));
     let config = write_config(&config_dir, &fake);
     write_roster(&s, &WORKER, &fake, "", "");
-    let (job_id, work) = enqueue_and_work(&s, WORKER.id, || agent(&s, &bin, &config, true));
+    let (job_id, work) = enqueue_and_work(&s, WORKER.id, || agent(&s, &bin, &config, key));
     assert_failed_once(
         &s,
         &job_id,
@@ -200,29 +200,23 @@ fn agent_opencode_rejected_key_fails_the_job_with_the_apis_message_once() {
         "the agent failed (exit code 1): Error: Incorrect API key provided",
         KEY,
     );
-    let requests = assert_only_model_requests(&fake, true);
-    assert!(!requests.is_empty());
+    let requests = assert_only_model_requests(&fake, key);
+    let conversation = requests
+        .iter()
+        .filter(|r| r["body"]["tools"].is_array())
+        .count();
+    assert_eq!(conversation, 1, "{requests:?}");
+}
+
+/// A rejected key is the API's own message on the failed job, after one run.
+#[test]
+fn agent_opencode_rejected_key_fails_the_job_with_the_apis_message_once() {
+    fails_once_with_the_apis_401(true);
 }
 
 /// No key: opencode has no check of its own for a provider's key and sends the request
 /// without one; the endpoint's 401 is the message on the failed job, after one run.
 #[test]
 fn agent_opencode_without_a_key_sends_none_and_fails_with_the_apis_message_once() {
-    let Some(bin) = opencode_bin_dir() else {
-        return;
-    };
-    let (s, config_dir) = setup_with_agent_home();
-    let fake = start(&s, json!({"steps": [{"text": "unused"}]}), Some(401));
-    let config = write_config(&config_dir, &fake);
-    write_roster(&s, &WORKER, &fake, "", "");
-    let (job_id, work) = enqueue_and_work(&s, WORKER.id, || agent(&s, &bin, &config, false));
-    assert_failed_once(
-        &s,
-        &job_id,
-        &work,
-        "the agent failed (exit code 1): Error: Incorrect API key provided",
-        KEY,
-    );
-    let requests = assert_only_model_requests(&fake, false);
-    assert!(!requests.is_empty());
+    fails_once_with_the_apis_401(false);
 }
