@@ -10,7 +10,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use super::agent_e2e::*;
+use super::agent_support::*;
 
 const VERSION: &str = "0.61.0";
 const KEY: &str = "AIza-dummy-e2e-7d2c91f0b4";
@@ -18,13 +18,14 @@ const WORKER: Worker = Worker {
     id: "gm",
     preset: "gemini",
     key: KEY,
+    scratch: &[],
 };
 
 fn gemini_bin_dir() -> Option<PathBuf> {
-    agent_bin_dir(
+    installed_npm_agent(
         "Gemini CLI",
-        VERSION,
         "gemini",
+        VERSION,
         ".ci/agents/install-gemini.sh",
     )
 }
@@ -47,30 +48,29 @@ fn write_settings(s: &Setup) {
     .unwrap();
 }
 
-fn agent(s: &Setup, bin: &Path, fake: &FakeModel, key: bool) -> Command {
-    let mut cmd = baton_for_agent(s, bin);
+fn agent(s: &Setup, bin: &Path, fake: &FakeServer, key: bool) -> Command {
+    let mut cmd = agent_command(
+        s,
+        bin,
+        &[
+            "GEMINI_API_KEY",
+            "GOOGLE_API_KEY",
+            "GEMINI_CLI_HOME",
+            "GOOGLE_GENAI_USE_VERTEXAI",
+            "GOOGLE_CLOUD_PROJECT",
+            "GOOGLE_CLOUD_LOCATION",
+            "GOOGLE_VERTEX_BASE_URL",
+        ],
+        key.then_some(("GEMINI_API_KEY", KEY)),
+    );
     cmd.env("GOOGLE_GEMINI_BASE_URL", fake.url())
         .env("GEMINI_MODEL", "gemini-fake");
-    for var in [
-        "GEMINI_API_KEY",
-        "GOOGLE_API_KEY",
-        "GEMINI_CLI_HOME",
-        "GOOGLE_GENAI_USE_VERTEXAI",
-        "GOOGLE_CLOUD_PROJECT",
-        "GOOGLE_CLOUD_LOCATION",
-        "GOOGLE_VERTEX_BASE_URL",
-    ] {
-        cmd.env_remove(var);
-    }
-    if key {
-        cmd.env("GEMINI_API_KEY", KEY);
-    }
     cmd
 }
 
 /// Only the model's API was asked: generateContent (helpers) and
 /// streamGenerateContent (the conversation) of the Gemini API, with the worker's key.
-fn assert_only_model_requests(fake: &FakeModel) -> Vec<Value> {
+fn assert_only_model_requests(fake: &FakeServer) -> Vec<Value> {
     let requests = fake.model_requests();
     for r in &requests {
         let path = r["path"].as_str().unwrap();
@@ -87,17 +87,19 @@ fn assert_only_model_requests(fake: &FakeModel) -> Vec<Value> {
     requests
 }
 
+fn start(s: &Setup, script: Value, fail: Option<u16>) -> FakeServer {
+    FakeServer::start("fake_gemini.py", &s.root, &script, fail)
+}
+
 #[test]
 fn agent_gemini_fixes_a_failing_test_in_its_worktree() {
     let Some(bin) = gemini_bin_dir() else { return };
     let s = setup();
     write_settings(&s);
-    let final_message =
-        "Fixed add() in calc.py: it subtracted instead of adding. test_calc passes now.";
-    let fake = FakeModel::start(
-        &s.root,
-        "fake_gemini.py",
-        &json!({"steps": [
+    let final_message = FINAL_MESSAGE;
+    let fake = start(
+        &s,
+        json!({"steps": [
             {"call": {"name": "read_file", "args": {"file_path": "{cwd}/calc.py"}}},
             {"call": {"name": "replace", "args": {
                 "file_path": "{cwd}/calc.py", "old_string": CALC, "new_string": format!("def add(a, b):\n{FIX}"),
@@ -106,7 +108,7 @@ fn agent_gemini_fixes_a_failing_test_in_its_worktree() {
         ]}),
         None,
     );
-    write_roster(&s, WORKER.id, WORKER.preset, &fake, "");
+    write_roster(&s, &WORKER, &fake, "", "");
     let before = outside(&s);
 
     let (job_id, work) = enqueue_and_work(&s, WORKER.id, || agent(&s, &bin, &fake, true));
@@ -114,13 +116,7 @@ fn agent_gemini_fixes_a_failing_test_in_its_worktree() {
 
     // Gemini CLI kept its own files under HOME/.gemini (chats, its project registry),
     // none elsewhere in HOME.
-    for path in files(&s.home, &[]).keys() {
-        assert!(
-            path.starts_with(s.home.join(".gemini")),
-            "{}",
-            path.display()
-        );
-    }
+    home_files_under(&s, ".gemini");
 
     let requests = assert_only_model_requests(&fake);
     let conversation: Vec<&Value> = requests
@@ -182,13 +178,8 @@ fn agent_gemini_rejected_key_fails_the_job_with_the_apis_message_once() {
     let Some(bin) = gemini_bin_dir() else { return };
     let s = setup();
     write_settings(&s);
-    let fake = FakeModel::start(
-        &s.root,
-        "fake_gemini.py",
-        &json!({"steps": [{"text": "unused"}]}),
-        Some(400),
-    );
-    write_roster(&s, WORKER.id, WORKER.preset, &fake, "");
+    let fake = start(&s, json!({"steps": [{"text": "unused"}]}), Some(400));
+    write_roster(&s, &WORKER, &fake, "", "");
     let (job_id, work) = enqueue_and_work(&s, WORKER.id, || agent(&s, &bin, &fake, true));
     assert_failed_once(
         &s,
@@ -206,13 +197,8 @@ fn agent_gemini_without_a_key_fails_naming_gemini_api_key_once() {
     let Some(bin) = gemini_bin_dir() else { return };
     let s = setup();
     write_settings(&s);
-    let fake = FakeModel::start(
-        &s.root,
-        "fake_gemini.py",
-        &json!({"steps": [{"text": "unused"}]}),
-        None,
-    );
-    write_roster(&s, WORKER.id, WORKER.preset, &fake, "");
+    let fake = start(&s, json!({"steps": [{"text": "unused"}]}), None);
+    write_roster(&s, &WORKER, &fake, "", "");
     let (job_id, work) = enqueue_and_work(&s, WORKER.id, || agent(&s, &bin, &fake, false));
     assert_failed_once(
         &s,

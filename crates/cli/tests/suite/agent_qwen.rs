@@ -11,7 +11,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use super::agent_e2e::*;
+use super::agent_support::*;
 
 const VERSION: &str = "0.24.4";
 const KEY: &str = "sk-qwen-dummy-e2e-5b8e20c4d1";
@@ -19,27 +19,27 @@ const WORKER: Worker = Worker {
     id: "qw",
     preset: "qwen",
     key: KEY,
+    scratch: &[],
 };
 
 fn qwen_bin_dir() -> Option<PathBuf> {
-    agent_bin_dir("Qwen Code", VERSION, "qwen", ".ci/agents/install-qwen.sh")
+    installed_npm_agent("Qwen Code", "qwen", VERSION, ".ci/agents/install-qwen.sh")
 }
 
-fn agent(s: &Setup, bin: &Path, fake: &FakeModel, key: bool) -> Command {
-    let mut cmd = baton_for_agent(s, bin);
+fn agent(s: &Setup, bin: &Path, fake: &FakeServer, key: bool) -> Command {
+    let mut cmd = agent_command(
+        s,
+        bin,
+        &["OPENAI_API_KEY", "QWEN_HOME", "DASHSCOPE_API_KEY"],
+        key.then_some(("OPENAI_API_KEY", KEY)),
+    );
     cmd.env("OPENAI_BASE_URL", format!("{}/v1", fake.url()))
         .env("OPENAI_MODEL", "qwen-fake");
-    for var in ["OPENAI_API_KEY", "QWEN_HOME", "DASHSCOPE_API_KEY"] {
-        cmd.env_remove(var);
-    }
-    if key {
-        cmd.env("OPENAI_API_KEY", KEY);
-    }
     cmd
 }
 
 /// Only chat completions were asked for, with the worker's key.
-fn assert_only_model_requests(fake: &FakeModel) -> Vec<Value> {
+fn assert_only_model_requests(fake: &FakeServer) -> Vec<Value> {
     let requests = fake.model_requests();
     for r in &requests {
         assert_eq!(r["method"], "POST", "not a model request: {r}");
@@ -57,16 +57,15 @@ fn assert_only_model_requests(fake: &FakeModel) -> Vec<Value> {
     requests
 }
 
-fn start(s: &Setup, script: Value, fail: Option<u16>) -> FakeModel {
-    FakeModel::start(&s.root, "fake_openai_tools.py", &script, fail)
+fn start(s: &Setup, script: Value, fail: Option<u16>) -> FakeServer {
+    FakeServer::start("fake_openai_tools.py", &s.root, &script, fail)
 }
 
 #[test]
 fn agent_qwen_fixes_a_failing_test_in_its_worktree() {
     let Some(bin) = qwen_bin_dir() else { return };
     let s = setup();
-    let final_message =
-        "Fixed add() in calc.py: it subtracted instead of adding. test_calc passes now.";
+    let final_message = FINAL_MESSAGE;
     let fake = start(
         &s,
         json!({"steps": [
@@ -78,7 +77,7 @@ fn agent_qwen_fixes_a_failing_test_in_its_worktree() {
         ]}),
         None,
     );
-    write_roster(&s, WORKER.id, WORKER.preset, &fake, "");
+    write_roster(&s, &WORKER, &fake, "", "");
     let before = outside(&s);
 
     let (job_id, work) = enqueue_and_work(&s, WORKER.id, || agent(&s, &bin, &fake, true));
@@ -86,8 +85,7 @@ fn agent_qwen_fixes_a_failing_test_in_its_worktree() {
 
     // Qwen Code kept its own files under HOME/.qwen, none elsewhere in HOME, and no
     // chat to resume.
-    for path in files(&s.home, &[]).keys() {
-        assert!(path.starts_with(s.home.join(".qwen")), "{}", path.display());
+    for path in home_files_under(&s, ".qwen").keys() {
         assert!(
             !path.to_string_lossy().contains("/chats/"),
             "{}",
@@ -140,7 +138,7 @@ fn agent_qwen_rejected_key_fails_the_job_with_the_apis_message_once() {
     let Some(bin) = qwen_bin_dir() else { return };
     let s = setup();
     let fake = start(&s, json!({"steps": [{"text": "unused"}]}), Some(401));
-    write_roster(&s, WORKER.id, WORKER.preset, &fake, "");
+    write_roster(&s, &WORKER, &fake, "", "");
     let (job_id, work) = enqueue_and_work(&s, WORKER.id, || agent(&s, &bin, &fake, true));
     assert_failed_once(&s, &job_id, &work, "Incorrect API key provided", KEY);
     assert_only_model_requests(&fake);
@@ -152,7 +150,7 @@ fn agent_qwen_without_a_key_fails_naming_openai_api_key_once() {
     let Some(bin) = qwen_bin_dir() else { return };
     let s = setup();
     let fake = start(&s, json!({"steps": [{"text": "unused"}]}), None);
-    write_roster(&s, WORKER.id, WORKER.preset, &fake, "");
+    write_roster(&s, &WORKER, &fake, "", "");
     let (job_id, work) = enqueue_and_work(&s, WORKER.id, || agent(&s, &bin, &fake, false));
     assert_failed_once(
         &s,

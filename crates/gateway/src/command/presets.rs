@@ -184,14 +184,59 @@ pub const PRESETS: &[Preset] = &[
         scratch: &[],
         proven_with: Some("0.61.0"),
     },
+    // Proven with opencode-ai 1.18.33 (`.ci/agents/install-opencode.sh`) against a
+    // scripted OpenAI chat-completions server in crates/cli/tests/suite/agent_opencode.rs.
+    // `opencode run [message..]` ("run opencode with a message") appends standard input
+    // to the message, so the briefing goes on stdin; it prints only the final message on
+    // stdout (progress and errors go to stderr) and exits 1 on an API error. `--pure`
+    // "run without external plugins". There is no flag for tools or approvals: the
+    // OPENCODE_PERMISSION variable below is merged over every configuration file's
+    // `permission`, last rule winning, and a tool denied outright is not offered at
+    // all. What 1.18.33 offers under it: read, edit, write, glob, grep; not bash,
+    // webfetch, task (subagents), skill or todowrite, which it offers otherwise. The
+    // `*` rule covers every other tool, an MCP server's included (not exercised).
+    //
+    // The endpoint is opencode's configuration: a provider in the file OPENCODE_CONFIG
+    // names (`"provider": {"<id>": {"npm": "@ai-sdk/openai-compatible", "env":
+    // ["OPENAI_API_KEY"], "options": {"baseURL": "…/v1"}, "models": {"<model>": {}}}}`,
+    // `"model": "<id>/<model>"`, and `"$schema": "https://opencode.ai/config.json"`,
+    // which 1.18.33 otherwise writes into the file); the openai-compatible package is
+    // built in, nothing is installed for it. The user's global configuration (~/.config/opencode) still
+    // applies, MCP servers included (they start; their tools are denied): give baton a
+    // HOME of its own. Without a key opencode sends the request with no Authorization
+    // header (no check of its own), so the endpoint's 401 is what the user sees.
     Preset {
         name: "opencode",
-        command: "opencode run 'Follow the briefing given on standard input.'",
-        key_env: &["ANTHROPIC_API_KEY", "OPENAI_API_KEY"],
-        pass_env: &[],
-        env: &[],
-        scratch: &[".opencode/**"],
-        proven_with: None,
+        command: "opencode run --pure 'Follow the briefing given on standard input.'",
+        key_env: &["OPENAI_API_KEY", "ANTHROPIC_API_KEY"],
+        pass_env: &["OPENCODE_CONFIG"],
+        env: &[
+            ("OPENCODE_PERMISSION", OPENCODE_PERMISSION),
+            // Without it 1.18.33 fetches its model list from models.opencode.ai at
+            // every start.
+            ("OPENCODE_DISABLE_MODELS_FETCH", "1"),
+            // It installs @opencode-ai/plugin into every writable configuration
+            // directory (~/.config/opencode) at every start, from registry.npmjs.org;
+            // its npm reads npm's settings from the environment, and offline it
+            // installs nothing (a warning in its log).
+            ("npm_config_offline", "true"),
+            // Its session database (every message, tool call and output) is kept in
+            // ~/.local/share/opencode/opencode.db otherwise; baton never resumes one.
+            ("OPENCODE_DB", ":memory:"),
+            // A repository's own opencode.json(c) is not loaded (its permissions are
+            // overridden anyway; its MCP servers, commands and agents would not be).
+            ("OPENCODE_DISABLE_PROJECT_CONFIG", "1"),
+            // No update check or share link was seen in `run` either way.
+            ("OPENCODE_DISABLE_AUTOUPDATE", "1"),
+            ("OPENCODE_DISABLE_SHARE", "1"),
+        ],
+        // Nothing was written in the worktree in the proven run (opencode keeps its
+        // log and its undo snapshots, a git repository of the worktree's files, under
+        // ~/.local/share/opencode). Not `.opencode/`: that is where a project's own
+        // agents, commands and plugins live, and scratch paths go to the repository's
+        // shared exclude file.
+        scratch: &[],
+        proven_with: Some("1.18.33"),
     },
     // Proven with aider-chat 0.86.2 (`.ci/agents/install-aider.sh`) against a scripted
     // OpenAI-compatible server in crates/cli/tests/suite/agent_aider.rs. `--yes-always`
@@ -282,6 +327,10 @@ pub const PRESETS: &[Preset] = &[
         proven_with: Some("0.24.4"),
     },
 ];
+
+/// opencode's permission rules (see its preset): the file tools, nothing else.
+const OPENCODE_PERMISSION: &str =
+    r#"{"*":"deny","read":"allow","edit":"allow","glob":"allow","grep":"allow"}"#;
 
 /// The preset called `name`.
 pub fn preset(name: &str) -> Option<&'static Preset> {

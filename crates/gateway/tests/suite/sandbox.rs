@@ -131,7 +131,10 @@ fn a_sandboxed_agent_writes_its_worktree_and_nothing_else_and_cannot_see_the_che
         serde_json::from_str(&std::fs::read_to_string(worktree.join("probe.json")).unwrap())
             .unwrap();
     assert_eq!(probe["write_worktree"], "ok", "{probe}");
-    assert_eq!(probe["sees_baton"], false, "baton's /proc entry, and its keys: {probe}");
+    assert_eq!(
+        probe["sees_baton"], false,
+        "baton's /proc entry, and its keys: {probe}"
+    );
     assert_eq!(
         std::fs::read_to_string(worktree.join("fixed.txt")).unwrap(),
         "done\n"
