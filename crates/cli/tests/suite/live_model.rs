@@ -63,7 +63,8 @@ struct Kit {
 }
 
 /// The kit, or `None` after printing how to install it (a failure when it is required).
-fn kit(test: &str) -> Option<Kit> {
+/// `coder`: whether the test needs the Qwen model too.
+fn kit(test: &str, coder: bool) -> Option<Kit> {
     let cache = cache_dir();
     let kit = Kit {
         server: cache.join("bin/llama-server"),
@@ -72,21 +73,21 @@ fn kit(test: &str) -> Option<Kit> {
     };
     let missing: Vec<String> = [&kit.server, &kit.small, &kit.coder]
         .into_iter()
-        .filter(|p| !p.exists())
+        .filter(|p| (coder || *p != &kit.coder) && !p.exists())
         .map(|p| p.display().to_string())
         .collect();
     if missing.is_empty() {
         return Some(kit);
     }
-    let line = format!(
-        "{test}: skipped: {} not installed; run .ci/live-model/install.sh (cache: {})",
+    let what = format!(
+        "{} not installed; run .ci/live-model/install.sh (cache: {})",
         missing.join(" and "),
         cache.display()
     );
     if std::env::var("BATON_REQUIRE_LIVE_MODEL").as_deref() == Ok("1") {
-        panic!("{line} (BATON_REQUIRE_LIVE_MODEL=1)");
+        panic!("{test}: {what} (BATON_REQUIRE_LIVE_MODEL=1)");
     }
-    eprintln!("{line}");
+    eprintln!("{test}: skipped: {what}");
     None
 }
 
@@ -378,7 +379,10 @@ fn measured_run(
 /// measured one: schema mode over Chat Completions yields a valid claim every turn.
 #[test]
 fn live_claim_rates_smollm2_per_wire_format_and_structured_mode() {
-    let Some(kit) = kit("live_claim_rates_smollm2_per_wire_format_and_structured_mode") else {
+    let Some(kit) = kit(
+        "live_claim_rates_smollm2_per_wire_format_and_structured_mode",
+        false,
+    ) else {
         return;
     };
     let _one = SERVER_LOCK.lock().unwrap_or_else(|e| e.into_inner());
@@ -411,7 +415,7 @@ fn live_claim_rates_smollm2_per_wire_format_and_structured_mode() {
 /// are printed for the record; measured, none of them commits a turn (see the report).
 #[test]
 fn live_schema_mode_commits_every_turn_with_qwen() {
-    let Some(kit) = kit("live_schema_mode_commits_every_turn_with_qwen") else {
+    let Some(kit) = kit("live_schema_mode_commits_every_turn_with_qwen", true) else {
         return;
     };
     let _one = SERVER_LOCK.lock().unwrap_or_else(|e| e.into_inner());
@@ -462,7 +466,10 @@ print("SUMMARY: added one line to NOTES.md: " + line)
 
 #[test]
 fn live_coding_agent_job_commits_a_line_the_model_wrote() {
-    let Some(kit) = kit("live_coding_agent_job_commits_a_line_the_model_wrote") else {
+    let Some(kit) = kit(
+        "live_coding_agent_job_commits_a_line_the_model_wrote",
+        false,
+    ) else {
         return;
     };
     let _one = SERVER_LOCK.lock().unwrap_or_else(|e| e.into_inner());
@@ -555,7 +562,10 @@ fn live_coding_agent_job_commits_a_line_the_model_wrote() {
 /// malformed request.
 #[test]
 fn live_briefing_larger_than_the_context_is_named_too_long() {
-    let Some(kit) = kit("live_briefing_larger_than_the_context_is_named_too_long") else {
+    let Some(kit) = kit(
+        "live_briefing_larger_than_the_context_is_named_too_long",
+        false,
+    ) else {
         return;
     };
     let _one = SERVER_LOCK.lock().unwrap_or_else(|e| e.into_inner());
@@ -623,8 +633,10 @@ fn live_briefing_larger_than_the_context_is_named_too_long() {
 /// with every step done once and no turn number repeated.
 #[test]
 fn live_server_killed_mid_run_then_resume_finishes_without_a_duplicate_turn() {
-    let Some(kit) = kit("live_server_killed_mid_run_then_resume_finishes_without_a_duplicate_turn")
-    else {
+    let Some(kit) = kit(
+        "live_server_killed_mid_run_then_resume_finishes_without_a_duplicate_turn",
+        true,
+    ) else {
         return;
     };
     let _one = SERVER_LOCK.lock().unwrap_or_else(|e| e.into_inner());
