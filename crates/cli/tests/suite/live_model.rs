@@ -4,6 +4,10 @@
 //! structured mode, a coding-agent job whose agent asks the model, a briefing larger
 //! than the server's context, and a server killed mid-run and restarted.
 //!
+//! SmolLM2-135M-Instruct serves the claim-rate table, the agent job and the overflow;
+//! Qwen2.5-Coder-0.5B-Instruct the runs that need committed turns (schema mode, the
+//! killed server), since SmolLM2-135M's claims run past any output limit we tried.
+//!
 //! Without the cache each test prints how to fill it and passes, unless
 //! `BATON_REQUIRE_LIVE_MODEL=1` (CI) makes that a failure. `BATON_LIVE_CACHE` moves the
 //! cache. The tests hold one lock, so only one `llama-server` runs at a time: on two
