@@ -10,6 +10,7 @@ mod crash;
 mod hardening;
 mod input;
 mod jobs;
+mod live_model;
 mod presets;
 mod providers;
 mod store;
