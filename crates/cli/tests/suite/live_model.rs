@@ -622,13 +622,23 @@ fn live_briefing_larger_than_the_context_is_named_too_long() {
         message.contains("exceed") && message.contains("context"),
         "the server's own words are kept: {message}"
     );
-    // The right behaviour, which baton does not have yet: llama.cpp's
-    // `exceed_context_size_error` is classified `bad_request` today (the gateway fix is
-    // under way). Until it lands this assertion fails with class "bad_request".
+    // Regression: llama.cpp's `exceed_context_size_error` was classified `bad_request`,
+    // so the run blocked at once instead of shrinking the briefing.
     assert_eq!(
         first.error_class.as_deref(),
         Some("context_too_long"),
         "llama.cpp's exceed_context_size_error must be classified as too long for the context: {message}"
+    );
+    // Named so, the next turn's briefing is compiled at half the size: the server
+    // counts fewer tokens each time.
+    let sent: Vec<u64> = turns
+        .iter()
+        .filter_map(|t| t.calls.first()?.error.as_deref())
+        .filter_map(|e| e.split("request (").nth(1)?.split(' ').next()?.parse().ok())
+        .collect();
+    assert!(
+        sent.len() >= 2 && sent.windows(2).all(|w| w[1] < w[0]),
+        "tokens sent per turn: {sent:?}"
     );
 }
 
