@@ -26,70 +26,32 @@ Set as the agent's HTTPS_PROXY/HTTP_PROXY (with NO_PROXY=127.0.0.1), it also log
 every attempt to reach another host (`"proxied": true`) and refuses it.
 """
 
-import argparse
 import json
+import os
 import re
 import sys
-import threading
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-LOCK = threading.Lock()
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import fake_common  # noqa: E402
 
-
-def parse_args():
-    p = argparse.ArgumentParser()
-    p.add_argument("--script", required=True)
-    p.add_argument("--log", required=True)
-    p.add_argument("--port", type=int, default=0)
-    p.add_argument("--fail", type=int, default=0, help="answer model calls with this status")
-    return p.parse_args()
-
-
-ARGS = parse_args()
-with open(ARGS.script) as f:
-    SCRIPT = json.load(f)
-
-
-def log(entry):
-    with LOCK:
-        with open(ARGS.log, "a") as f:
-            f.write(json.dumps(entry) + "\n")
-
-
-def text_of(content):
-    if isinstance(content, str):
-        return content
-    out = []
-    for block in content or []:
-        if isinstance(block, dict) and block.get("type") == "text":
-            out.append(block.get("text", ""))
-    return "\n".join(out)
+ARGS, SCRIPT = fake_common.arguments_and_script()
 
 
 def working_directory(body):
     system = body.get("system")
-    system = system if isinstance(system, str) else text_of(system)
+    system = system if isinstance(system, str) else fake_common.text_of(system)
     first_user = next((m for m in body.get("messages", []) if m.get("role") == "user"), {})
     for pattern, text in (
         (r"Primary working directory: (\S+)", system),
         (r"Working directory: (\S+)", system),
-        (r"Your workspace: (\S+)", text_of(first_user.get("content"))),
+        (r"Your workspace: (\S+)", fake_common.text_of(first_user.get("content"))),
     ):
         m = re.search(pattern, text or "")
         if m:
             return m.group(1)
     return None
-
-
-def substitute(value, cwd):
-    if isinstance(value, str):
-        return value.replace("{cwd}", cwd or "{cwd}")
-    if isinstance(value, list):
-        return [substitute(v, cwd) for v in value]
-    if isinstance(value, dict):
-        return {k: substitute(v, cwd) for k, v in value.items()}
-    return value
 
 
 def answer(body):
@@ -99,7 +61,7 @@ def answer(body):
         return [{"type": "text", "text": "Fix the failing test"}], "end_turn", None
     steps = SCRIPT["steps"]
     done = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
-    step = steps[min(done, len(steps) - 1)]
+    step = fake_common.pick_step(steps, done)
     if "tool_use" in step:
         call = step["tool_use"]
         if call["name"] not in tools:
@@ -109,7 +71,7 @@ def answer(body):
             "type": "tool_use",
             "id": "toolu_" + uuid.uuid4().hex[:20],
             "name": call["name"],
-            "input": substitute(call["input"], working_directory(body)),
+            "input": fake_common.substitute(call["input"], working_directory(body)),
         }
         return [block], "tool_use", None
     return [{"type": "text", "text": step["text"]}], "end_turn", None
@@ -156,67 +118,20 @@ def sse(blocks, stop_reason, model):
     return "".join(events)
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *_):
-        pass
-
-    def reply(self, status, body, content_type="application/json"):
-        data = body.encode() if isinstance(body, str) else body
-        self.send_response(status)
-        self.send_header("content-type", content_type)
-        self.send_header("request-id", "req_" + uuid.uuid4().hex[:24])
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
+class Handler(fake_common.ScriptedHandler):
+    log_path = ARGS.log
+    request_id_header = "request-id"
 
     def error(self, status, kind, message):
         self.reply(status, json.dumps({"type": "error", "error": {"type": kind, "message": message}}))
 
-    def record(self, body, **extra):
-        entry = {"method": self.command, "path": self.path, "headers": dict(self.headers.items()),
-                 "body": body}
-        entry.update(extra)
-        log(entry)
-
-    def do_CONNECT(self):
-        # Reached only as the agent's HTTPS_PROXY: a host other than the model's.
-        self.record(None, proxied=True)
-        self.reply(403, "")
-
-    def proxied(self):
-        """A plain-HTTP request for another host, sent here as the agent's proxy."""
-        if not self.path.startswith(("http://", "https://")):
-            return False
-        self.record(None, proxied=True)
-        self.reply(403, "")
-        return True
-
-    def do_HEAD(self):
-        if self.proxied():
-            return
-        self.record(None)
-        self.reply(200, "{}")
-
-    def do_GET(self):
-        if self.proxied():
-            return
-        self.record(None)
+    def get(self):
         if self.path.split("?")[0].rstrip("/") in ("", "/v1"):
             self.reply(200, "{}")
         else:
             self.error(404, "not_found_error", f"no such path {self.path}")
 
-    def do_POST(self):
-        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-        if self.proxied():
-            return
-        try:
-            body = json.loads(raw or b"{}")
-        except ValueError:
-            body = {"unparsed": raw.decode("utf-8", "replace")}
+    def post(self, body):
         path = self.path.split("?")[0]
         if path == "/v1/messages/count_tokens":
             self.record(body)
@@ -244,9 +159,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
-    server = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
-    print(f"PORT {server.server_address[1]}", flush=True)
-    server.serve_forever()
+    fake_common.serve(Handler, ARGS.port)
 
 
 if __name__ == "__main__":

@@ -28,33 +28,16 @@ Set as the agent's HTTPS_PROXY/HTTP_PROXY (with NO_PROXY=127.0.0.1), it also log
 every attempt to reach another host (`"proxied": true`) and refuses it.
 """
 
-import argparse
 import json
+import os
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import sys
 
-LOCK = threading.Lock()
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import fake_common  # noqa: E402
 
-
-def parse_args():
-    p = argparse.ArgumentParser()
-    p.add_argument("--script", required=True)
-    p.add_argument("--log", required=True)
-    p.add_argument("--port", type=int, default=0)
-    p.add_argument("--fail", type=int, default=0, help="answer model calls with this status")
-    return p.parse_args()
-
-
-ARGS = parse_args()
-with open(ARGS.script) as f:
-    SCRIPT = json.load(f)
-
-
-def log(entry):
-    with LOCK:
-        with open(ARGS.log, "a") as f:
-            f.write(json.dumps(entry) + "\n")
+ARGS, SCRIPT = fake_common.arguments_and_script()
 
 
 def texts(body):
@@ -70,26 +53,11 @@ def texts(body):
 
 
 def working_directory(body):
-    text = texts(body)
-    for pattern in (
+    return fake_common.find_directory(texts(body), (
         r"Workspace Directories:\**\s*- (/\S+)",
         r"working directory[^/\n]*?(/\S+)",
         r"Your workspace: (\S+)",
-    ):
-        m = re.search(pattern, text, re.IGNORECASE)
-        if m:
-            return m.group(1).rstrip(".,`'\"")
-    return None
-
-
-def substitute(value, cwd):
-    if isinstance(value, str):
-        return value.replace("{cwd}", cwd or "{cwd}")
-    if isinstance(value, list):
-        return [substitute(v, cwd) for v in value]
-    if isinstance(value, dict):
-        return {k: substitute(v, cwd) for k, v in value.items()}
-    return value
+    ))
 
 
 def declarations(body):
@@ -131,7 +99,7 @@ def answer(body):
         return [{"text": "Fix the failing test"}], None
     steps = SCRIPT["steps"]
     done = sum(1 for c in body.get("contents", []) if c.get("role") == "model")
-    step = steps[min(done, len(steps) - 1)]
+    step = fake_common.pick_step(steps, done)
     if "call" in step:
         call = step["call"]
         decl = decls.get(call["name"])
@@ -142,7 +110,7 @@ def answer(body):
         if missing:
             error = f"script leaves out {missing} of {call['name']}: {json.dumps(decl)}"
             return [{"text": "SCRIPT ERROR: " + error}], error
-        args = substitute(call["args"], working_directory(body))
+        args = fake_common.substitute(call["args"], working_directory(body))
         return [{"functionCall": {"name": call["name"], "args": args}}], None
     return [{"text": step["text"]}], None
 
@@ -159,64 +127,17 @@ def response(parts, model, last=True):
     }
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *_):
-        pass
-
-    def reply(self, status, body, content_type="application/json"):
-        data = body.encode() if isinstance(body, str) else body
-        self.send_response(status)
-        self.send_header("content-type", content_type)
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
+class Handler(fake_common.ScriptedHandler):
+    log_path = ARGS.log
 
     def error(self, status, state, message):
         self.reply(status, json.dumps(
             {"error": {"code": status, "message": message, "status": state}}))
 
-    def record(self, body, **extra):
-        entry = {"method": self.command, "path": self.path, "headers": dict(self.headers.items()),
-                 "body": body}
-        entry.update(extra)
-        log(entry)
-
-    def do_CONNECT(self):
-        # Reached only as the agent's HTTPS_PROXY: a host other than the model's.
-        self.record(None, proxied=True)
-        self.reply(403, "")
-
-    def proxied(self):
-        """A plain-HTTP request for another host, sent here as the agent's proxy."""
-        if not self.path.startswith(("http://", "https://")):
-            return False
-        self.record(None, proxied=True)
-        self.reply(403, "")
-        return True
-
-    def do_HEAD(self):
-        if self.proxied():
-            return
-        self.record(None)
-        self.reply(200, "{}")
-
-    def do_GET(self):
-        if self.proxied():
-            return
-        self.record(None)
+    def get(self):
         self.error(404, "NOT_FOUND", f"no such path {self.path}")
 
-    def do_POST(self):
-        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-        if self.proxied():
-            return
-        try:
-            body = json.loads(raw or b"{}")
-        except ValueError:
-            body = {"unparsed": raw.decode("utf-8", "replace")}
+    def post(self, body):
         path = self.path.split("?")[0]
         m = re.fullmatch(r"/v1(?:beta|alpha)?/models/([^/:]+):(\w+)", path)
         method = m.group(2) if m else None
@@ -253,9 +174,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
-    server = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
-    print(f"PORT {server.server_address[1]}", flush=True)
-    server.serve_forever()
+    fake_common.serve(Handler, ARGS.port)
 
 
 if __name__ == "__main__":

@@ -25,10 +25,14 @@ and stops by itself after --max-seconds.
 
 import argparse
 import json
+import os
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import fake_common  # noqa: E402
 
 LOCK = threading.Lock()
 
@@ -57,18 +61,11 @@ class State:
             return last if isinstance(last, str) else last["content"]
 
     def log(self, entry):
-        with LOCK:
-            with open(self.log_path, "a", encoding="utf-8") as f:
-                f.write(json.dumps(entry) + "\n")
+        fake_common.append_log(self.log_path, entry)
 
 
 def make_handler(state):
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format, *args):  # noqa: A002 - silence stderr access log
-            pass
-
+    class Handler(fake_common.QuietHandler):
         def _body(self):
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
@@ -197,13 +194,8 @@ def main():
         replies = json.load(f)["replies"]
     if not replies:
         sys.exit("the script has no replies")
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(State(replies, args.log)))
-    server.daemon_threads = True
-    print(f"PORT {server.server_address[1]}", flush=True)
-    timer = threading.Timer(args.max_seconds, server.shutdown)
-    timer.daemon = True
-    timer.start()
-    server.serve_forever()
+    fake_common.serve(make_handler(State(replies, args.log)), args.port,
+                      max_seconds=args.max_seconds, daemon_threads=True)
 
 
 if __name__ == "__main__":

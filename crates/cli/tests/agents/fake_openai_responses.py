@@ -27,34 +27,18 @@ With --fail 401 every model request is answered 401 in the API's error shape. As
 HTTPS_PROXY it logs and refuses every attempt to reach another host.
 """
 
-import argparse
 import json
-import threading
+import os
+import sys
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-LOCK = threading.Lock()
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import fake_common  # noqa: E402
+
 CALL_TYPES = ("function_call", "custom_tool_call", "local_shell_call")
 
-
-def parse_args():
-    p = argparse.ArgumentParser()
-    p.add_argument("--script", required=True)
-    p.add_argument("--log", required=True)
-    p.add_argument("--port", type=int, default=0)
-    p.add_argument("--fail", type=int, default=0)
-    return p.parse_args()
-
-
-ARGS = parse_args()
-with open(ARGS.script) as f:
-    SCRIPT = json.load(f)
-
-
-def log(entry):
-    with LOCK:
-        with open(ARGS.log, "a") as f:
-            f.write(json.dumps(entry) + "\n")
+ARGS, SCRIPT = fake_common.arguments_and_script(fail_help=None)
 
 
 def tool_names(body):
@@ -69,7 +53,7 @@ def answer(body):
     items = body.get("input") or []
     done = sum(1 for i in items if isinstance(i, dict) and i.get("type") in CALL_TYPES)
     steps = SCRIPT["steps"]
-    step = steps[min(done, len(steps) - 1)]
+    step = fake_common.pick_step(steps, done)
     tools = tool_names(body)
     if "after_output" in step:
         outputs = [i.get("output") for i in items
@@ -129,49 +113,11 @@ def sse(items, model):
     return "".join(events)
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class Handler(fake_common.ScriptedHandler):
+    log_path = ARGS.log
+    request_id_header = "x-request-id"
 
-    def log_message(self, *_):
-        pass
-
-    def reply(self, status, body, content_type="application/json"):
-        data = body.encode()
-        self.send_response(status)
-        self.send_header("content-type", content_type)
-        self.send_header("x-request-id", "req_" + uuid.uuid4().hex[:24])
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
-
-    def record(self, body, **extra):
-        entry = {"method": self.command, "path": self.path, "headers": dict(self.headers.items()),
-                 "body": body}
-        entry.update(extra)
-        log(entry)
-
-    def proxied(self):
-        if not self.path.startswith(("http://", "https://")):
-            return False
-        self.record(None, proxied=True)
-        self.reply(403, "")
-        return True
-
-    def do_CONNECT(self):
-        self.record(None, proxied=True)
-        self.reply(403, "")
-
-    def do_HEAD(self):
-        if self.proxied():
-            return
-        self.record(None)
-        self.reply(200, "{}")
-
-    def do_GET(self):
-        if self.proxied():
-            return
-        self.record(None)
+    def get(self):
         if self.path.split("?")[0] == "/v1/models":
             self.reply(200, json.dumps({"object": "list", "data": [
                 {"id": "gpt-fake", "object": "model", "owned_by": "fake"}]}))
@@ -179,14 +125,7 @@ class Handler(BaseHTTPRequestHandler):
             self.reply(404, json.dumps({"error": {"message": f"no such path {self.path}",
                                                   "type": "invalid_request_error"}}))
 
-    def do_POST(self):
-        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-        if self.proxied():
-            return
-        try:
-            body = json.loads(raw or b"{}")
-        except ValueError:
-            body = {"unparsed": raw.decode("utf-8", "replace")}
+    def post(self, body):
         if self.path.split("?")[0] != "/v1/responses":
             self.record(body)
             self.reply(404, json.dumps({"error": {"message": f"no such path {self.path}",
@@ -204,9 +143,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
-    server = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
-    print(f"PORT {server.server_address[1]}", flush=True)
-    server.serve_forever()
+    fake_common.serve(Handler, ARGS.port)
 
 
 if __name__ == "__main__":

@@ -27,70 +27,28 @@ Set as the agent's HTTPS_PROXY/HTTP_PROXY (with NO_PROXY=127.0.0.1), it also log
 every attempt to reach another host (`"proxied": true`) and refuses it.
 """
 
-import argparse
 import json
-import re
-import threading
+import os
+import sys
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-LOCK = threading.Lock()
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import fake_common  # noqa: E402
 
-
-def parse_args():
-    p = argparse.ArgumentParser()
-    p.add_argument("--script", required=True)
-    p.add_argument("--log", required=True)
-    p.add_argument("--port", type=int, default=0)
-    p.add_argument("--fail", type=int, default=0, help="answer model calls with this status")
-    return p.parse_args()
-
-
-ARGS = parse_args()
-with open(ARGS.script) as f:
-    SCRIPT = json.load(f)
-
-
-def log(entry):
-    with LOCK:
-        with open(ARGS.log, "a") as f:
-            f.write(json.dumps(entry) + "\n")
-
-
-def text_of(content):
-    if isinstance(content, str):
-        return content
-    out = []
-    for part in content or []:
-        if isinstance(part, dict) and part.get("type") == "text":
-            out.append(part.get("text", ""))
-    return "\n".join(out)
+ARGS, SCRIPT = fake_common.arguments_and_script()
 
 
 def working_directory(body):
     text = "\n".join(
-        text_of(m.get("content")) for m in body.get("messages", [])
+        fake_common.text_of(m.get("content")) for m in body.get("messages", [])
         if m.get("role") in ("system", "user"))
-    for pattern in (
+    return fake_common.find_directory(text, (
         r"currently working in the directory: (/\S+)",
         r"working directory[^/\n]*?(/\S+)",
         r"Your workspace: (\S+)",
-    ):
-        m = re.search(pattern, text, re.IGNORECASE)
-        if m:
-            return m.group(1).rstrip(".,`'\"")
-    return None
-
-
-def substitute(value, cwd):
-    if isinstance(value, str):
-        return value.replace("{cwd}", cwd or "{cwd}")
-    if isinstance(value, list):
-        return [substitute(v, cwd) for v in value]
-    if isinstance(value, dict):
-        return {k: substitute(v, cwd) for k, v in value.items()}
-    return value
+    ))
 
 
 def answer(body):
@@ -101,7 +59,7 @@ def answer(body):
         return {"role": "assistant", "content": "Fix the failing test"}, None
     steps = SCRIPT["steps"]
     done = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
-    step = steps[min(done, len(steps) - 1)]
+    step = fake_common.pick_step(steps, done)
     if "call" in step:
         call = step["call"]
         decl = tools.get(call["name"])
@@ -117,7 +75,7 @@ def answer(body):
         if cwd is None and "{cwd}" in json.dumps(call["arguments"]):
             error = "the request names no working directory to put for {cwd}"
             return {"role": "assistant", "content": "SCRIPT ERROR: " + error}, error
-        args = substitute(call["arguments"], cwd)
+        args = fake_common.substitute(call["arguments"], cwd)
         return {
             "role": "assistant",
             "content": None,
@@ -165,69 +123,22 @@ def chunks(message, rid, created, model):
     return "".join(out)
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *_):
-        pass
-
-    def reply(self, status, body, content_type="application/json"):
-        data = body.encode() if isinstance(body, str) else body
-        self.send_response(status)
-        self.send_header("content-type", content_type)
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
+class Handler(fake_common.ScriptedHandler):
+    log_path = ARGS.log
 
     def error(self, status, code, message):
         self.reply(status, json.dumps({"error": {"message": message, "type":
                                                  "invalid_request_error", "param": None,
                                                  "code": code}}))
 
-    def record(self, body, **extra):
-        entry = {"method": self.command, "path": self.path, "headers": dict(self.headers.items()),
-                 "body": body}
-        entry.update(extra)
-        log(entry)
-
-    def do_CONNECT(self):
-        # Reached only as the agent's HTTPS_PROXY: a host other than the model's.
-        self.record(None, proxied=True)
-        self.reply(403, "")
-
-    def proxied(self):
-        """A plain-HTTP request for another host, sent here as the agent's proxy."""
-        if not self.path.startswith(("http://", "https://")):
-            return False
-        self.record(None, proxied=True)
-        self.reply(403, "")
-        return True
-
-    def do_HEAD(self):
-        if self.proxied():
-            return
-        self.record(None)
-        self.reply(200, "{}")
-
-    def do_GET(self):
-        if self.proxied():
-            return
-        self.record(None)
+    def get(self):
         if self.path.split("?")[0].rstrip("/").endswith("/models"):
             self.reply(200, json.dumps({"object": "list", "data": [
                 {"id": "fake-model", "object": "model", "created": 0, "owned_by": "baton"}]}))
         else:
             self.error(404, "not_found", f"no such path {self.path}")
 
-    def do_POST(self):
-        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-        if self.proxied():
-            return
-        try:
-            body = json.loads(raw or b"{}")
-        except ValueError:
-            body = {"unparsed": raw.decode("utf-8", "replace")}
+    def post(self, body):
         if not self.path.split("?")[0].rstrip("/").endswith("/chat/completions"):
             self.record(body)
             self.error(404, "not_found", f"no such path {self.path}")
@@ -254,9 +165,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
-    server = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
-    print(f"PORT {server.server_address[1]}", flush=True)
-    server.serve_forever()
+    fake_common.serve(Handler, ARGS.port)
 
 
 if __name__ == "__main__":
