@@ -254,6 +254,9 @@ pub fn history(r: &RunReport) -> String {
         if let Some(e) = &t.error {
             let _ = writeln!(out, "      error: {e}");
         }
+        if let Some(cut) = &t.cut_off {
+            let _ = writeln!(out, "      the model had written: {cut}");
+        }
         if let Some(w) = &t.workspace {
             let short = &w.commit[..w.commit.len().min(12)];
             if w.changed {

@@ -89,6 +89,10 @@ pub struct CallRecord {
     /// `error` begins with: what an exported script replays word for word.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_message: Option<String>,
+    /// What a truncated answer held before it was cut off: kept so `baton history`
+    /// can show what the model wrote (never parsed, never replayed as an answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial_output: Option<String>,
     pub started_at: Timestamp,
     pub duration_ms: u64,
     /// Tokens as the provider reported them (the offline mock reports estimates).

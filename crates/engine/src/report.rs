@@ -32,6 +32,9 @@ pub struct TurnRow {
     pub refusals: Vec<Refusal>,
     pub warnings: Vec<String>,
     pub error: Option<String>,
+    /// The start of what a truncated call's model wrote before it was cut off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cut_off: Option<String>,
     pub conversations_passed: u32,
     pub messages_per_call: Vec<u32>,
     /// The turn's commit and gate runs, for workers in a workspace.
@@ -89,6 +92,12 @@ pub fn row(t: &TurnRecord) -> TurnRow {
         refusals: t.outcome.refusals.clone(),
         warnings: t.outcome.warnings.clone(),
         error: t.error.clone(),
+        cut_off: t
+            .calls
+            .iter()
+            .rev()
+            .find_map(|c| c.partial_output.as_deref())
+            .map(|p| baton_core::reconciler::clip(&p.replace('\n', " "), 160)),
         conversations_passed: t.audit.conversations_passed(),
         messages_per_call: t.audit.messages_per_call.clone(),
         workspace: t.workspace.clone(),

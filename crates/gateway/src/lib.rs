@@ -159,7 +159,13 @@ pub enum Error {
     /// Not retried: the same request would stop at the same place. `usage` is what the
     /// provider reported (and bills) for the cut-off answer.
     #[error("output truncated: {message}")]
-    Truncated { message: String, usage: Usage },
+    Truncated {
+        message: String,
+        usage: Usage,
+        /// What the model wrote before it was cut off (scrubbed of the key), so the
+        /// record can show it.
+        partial: String,
+    },
     /// The provider answered, and billed, but the answer holds no content (no text,
     /// no tool call). Retried: a second sample usually has one.
     #[error("empty reply: {detail}")]
@@ -278,6 +284,15 @@ impl Error {
         match self {
             Error::Truncated { usage, .. } | Error::EmptyReply { usage, .. } => Some(*usage),
             Error::Replayed { inner, .. } => inner.usage(),
+            _ => None,
+        }
+    }
+
+    /// What a truncated answer held before it was cut off.
+    pub fn partial_output(&self) -> Option<&str> {
+        match self {
+            Error::Truncated { partial, .. } if !partial.is_empty() => Some(partial),
+            Error::Replayed { inner, .. } => inner.partial_output(),
             _ => None,
         }
     }

@@ -250,6 +250,7 @@ mod tests {
             Error::Truncated {
                 message: String::new(),
                 usage: crate::Usage::default(),
+                partial: String::new(),
             },
             Error::QuotaExhausted {
                 message: String::new(),

@@ -95,6 +95,7 @@ impl ScriptedError {
             "truncated" => Error::Truncated {
                 message,
                 usage: crate::Usage::default(),
+                partial: String::new(),
             },
             "empty_reply" => Error::EmptyReply {
                 detail: message,

@@ -515,6 +515,10 @@ fn a_hung_server_is_shown_while_baton_waits_and_a_timeout_is_not_retried() {
 /// A llama.cpp-like server: chat completions answer `{"ok": true}`; `/props` tells
 /// the context size.
 fn llama_server(n_ctx: u64) -> String {
+    llama_server_answering(n_ctx, "{\"ok\": true}", "stop")
+}
+
+fn llama_server_answering(n_ctx: u64, content: &'static str, finish: &'static str) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     std::thread::spawn(move || {
@@ -546,8 +550,8 @@ fn llama_server(n_ctx: u64) -> String {
                     let reply = if path == "/props" {
                         json!({"default_generation_settings": {"n_ctx": n_ctx}, "total_slots": 1})
                     } else {
-                        json!({"choices": [{"index": 0, "finish_reason": "stop",
-                            "message": {"role": "assistant", "content": "{\"ok\": true}"}}],
+                        json!({"choices": [{"index": 0, "finish_reason": finish,
+                            "message": {"role": "assistant", "content": content}}],
                             "usage": {"prompt_tokens": 30, "completion_tokens": 5}})
                     }
                     .to_string();
@@ -598,4 +602,36 @@ fn workers_verify_reports_the_context_window_and_warns_when_a_turn_will_not_fit(
             assert!(out.contains(": fits") && !out.contains("WARNING"), "{out}");
         }
     }
+}
+
+/// Regression: a truncated answer was thrown away, so `baton history` could not show
+/// what the model wrote.
+#[test]
+fn history_shows_what_a_truncated_answer_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = llama_server_answering(
+        8192,
+        "{\"summary\": \"Listed the commands: add, list, do",
+        "length",
+    );
+    std::fs::write(
+        dir.path().join("baton.toml"),
+        format!(
+            "estimator = \"heuristic\"\n[[workers]]\nid = \"local\"\nmodel = \"llamacpp/local\"\n\
+             max_retries = 0\noptions = {{ api_base = \"{base}/v1\" }}\n"
+        ),
+    )
+    .unwrap();
+    run_ok(
+        dir.path(),
+        &["run", "--objective", "o", "--task", "t", "--create-only"],
+    );
+    let out = baton(dir.path()).args(["step"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    let history = run_ok(dir.path(), &["history"]);
+    assert!(
+        history
+            .contains("the model had written: {\"summary\": \"Listed the commands: add, list, do"),
+        "{history}"
+    );
 }

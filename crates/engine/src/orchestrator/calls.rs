@@ -53,6 +53,7 @@ impl Engine {
         let retry = RetryPolicy::new(retries);
         let mut error_class = None;
         let mut error_message = None;
+        let mut partial_output = None;
         let mut retry_after = None;
         let (outcome, attempts) = match &session.gateways[worker_index] {
             None => (Err(format!("worker {} is disabled", worker.id)), Vec::new()),
@@ -91,6 +92,7 @@ impl Engine {
                 if let Err(e) = &result {
                     error_class = Some(e.class().to_string());
                     error_message = Some(session.redactor.scrub(&e.to_string()));
+                    partial_output = e.partial_output().map(|p| session.redactor.scrub(p));
                     retry_after = e.retry_after();
                     // Interrupted while waiting out a provider's delay: the delay is
                     // still the provider's word (the turn's hold keeps it).
@@ -153,6 +155,7 @@ impl Engine {
             error: outcome.as_ref().err().cloned(),
             error_class,
             error_message,
+            partial_output,
             started_at,
             duration_ms: t0.elapsed().as_millis() as u64,
             cost_micro_usd: match (&worker.price, usage) {

@@ -133,12 +133,22 @@ pub(super) fn parse_response(s: &Settings, body: &str) -> Result<ModelResponse> 
         })
         .unwrap_or_default();
     if parsed.stop_reason.as_deref() == Some("max_tokens") {
+        let partial = parsed
+            .content
+            .iter()
+            .map(|b| match b {
+                Block::Text { text } => text.clone(),
+                Block::ToolUse { input, .. } => input.to_string(),
+                Block::Other => String::new(),
+            })
+            .collect();
         return Err(Error::Truncated {
             message: format!(
                 "anthropic stop_reason \"max_tokens\" after {} output tokens",
                 usage.output_tokens
             ),
             usage,
+            partial,
         });
     }
     if parsed.stop_reason.as_deref() == Some("refusal") {

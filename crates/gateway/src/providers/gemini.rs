@@ -160,6 +160,14 @@ pub(super) fn parse_response(s: &Settings, body: &str) -> Result<ModelResponse> 
                     usage.output_tokens
                 ),
                 usage,
+                partial: candidate
+                    .content
+                    .map(|c| c.parts)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|p| p.thought != Some(true))
+                    .filter_map(|p| p.text)
+                    .collect(),
             });
         }
         Some(

@@ -398,7 +398,12 @@ impl HttpGateway {
     /// Says which limit ended a truncated answer, and on the Messages wire stops
     /// forcing tool use after a tool-use answer ran out.
     fn explain_truncation(&self, request: &ModelRequest<'_>, error: Error) -> Error {
-        let Error::Truncated { message, usage } = error else {
+        let Error::Truncated {
+            message,
+            usage,
+            partial,
+        } = error
+        else {
             return error;
         };
         let (input, output) = (usage.input_tokens, usage.output_tokens);
@@ -429,7 +434,11 @@ impl HttpGateway {
                 "; the answer was a forced tool call that did not end, so this worker's next calls ask for the claim in the prompt instead (structured = \"instructions\"; set it in the roster to keep it)",
             );
         }
-        Error::Truncated { message, usage }
+        Error::Truncated {
+            message,
+            usage,
+            partial,
+        }
     }
 
     /// Reads a reply of any status into a response or a classified error.
@@ -585,9 +594,14 @@ impl HttpGateway {
             Error::BadRequest { message } => Error::BadRequest {
                 message: c.scrub(&message),
             },
-            Error::Truncated { message, usage } => Error::Truncated {
+            Error::Truncated {
+                message,
+                usage,
+                partial,
+            } => Error::Truncated {
                 message: c.scrub(&message),
                 usage,
+                partial: c.scrub(&partial),
             },
             Error::EmptyReply { detail, usage } => Error::EmptyReply {
                 detail: c.scrub(&detail),

@@ -155,6 +155,7 @@ pub(super) fn parse_response(s: &Settings, body: &str) -> Result<ModelResponse> 
                     usage.output_tokens
                 ),
                 usage,
+                partial: choice.message.and_then(|m| m.content).unwrap_or_default(),
             });
         }
         Some("content_filter") => {

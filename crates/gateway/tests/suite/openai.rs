@@ -289,6 +289,8 @@ fn finish_reason_length_is_truncated_and_not_retried() {
     let err = r.result.unwrap_err();
     assert!(matches!(err, Error::Truncated { .. }), "{err}");
     assert!(err.to_string().contains("64"), "{err}");
+    // What the model wrote before the cut is kept for the record.
+    assert_eq!(err.partial_output(), Some("{\"summary\": \"migr"));
     assert_eq!(r.attempts.len(), 1);
 }
 

@@ -219,6 +219,7 @@ fn turn_record(
         error: None,
         error_class: None,
         error_message: None,
+        partial_output: None,
         usage: None,
         cost_micro_usd: None,
         attempts: Vec::new(),
