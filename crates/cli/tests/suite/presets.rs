@@ -67,6 +67,8 @@ fn setup(names: &[&str]) -> Setup {
 }
 
 const ANTHROPIC_KEY: &str = "sk-ant-api03-PRESETSENTINEL0000000000000000";
+/// A team mate's key that the verbose test's agent "finds" and prints.
+const OTHER_SECRET: &str = "OTHER_SECRET_VALUE";
 const OPENAI_KEY: &str = "sk-proj-OTHERWORKERSENTINEL00000000000000";
 
 impl Setup {
@@ -373,6 +375,7 @@ fn verbose_work_streams_the_agents_lines_and_jobs_shows_elapsed_time_and_output(
         "import os, sys, time\nsys.stdin.read()\nprint('reading the code', flush=True)\n\
          print('warning: \\x1b[31mslow\\x1b[0m disk', file=sys.stderr, flush=True)\n\
          print('my key is ' + os.environ['AGENT_KEY'], flush=True)\n\
+         print('found in a file: OTHER_SECRET_VALUE', flush=True)\n\
          time.sleep(float(os.environ.get('AGENT_SLEEP', '0')))\n\
          open('done.txt', 'w').write('ok\\n')\nprint('all done')\n",
     )
@@ -381,7 +384,8 @@ fn verbose_work_streams_the_agents_lines_and_jobs_shows_elapsed_time_and_output(
         s.repo.join("baton.toml"),
         format!(
             "[[workers]]\nid = \"chatty\"\nmodel = \"command/chatty\"\n\
-             options = {{ command = \"python3 {}\", api_key_env = \"AGENT_KEY\", env = {{ AGENT_SLEEP = \"2\" }} }}\n",
+             options = {{ command = \"python3 {}\", api_key_env = \"AGENT_KEY\", env = {{ AGENT_SLEEP = \"2\" }} }}\n\
+             [[workers]]\nid = \"other\"\nmodel = \"openai/gpt-4.1-mini\"\napi_key_env = \"OTHER_KEY\"\n",
             agent.display()
         ),
     )
@@ -393,12 +397,13 @@ fn verbose_work_streams_the_agents_lines_and_jobs_shows_elapsed_time_and_output(
         "--task",
         "t",
         "--worker",
-        "chatty",
+        "chatty+other",
     ]);
     let work = s
         .baton()
         .args(["-v", "work"])
         .env("AGENT_KEY", ANTHROPIC_KEY)
+        .env("OTHER_KEY", OTHER_SECRET)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -441,6 +446,11 @@ fn verbose_work_streams_the_agents_lines_and_jobs_shows_elapsed_time_and_output(
     assert!(err.contains(&format!("  {job} | all done")), "{err}");
     assert!(
         err.contains("my key is [redacted]") && !err.contains(ANTHROPIC_KEY),
+        "{err}"
+    );
+    // A team mate's key, found by the agent somewhere, is scrubbed too.
+    assert!(
+        err.contains("found in a file: [redacted]") && !err.contains(OTHER_SECRET),
         "{err}"
     );
 }

@@ -616,9 +616,21 @@ fn run_job(
         options.lease,
     )?);
     session.cancel = cancel.clone();
+    // Every worker's key is scrubbed from every agent's lines (the gateway scrubs only
+    // the agent's own).
+    let redactor = session.redactor().clone();
     session.agent_output = options.agent_output.clone().map(|sink| {
         let job = job.id.clone();
-        baton_gateway::OutputSink::new(move |line| (sink.0)(&job, line))
+        baton_gateway::OutputSink::new(move |l| {
+            let line = redactor.scrub(l.line);
+            (sink.0)(
+                &job,
+                baton_gateway::OutputLine {
+                    stderr: l.stderr,
+                    line: &line,
+                },
+            )
+        })
     });
     session.lease = Some(fence.clone());
     session.workspace = Some(Arc::new(hook));

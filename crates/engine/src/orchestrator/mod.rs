@@ -90,6 +90,11 @@ impl Session {
     pub fn estimator(&self) -> &dyn TokenEstimator {
         &*self.estimator
     }
+
+    /// Scrubs every key of the run's roster (for output that leaves the gateway).
+    pub(crate) fn redactor(&self) -> &baton_gateway::Redactor {
+        &self.redactor
+    }
 }
 
 /// What one turn did, for progress lines and summaries.
