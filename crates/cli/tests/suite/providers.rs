@@ -42,13 +42,18 @@ fn serve() -> (String, Arc<Mutex<Vec<Seen>>>) {
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
             let log = log.clone();
-            std::thread::spawn(move || connection(stream, &log));
+            std::thread::spawn(move || connection(stream, &log, &answer));
         }
     });
     (base, seen)
 }
 
-fn connection(stream: TcpStream, log: &Mutex<Vec<Seen>>) {
+/// Reads requests off one connection and answers each with `answer`.
+fn connection(
+    stream: TcpStream,
+    log: &Mutex<Vec<Seen>>,
+    answer: &dyn Fn(&Seen) -> (&'static str, Value),
+) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut out = stream;
     loop {
@@ -521,53 +526,21 @@ fn llama_server(n_ctx: u64) -> String {
 fn llama_server_answering(n_ctx: u64, content: &'static str, finish: &'static str) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
+    let answer = move |seen: &Seen| {
+        let reply = if seen.path == "/props" {
+            json!({"default_generation_settings": {"n_ctx": n_ctx}, "total_slots": 1})
+        } else {
+            json!({"choices": [{"index": 0, "finish_reason": finish,
+                "message": {"role": "assistant", "content": content}}],
+                "usage": {"prompt_tokens": 30, "completion_tokens": 5}})
+        };
+        ("200 OK", reply)
+    };
     std::thread::spawn(move || {
+        let log = Arc::new(Mutex::new(Vec::new()));
         for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut out = stream;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
-                    let mut len = 0;
-                    loop {
-                        let mut h = String::new();
-                        reader.read_line(&mut h).unwrap();
-                        if h.trim().is_empty() {
-                            break;
-                        }
-                        if let Some((k, v)) = h.split_once(':')
-                            && k.eq_ignore_ascii_case("content-length")
-                        {
-                            len = v.trim().parse().unwrap_or(0);
-                        }
-                    }
-                    let mut body = vec![0; len];
-                    reader.read_exact(&mut body).unwrap();
-                    let reply = if path == "/props" {
-                        json!({"default_generation_settings": {"n_ctx": n_ctx}, "total_slots": 1})
-                    } else {
-                        json!({"choices": [{"index": 0, "finish_reason": finish,
-                            "message": {"role": "assistant", "content": content}}],
-                            "usage": {"prompt_tokens": 30, "completion_tokens": 5}})
-                    }
-                    .to_string();
-                    let head = format!(
-                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
-                        reply.len()
-                    );
-                    if out
-                        .write_all(head.as_bytes())
-                        .and_then(|_| out.write_all(reply.as_bytes()))
-                        .is_err()
-                    {
-                        return;
-                    }
-                }
-            });
+            let log = log.clone();
+            std::thread::spawn(move || connection(stream, &log, &answer));
         }
     });
     base
