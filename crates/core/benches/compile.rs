@@ -1,6 +1,11 @@
-//! Briefing compilation: demo-sized, 1k and 10k records, heuristic and BPE estimators.
+//! Briefing compilation: demo-sized, 1k and 10k records, heuristic and BPE estimators;
+//! and counting one briefing's text with the BPE against tiktoken-rs, its reference.
+//! These are warm figures (the same process, many iterations); the cold one, a fresh
+//! process's first compile, is `cargo run --release -p baton-core --example cold_compile`.
 //!
 //! `cargo bench -p baton-core --bench compile -- --warm-up-time 1 --measurement-time 3`
+
+#![allow(clippy::expect_used)]
 
 use std::hint::black_box;
 
@@ -31,11 +36,7 @@ fn bench(c: &mut Criterion) {
         ("1k", synthetic::state_with_items(1_000, 1)),
         ("10k", synthetic::state_with_items(10_000, 1)),
     ];
-    let heuristic = HeuristicEstimator;
-    let estimators: Vec<&dyn TokenEstimator> = match BpeEstimator::load() {
-        Some(bpe) => vec![&heuristic, Box::leak(Box::new(bpe))],
-        None => vec![&heuristic],
-    };
+    let estimators: [&dyn TokenEstimator; 2] = [&HeuristicEstimator, &BpeEstimator];
     for (name, state) in &states {
         let mut group = c.benchmark_group(format!("compile/{name}"));
         for est in &estimators {
@@ -53,6 +54,21 @@ fn bench(c: &mut Criterion) {
         }
         group.finish();
     }
+
+    let briefing = compile(&states[2].1, &assignment, &worker, BUDGET, &BpeEstimator).text;
+    let tiktoken = tiktoken_rs::o200k_base().expect("tiktoken-rs loads o200k_base");
+    assert_eq!(
+        BpeEstimator.count(&briefing),
+        tiktoken.encode_ordinary(&briefing).len()
+    );
+    let mut group = c.benchmark_group("count/briefing");
+    group.bench_function("bpe-o200k", |b| {
+        b.iter(|| BpeEstimator.count(black_box(&briefing)))
+    });
+    group.bench_function("tiktoken-rs", |b| {
+        b.iter(|| tiktoken.encode_ordinary(black_box(&briefing)).len())
+    });
+    group.finish();
 }
 
 criterion_group!(benches, bench);

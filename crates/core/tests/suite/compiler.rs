@@ -26,7 +26,7 @@ impl TokenEstimator for Words {
 }
 
 fn bpe() -> BpeEstimator {
-    BpeEstimator::load().expect("embedded o200k vocabulary loads")
+    BpeEstimator
 }
 
 fn worker() -> WorkerProfile {

@@ -1,8 +1,15 @@
-//! Token counting. `TokenEstimator` is the seam: a real BPE tokenizer that works offline
-//! (its vocabulary is compiled into the binary) is the default, and a `max(words,
-//! chars/4)` heuristic is the fallback and the benchmark baseline.
+//! Token counting. `TokenEstimator` is the seam: the real o200k BPE tokenizer, exact and
+//! offline (its vocabulary and index are compiled into the binary), is the default, and a
+//! `max(words, chars/4)` heuristic is the alternative and the benchmark baseline.
 
-use std::sync::{Arc, LazyLock};
+mod o200k;
+#[cfg(test)]
+mod o200k_tests;
+mod pretokenize;
+mod unicode;
+mod vocab_hash;
+
+use std::sync::Arc;
 
 /// Counts the tokens a text costs. Implementations must be deterministic.
 pub trait TokenEstimator: Send + Sync {
@@ -66,31 +73,16 @@ fn words_and_chars(bytes: &[u8]) -> (usize, usize) {
     (words, bytes.len() - continuation)
 }
 
-/// The o200k_base BPE (GPT-4o family), loaded from data compiled into the binary.
-pub struct BpeEstimator {
-    bpe: &'static tiktoken_rs::CoreBPE,
-}
-
-static O200K: LazyLock<Option<tiktoken_rs::CoreBPE>> =
-    LazyLock::new(|| tiktoken_rs::o200k_base().ok());
-
-impl BpeEstimator {
-    /// Loads the tokenizer (tens of milliseconds the first time in a process).
-    /// `None` only if the embedded vocabulary fails to load, which the tests rule out.
-    pub fn load() -> Option<Self> {
-        O200K.as_ref().map(|bpe| BpeEstimator { bpe })
-    }
-}
-
-impl std::fmt::Debug for BpeEstimator {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("BpeEstimator(o200k_base)")
-    }
-}
+/// The o200k_base BPE (GPT-4o, GPT-4.1, GPT-5 and the o series), exact: the same counts
+/// as tiktoken's `encode_ordinary`. Its tables are compiled into the binary and read in
+/// place, so it has nothing to load: constructing one is free and the first count in a
+/// process is as fast as any other.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct BpeEstimator;
 
 impl TokenEstimator for BpeEstimator {
     fn count(&self, text: &str) -> usize {
-        self.bpe.encode_ordinary(text).len()
+        o200k::count(text)
     }
     fn name(&self) -> &'static str {
         "bpe-o200k"
@@ -114,13 +106,9 @@ impl EstimatorKind {
         }
     }
 
-    /// The estimator; falls back to the heuristic if the BPE cannot load.
     pub fn build(self) -> Arc<dyn TokenEstimator> {
         match self {
-            EstimatorKind::Bpe => match BpeEstimator::load() {
-                Some(b) => Arc::new(b),
-                None => Arc::new(HeuristicEstimator),
-            },
+            EstimatorKind::Bpe => Arc::new(BpeEstimator),
             EstimatorKind::Heuristic => Arc::new(HeuristicEstimator),
         }
     }
@@ -178,12 +166,5 @@ mod tests {
         fn the_fast_count_equals_the_reference_on_any_text(s in "[ a-zé\\t\\n\\r\u{0}\u{1f}\u{c}\u{7f}\u{80}ü日—!~]{0,64}") {
             proptest::prop_assert_eq!(words_and_chars(s.as_bytes()), reference(&s));
         }
-    }
-
-    #[test]
-    fn bpe_loads_offline_and_counts_real_tokens() {
-        let bpe = BpeEstimator::load().expect("embedded o200k vocabulary loads");
-        assert_eq!(bpe.count("hello world"), 2);
-        assert!(bpe.count("PostgreSQL schema for the task management API") > 5);
     }
 }

@@ -1,0 +1,52 @@
+//! The cold figure: a fresh process's first briefing compile, which is what a resume pays.
+//! Builds the synthetic state (not timed), then times choosing the estimator plus the
+//! first compile, then a second compile of the same state for comparison.
+//!
+//! `cargo run --release -p baton-core --example cold_compile -- [ITEMS] [bpe|heuristic]`
+//! (defaults: 10000 bpe). Run it several times: each run is one cold sample.
+
+use std::time::Instant;
+
+use baton_core::compiler::{Assignment, AssignmentKind, WorkerProfile, compile};
+use baton_core::ids::WorkerId;
+use baton_core::synthetic;
+use baton_core::tokens::EstimatorKind;
+
+fn main() -> Result<(), String> {
+    let mut args = std::env::args().skip(1);
+    let items: usize = match args.next() {
+        Some(n) => n.parse().map_err(|e| format!("ITEMS {n:?}: {e}"))?,
+        None => 10_000,
+    };
+    let kind = args.next().unwrap_or_else(|| "bpe".into());
+    let kind = EstimatorKind::parse(&kind).ok_or(format!("unknown estimator {kind:?}"))?;
+    let state = synthetic::state_with_items(items, 1);
+    let worker = WorkerProfile {
+        id: WorkerId::new("w2"),
+        model: "mock/beta".into(),
+        family: "beta".into(),
+        role: None,
+    };
+    let assignment = Assignment {
+        kind: AssignmentKind::Step,
+        step_id: Some("T3".into()),
+        task: "Implement token authentication with refresh token rotation".into(),
+    };
+
+    let t0 = Instant::now();
+    let estimator = kind.build();
+    let first = compile(&state, &assignment, &worker, 2000, &*estimator);
+    let cold = t0.elapsed();
+    let t1 = Instant::now();
+    let second = compile(&state, &assignment, &worker, 2000, &*estimator);
+    let warm = t1.elapsed();
+    assert_eq!(first, second, "compilation is deterministic");
+    println!(
+        "{items} items, {}: first compile {:.3} ms, second {:.3} ms ({} tokens)",
+        first.estimator,
+        cold.as_secs_f64() * 1e3,
+        warm.as_secs_f64() * 1e3,
+        first.tokens
+    );
+    Ok(())
+}
