@@ -1,5 +1,6 @@
-//! Builds the o200k index the BPE estimator reads in place: token offsets into the
-//! checked-in vocabulary and a hash table of its tokens (see `src/tokens/vocab_hash.rs`).
+//! Builds the o200k tables the BPE estimator reads in place from the checked-in
+//! vocabulary: the tokens' bytes, their offsets and a hash table of the tokens (layout in
+//! `src/tokens/vocab_hash.rs`).
 //! Done here, not at run time, so a process that counts tokens decodes nothing and
 //! allocates nothing for the vocabulary: the tables are pages of the binary.
 
@@ -10,7 +11,7 @@ use std::path::PathBuf;
 #[allow(dead_code)]
 mod vocab_hash;
 
-use vocab_hash::{EMPTY, RANK_MASK, SLOTS, fingerprint, hash, home};
+use vocab_hash::{BLOCK_BITS, EMPTY, RANK_MASK, SLOTS, fingerprint, hash, home};
 
 const VOCAB: &str = "data/o200k_base.bin";
 
@@ -53,9 +54,34 @@ fn main() -> Result<(), Box<dyn Error>> {
         slots[i] = fingerprint(h) | u32::try_from(rank)?;
     }
 
+    // The bytes alone, and the offsets in the compact form `vocab_hash.rs` describes.
+    let mut bytes = Vec::with_capacity(data.len());
+    let mut starts: Vec<usize> = Vec::with_capacity(offsets.len() + 1);
+    for &start in &offsets {
+        let start = start as usize;
+        starts.push(bytes.len());
+        bytes.extend_from_slice(&data[start..start + usize::from(data[start - 1])]);
+    }
+    starts.push(bytes.len());
+    let mut bases: Vec<u32> = Vec::new();
+    let mut relative: Vec<u16> = Vec::with_capacity(starts.len());
+    for (rank, &start) in starts.iter().enumerate() {
+        if rank % (1 << BLOCK_BITS) == 0 {
+            bases.push(u32::try_from(start)?);
+        }
+        let base = bases.last().map_or(0, |&b| b as usize);
+        relative.push(
+            u16::try_from(start - base)
+                .map_err(|_| format!("{VOCAB}: the block of rank {rank} spans 64 KiB or more"))?,
+        );
+    }
+
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
-    let le = |v: &[u32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
-    std::fs::write(out.join("o200k_offsets.bin"), le(&offsets))?;
-    std::fs::write(out.join("o200k_slots.bin"), le(&slots))?;
+    let le32 = |v: &[u32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let le16 = |v: &[u16]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    std::fs::write(out.join("o200k_bytes.bin"), bytes)?;
+    std::fs::write(out.join("o200k_blocks.bin"), le32(&bases))?;
+    std::fs::write(out.join("o200k_offsets.bin"), le16(&relative))?;
+    std::fs::write(out.join("o200k_slots.bin"), le32(&slots))?;
     Ok(())
 }

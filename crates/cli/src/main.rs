@@ -237,8 +237,8 @@ pub enum Command {
         /// Run lengths to measure
         #[arg(long, value_delimiter = ',', default_value = "5,20,100")]
         turns: Vec<u32>,
-        /// Token estimator for the measurement
-        #[arg(long, default_value = "heuristic")]
+        /// Token estimator for the measurement (the default is the runs' default)
+        #[arg(long, default_value = "bpe")]
         estimator: String,
     },
 }

@@ -1,5 +1,11 @@
 //! The layout of the o200k index that `build.rs` writes and `o200k.rs` reads: one hash
-//! function and one slot format, shared by both through `#[path]` so they cannot drift.
+//! function, one slot format and one offset format, shared by both through `#[path]` so
+//! they cannot drift.
+//!
+//! The tokens' bytes are concatenated in rank order. Token r starts at
+//! `block_base[r >> BLOCK_BITS] + offset[r]` (a `u32` per block of ranks and a `u16` per
+//! rank, both little-endian) and ends where token r + 1 starts; `offset` has one entry
+//! past the last rank for that.
 //!
 //! The index is an open-addressing table of `1 << SLOT_BITS` little-endian `u32` slots,
 //! probed linearly. A slot holds a token's rank in its low `RANK_BITS` and a fingerprint of
@@ -14,6 +20,9 @@ pub const RANK_BITS: u32 = 18;
 pub const RANK_MASK: u32 = (1 << RANK_BITS) - 1;
 /// All ones: its rank part (262,143) is above every o200k rank.
 pub const EMPTY: u32 = u32::MAX;
+/// 4,096 ranks to a block: their bytes (about 28 KiB on average for o200k) must span
+/// less than 64 KiB, which `build.rs` checks, for `u16` offsets within the block.
+pub const BLOCK_BITS: u32 = 12;
 
 /// A 64-bit hash of a token's bytes: eight bytes at a time, multiplied and folded, then
 /// a final avalanche so both the top bits (the slot) and the middle bits (the
