@@ -18,10 +18,10 @@ fn spec(turns: u32) -> RunSpec {
         tasks: tasks(turns),
         step_budgets: Vec::new(),
         roster: Roster::mock(5),
+        // The default estimator (the o200k BPE), as a run gets it.
         settings: RunSettings {
             budget: 3000,
             total_budget: None,
-            estimator: "heuristic".into(),
             ..RunSettings::default()
         },
     }
@@ -35,7 +35,7 @@ fn turn(c: &mut Criterion) {
     // turn on a record that grows as a real run's does.
     let mut id = engine.create_run(&spec(100)).unwrap();
     let mut session = engine.open(&id, None).unwrap();
-    c.bench_function("engine turn (mock model, heuristic, SQLite fsync)", |b| {
+    c.bench_function("engine turn (mock model, bpe, SQLite fsync)", |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
             let mut done = 0;
