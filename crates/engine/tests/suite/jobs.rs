@@ -64,6 +64,19 @@ elif words and words[0] == "prose-write":
         f.write("fixed\n")
     print("I fixed " + words[1] + ". Nothing else is open.")
     sys.exit(0)
+elif words and words[0] == "idle":
+    # Runs, changes nothing, claims nothing: only a final message.
+    print("Looked at it.")
+    sys.exit(0)
+elif words and words[0] == "retry-write":
+    # Idle on a first attempt; on a retry (the briefing says so) does the work.
+    if "attempt 2 of this step" not in brief:
+        print("Looked at it.")
+        sys.exit(0)
+    with open(words[1], "w") as f:
+        f.write("written on the retry\n")
+    print("Wrote " + words[1] + ".")
+    sys.exit(0)
 elif words and words[0] == "LIE-tests":
     claim["completed"] = ["All tests pass now"]
     claim["issues"] = [{"title": "The test suite must pass", "severity": "high", "gate": "tests"}]
@@ -995,4 +1008,59 @@ fn a_failing_gate_at_the_end_gets_fix_turns_and_never_ends_as_finished() {
         outbox.ended,
         "finished with failing gate(s) tests after 0 fix turn(s)"
     );
+}
+
+/// Regression (issue 9, item 3): a coding agent that made no commit and claimed nothing
+/// completed its step on the strength of its final message alone. Its commit is the
+/// evidence: without one (or a completed-work, artifact or decision claim in its notes)
+/// the step stays open, and three such turns stop the job with a question.
+#[test]
+fn an_agent_that_commits_nothing_and_claims_nothing_does_not_complete_its_step() {
+    let (dir, repo, agent) = repo();
+    let store = store_in(dir.path());
+    let roster = Roster {
+        workers: vec![agent_worker("coder", &agent)],
+    };
+    let idle = enqueue(
+        store.as_ref(),
+        &*clock(),
+        &request(&repo, &["idle"], vec![roster.clone()], false),
+    )
+    .unwrap();
+    let reports = work(store.clone(), clock(), &WorkOptions::default(), &|_| {}).unwrap();
+    assert_eq!(reports[0].status, JobStatus::Failed, "{:?}", reports[0]);
+    let job = store.job(&idle.jobs[0]).unwrap();
+    let error = job.error.clone().unwrap_or_default();
+    assert!(error.contains("no evidence of work"), "{error}");
+    let run = job.run_id.unwrap();
+    let turns = store.turns(&run).unwrap();
+    assert_eq!(turns.len(), 3, "{turns:#?}");
+    assert!(turns.iter().all(|t| !t.workspace.as_ref().unwrap().changed));
+    let state = store.load_state(&run).unwrap();
+    assert_eq!(state.steps_done(), 0);
+    assert!(
+        turns[0]
+            .outcome
+            .warnings
+            .iter()
+            .any(|w| w.contains("no evidence of work") && w.contains("commit")),
+        "{:?}",
+        turns[0].outcome.warnings
+    );
+
+    // The same agent, told on its retry what happened, does the work and the job ends.
+    let retried = enqueue(
+        store.as_ref(),
+        &*clock(),
+        &request(&repo, &["retry-write ok.txt"], vec![roster], false),
+    )
+    .unwrap();
+    let reports = work(store.clone(), clock(), &WorkOptions::default(), &|_| {}).unwrap();
+    assert_eq!(reports[0].status, JobStatus::Outbox, "{:?}", reports[0]);
+    let run = store.job(&retried.jobs[0]).unwrap().run_id.unwrap();
+    let turns = store.turns(&run).unwrap();
+    assert_eq!(turns.len(), 2);
+    assert!(turns[1].workspace.as_ref().unwrap().changed);
+    let state = store.load_state(&run).unwrap();
+    assert_eq!(state.plan[0].done_at_turn, Some(1));
 }
