@@ -686,13 +686,21 @@ fn drive(
 }
 
 /// Success, or `EXIT_TURN_FAILED` (said on stderr) when the last turn this command
-/// ran failed.
+/// ran failed or left its step open for want of evidence of work.
 fn turn_exit(id: &RunId, last: Option<&TurnSummary>) -> ExitCode {
     match last {
         Some(turn) if turn.status == TurnStatus::Failed => {
             eprintln!(
                 "turn {} failed (recorded; exit status {EXIT_TURN_FAILED}): `baton history {id}` shows why; `baton step {id}` or `baton resume {id}` tries again",
                 turn.turn
+            );
+            ExitCode::from(EXIT_TURN_FAILED)
+        }
+        Some(turn) if turn.step_left_open => {
+            eprintln!(
+                "turn {} left step {} open: no evidence of work (recorded; exit status {EXIT_TURN_FAILED}): `baton history {id}` shows what the worker said; `baton step {id}` or `baton resume {id}` tries again",
+                turn.turn,
+                turn.assignment.step_id.as_deref().unwrap_or("?")
             );
             ExitCode::from(EXIT_TURN_FAILED)
         }

@@ -52,6 +52,10 @@ pub fn progress_line(s: &TurnSummary, session: &Session) -> String {
             ""
         },
         match s.status {
+            TurnStatus::Committed if s.step_left_open => format!(
+                "committed, but {} stays open: no evidence of work",
+                s.assignment.step_id.as_deref().unwrap_or("the step")
+            ),
             TurnStatus::Committed => "committed".to_string(),
             TurnStatus::Failed =>
                 format!("FAILED: {}", s.error.as_deref().unwrap_or("unknown error")),
@@ -111,6 +115,17 @@ pub fn tasks(state: &ExecutionState) -> String {
             .map(|b| format!("  [budget {b}]"))
             .unwrap_or_default();
         let _ = writeln!(out, "[{mark}] {} {}{by}{budget}", s.id, s.title);
+        if let (StepStatus::Pending, Some(last)) = (s.status, s.attempts.last()) {
+            let _ = writeln!(
+                out,
+                "       {} turn(s) did not complete it; the last, turn {} by {}: {} — {}",
+                s.attempts.len(),
+                last.turn,
+                last.worker,
+                last.outcome.as_str(),
+                clip(&last.detail, 160)
+            );
+        }
     }
     out
 }

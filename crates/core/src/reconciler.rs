@@ -26,6 +26,9 @@ const SAME_FAILED_WHAT: usize = 13;
 const SAME_FAILED_BOTH: usize = 14;
 const SAME_ASSUMPTION: usize = 15;
 
+mod step;
+pub use step::{StepEnd, WorkSeen, complete_step, failure_phrase, record_failed_turn};
+
 /// The engine's facts about the turn being reconciled.
 #[derive(Debug, Clone)]
 pub struct TurnContext<'a> {
@@ -33,6 +36,8 @@ pub struct TurnContext<'a> {
     pub turn: u32,
     pub at: Timestamp,
     pub assignment: &'a Assignment,
+    /// What the engine saw of the work besides the claims (a coding agent's commit).
+    pub seen: WorkSeen,
 }
 
 impl TurnContext<'_> {
@@ -165,10 +170,14 @@ pub fn reconcile(
         merge_completed(state, ctx, text, &mut out);
     }
     // What the worker says it did is part of the record: with no `completed` list, its
-    // summary is the step's completed work (models fill the one required field).
+    // summary is the step's completed work (models fill the one required field) —
+    // unless it is a report of failure, or an agent's words about a commit it did not
+    // make (see `step::summary_counts`); it stays in the turn's result either way.
     // An agent's final message can run to pages: its first paragraph, clipped, is the
     // record's entry (the whole summary stays in the turn's result).
-    if result.completed.iter().all(|c| c.trim().is_empty()) {
+    if result.completed.iter().all(|c| c.trim().is_empty())
+        && step::summary_counts(result, report, ctx)
+    {
         let first = result.summary.trim().split("\n\n").next().unwrap_or("");
         merge_completed(
             state,

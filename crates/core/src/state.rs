@@ -35,8 +35,9 @@ pub enum StepStatus {
     Done,
 }
 
-/// One step of the plan (a task). The orchestrator owns `status`: a step is done when
-/// its turn commits, however the model words its completion claim.
+/// One step of the plan (a task). The engine owns `status`: a step is done when its
+/// turn commits with evidence of work (see `reconciler::complete_step`), however the
+/// model words its completion claim.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlanStep {
     pub id: String,
@@ -49,6 +50,39 @@ pub struct PlanStep {
     pub done_by: Option<WorkerId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub done_at_turn: Option<u32>,
+    /// The turns on this step that did not complete it, oldest first. Append-only, like
+    /// failed attempts: the next attempt is told what happened to them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<StepAttempt>,
+}
+
+/// How a turn on a step ended without completing it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptOutcome {
+    /// A call failed or its output was unusable: nothing was merged.
+    Failed,
+    /// The claims were merged, but none of them was evidence of work on the step.
+    NoEvidence,
+}
+
+impl AttemptOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttemptOutcome::Failed => "failed",
+            AttemptOutcome::NoEvidence => "no evidence of work",
+        }
+    }
+}
+
+/// One turn on a step that did not complete it, as the engine saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepAttempt {
+    pub turn: u32,
+    pub worker: WorkerId,
+    pub outcome: AttemptOutcome,
+    /// What happened, shortened: the error, or what the worker said instead of working.
+    pub detail: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -282,6 +316,7 @@ impl ExecutionState {
                     budget: None,
                     done_by: None,
                     done_at_turn: None,
+                    attempts: Vec::new(),
                 })
                 .collect(),
             turns: 0,

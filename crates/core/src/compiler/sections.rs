@@ -9,7 +9,9 @@ use super::render::{
     push_words,
 };
 use super::{Assignment, AssignmentKind, DropReason, DroppedItem, Section};
-use crate::state::{CompletedWork, ExecutionState, IssueStatus, Severity, StepStatus};
+use crate::state::{
+    AttemptOutcome, CompletedWork, ExecutionState, IssueStatus, Severity, StepAttempt, StepStatus,
+};
 use crate::text::{ScoringCacheGuard, TermQuery};
 use std::cell::RefCell;
 
@@ -338,6 +340,55 @@ impl Block {
     }
 }
 
+/// Earlier attempts on a step shown in full; older ones are counted in one line.
+pub const SHOWN_ATTEMPTS: usize = 3;
+/// Longest rendering of one attempt's detail, in chars.
+const ATTEMPT_CHARS: usize = 160;
+
+/// One line per earlier attempt on the step (the last `SHOWN_ATTEMPTS`, oldest first,
+/// after a count of any older ones). Ranked right after the step line, the latest
+/// first, so a tight budget trims the oldest.
+fn attempt_items(arena: &mut Arena<'_>, attempts: &[StepAttempt]) -> Vec<Item> {
+    let hidden = attempts.len().saturating_sub(SHOWN_ATTEMPTS);
+    let shown = &attempts[hidden..];
+    let mut items = Vec::with_capacity(shown.len() + 1);
+    for (age, a) in shown.iter().rev().enumerate() {
+        let out = arena.begin();
+        let _ = write!(
+            out,
+            "- turn {} ({}): {} — ",
+            a.turn,
+            a.worker,
+            a.outcome.as_str()
+        );
+        let cut = push_clean(out, &a.detail, ATTEMPT_CHARS);
+        items.push(Item {
+            id: format!("attempt.turn{}", a.turn),
+            score: 2 * ANCHOR_BONUS - 1 - age as u32,
+            order: (1 + SHOWN_ATTEMPTS - age) as u64,
+            piece: arena.end(),
+            short: None,
+            shortened: cut,
+        });
+    }
+    if hidden > 0 {
+        let (first, last) = (attempts[0].turn, attempts[hidden - 1].turn);
+        let failed = attempts[..hidden]
+            .iter()
+            .filter(|a| a.outcome == AttemptOutcome::Failed)
+            .count();
+        let line = format!(
+            "- {hidden} earlier attempt(s) not shown (turns {first}–{last}: {failed} failed, {} \
+             without evidence of work)",
+            hidden - failed
+        );
+        let mut item = fixed_item(arena, "attempts.older", SHOWN_ATTEMPTS + 1, &line);
+        item.order = 1;
+        items.push(item);
+    }
+    items
+}
+
 fn current_task_state(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
     let state = cx.state;
     let mut items = Vec::new();
@@ -352,6 +403,7 @@ fn current_task_state(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
                 .filter(|(_, c)| c.step.as_deref() == Some(id))
                 .collect();
             let mut line = String::new();
+            let mut attempts: &[StepAttempt] = &[];
             match cx.step_index.and_then(|i| state.plan.get(i)) {
                 Some(step) => {
                     let _ = write!(line, "Step {id} \"{}\" is ", step.title);
@@ -360,14 +412,35 @@ fn current_task_state(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
                             let _ = write!(line, "already marked done (by {by}, turn {t}).");
                         }
                         (StepStatus::Done, _, _) => line.push_str("already marked done."),
-                        (StepStatus::Pending, _, _) => line.push_str("pending."),
+                        (StepStatus::Pending, _, _) => {
+                            line.push_str("pending.");
+                            attempts = &step.attempts;
+                        }
                     }
                 }
                 None => {
                     let _ = write!(line, "Step {id} is not in the plan.");
                 }
             }
-            if work.is_empty() {
+            if !attempts.is_empty() {
+                let _ = write!(
+                    line,
+                    " This is attempt {} of this step: {} earlier turn(s) did not complete \
+                     it (below); do not repeat what failed. A step is done only with evidence \
+                     of work: completed work, an artifact, a decision, or a commit.",
+                    attempts.len() + 1,
+                    attempts.len()
+                );
+                if !work.is_empty() {
+                    let _ = write!(
+                        line,
+                        " The record has {} completed-work item(s) for it: build on them.",
+                        work.len()
+                    );
+                }
+                items.push(fixed_item(arena, "step", 0, &line));
+                items.extend(attempt_items(arena, attempts));
+            } else if work.is_empty() {
                 line.push_str(
                     " The record has no work for it yet: as far as the record shows, this is \
                      its first attempt.",
@@ -380,7 +453,9 @@ fn current_task_state(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
                     work.len()
                 );
             }
-            items.push(fixed_item(arena, "step", 0, &line));
+            if attempts.is_empty() {
+                items.push(fixed_item(arena, "step", 0, &line));
+            }
             step_work = work;
         }
         (AssignmentKind::Step, None) => {

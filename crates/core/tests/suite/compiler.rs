@@ -6,8 +6,8 @@ use baton_core::compiler::{
 };
 use baton_core::ids::{RunId, Timestamp, WorkerId};
 use baton_core::state::{
-    CompletedWork, Decision, ExecutionState, HandoffRecord, Issue, IssueStatus, Provenance,
-    ResolutionClaim, Severity,
+    AttemptOutcome, CompletedWork, Decision, ExecutionState, HandoffRecord, Issue, IssueStatus,
+    Provenance, ResolutionClaim, Severity, StepAttempt,
 };
 use baton_core::synthetic;
 use baton_core::tokens::{BpeEstimator, HeuristicEstimator, TokenEstimator};
@@ -520,6 +520,96 @@ fn step_attempted_before_shows_its_recorded_work() {
     assert!(p.text.contains("first attempt") || p.text.contains("attempted before"));
 }
 
+/// Regression (issue 9, item 4): the briefing of a step whose earlier turns failed said
+/// "this is its first attempt". It says which attempt this is and what happened to the
+/// last three, one line each, with the older ones counted.
+#[test]
+fn a_retried_step_says_which_attempt_it_is_and_what_happened_before() {
+    let mut s = synthetic::state_with_items(400, 7);
+    let id = s.plan[s.cursor().unwrap()].id.clone();
+    let title = s.plan[s.cursor().unwrap()].title.clone();
+    let long = format!(
+        "execute call failed: bad_request: Invalid value for 'temperature': must be at most 2. {}",
+        "Provider context that goes on and on. ".repeat(30)
+    );
+    let attempts = [
+        (AttemptOutcome::Failed, "execute call failed: rate_limited: slow down".to_string()),
+        (AttemptOutcome::Failed, "execute output rejected: missing field `summary`".to_string()),
+        (
+            AttemptOutcome::NoEvidence,
+            "no completed work, new artifact or new decision; said \"I could not do it\"; raised I4"
+                .to_string(),
+        ),
+        (AttemptOutcome::Failed, long),
+        (AttemptOutcome::NoEvidence, "no completed work; said \"nothing was done\"".to_string()),
+    ];
+    let cursor = s.cursor().unwrap();
+    for (n, (outcome, detail)) in attempts.into_iter().enumerate() {
+        s.plan[cursor].attempts.push(StepAttempt {
+            turn: 40 + n as u32,
+            worker: WorkerId::new(format!("w{n}")),
+            outcome,
+            detail,
+        });
+    }
+    let a = step(&id, &title);
+    let p = compile(&s, &a, &worker(), 1600, &HeuristicEstimator);
+    let cts = &p.text[p.text.find("## Current task state").expect("section")..];
+    let cts = &cts[..cts[3..].find("\n## ").map_or(cts.len(), |e| e + 3)];
+    assert!(!cts.contains("first attempt"), "{cts}");
+    assert!(cts.contains("This is attempt 6 of this step"), "{cts}");
+    // The last three, oldest first, after a count of the two before them.
+    let older = cts.find(
+        "- 2 earlier attempt(s) not shown (turns 40–41: 2 failed, 0 without evidence of work)",
+    );
+    let third = cts.find("- turn 42 (w2): no evidence of work — ");
+    let fourth = cts.find(
+        "- turn 43 (w3): failed — execute call failed: bad_request: Invalid value for \
+         'temperature': must be at most 2.",
+    );
+    let fifth = cts.find("- turn 44 (w4): no evidence of work — ");
+    assert!(
+        older.is_some() && third.is_some() && fourth.is_some() && fifth.is_some(),
+        "{cts}"
+    );
+    assert!(older < third && third < fourth && fourth < fifth, "{cts}");
+    assert!(
+        !cts.contains("turn 40 (w0)") && !cts.contains("turn 41 (w1)"),
+        "{cts}"
+    );
+    // One line each: a long error is shortened, its actionable head kept.
+    for line in cts.lines().filter(|l| l.starts_with("- turn ")) {
+        assert!(line.chars().count() < 220, "{line}");
+    }
+    assert!(p.tokens <= p.budget);
+
+    // Within the budget, the section trims the completed work first, then the oldest
+    // attempt line: whatever is kept, the step line and the latest attempt are.
+    let mut trimmed = 0;
+    for budget in (300..900).step_by(20) {
+        let t = compile(&s, &a, &worker(), budget, &HeuristicEstimator);
+        assert!(t.tokens <= t.budget, "{} > {}", t.tokens, t.budget);
+        let Some(at) = t.text.find("## Current task state") else {
+            continue;
+        };
+        let c = &t.text[at..];
+        let c = &c[..c[3..].find("\n## ").map_or(c.len(), |e| e + 3)];
+        let has = |turn: u32| c.contains(&format!("- turn {turn} ("));
+        assert!(c.contains("This is attempt 6 of this step"), "{c}");
+        assert!(!has(42) || has(43), "{c}");
+        assert!(!has(43) || has(44), "{c}");
+        assert!(!c.contains("not shown") || has(42), "{c}");
+        trimmed += usize::from(!has(42));
+    }
+    assert!(trimmed > 0, "some budget trims the attempt lines");
+
+    // Same state, same package.
+    assert_eq!(
+        compile(&s, &a, &worker(), 1600, &HeuristicEstimator).text,
+        p.text
+    );
+}
+
 #[test]
 fn continuation_reports_plan_and_open_issues() {
     let s = synthetic::state_with_items(200, 5);
@@ -614,6 +704,7 @@ fn memoised_scores_never_change_a_package() {
         turn: state.turns,
         at: Timestamp(1),
         assignment: &a,
+        seen: Default::default(),
     };
     reconcile(&mut state, &ctx, &result, &report, Vec::new(), &NoVerifier);
     let warm = compile(&state, &a, &worker(), 1500, &HeuristicEstimator);

@@ -75,7 +75,8 @@ impl Doomed {
         } else {
             format!(
                 "worker {worker}'s provider refused the request: {}. The next turn would send \
-                 the same request, byte-identical but for its turn number (a briefing of {} \
+                 the same request, byte-identical but for its turn number and its list of \
+                 earlier attempts (a briefing of {} \
                  tokens at a budget of {} tokens), so baton stopped instead of failing the same \
                  way again. Fix the worker's model \
                  or options in the roster file, or reword the step, then {next}.",
@@ -143,8 +144,9 @@ impl Engine {
     }
 
     /// Whether the turn `next` would send `doomed`'s request again: byte-identical once
-    /// its briefing is labelled with the doomed turn's number (the label is all a
-    /// failed turn changes in the record).
+    /// its briefing is labelled with the doomed turn's number and leaves out the attempts
+    /// recorded since (the label and the attempt history are all a failed turn changes
+    /// in the record).
     pub(super) fn sends_again(
         &self,
         session: &Session,
@@ -154,6 +156,11 @@ impl Engine {
         let worker = &session.config.roster.workers[next.worker];
         let mut as_then = session.state.clone();
         as_then.turns = doomed.turn;
+        // The failed turns since are on record as attempts on their step; the briefing
+        // lists them, the request is otherwise the one that failed.
+        for step in &mut as_then.plan {
+            step.attempts.retain(|a| a.turn < doomed.turn);
+        }
         let package = compiler::compile(
             &as_then,
             &next.assignment,

@@ -11,7 +11,7 @@ use baton_core::events::{Event, EventKind};
 use baton_core::ids::{RunId, Timestamp, WorkerId};
 use baton_core::prompt;
 use baton_core::reconciler::{NoVerifier, Verifier};
-use baton_core::state::{ExecutionState, StepStatus};
+use baton_core::state::{AttemptOutcome, ExecutionState, StepStatus};
 use baton_core::tokens::TokenEstimator;
 use baton_core::turn::{CallRecord, TurnStatus};
 use baton_gateway::Gateway;
@@ -114,6 +114,9 @@ pub struct TurnSummary {
     pub warnings: Vec<String>,
     pub refusals: Vec<Refusal>,
     pub error: Option<String>,
+    /// The turn committed but left its step open: no evidence of work (its warnings
+    /// say why). It counts towards the failure breaker like a failed turn.
+    pub step_left_open: bool,
     pub changes: usize,
     pub conversations_passed: u32,
     /// Time spent in the engine, model calls excluded.
@@ -563,7 +566,7 @@ impl Engine {
         {
             let question = d.question(worker.as_str(), &continue_hint(session, true), true);
             self.block(session, question)?;
-        } else if summary.status == TurnStatus::Failed
+        } else if (summary.status == TurnStatus::Failed || summary.step_left_open)
             && session.state.consecutive_failures >= MAX_CONSECUTIVE_FAILURES
             && session
                 .state
@@ -708,16 +711,41 @@ fn blocked_question(session: &Session) -> String {
     if let Some(reason) = &session.blocked {
         return reason.clone();
     }
-    let step = session
-        .state
-        .cursor()
-        .map(|i| {
-            format!(
-                "step {} (\"{}\")",
-                session.state.plan[i].id, session.state.plan[i].title
-            )
-        })
+    let failures = session.state.consecutive_failures;
+    let cursor = session.state.cursor().map(|i| &session.state.plan[i]);
+    let step = cursor
+        .map(|s| format!("step {} (\"{}\")", s.id, s.title))
         .unwrap_or_else(|| "the continuation turns".into());
+    // The attempts of this streak: the step's last `failures` attempts.
+    let recent = cursor.map_or(&[][..], |s| {
+        let n = s.attempts.len().min(failures as usize);
+        &s.attempts[s.attempts.len() - n..]
+    });
+    let idle = recent
+        .iter()
+        .filter(|a| a.outcome == AttemptOutcome::NoEvidence)
+        .count();
+    if let (Some(last), true) = (recent.last(), idle > 0) {
+        let failed = recent.len() - idle;
+        let how = if failed == 0 {
+            "none of them left evidence of work".to_string()
+        } else {
+            format!("{failed} failed and {idle} left no evidence of work")
+        };
+        return format!(
+            "{failures} turns in a row did not complete {step}: {how} (the last, turn {} by \
+             {}: {} — {}). Look at `baton history {}` \
+             for what each worker said; make the step doable (reword or split it, or supply \
+             what the workers say is missing) or give it to other workers in the roster \
+             file, then {} to continue.",
+            last.turn,
+            last.worker,
+            last.outcome.as_str(),
+            last.detail,
+            session.run,
+            continue_hint(session, true)
+        );
+    }
     format!(
         "{} turns in a row failed on {step}. Look at `baton history {}` for the errors, fix the \
          workers in the roster file, then {} to continue (without --roster if the workers were \

@@ -161,7 +161,10 @@ fn a_turn_without_evidence_of_work_leaves_its_step_open_and_three_block_the_run(
     );
     let store = store_in(dir.path());
     let engine = engine(&store);
-    let spec = spec(&["Write the spec", "Review the spec"], scripted_roster(3, &script));
+    let spec = spec(
+        &["Write the spec", "Review the spec"],
+        scripted_roster(3, &script),
+    );
     let (id, end) = run_all(&engine, &spec);
     let RunEnd::Blocked { question } = end else {
         panic!("{end:?}")
@@ -234,7 +237,11 @@ fn the_retry_briefing_says_which_attempt_it_is_and_what_happened_before() {
                 "message": "upstream overloaded; retry later"}})
             .to_string(),
             // A claim that fails its schema (no summary).
-            line(1, "execute", json!({"last_action": "x", "next_action": "y"})),
+            line(
+                1,
+                "execute",
+                json!({"last_action": "x", "next_action": "y"}),
+            ),
             line(2, "execute", did_nothing()),
             line(2, "handoff", ok_report("read the briefing")),
             line(3, "execute", did_the_work()),

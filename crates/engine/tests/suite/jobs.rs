@@ -18,8 +18,10 @@ use super::*;
 
 /// Reads its briefing on stdin, acts on the assigned task, writes its claim file.
 /// Tasks: `write PATH` (writes it), `LIE-missing PATH` (claims it, writes nothing),
-/// `LIE-empty PATH` (claims a change, changes nothing), `LIE-tests` (claims the tests
-/// pass, names the gate, changes nothing else).
+/// `LIE-empty PATH` (claims a change, changes nothing; both own up when their briefing
+/// says the step is on its second attempt), `LIE-tests` (claims the tests pass, names
+/// the gate, changes nothing else), `idle` (changes and claims nothing),
+/// `retry-write PATH` (idle at first, writes PATH on its second attempt).
 const FAKE_AGENT: &str = r###"
 import json, os, re, sys
 claim_file = sys.argv[1]
@@ -35,6 +37,9 @@ if words and words[0] == "write":
     with open(path, "w") as f:
         f.write("written by " + who + " for: " + task + "\n")
     claim["artifacts"] = [{"name": path, "description": "wrote " + path}]
+elif words and words[0] in ("LIE-missing", "LIE-empty") and "attempt 2 of this step" in brief:
+    # Told that its lie was caught and the step is still open, it owns up.
+    claim["completed"] = ["Checked " + words[1] + ": there was nothing to change"]
 elif words and words[0] == "LIE-missing":
     claim["artifacts"] = [{"name": words[1], "description": "I definitely wrote this"}]
 elif words and words[0] == "LIE-empty":
@@ -191,8 +196,26 @@ fn every_turn_is_a_commit_and_every_lie_is_caught() {
     let outbox = decode_outbox(&job).unwrap().unwrap();
     let run = job.run_id.clone().unwrap();
     let turns = store.turns(&run).unwrap();
-    assert_eq!(turns.len(), 4);
+    // Each lie leaves its step open (its claim refused, no commit: no evidence of work)
+    // and the step is attempted again: tasks 0, 1, 1, 2, 2, 3.
+    assert_eq!(turns.len(), 6);
     assert!(turns.iter().all(|t| t.status == TurnStatus::Committed));
+    let steps: Vec<&str> = turns
+        .iter()
+        .map(|t| t.assignment.step_id.as_deref().unwrap())
+        .collect();
+    assert_eq!(steps, ["T1", "T2", "T2", "T3", "T3", "T4"]);
+    for lie in [1, 3] {
+        assert!(
+            turns[lie]
+                .outcome
+                .warnings
+                .iter()
+                .any(|w| w.contains("stays open: no evidence of work")),
+            "{:?}",
+            turns[lie].outcome.warnings
+        );
+    }
 
     // Turn 0: a real change, committed with trailers, verified with the content hash.
     let ws0 = turns[0].workspace.as_ref().unwrap();
@@ -242,24 +265,33 @@ fn every_turn_is_a_commit_and_every_lie_is_caught() {
     assert!(state.artifacts.iter().all(|a| a.name != "src/ghost.txt"));
     assert!(!turns[1].workspace.as_ref().unwrap().changed);
 
-    // Turn 2: changes claimed, diff empty.
+    // Turn 3: changes claimed, diff empty.
     assert!(
-        turns[2]
+        turns[3]
             .outcome
             .refusals
             .iter()
             .any(|r| r.reason.contains("diff is empty")),
         "{:?}",
-        turns[2].outcome
+        turns[3].outcome
     );
+    // Each retry was told what happened, and completed its step by owning up.
+    assert!(turns[2].package.text.contains("attempt 2 of this step"));
+    assert!(
+        turns[2].package.text.contains("claim(s) refused"),
+        "{}",
+        turns[2].package.text
+    );
+    assert_eq!(state.plan[1].done_at_turn, Some(2));
+    assert_eq!(state.plan[2].done_at_turn, Some(4));
     assert_eq!(
         app.versions.len(),
         1,
         "the unchanged file gained no version"
     );
 
-    // Turn 3 is the last: the gate ran on its commit and passed.
-    let ws3 = turns[3].workspace.as_ref().unwrap();
+    // Turn 5 is the last: the gate ran on its commit and passed.
+    let ws3 = turns[5].workspace.as_ref().unwrap();
     assert_eq!(ws3.gates.len(), 1);
     assert!(ws3.gates[0].passed && ws3.gates[0].commit == ws3.commit);
     assert_eq!(outbox.gates, ws3.gates);
