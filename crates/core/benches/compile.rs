@@ -1,4 +1,5 @@
-//! Briefing compilation: demo-sized, 1k and 10k records, heuristic and BPE estimators.
+//! Briefing compilation: demo-sized, 1k and 10k records (and 10k with a step on its
+//! sixth attempt), heuristic and BPE estimators.
 //!
 //! `cargo bench -p baton-core --bench compile -- --warm-up-time 1 --measurement-time 3`
 
@@ -6,7 +7,7 @@ use std::hint::black_box;
 
 use baton_core::compiler::{Assignment, AssignmentKind, WorkerProfile, compile};
 use baton_core::ids::WorkerId;
-use baton_core::state::ExecutionState;
+use baton_core::state::{AttemptOutcome, ExecutionState, StepAttempt, StepStatus};
 use baton_core::synthetic;
 use baton_core::tokens::{BpeEstimator, HeuristicEstimator, TokenEstimator};
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -26,10 +27,29 @@ fn bench(c: &mut Criterion) {
         step_id: Some("T3".into()),
         task: "Implement token authentication with refresh token rotation".into(),
     };
-    let states: [(&str, ExecutionState); 3] = [
+    // A step on its sixth attempt: the retry briefing's attempt lines.
+    let mut retried = synthetic::state_with_items(10_000, 1);
+    if let Some(step) = retried.plan.iter_mut().find(|s| s.id == "T3") {
+        step.status = StepStatus::Pending;
+        for turn in 0..5 {
+            step.attempts.push(StepAttempt {
+                turn,
+                worker: WorkerId::new(format!("w{turn}")),
+                outcome: if turn % 2 == 0 {
+                    AttemptOutcome::Failed
+                } else {
+                    AttemptOutcome::NoEvidence
+                },
+                detail: "execute call failed: server_error: upstream overloaded; retry later"
+                    .into(),
+            });
+        }
+    }
+    let states: [(&str, ExecutionState); 4] = [
         ("demo", synthetic::demo_sized_state()),
         ("1k", synthetic::state_with_items(1_000, 1)),
         ("10k", synthetic::state_with_items(10_000, 1)),
+        ("10k-retried", retried),
     ];
     let heuristic = HeuristicEstimator;
     let estimators: Vec<&dyn TokenEstimator> = match BpeEstimator::load() {
