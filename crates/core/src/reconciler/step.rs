@@ -83,12 +83,12 @@ pub(super) fn summary_counts(
         || !result.failed_attempts.is_empty()
         || !report.failed_attempts.is_empty();
     // An issue or a failed attempt may be why the step was not done; it was not, unless
-    // the worker also says it finished the step.
-    let claims_step = ctx
-        .assignment
-        .step_id
-        .as_deref()
-        .is_some_and(|id| result.steps_completed.iter().any(|c| names_step(c, id)));
+    // the worker also says it finished the step. (A continuation has no step to leave
+    // undone: raising issues is what it is for.)
+    let claims_step = match ctx.assignment.step_id.as_deref() {
+        Some(id) => result.steps_completed.iter().any(|c| names_step(c, id)),
+        None => true,
+    };
     let claims_only = match ctx.seen {
         WorkSeen::Claims => true,
         // An agent's final message describes its commit: without one it is only talk.

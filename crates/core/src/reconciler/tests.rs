@@ -614,6 +614,38 @@ fn a_report_of_failure_is_no_evidence_of_work_and_is_not_recorded_as_work() {
     );
     assert_eq!(s.plan[0].done_at_turn, Some(2));
     assert_eq!(s.plan[0].attempts.len(), 2, "attempts stay on record");
+
+    // A continuation has no step to leave open: its summary is its work, issues or not,
+    // but a report of failure is still not recorded as work.
+    let w = worker("w1");
+    let a = Assignment {
+        kind: AssignmentKind::Continuation,
+        step_id: None,
+        task: "continue".into(),
+    };
+    for (turn, summary) in [
+        (3, "Narrowed the open issues."),
+        (4, "I could not reproduce it."),
+    ] {
+        let ctx = TurnContext {
+            worker: &w,
+            turn,
+            at: Timestamp(1),
+            assignment: &a,
+            seen: WorkSeen::Claims,
+        };
+        r.summary = summary.into();
+        r.steps_completed.clear();
+        let rep = report("x", "y");
+        let mut out = reconcile(&mut s, &ctx, &r, &rep, Vec::new(), &NoVerifier);
+        assert_eq!(
+            complete_step(&mut s, &ctx, &r, &rep, &mut out),
+            StepEnd::NoStep
+        );
+    }
+    let texts: Vec<&str> = s.completed.iter().map(|c| c.text.as_str()).collect();
+    assert!(texts.contains(&"Narrowed the open issues."), "{texts:?}");
+    assert!(!texts.contains(&"I could not reproduce it."), "{texts:?}");
 }
 
 #[test]
