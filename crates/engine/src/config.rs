@@ -43,6 +43,7 @@ struct RawWorker {
     api_base: Option<String>,
     temperature: Option<f32>,
     max_tokens: Option<u32>,
+    context_window: Option<u64>,
     max_retries: Option<u32>,
     enabled: Option<bool>,
     /// A literal key. Discouraged (baton warns): prefer `api_key_env`. Never stored.
@@ -91,6 +92,12 @@ pub struct WorkerConfig {
     pub temperature: Option<f32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// The model's context window in tokens, as the roster states it: briefings are
+    /// compiled to fit it (with a margin for the estimator's error) before they are
+    /// sent. Unset, a window the server tells (llama.cpp `/props` …) is used once a
+    /// request did not fit or an answer was cut off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
     pub max_retries: u32,
     pub enabled: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -133,6 +140,7 @@ impl WorkerConfig {
             api_base: None,
             temperature: None,
             max_tokens: None,
+            context_window: None,
             max_retries: DEFAULT_MAX_RETRIES,
             enabled: true,
             price: None,
@@ -248,6 +256,11 @@ impl Roster {
             {
                 return Err(Error::Config(format!(
                     "worker {id}: temperature {t} is outside 0..2"
+                )));
+            }
+            if w.context_window == Some(0) {
+                return Err(Error::Config(format!(
+                    "worker {id}: context_window = 0; give the model's context size in tokens (llama-server -c, Ollama num_ctx), or remove it"
                 )));
             }
         }
@@ -393,6 +406,7 @@ pub fn parse_file(path: &str, text: &str) -> Result<FileConfig> {
                     api_base: w.api_base,
                     temperature: w.temperature,
                     max_tokens: w.max_tokens,
+                    context_window: w.context_window,
                     max_retries: w.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
                     enabled: w.enabled.unwrap_or(true),
                     price: w.price,

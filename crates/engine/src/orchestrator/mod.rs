@@ -29,8 +29,10 @@ use crate::{Error, Result};
 mod calls;
 mod doomed;
 mod holds;
+mod reshape;
 mod roster;
 mod turn;
+mod window;
 
 pub use roster::{Place, check_roster, with_keys};
 use turn::TurnEnd;
@@ -84,6 +86,10 @@ pub struct Session {
     /// The run's provider holds as committed (read at open, kept current by each turn,
     /// so a step asks the store nothing more).
     holds: Vec<baton_store::WorkerHold>,
+    /// Each worker's context window as its server told it, once asked.
+    windows: Vec<std::sync::OnceLock<Option<(u64, String)>>>,
+    /// How the turn under way differs from its worker's last failed one.
+    reshape: reshape::Reshape,
 }
 
 impl Session {
@@ -408,6 +414,13 @@ impl Engine {
             run: run.clone(),
             prior_outputs: self.store.prior_outputs(run, state.turns)?,
             holds: self.store.worker_holds(run)?,
+            windows: config
+                .roster
+                .workers
+                .iter()
+                .map(|_| std::sync::OnceLock::new())
+                .collect(),
+            reshape: reshape::Reshape::default(),
             state,
             status: info.status,
             config,
@@ -516,11 +529,18 @@ impl Engine {
             self.block(session, question.clone())?;
             return Ok(StepOutcome::Blocked { question });
         }
+        session.reshape = self.reshape(session, plan.worker)?;
         let TurnEnd {
             mut summary,
             fatal,
             doomed,
         } = self.run_turn(session, &plan)?;
+        summary.warnings.extend(
+            std::mem::take(&mut session.reshape)
+                .notices()
+                .iter()
+                .cloned(),
+        );
         let next = self.policy.next_turn(
             &session.state,
             &session.config.roster,

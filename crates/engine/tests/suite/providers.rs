@@ -542,3 +542,145 @@ fn a_key_echoed_in_a_reply_reaches_neither_the_store_nor_the_next_provider() {
         );
     }
 }
+
+/// The request body's user message.
+fn user_message(body: &Value) -> &str {
+    body.pointer("/messages/1/content")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// The output limit a Chat Completions request was sent with.
+fn output_limit(body: &Value) -> Option<u64> {
+    body.get("max_completion_tokens")
+        .or_else(|| body.get("max_tokens"))
+        .and_then(Value::as_u64)
+}
+
+/// A llama.cpp-like server whose model writes more than `limit` tokens for the work
+/// unless the prompt says its previous answer was cut off and asks for a short one;
+/// `/props` tells its context window.
+fn verbose_model_server(n_ctx: u64) -> TestServer {
+    TestServer::start(super::server::deciding(20, move |r| {
+        if r.path == "/props" {
+            return reply(
+                200,
+                &json!({"default_generation_settings": {"n_ctx": n_ctx}}).to_string(),
+            );
+        }
+        let body = r.json();
+        let limit = output_limit(&body).unwrap_or(4096);
+        let handoff =
+            body.pointer("/response_format/json_schema/name") == Some(&json!("HandoffReport"));
+        if handoff {
+            return chat(&ok_report("migrated"), "stop", 900, 40);
+        }
+        if user_message(&body).contains("cut off") {
+            return chat(&ok_result("migrated"), "stop", 950, 60);
+        }
+        // Rambles past any limit it is given.
+        chat(
+            &json!({"summary": "Migrating the bill"}),
+            "length",
+            900,
+            limit,
+        )
+    }))
+}
+
+/// Regression (issue 15): an answer cut off at max_tokens was sent again unchanged on
+/// the worker's next turn, which at temperature 0 is cut off at the same place. The
+/// next turn now says the answer was cut, asks for a short one with only the required
+/// fields, and (the server told its context window) lets the model write more.
+#[test]
+fn a_truncated_request_is_not_sent_again_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = verbose_model_server(4096);
+    let mut w1 = openai_worker("w1", &server, 0);
+    w1.max_tokens = Some(64);
+    w1.temperature = Some(0.0);
+    let spec = one_worker_spec(w1);
+    let (_, engine) = process(dir.path());
+    let id = engine.create_run(&spec).unwrap();
+    let mut session = engine
+        .open_with_keys(&id, None, Some(&spec.roster))
+        .unwrap();
+    let mut warnings = Vec::new();
+    let end = engine
+        .run(&mut session, Some(3), &mut |s, _| {
+            warnings.extend(s.warnings.clone())
+        })
+        .unwrap();
+    assert_eq!(end, RunEnd::Finished, "{warnings:?}");
+    let posts: Vec<Value> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST")
+        .map(|r| r.json())
+        .collect();
+    assert_eq!(posts.len(), 3, "{posts:#?}");
+    let (first, again) = (&posts[0], &posts[1]);
+    assert_ne!(first, again, "the cut-off request was sent again unchanged");
+    let note = user_message(again);
+    assert!(
+        note.contains("cut off") && note.contains("64 output tokens"),
+        "{note}"
+    );
+    assert!(
+        note.contains("\"summary\"") && note.contains("\"last_action\""),
+        "the short answer names the required fields: {note}"
+    );
+    assert!(!user_message(first).contains("cut off"));
+    assert_eq!(output_limit(first), Some(64));
+    assert_eq!(
+        output_limit(again),
+        Some(128),
+        "the model's limit ended it and the window (4096) has room: it may write more"
+    );
+    // The handoff was never cut: it keeps the worker's limit.
+    assert_eq!(output_limit(&posts[2]), Some(64));
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("cut off at 64 output tokens") && w.contains("up to 128 tokens")),
+        "{warnings:?}"
+    );
+    let turns = engine.store().turns(&id).unwrap();
+    assert_eq!(turns[0].calls[0].error_class.as_deref(), Some("truncated"));
+    assert_eq!(turns[1].status, TurnStatus::Committed);
+}
+
+/// Regression (issue 15): a repair call at temperature 0 got back the rejected answer
+/// byte for byte (Qwen 0.5B): the same prompt prefix, sampled greedily. The repair is
+/// now made at a higher temperature, and says so on the wire.
+#[test]
+fn a_repair_call_samples_at_a_higher_temperature_than_the_rejected_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(vec![
+        chat(&json!({"sumary": "migrated"}), "stop", 900, 20),
+        chat(&ok_result("migrated"), "stop", 1000, 30),
+        chat(&ok_report("migrated"), "stop", 900, 20),
+    ]);
+    let mut w1 = openai_worker("w1", &server, 0);
+    w1.temperature = Some(0.0);
+    let mut spec = one_worker_spec(w1);
+    spec.settings.repair_attempts = 1;
+    let (store, id, end) = run_in(dir.path(), &spec);
+    assert_eq!(end, RunEnd::Finished);
+    let sent: Vec<Value> = server.requests().iter().map(|r| r.json()).collect();
+    assert_eq!(sent.len(), 3);
+    assert_eq!(sent[0]["temperature"], json!(0.0));
+    assert_eq!(
+        sent[1]["temperature"],
+        json!(0.7),
+        "the repair request: {}",
+        sent[1]
+    );
+    assert_eq!(
+        sent[2]["temperature"],
+        json!(0.0),
+        "the handoff is greedy again"
+    );
+    let calls = &store.turns(&id).unwrap()[0].calls;
+    assert_eq!(calls[1].call, baton_core::turn::CallKind::ExecuteRepair);
+}
