@@ -28,6 +28,7 @@ use crate::{Error, Result};
 
 mod calls;
 mod doomed;
+mod fallback;
 mod holds;
 mod reshape;
 mod roster;
@@ -90,6 +91,10 @@ pub struct Session {
     windows: Vec<std::sync::OnceLock<Option<(u64, String)>>>,
     /// How the turn under way differs from its worker's last failed one.
     reshape: reshape::Reshape,
+    /// Per worker: its gateway is in its fallback mode, as the run records.
+    fallen_back: Vec<bool>,
+    /// What to say once about a worker that starts in its fallback mode.
+    fallback_notices: Vec<(usize, String)>,
 }
 
 impl Session {
@@ -391,7 +396,11 @@ impl Engine {
                 None
             });
         }
+        let (fallen_back, fallback_notices) =
+            self.restore_fallbacks(run, &config.roster, &gateways)?;
         Ok(Session {
+            fallen_back,
+            fallback_notices,
             lease: None,
             workspace: None,
             run_lease: None,
@@ -541,6 +550,9 @@ impl Engine {
                 .iter()
                 .cloned(),
         );
+        summary
+            .warnings
+            .extend(Self::fallback_notices(session, plan.worker));
         let next = self.policy.next_turn(
             &session.state,
             &session.config.roster,

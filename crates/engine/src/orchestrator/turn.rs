@@ -163,6 +163,7 @@ impl Engine {
                 },
             });
         }
+        events.extend(self.fell_back(session, plan.worker, turn, now));
 
         // A turn whose call was cut short is not committed: it did not fail, it was
         // stopped. (One whose calls all finished commits as usual, cancel or not.)

@@ -667,7 +667,12 @@ fn a_repair_call_samples_at_a_higher_temperature_than_the_rejected_call() {
     spec.settings.repair_attempts = 1;
     let (store, id, end) = run_in(dir.path(), &spec);
     assert_eq!(end, RunEnd::Finished);
-    let sent: Vec<Value> = server.requests().iter().map(|r| r.json()).collect();
+    let sent: Vec<Value> = server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST")
+        .map(|r| r.json())
+        .collect();
     assert_eq!(sent.len(), 3);
     assert_eq!(sent[0]["temperature"], json!(0.0));
     assert_eq!(
@@ -683,4 +688,120 @@ fn a_repair_call_samples_at_a_higher_temperature_than_the_rejected_call() {
     );
     let calls = &store.turns(&id).unwrap()[0].calls;
     assert_eq!(calls[1].call, baton_core::turn::CallKind::ExecuteRepair);
+}
+
+/// A server that answers its POSTs from `posts`, in order, and any GET (baton asking
+/// for the context window) with a 404, as a hosted API or a proxy does.
+fn answering_posts(posts: Vec<Action>) -> TestServer {
+    let posts = std::sync::Mutex::new(std::collections::VecDeque::from(posts));
+    TestServer::start(super::server::deciding(20, move |r| {
+        if r.method == "GET" {
+            return reply(404, r#"{"error":"not found"}"#);
+        }
+        posts.lock().unwrap().pop_front().unwrap_or_else(|| {
+            reply(
+                500,
+                r#"{"error":{"message":"test server script exhausted"}}"#,
+            )
+        })
+    }))
+}
+
+/// A Messages answer whose forced tool call ran to the output limit (llama.cpp's
+/// Messages endpoint with a small model never ends one).
+fn endless_tool_call(limit: u64) -> Action {
+    reply(
+        200,
+        &json!({
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "local",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "WorkerResult",
+                "input": {"summary": "Migrating the billing module: the billing module"}}],
+            "stop_reason": "max_tokens",
+            "usage": {"input_tokens": 900, "output_tokens": limit}
+        })
+        .to_string(),
+    )
+}
+
+/// A Messages answer in text, as a claim asked for in the prompt comes back.
+fn text_message(claim: &Value) -> Action {
+    reply(
+        200,
+        &json!({
+            "id": "msg_2", "type": "message", "role": "assistant", "model": "local",
+            "content": [{"type": "text", "text": claim.to_string()}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 900, "output_tokens": 40}
+        })
+        .to_string(),
+    )
+}
+
+/// Regression (issue 15): after forced tool use ran to the output limit, the worker
+/// asked for its claim in the prompt instead — but only in that process: every later
+/// process (a `resume`) forced tool use again on its first call and paid the whole
+/// limit again. The fallback is now remembered with the run.
+#[test]
+fn a_fallback_from_forced_tool_use_outlives_the_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = answering_posts(vec![
+        endless_tool_call(256),
+        text_message(&ok_result("migrated")),
+        text_message(&ok_report("migrated")),
+    ]);
+    let mut w1 = anthropic_worker("w1", &server);
+    w1.max_tokens = Some(256);
+    let spec = one_worker_spec(w1);
+    let id = {
+        let (_, engine) = process(dir.path());
+        let id = engine.create_run(&spec).unwrap();
+        let mut session = engine
+            .open_with_keys(&id, None, Some(&spec.roster))
+            .unwrap();
+        assert_eq!(
+            engine.run(&mut session, Some(1), &mut |_, _| {}).unwrap(),
+            RunEnd::Paused
+        );
+        id
+    };
+    let (store, engine) = process(dir.path());
+    let mut session = engine
+        .open_with_keys(&id, None, Some(&spec.roster))
+        .unwrap();
+    let mut warnings = Vec::new();
+    let end = engine
+        .run(&mut session, None, &mut |s, _| {
+            warnings.push(s.warnings.clone())
+        })
+        .unwrap();
+    assert_eq!(end, RunEnd::Finished);
+    let sent: Vec<Value> = server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST")
+        .map(|r| r.json())
+        .collect();
+    assert_eq!(sent.len(), 3);
+    assert!(sent[0].get("tool_choice").is_some(), "{}", sent[0]);
+    for later in &sent[1..] {
+        assert!(
+            later.get("tool_choice").is_none() && later.get("tools").is_none(),
+            "the resumed process forced tool use again: {later}"
+        );
+    }
+    // Said once, on the resumed process's first turn.
+    let said: Vec<&String> = warnings
+        .iter()
+        .flatten()
+        .filter(|w| w.contains("structured = \"instructions\""))
+        .collect();
+    assert_eq!(said.len(), 1, "{warnings:?}");
+    assert!(said[0].contains("since turn 0"), "{}", said[0]);
+    let recorded = store
+        .events(&id, 0)
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.event.kind.name() == "worker_fell_back")
+        .count();
+    assert_eq!(recorded, 1, "the fallback is recorded once");
 }

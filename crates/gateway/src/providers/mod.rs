@@ -380,6 +380,13 @@ impl HttpGateway {
         }
     }
 
+    /// Whether calls force tool use, which some servers never end (see
+    /// `tool_use_failed`).
+    fn can_fall_back(&self) -> bool {
+        self.settings.kind.wire() == Wire::Messages
+            && self.settings.structured == Structured::Schema
+    }
+
     fn falls_back(&self) -> bool {
         self.tool_use_failed
             .load(std::sync::atomic::Ordering::Relaxed)
@@ -424,12 +431,8 @@ impl HttpGateway {
             ),
         };
         let mut message = format!("{message}; {which}");
-        if self.settings.kind.wire() == Wire::Messages
-            && self.settings.structured == Structured::Schema
-            && !self.falls_back()
-        {
-            self.tool_use_failed
-                .store(true, std::sync::atomic::Ordering::Relaxed);
+        if self.can_fall_back() && !self.falls_back() {
+            self.fall_back();
             message.push_str(
                 "; the answer was a forced tool call that did not end, so this worker's next calls ask for the claim in the prompt instead (structured = \"instructions\"; set it in the roster to keep it)",
             );
@@ -624,6 +627,21 @@ impl Gateway for HttpGateway {
 
     fn context_window(&self) -> Option<(u64, String)> {
         context::window(self)
+    }
+
+    fn fallback_mode(&self) -> Option<&'static str> {
+        self.can_fall_back().then_some("instructions")
+    }
+
+    fn has_fallen_back(&self) -> bool {
+        self.falls_back()
+    }
+
+    fn fall_back(&self) {
+        if self.can_fall_back() {
+            self.tool_use_failed
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 
     fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelResponse> {
