@@ -136,11 +136,18 @@ impl Engine {
 
     /// The budget of the turn `plan` describes: the plan's, or less when the same
     /// worker's last failed turn failed because its briefing did not fit its model's
-    /// context.
+    /// context, and never more than the worker's context window leaves (once a
+    /// briefing did not fit, the window the server tells is asked for).
     pub(super) fn turn_budget(&self, session: &Session, plan: &TurnPlan) -> Result<usize> {
-        Ok(match self.last_doomed(session, plan)? {
+        let doomed = self.last_doomed(session, plan)?;
+        let too_long = doomed.as_ref().is_some_and(|d| d.too_long);
+        let budget = match doomed {
             Some(d) if d.too_long => shrink(d.budget, d.tokens).min(plan.budget),
             _ => plan.budget,
+        };
+        Ok(match self.window_fit(session, plan.worker, too_long) {
+            Some(fit) => budget.min(fit.budget.max(MIN_BUDGET)),
+            None => budget,
         })
     }
 

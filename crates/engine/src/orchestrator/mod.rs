@@ -38,6 +38,10 @@ mod window;
 pub use roster::{Place, check_roster, with_keys};
 use turn::TurnEnd;
 
+/// The gateway failure class of a provider nothing answered for (see
+/// `baton_gateway::Error::class`).
+const UNREACHABLE: &str = "unreachable";
+
 /// Failed turns in a row after which the run stops and asks a human.
 pub const MAX_CONSECUTIVE_FAILURES: u32 = 3;
 
@@ -95,6 +99,8 @@ pub struct Session {
     fallen_back: Vec<bool>,
     /// What to say once about a worker that starts in its fallback mode.
     fallback_notices: Vec<(usize, String)>,
+    /// Per worker: its briefings were said to be shrunk to fit its context window.
+    window_noticed: Vec<bool>,
 }
 
 impl Session {
@@ -430,6 +436,7 @@ impl Engine {
                 .map(|_| std::sync::OnceLock::new())
                 .collect(),
             reshape: reshape::Reshape::default(),
+            window_noticed: vec![false; config.roster.workers.len()],
             state,
             status: info.status,
             config,
@@ -538,6 +545,34 @@ impl Engine {
             self.block(session, question.clone())?;
             return Ok(StepOutcome::Blocked { question });
         }
+        // A context window too small for any briefing is said before anything is sent.
+        let fit = self.window_fit(session, plan.worker, false);
+        if let Some(fit) = fit
+            .as_ref()
+            .filter(|f| f.budget < crate::config::MIN_BUDGET)
+        {
+            let worker = &session.config.roster.workers[plan.worker].id;
+            let question = format!(
+                "worker {worker}'s model cannot take a turn: {}, less than the {} tokens baton                  needs to brief anyone, so nothing was sent. Lower the worker's max_tokens, or                  give the model a larger context (llama-server -c 8192, Ollama num_ctx) and                  set the worker's context_window to it, then {}.",
+                fit.explain(),
+                crate::config::MIN_BUDGET,
+                continue_hint(session, true)
+            );
+            self.block(session, question.clone())?;
+            return Ok(StepOutcome::Blocked { question });
+        }
+        let window_notice = fit
+            .filter(|f| f.budget < plan.budget && !session.window_noticed[plan.worker])
+            .map(|f| {
+                session.window_noticed[plan.worker] = true;
+                format!(
+                    "worker {}'s briefings are compiled at a budget of {} tokens instead of {}: {}",
+                    session.config.roster.workers[plan.worker].id,
+                    f.budget,
+                    plan.budget,
+                    f.explain()
+                )
+            });
         session.reshape = self.reshape(session, plan.worker)?;
         let TurnEnd {
             mut summary,
@@ -553,6 +588,7 @@ impl Engine {
         summary
             .warnings
             .extend(Self::fallback_notices(session, plan.worker));
+        summary.warnings.extend(window_notice);
         let next = self.policy.next_turn(
             &session.state,
             &session.config.roster,
@@ -560,6 +596,10 @@ impl Engine {
         );
         let same_worker_next = next.as_ref().is_some_and(|n| n.worker == plan.worker);
         let worker = session.config.roster.workers[plan.worker].id.clone();
+        let unreachable = match same_worker_next && summary.status == TurnStatus::Failed {
+            true => self.unreachable(session, summary.turn)?,
+            false => None,
+        };
         if let (Some(f), Some(n), false) = (&fatal, &next, same_worker_next)
             && f.agent
         {
@@ -590,6 +630,17 @@ impl Engine {
                 )
             };
             self.block(session, question)?;
+        } else if let Some(error) = unreachable {
+            // Nothing answers (a server not started, a wrong api_base): the next turn
+            // would fail the same way within milliseconds, using up turn numbers.
+            let retries = session.config.roster.workers[plan.worker].max_retries;
+            let question = format!(
+                "worker {worker} cannot reach its model: {error}. baton stopped rather than                  fail the next turns the same way (each call is tried {} time{}: max_retries =                  {retries}). Start the server, or fix the worker's api_base in the roster                  file, then {}.",
+                retries + 1,
+                if retries == 0 { "" } else { "s" },
+                continue_hint(session, true)
+            );
+            self.block(session, question)?;
         } else if let (Some(d), Some(next)) = (&doomed, next.as_ref().filter(|_| same_worker_next))
             && self.sends_again(session, next, d)?
         {
@@ -611,6 +662,19 @@ impl Engine {
             self.block(session, question)?;
         }
         Ok(StepOutcome::Turn(Box::new(summary)))
+    }
+
+    /// The error of `turn`'s last call, when its provider could not be reached at all
+    /// (after the call's retries).
+    fn unreachable(&self, session: &Session, turn: u32) -> Result<Option<String>> {
+        let Some(record) = self.store.turn(&session.run, turn)? else {
+            return Ok(None);
+        };
+        Ok(record
+            .calls
+            .last()
+            .filter(|c| c.error_class.as_deref() == Some(UNREACHABLE))
+            .and_then(|c| c.error.clone()))
     }
 
     /// Stops the run to ask a human `question`.

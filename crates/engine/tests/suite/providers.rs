@@ -349,10 +349,16 @@ fn a_bad_request_is_not_sent_again_when_workers_alternate() {
 #[test]
 fn a_briefing_too_long_for_the_context_is_shrunk_and_the_block_names_the_budget() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start((0..4).map(|_| context_too_long()).collect());
+    // A hosted API: it tells no context window (baton asks once the briefing is refused).
+    let server = answering_posts((0..4).map(|_| context_too_long()).collect());
     let spec = one_worker_spec(openai_worker("w1", &server, 2));
     let (store, id, question) = run_blocked(dir.path(), &spec);
-    let bodies: Vec<String> = server.requests().into_iter().map(|r| r.body).collect();
+    let bodies: Vec<String> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST")
+        .map(|r| r.body)
+        .collect();
     assert!(
         bodies.len() >= 2 && bodies.len() <= 3,
         "{} requests",
@@ -384,8 +390,8 @@ fn a_briefing_too_long_for_the_context_is_shrunk_and_the_block_names_the_budget(
 #[test]
 fn a_too_long_briefing_is_shrunk_on_the_workers_next_turn_when_workers_alternate() {
     let dir = tempfile::tempdir().unwrap();
-    let a = TestServer::start(vec![context_too_long(), context_too_long()]);
-    let b = TestServer::start(vec![context_too_long(), context_too_long()]);
+    let a = answering_posts(vec![context_too_long(), context_too_long()]);
+    let b = answering_posts(vec![context_too_long(), context_too_long()]);
     let spec = spec(
         &["Migrate the billing module"],
         Roster {
@@ -804,4 +810,171 @@ fn a_fallback_from_forced_tool_use_outlives_the_process() {
         .filter(|e| e.event.kind.name() == "worker_fell_back")
         .count();
     assert_eq!(recorded, 1, "the fallback is recorded once");
+}
+
+/// Regression (issue 15): with nothing listening at a worker's api_base, a one-worker
+/// run failed three turns within 0.1 s (`max_retries = 0`) and blocked with a generic
+/// "3 turns in a row failed". It now blocks after the first, naming the URL it called
+/// and what to do.
+#[test]
+fn a_dead_server_blocks_the_run_at_once_naming_the_url() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let mut w1 = WorkerConfig::mock("w1", "x");
+    w1.model = "llamacpp/local".into();
+    w1.api_base = Some(format!("http://127.0.0.1:{port}/v1"));
+    w1.max_retries = 0;
+    let spec = one_worker_spec(w1);
+    let (store, id, question) = run_blocked(dir.path(), &spec);
+    assert_eq!(store.turns(&id).unwrap().len(), 1, "{question}");
+    assert!(
+        question.contains(&format!("http://127.0.0.1:{port}/v1/chat/completions")),
+        "{question}"
+    );
+    assert!(
+        question.contains("cannot reach") && question.contains("Start the server"),
+        "{question}"
+    );
+    assert!(
+        question.contains(&format!("baton resume {id}")),
+        "{question}"
+    );
+}
+
+/// Regression (issue 15): baton sent briefings its estimate said would fit and the
+/// server counted as too long (the heuristic under-counts llama.cpp's tokens). A
+/// worker's `context_window` is now honoured before anything is sent: the briefing is
+/// compiled to fit it with room for the answers and the estimate's error.
+#[test]
+fn a_configured_context_window_shrinks_the_briefing_before_it_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(vec![
+        chat(&ok_result("migrated"), "stop", 900, 30),
+        chat(&ok_report("migrated"), "stop", 900, 30),
+    ]);
+    let mut w1 = openai_worker("w1", &server, 0);
+    w1.context_window = Some(3000);
+    w1.max_tokens = Some(256);
+    let spec = one_worker_spec(w1);
+    let (_, engine) = process(dir.path());
+    let id = engine.create_run(&spec).unwrap();
+    let mut session = engine
+        .open_with_keys(&id, None, Some(&spec.roster))
+        .unwrap();
+    let mut warnings = Vec::new();
+    let end = engine
+        .run(&mut session, None, &mut |s, _| {
+            warnings.extend(s.warnings.clone())
+        })
+        .unwrap();
+    assert_eq!(end, RunEnd::Finished);
+    let turn = &engine.store().turns(&id).unwrap()[0];
+    // 3,000 − two answers of 256 leaves 2,488, of which 80 % is for estimated text.
+    assert!(
+        turn.package.budget <= 2488 * 80 / 100,
+        "budget {}",
+        turn.package.budget
+    );
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("context window of 3000 tokens")
+                && w.contains(&format!("budget of {} tokens", turn.package.budget))),
+        "{warnings:?}"
+    );
+}
+
+/// A context window too small for any briefing blocks the run before a request is
+/// sent, saying what to change.
+#[test]
+fn a_context_window_too_small_for_any_briefing_blocks_before_sending() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(vec![]);
+    let mut w1 = openai_worker("w1", &server, 0);
+    // Two answers of up to 1,000 tokens leave a 2,048-token context no room.
+    w1.context_window = Some(2048);
+    w1.max_tokens = Some(1000);
+    let spec = one_worker_spec(w1);
+    let (store, id, question) = run_blocked(dir.path(), &spec);
+    assert!(server.requests().is_empty(), "a doomed request was sent");
+    assert!(store.turns(&id).unwrap().is_empty());
+    assert!(
+        question.contains("context window of 2048 tokens")
+            && question.contains("nothing was sent")
+            && question.contains("max_tokens"),
+        "{question}"
+    );
+}
+
+/// A llama.cpp-like server with an `n_ctx`-token context: `/props` tells it, and a
+/// request longer than it (counted at four bytes a token) is refused in llama.cpp's
+/// words.
+fn small_context_server(n_ctx: u64) -> TestServer {
+    TestServer::start(super::server::deciding(20, move |r| {
+        if r.path == "/props" {
+            return reply(
+                200,
+                &json!({"default_generation_settings": {"n_ctx": n_ctx}}).to_string(),
+            );
+        }
+        let body = r.json();
+        let prompt = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["content"].as_str().unwrap().len() as u64)
+            .sum::<u64>()
+            / 4;
+        if prompt > n_ctx {
+            return reply(
+                400,
+                &json!({"error": {"code": 400, "type": "exceed_context_size_error",
+                    "message": format!("request ({prompt} tokens) exceeds the available context size ({n_ctx} tokens), try increasing it")}})
+                .to_string(),
+            );
+        }
+        let handoff =
+            body.pointer("/response_format/json_schema/name") == Some(&json!("HandoffReport"));
+        let claim = if handoff {
+            ok_report("planned")
+        } else {
+            ok_result("planned")
+        };
+        chat(&claim, "stop", prompt, 30)
+    }))
+}
+
+/// Regression (issue 15): after llama.cpp refused a briefing as too long, baton halved
+/// the budget blindly (8,460 → 4,488 → 2,503 tokens against a 2,048-token context),
+/// failing turn after turn. Once a briefing did not fit, the window the server tells is
+/// read and the next briefing is compiled to fit it.
+#[test]
+fn after_a_briefing_did_not_fit_the_next_fits_the_window_the_server_tells() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = small_context_server(2048);
+    let mut w1 = openai_worker("w1", &server, 0);
+    w1.max_tokens = Some(256);
+    let mut spec = one_worker_spec(w1);
+    spec.objective = format!(
+        "Write a plan for a todo app. Background: {}",
+        "Each todo has a title, a due date, a priority and tags; users filter by any. ".repeat(300)
+    );
+    spec.settings.budget = 8000;
+    let (store, id, end) = run_in(dir.path(), &spec);
+    assert_eq!(end, RunEnd::Finished);
+    let turns = store.turns(&id).unwrap();
+    assert_eq!(turns.len(), 2, "one refused turn, then one that fits");
+    assert_eq!(
+        turns[0].calls[0].error_class.as_deref(),
+        Some("context_too_long")
+    );
+    assert_eq!(turns[1].status, TurnStatus::Committed);
+    assert!(
+        turns[1].package.budget < 1000,
+        "{}",
+        turns[1].package.budget
+    );
 }

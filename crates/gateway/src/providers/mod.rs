@@ -648,7 +648,16 @@ impl Gateway for HttpGateway {
         let body = self.request_body(request)?;
         let owned = self.headers();
         let headers: Vec<(&str, &str)> = owned.iter().map(|(n, v)| (*n, v.as_str())).collect();
-        let reply: Reply = self.transport.post(&self.settings.url, &headers, body)?;
+        let reply: Reply = self
+            .transport
+            .post(&self.settings.url, &headers, body)
+            .map_err(|e| match e {
+                // Which endpoint, so a server not started or a wrong api_base shows.
+                Error::Unreachable { detail } => Error::Unreachable {
+                    detail: format!("{detail} (POST {})", self.settings.url),
+                },
+                other => other,
+            })?;
         self.read_reply(reply.status, &reply.headers, &reply.body)
             .map_err(|e| self.explain_truncation(request, e))
     }
