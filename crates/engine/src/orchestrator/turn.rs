@@ -163,7 +163,6 @@ impl Engine {
                 },
             });
         }
-        events.extend(self.fell_back(session, plan.worker, turn, now));
 
         // A turn whose call was cut short is not committed: it did not fail, it was
         // stopped. (One whose calls all finished commits as usual, cancel or not.)
@@ -206,6 +205,8 @@ impl Engine {
         {
             return Err(Error::Cancelled { turn });
         }
+        // Recorded only with a turn that commits (a cancelled one is not).
+        events.extend(self.fell_back(session, plan.worker, turn, now));
         let verifier: Arc<dyn Verifier> = match &hooked {
             Some(h) => h.verifier.clone(),
             None => self.verifier.clone(),
