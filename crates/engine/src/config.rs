@@ -446,7 +446,7 @@ pub fn scaffold(workers: usize) -> String {
     for i in 1..=workers.max(1) {
         out.push_str(&format!(
             "\n[[workers]]\nid = \"worker-{i}\"\nmodel = \"mock/model-{i}\"\nfamily = \"mock\"\n\
-             # role = \"drafter\"\n# temperature = 0.2\n# max_tokens = 4096\n# max_retries = 2\n\
+             # role = \"drafter\"\n# temperature = 0.2\n# max_tokens = 4096\n# context_window = 8192   # the model's context, if known\n# max_retries = 2\n\
              # enabled = true\n# api_key_env = \"PROVIDER_API_KEY\"   # for real providers\n"
         ));
     }
@@ -495,6 +495,16 @@ options = { delay_ms = 5 }
         let typo = "[[workers]]\nid = \"a\"\nmodle = \"mock/x\"\n";
         let e = parse_file("baton.toml", typo).unwrap_err().to_string();
         assert!(e.contains("modle"), "{e}");
+        let zero = "[[workers]]\nid = \"a\"\nmodel = \"llamacpp/x\"\ncontext_window = 0\n";
+        let e = parse_file("baton.toml", zero).unwrap_err().to_string();
+        assert!(e.contains("context_window = 0"), "{e}");
+    }
+
+    #[test]
+    fn a_workers_context_window_is_read_from_the_roster() {
+        let toml = "[[workers]]\nid = \"a\"\nmodel = \"llamacpp/x\"\ncontext_window = 8192\n";
+        let roster = parse_file("baton.toml", toml).unwrap().roster.unwrap();
+        assert_eq!(roster.workers[0].context_window, Some(8192));
     }
 
     #[test]
