@@ -101,6 +101,10 @@ pub struct Session {
     fallback_notices: Vec<(usize, String)>,
     /// Per worker: its briefings were said to be shrunk to fit its context window.
     window_noticed: Vec<bool>,
+    /// How the turn under way differs from what its worker was configured to do (a
+    /// short answer asked for, a fallback mode, a smaller budget): recorded as the
+    /// turn's warnings.
+    notices: Vec<String>,
 }
 
 impl Session {
@@ -437,6 +441,7 @@ impl Engine {
                 .collect(),
             reshape: reshape::Reshape::default(),
             window_noticed: vec![false; config.roster.workers.len()],
+            notices: Vec::new(),
             state,
             status: info.status,
             config,
@@ -574,21 +579,16 @@ impl Engine {
                 )
             });
         session.reshape = self.reshape(session, plan.worker)?;
+        let mut notices = session.reshape.notices().to_vec();
+        notices.extend(Self::fallback_notices(session, plan.worker));
+        notices.extend(window_notice);
+        session.notices = notices;
         let TurnEnd {
             mut summary,
             fatal,
             doomed,
         } = self.run_turn(session, &plan)?;
-        summary.warnings.extend(
-            std::mem::take(&mut session.reshape)
-                .notices()
-                .iter()
-                .cloned(),
-        );
-        summary
-            .warnings
-            .extend(Self::fallback_notices(session, plan.worker));
-        summary.warnings.extend(window_notice);
+        session.reshape = reshape::Reshape::default();
         let next = self.policy.next_turn(
             &session.state,
             &session.config.roster,

@@ -285,6 +285,7 @@ impl Engine {
             }
         };
         outcome.warnings.extend(agent_warnings);
+        outcome.warnings.append(&mut session.notices);
         if let Some(h) = &hooked {
             outcome.refusals.extend(h.refusals.iter().cloned());
             outcome.warnings.extend(h.warnings.iter().cloned());

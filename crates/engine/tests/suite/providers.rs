@@ -654,6 +654,16 @@ fn a_truncated_request_is_not_sent_again_unchanged() {
     let turns = engine.store().turns(&id).unwrap();
     assert_eq!(turns[0].calls[0].error_class.as_deref(), Some("truncated"));
     assert_eq!(turns[1].status, TurnStatus::Committed);
+    // Recorded with the turn (`baton history` shows it), not only printed.
+    assert!(
+        turns[1]
+            .outcome
+            .warnings
+            .iter()
+            .any(|w| w.contains("asks it for a short answer")),
+        "{:?}",
+        turns[1].outcome.warnings
+    );
 }
 
 /// Regression (issue 15): a repair call at temperature 0 got back the rejected answer
