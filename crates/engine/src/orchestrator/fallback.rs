@@ -38,7 +38,12 @@ impl Engine {
             return Ok((fallen, notices));
         }
         for stored in self.store.events(run, 0)? {
-            let EventKind::WorkerFellBack { worker, mode, .. } = &stored.event.kind else {
+            let EventKind::WorkerFellBack {
+                worker,
+                mode,
+                reason,
+            } = &stored.event.kind
+            else {
                 continue;
             };
             let Some(i) = roster.workers.iter().position(|w| &w.id == worker) else {
@@ -62,7 +67,7 @@ impl Engine {
             notices.push((
                 i,
                 format!(
-                    "worker {worker} asks for its claim with structured = \"{mode}\", as it has{since} of this run, when its forced tool call ran to the output limit; set structured = \"{mode}\" in the roster to make it the worker's mode"
+                    "worker {worker} asks for its claim with structured = \"{mode}\", as it has{since} of this run, when {reason}; set structured = \"{mode}\" in the roster to make it the worker's mode"
                 ),
             ));
         }
