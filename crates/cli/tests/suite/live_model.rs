@@ -378,9 +378,11 @@ fn measured_run(
 /// SmolLM2-135M through each wire format in each structured mode: two turns each, and
 /// the share of turns committed and of calls whose claim parsed, printed as a table.
 /// Measured (temperature 0): in OpenAI schema mode the grammar gets every execute
-/// claim through and every handoff report runs past the output limit; everywhere else
-/// the execute claim runs past it. So no turn commits, and the floor asserted is the
-/// measured one: schema mode over Chat Completions yields a valid claim every turn.
+/// claim through; the first handoff report runs past the output limit, and the next
+/// turn, asked for a short answer with twice the limit, commits (1 of 2 turns);
+/// everywhere else the execute claim runs past the limit, also when asked to be short.
+/// The floor asserted is the measured one: schema mode over Chat Completions yields a
+/// valid claim every turn.
 #[test]
 fn live_claim_rates_smollm2_per_wire_format_and_structured_mode() {
     let Some(kit) = kit(
