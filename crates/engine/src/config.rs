@@ -43,6 +43,7 @@ struct RawWorker {
     api_base: Option<String>,
     temperature: Option<f32>,
     max_tokens: Option<u32>,
+    context_window: Option<u64>,
     max_retries: Option<u32>,
     enabled: Option<bool>,
     /// A literal key. Discouraged (baton warns): prefer `api_key_env`. Never stored.
@@ -91,6 +92,12 @@ pub struct WorkerConfig {
     pub temperature: Option<f32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// The model's context window in tokens, as the roster states it: briefings are
+    /// compiled to fit it (with a margin for the estimator's error) before they are
+    /// sent. Unset, a window the server tells (llama.cpp `/props` …) is used once a
+    /// request did not fit or an answer was cut off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
     pub max_retries: u32,
     pub enabled: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -133,6 +140,7 @@ impl WorkerConfig {
             api_base: None,
             temperature: None,
             max_tokens: None,
+            context_window: None,
             max_retries: DEFAULT_MAX_RETRIES,
             enabled: true,
             price: None,
@@ -248,6 +256,11 @@ impl Roster {
             {
                 return Err(Error::Config(format!(
                     "worker {id}: temperature {t} is outside 0..2"
+                )));
+            }
+            if w.context_window == Some(0) {
+                return Err(Error::Config(format!(
+                    "worker {id}: context_window = 0; give the model's context size in tokens (llama-server -c, Ollama num_ctx), or remove it"
                 )));
             }
         }
@@ -393,6 +406,7 @@ pub fn parse_file(path: &str, text: &str) -> Result<FileConfig> {
                     api_base: w.api_base,
                     temperature: w.temperature,
                     max_tokens: w.max_tokens,
+                    context_window: w.context_window,
                     max_retries: w.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
                     enabled: w.enabled.unwrap_or(true),
                     price: w.price,
@@ -432,7 +446,7 @@ pub fn scaffold(workers: usize) -> String {
     for i in 1..=workers.max(1) {
         out.push_str(&format!(
             "\n[[workers]]\nid = \"worker-{i}\"\nmodel = \"mock/model-{i}\"\nfamily = \"mock\"\n\
-             # role = \"drafter\"\n# temperature = 0.2\n# max_tokens = 4096\n# max_retries = 2\n\
+             # role = \"drafter\"\n# temperature = 0.2\n# max_tokens = 4096\n# context_window = 8192   # the model's context, if known\n# max_retries = 2\n\
              # enabled = true\n# api_key_env = \"PROVIDER_API_KEY\"   # for real providers\n"
         ));
     }
@@ -481,6 +495,16 @@ options = { delay_ms = 5 }
         let typo = "[[workers]]\nid = \"a\"\nmodle = \"mock/x\"\n";
         let e = parse_file("baton.toml", typo).unwrap_err().to_string();
         assert!(e.contains("modle"), "{e}");
+        let zero = "[[workers]]\nid = \"a\"\nmodel = \"llamacpp/x\"\ncontext_window = 0\n";
+        let e = parse_file("baton.toml", zero).unwrap_err().to_string();
+        assert!(e.contains("context_window = 0"), "{e}");
+    }
+
+    #[test]
+    fn a_workers_context_window_is_read_from_the_roster() {
+        let toml = "[[workers]]\nid = \"a\"\nmodel = \"llamacpp/x\"\ncontext_window = 8192\n";
+        let roster = parse_file("baton.toml", toml).unwrap().roster.unwrap();
+        assert_eq!(roster.workers[0].context_window, Some(8192));
     }
 
     #[test]

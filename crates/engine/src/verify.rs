@@ -33,9 +33,11 @@ pub struct Verdict {
 /// (the largest call is the handoff: system prompt, its instructions and example) and
 /// the two answers (the result, quoted in the handoff call, and the handoff itself),
 /// each up to the worker's `max_tokens`, or 1,000 tokens when it sets none.
-fn turn_overhead(worker: &WorkerConfig) -> (usize, usize) {
+pub(crate) fn turn_overhead(
+    worker: &WorkerConfig,
+    estimator: &dyn baton_core::tokens::TokenEstimator,
+) -> (usize, usize) {
     use baton_core::compiler::{Assignment, AssignmentKind, HandoffPackage};
-    use baton_core::tokens::{HeuristicEstimator, TokenEstimator};
     let package = HandoffPackage {
         run_id: baton_core::ids::RunId(String::new()),
         turn: 0,
@@ -55,15 +57,14 @@ fn turn_overhead(worker: &WorkerConfig) -> (usize, usize) {
         over_budget: false,
     };
     let handoff = baton_core::prompt::handoff_prompt(&package, "");
-    let prompts =
-        HeuristicEstimator.count(&handoff.system) + HeuristicEstimator.count(&handoff.user);
+    let prompts = estimator.count(&handoff.system) + estimator.count(&handoff.user);
     let answer = worker.max_tokens.map_or(1_000, |n| n as usize);
     (prompts, answer)
 }
 
 /// The context line of a verdict: the window, and whether `budget` fits in it.
 fn context_line(worker: &WorkerConfig, budget: usize, window: u64, source: &str) -> String {
-    let (prompts, answer) = turn_overhead(worker);
+    let (prompts, answer) = turn_overhead(worker, &baton_core::tokens::HeuristicEstimator);
     let need = budget + prompts + 2 * answer;
     let window_tokens = usize::try_from(window).unwrap_or(usize::MAX);
     if need <= window_tokens {

@@ -368,6 +368,22 @@ pub trait Gateway: Send + Sync + fmt::Debug {
     fn context_window(&self) -> Option<(u64, String)> {
         None
     }
+
+    /// The structured mode (as `options.structured` names it) this gateway switches
+    /// to when its configured one fails in a way that repeats on every call — forced
+    /// tool use whose answer never ends — or `None` when it has no such fallback.
+    fn fallback_mode(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Whether this gateway has switched to its [`fallback_mode`](Self::fallback_mode).
+    fn has_fallen_back(&self) -> bool {
+        false
+    }
+
+    /// Switches to the fallback mode from the next call on: the run's record says an
+    /// earlier process found the configured mode failing.
+    fn fall_back(&self) {}
 }
 
 /// Provider options for a worker, as the roster gives them.

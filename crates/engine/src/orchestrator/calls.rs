@@ -22,10 +22,7 @@ impl Engine {
         turn: u32,
     ) -> (CallRecord, std::result::Result<String, String>) {
         let worker = &session.config.roster.workers[worker_index];
-        let schema = match call {
-            CallKind::Execute | CallKind::ExecuteRepair => claims::worker_result_schema(),
-            CallKind::Handoff | CallKind::HandoffRepair => claims::handoff_report_schema(),
-        };
+        let schema = schema_of(call);
         let model_name = worker
             .model
             .split_once('/')
@@ -38,8 +35,8 @@ impl Engine {
             call,
             turn,
             schema,
-            max_tokens: worker.max_tokens,
-            temperature: worker.temperature,
+            max_tokens: session.reshape.max_tokens(call, worker.max_tokens),
+            temperature: super::reshape::temperature(call, worker.temperature),
             workspace: session.workspace.as_ref().map(|w| w.path()),
             cancel: Some(&session.cancel),
             output: session.agent_output.as_ref(),
@@ -202,7 +199,8 @@ impl Engine {
     ) -> std::result::Result<(Parsed<T>, String), String> {
         let mut repairs_left = session.config.settings.repair_attempts;
         let mut kind = call;
-        let mut current = prompt;
+        let schema = schema_of(call);
+        let mut current = session.reshape.prompt(call, prompt, schema);
         loop {
             let (record, out) = self.call_model(session, worker_index, &current, kind, turn);
             calls.push(record);
@@ -227,5 +225,13 @@ impl Engine {
                 }
             }
         }
+    }
+}
+
+/// The JSON Schema `call`'s answer must match.
+fn schema_of(call: CallKind) -> &'static serde_json::Value {
+    match call {
+        CallKind::Execute | CallKind::ExecuteRepair => claims::worker_result_schema(),
+        CallKind::Handoff | CallKind::HandoffRepair => claims::handoff_report_schema(),
     }
 }

@@ -6,7 +6,7 @@
 
 use baton_core::compiler;
 use baton_core::prompt;
-use baton_core::turn::{CallKind, CallRecord, TurnStatus};
+use baton_core::turn::{CallKind, CallRecord, TurnRecord, TurnStatus};
 
 use super::{Engine, Session};
 use crate::Result;
@@ -93,13 +93,17 @@ fn shrink(budget: usize, tokens: usize) -> usize {
 }
 
 impl Engine {
-    /// How `plan`'s worker's last turn failed in a doomed way, when that turn is among
-    /// the failed turns just before this one (other workers may have failed in between).
-    /// Read from the committed turns, so a resumed run sees it too; at most one turn per
-    /// roster worker is read, none when the last turn did not fail.
-    fn last_doomed(&self, session: &Session, plan: &TurnPlan) -> Result<Option<Doomed>> {
+    /// `worker`'s last turn, when it is among the failed turns just before this one
+    /// (other workers may have failed in between). Read from the committed turns, so a
+    /// resumed run sees it too; at most one turn per roster worker is read, none when
+    /// the last turn did not fail.
+    pub(super) fn last_failed_turn(
+        &self,
+        session: &Session,
+        worker: usize,
+    ) -> Result<Option<TurnRecord>> {
         let state = &session.state;
-        let worker = &session.config.roster.workers[plan.worker];
+        let worker = &session.config.roster.workers[worker];
         let look_back = state
             .consecutive_failures
             .min(state.turns)
@@ -111,24 +115,40 @@ impl Engine {
             if last.worker != worker.id {
                 continue;
             }
-            return Ok(Doomed::of(
-                last.turn,
-                &last.calls,
-                last.package.budget,
-                last.package.tokens,
-            )
-            .filter(|_| last.status == TurnStatus::Failed));
+            return Ok((last.status == TurnStatus::Failed).then_some(last));
         }
         Ok(None)
     }
 
+    /// How `plan`'s worker's last turn failed in a doomed way, when it failed just
+    /// before this one (see [`Self::last_failed_turn`]).
+    fn last_doomed(&self, session: &Session, plan: &TurnPlan) -> Result<Option<Doomed>> {
+        Ok(self
+            .last_failed_turn(session, plan.worker)?
+            .and_then(|last| {
+                Doomed::of(
+                    last.turn,
+                    &last.calls,
+                    last.package.budget,
+                    last.package.tokens,
+                )
+            }))
+    }
+
     /// The budget of the turn `plan` describes: the plan's, or less when the same
     /// worker's last failed turn failed because its briefing did not fit its model's
-    /// context.
+    /// context, and never more than the worker's context window leaves (once a
+    /// briefing did not fit, the window the server tells is asked for).
     pub(super) fn turn_budget(&self, session: &Session, plan: &TurnPlan) -> Result<usize> {
-        Ok(match self.last_doomed(session, plan)? {
+        let doomed = self.last_doomed(session, plan)?;
+        let too_long = doomed.as_ref().is_some_and(|d| d.too_long);
+        let budget = match doomed {
             Some(d) if d.too_long => shrink(d.budget, d.tokens).min(plan.budget),
             _ => plan.budget,
+        };
+        Ok(match self.window_fit(session, plan.worker, too_long) {
+            Some(fit) => budget.min(fit.budget.max(MIN_BUDGET)),
+            None => budget,
         })
     }
 

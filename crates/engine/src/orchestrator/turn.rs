@@ -204,6 +204,8 @@ impl Engine {
         {
             return Err(Error::Cancelled { turn });
         }
+        // Recorded only with a turn that commits (a cancelled one is not).
+        events.extend(self.fell_back(session, plan.worker, turn, now));
         let verifier: Arc<dyn Verifier> = match &hooked {
             Some(h) => h.verifier.clone(),
             None => self.verifier.clone(),
@@ -305,6 +307,7 @@ impl Engine {
             }
         };
         outcome.warnings.extend(agent_warnings);
+        outcome.warnings.append(&mut session.notices);
         if let Some(h) = &hooked {
             outcome.refusals.extend(h.refusals.iter().cloned());
             outcome.warnings.extend(h.warnings.iter().cloned());
