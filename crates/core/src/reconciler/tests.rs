@@ -1,6 +1,7 @@
 use super::*;
 use crate::claims::{
-    ArtifactClaim, ArtifactMention, FailedAttemptClaim, ResolutionClaimInput, parse_worker_result,
+    ArtifactClaim, ArtifactMention, DecisionClaim, FailedAttemptClaim, IssueClaim,
+    ResolutionClaimInput, parse_worker_result,
 };
 use crate::compiler::AssignmentKind;
 use crate::ids::{RunId, WorkerId};
@@ -274,7 +275,11 @@ fn restatements_are_reaffirmations_not_new_records() {
         s.failed_attempts[0].reaffirmed[0].wording.as_deref(),
         Some("Sessions stored in process memory")
     );
-    assert_eq!(out.count(Action::Reaffirmed), 2);
+    // The decision, the failed attempt, and the step's completed work (both turns'
+    // summary, "did it", on T1).
+    assert_eq!(out.count(Action::Reaffirmed), 3);
+    assert_eq!(s.completed.len(), 1);
+    assert_eq!(s.completed[0].reaffirmed.len(), 1);
     assert!(
         out.warnings.is_empty(),
         "a restatement without reason is not a reasonless decision: {:?}",

@@ -17,7 +17,7 @@ use baton_core::reconciler::{Action, NoVerifier, ReconcileOutcome, TurnContext, 
 use baton_core::state::{ExecutionState, RecordKind, Severity};
 use baton_core::tokens::HeuristicEstimator;
 
-use Expect::{Keep, Merge, SeverityHeld, SeverityRaised};
+use Expect::{Distinct, Keep, Merge, SeverityHeld, SeverityRaised};
 use Kind::{Assumption, Completed, Decision, Failed, Issue};
 use Severity::{Critical, High, Low, Medium};
 
@@ -39,6 +39,9 @@ enum Expect {
     Merge,
     /// Two records, and a warning naming the first one.
     Keep,
+    /// Two records without a warning: completed work that differs in a number or a name
+    /// is more work, not a contradiction.
+    Distinct,
     /// One issue, its severity raised to the second claim's, with a warning.
     SeverityRaised,
     /// One issue, its severity kept (a claim never lowers it), with a warning.
@@ -375,12 +378,17 @@ const CORPUS: &[Row] = &[
         "Alert when the error rate exceeds 50%",
         Keep,
     ),
-    row(Issue(High, High), "Index 2 is missing", "Index 3 is missing", Keep),
+    row(
+        Issue(High, High),
+        "Index 2 is missing",
+        "Index 3 is missing",
+        Keep,
+    ),
     row(
         Completed,
         "Migrated 3 of the 7 tables to the new schema",
         "Migrated 5 of the 7 tables to the new schema",
-        Keep,
+        Distinct,
     ),
     row(
         Failed("the upload timed out", "the upload timed out"),
@@ -418,7 +426,7 @@ const CORPUS: &[Row] = &[
         Completed,
         "Add unit tests for parser.rs in the core crate",
         "Add unit tests for lexer.rs in the core crate",
-        Keep,
+        Distinct,
     ),
     row(
         Decision,
@@ -554,7 +562,12 @@ fn claims(kind: Kind, text: &str, second: bool) -> (WorkerResult, HandoffReport)
     (result, report)
 }
 
-fn turn(s: &mut ExecutionState, who: &str, n: u32, r: &(WorkerResult, HandoffReport)) -> ReconcileOutcome {
+fn turn(
+    s: &mut ExecutionState,
+    who: &str,
+    n: u32,
+    r: &(WorkerResult, HandoffReport),
+) -> ReconcileOutcome {
     let w = worker(who);
     let a = step("T1");
     let ctx = TurnContext {
@@ -612,18 +625,19 @@ fn check(row: &Row) -> Option<String> {
         Merge if after.len() != 1 => Some(format!("not merged: {after:?}")),
         Merge if !reaffirmed => Some("merged without a recorded reaffirmation".into()),
         Merge if warned => Some("merged but warned of a contradiction".into()),
-        Keep if after.len() != 2 => Some(format!("merged into {first_id}")),
+        Keep | Distinct if after.len() != 2 => Some(format!("merged into {first_id}")),
+        Distinct if warned => Some(format!(
+            "more work warned as a contradiction: {:?}",
+            out.warnings
+        )),
         Keep if !warned => Some(format!(
             "kept apart but no \"{contradiction}\" warning: {:?}",
             out.warnings
         )),
-        SeverityRaised | SeverityHeld if after.len() != 1 => {
-            Some(format!("not merged: {after:?}"))
+        SeverityRaised | SeverityHeld if after.len() != 1 => Some(format!("not merged: {after:?}")),
+        SeverityRaised | SeverityHeld if !severity_warned => {
+            Some(format!("severity changed silently: {:?}", out.warnings))
         }
-        SeverityRaised | SeverityHeld if !severity_warned => Some(format!(
-            "severity changed silently: {:?}",
-            out.warnings
-        )),
         _ => None,
     };
     if problem.is_some() {
@@ -635,7 +649,9 @@ fn check(row: &Row) -> Option<String> {
         let want = first.max(then);
         let got = s.issues[0].severity;
         if got != want {
-            return Some(format!("severity is {got:?}, the stricter claim was {want:?}"));
+            return Some(format!(
+                "severity is {got:?}, the stricter claim was {want:?}"
+            ));
         }
     }
     None
@@ -644,7 +660,9 @@ fn check(row: &Row) -> Option<String> {
 #[test]
 fn restatement_corpus_merges_only_what_says_the_same_thing() {
     assert!(CORPUS.len() >= 50, "{} pairs", CORPUS.len());
-    let keep = CORPUS.iter().filter(|r| r.expect == Keep).count();
+    let keep = (CORPUS.iter())
+        .filter(|r| matches!(r.expect, Keep | Distinct))
+        .count();
     assert!(keep >= 25 && CORPUS.len() - keep >= 20);
     let failures: Vec<String> = CORPUS
         .iter()
@@ -687,4 +705,80 @@ fn a_possible_contradiction_reaches_the_next_briefing() {
         "the next worker is told:\n{}",
         p.text
     );
+}
+
+/// Regression (issue 9, item 2): completed-work claims were dropped when they resembled
+/// any earlier item, whatever the step; 100 completion claims left 10 records, with no
+/// warning. Over 100 turns on 10 steps, every distinct piece of work is kept, the same
+/// words on another step are another piece of work, and a claim that is not a new record
+/// is a recorded reaffirmation.
+#[test]
+fn a_long_run_keeps_every_distinct_completion_and_drops_none_silently() {
+    let steps: Vec<String> = (1..=10).map(|n| format!("Build part {n}")).collect();
+    let mut s = ExecutionState::new(RunId("r".into()), "Build it", &steps);
+    let mut distinct = std::collections::BTreeSet::new();
+    for t in 0..100u32 {
+        let step_id = format!("T{}", t / 10 + 1);
+        let claims = vec![
+            // The same words on every step: one piece of work per step.
+            "Wrote the handler and its unit tests".to_string(),
+            // Differs only in a (single-digit) number: one piece of work per turn.
+            format!("Migrated batch {} of the step's records", t % 10),
+        ];
+        for c in &claims {
+            distinct.insert((step_id.clone(), c.clone()));
+        }
+        let result = WorkerResult {
+            summary: "worked".into(),
+            completed: claims.clone(),
+            last_action: "worked".into(),
+            ..WorkerResult::default()
+        };
+        let report = HandoffReport {
+            notes: "see the record".into(),
+            last_action: "worked".into(),
+            next_action: "continue".into(),
+            ..HandoffReport::default()
+        };
+        let w = worker(&format!("w{}", t % 3));
+        let a = step(&step_id);
+        let ctx = TurnContext {
+            worker: &w,
+            turn: t,
+            at: Timestamp(1_000 + i64::from(t)),
+            assignment: &a,
+        };
+        let out = reconcile(&mut s, &ctx, &result, &report, Vec::new(), &NoVerifier);
+        let accounted = out
+            .accepted
+            .iter()
+            .filter(|a| {
+                a.kind == RecordKind::Completed
+                    && matches!(a.action, Action::Created | Action::Reaffirmed)
+            })
+            .count();
+        assert_eq!(
+            accounted,
+            claims.len(),
+            "turn {t}: every completion claim is a record or a reaffirmation: {:?} {:?}",
+            out.accepted,
+            out.warnings
+        );
+        assert!(
+            !out.warnings.iter().any(|w| w.contains("contradiction")),
+            "more work is not a contradiction: {:?}",
+            out.warnings
+        );
+    }
+    let kept: std::collections::BTreeSet<(String, String)> = s
+        .completed
+        .iter()
+        .map(|c| (c.step.clone().unwrap_or_default(), c.text.clone()))
+        .collect();
+    assert_eq!(
+        s.completed.len(),
+        distinct.len(),
+        "one record per distinct completion"
+    );
+    assert_eq!(kept, distinct);
 }
