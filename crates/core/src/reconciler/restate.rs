@@ -416,7 +416,9 @@ pub(super) fn merge_resolution(
 }
 
 /// Two reasons for the same failed attempt that say opposite things: they share most of
-/// their terms (see `COMPARABLE_REASONS`) and the guard sets them apart.
+/// their terms (see `COMPARABLE_REASONS`) and the guard sets them apart by polarity, or
+/// by a number, unit or name each side has and the other lacks. A restated reason often
+/// adds a detail ("switched to a task_statuses table"); that alone is no contradiction.
 fn contradicting_reason(claim: &str, record: &str) -> Option<Difference> {
     let (claim, record) = (claim.trim(), record.trim());
     if claim.is_empty() || record.is_empty() || normalize(claim) == normalize(record) {
@@ -427,7 +429,8 @@ fn contradicting_reason(claim: &str, record: &str) -> Option<Difference> {
     if shorter == 0 || (overlap(&a, &b) as f64) < COMPARABLE_REASONS * shorter as f64 {
         return None;
     }
-    difference(claim, record).map(|_| Difference {
+    let d = difference(claim, record)?;
+    (d.aspect == Aspect::Polarity || d.on_both_sides()).then(|| Difference {
         aspect: Aspect::Reason,
         claim: format!("\"{}\"", clip(claim, 80)),
         record: format!("\"{}\"", clip(record, 80)),

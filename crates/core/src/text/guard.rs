@@ -42,7 +42,7 @@ impl Aspect {
 }
 
 /// Why two wordings that look alike are not the same statement: the aspect, and what
-/// each side says on it (`none` when it says nothing).
+/// each side says on it (`none` when it says nothing: `NOTHING`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Difference {
     pub aspect: Aspect,
@@ -50,6 +50,17 @@ pub struct Difference {
     pub claim: String,
     /// What the earlier wording (the record) says.
     pub record: String,
+}
+
+/// What a side of a `Difference` says when it says nothing on the aspect.
+const NOTHING: &str = "none";
+
+impl Difference {
+    /// Both sides say something on the aspect (`5` vs `3`), rather than one adding what
+    /// the other leaves out.
+    pub fn on_both_sides(&self) -> bool {
+        self.claim != NOTHING && self.record != NOTHING
+    }
 }
 
 impl fmt::Display for Difference {
@@ -235,6 +246,37 @@ fn is_joiner(c: char, prev: char, next: char) -> bool {
 }
 
 fn raw_tokens(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for token in joined_tokens(text) {
+        if is_prose_joint(&token) {
+            // "and/or", "e.g", "read/write": words, not a path or a name.
+            out.extend(
+                (token.split(['/', '.']))
+                    .filter(|w| !w.is_empty())
+                    .map(str::to_string),
+            );
+        } else {
+            out.push(token);
+        }
+    }
+    out
+}
+
+/// Prose, not a name: letters joined only by `/` ("and/or", "read/write"), or only by
+/// `.` between single letters ("e.g", "i.e"); no digit, `_`, `:` or apostrophe.
+fn is_prose_joint(token: &str) -> bool {
+    if token.contains(['_', ':', '\'']) || token.chars().any(|c| c.is_ascii_digit()) {
+        return false;
+    }
+    let dotted = token.contains('.');
+    let slashed = token.contains('/');
+    if dotted && !slashed {
+        return token.split('.').all(|p| p.chars().count() <= 1);
+    }
+    slashed && !dotted
+}
+
+fn joined_tokens(text: &str) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();
     let mut out = Vec::new();
     let mut cur = String::new();
@@ -429,7 +471,7 @@ impl Parsed {
 
 fn quoted(words: &[&str]) -> String {
     if words.is_empty() {
-        return "none".into();
+        return NOTHING.into();
     }
     let q: Vec<String> = words.iter().map(|w| format!("\"{w}\"")).collect();
     q.join(", ")
@@ -438,7 +480,7 @@ fn quoted(words: &[&str]) -> String {
 fn listed<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
     let v: Vec<&str> = items.into_iter().collect();
     if v.is_empty() {
-        "none".into()
+        NOTHING.into()
     } else {
         v.join(", ")
     }
@@ -568,7 +610,9 @@ mod tests {
     #[test]
     fn tokens_keep_file_names_versions_and_contractions_whole() {
         assert_eq!(
-            raw_tokens("Fix src/auth/login.rs, v1.0.190 and don't; 1,000 rate-limited."),
+            raw_tokens(
+                "Fix src/auth/login.rs, v1.0.190 and don't; 1,000 rate-limited, e.g. and/or"
+            ),
             [
                 "Fix",
                 "src/auth/login.rs",
@@ -577,7 +621,11 @@ mod tests {
                 "don't",
                 "1,000",
                 "rate",
-                "limited"
+                "limited",
+                "e",
+                "g",
+                "and",
+                "or"
             ]
         );
     }

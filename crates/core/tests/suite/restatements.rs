@@ -225,6 +225,15 @@ const CORPUS: &[Row] = &[
         "A first design where the cache shared state with its callers",
         Merge,
     ),
+    row(
+        Failed(
+            "adding a status needs a migration that locks the tasks table; switched to a task_statuses lookup table",
+            "each new status needs a table-locking migration",
+        ),
+        "Modelled task status as a PostgreSQL ENUM type",
+        "Modelling task status as a native PostgreSQL ENUM type",
+        Merge,
+    ),
     // --- must not merge: polarity -----------------------------------------------------
     row(
         Decision,
