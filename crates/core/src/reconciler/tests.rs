@@ -532,3 +532,41 @@ fn a_gate_that_keeps_failing_shows_its_newest_output_to_the_next_worker() {
     assert!(!p.text.contains("first failure"), "{}", p.text);
     assert!(p.text.contains("still failing at turn 1"), "{}", p.text);
 }
+
+#[test]
+fn a_resolution_by_title_never_lands_on_the_opposite_issue() {
+    // Regression: "is rate limited" resolved matched the open issue "is not rate limited".
+    let mut s = state();
+    let mut r = result("found it");
+    r.issues.push(IssueClaim {
+        title: "Login endpoint is not rate limited".into(),
+        severity: Severity::Critical,
+        detail: None,
+        gate: None,
+    });
+    run_turn(&mut s, "w1", 0, &r, &report("found it", "fix"), &NoVerifier);
+
+    let mut r2 = result("checked");
+    r2.resolved_issues.push(ResolutionClaimInput {
+        issue: "Login endpoint is rate limited".into(),
+        note: None,
+    });
+    let out = run_turn(
+        &mut s,
+        "w2",
+        1,
+        &r2,
+        &report("checked", "next"),
+        &NoVerifier,
+    );
+    assert!(s.issues[0].resolution_claimed_by.is_none());
+    assert_eq!(out.count(Action::ResolutionClaimed), 0);
+    let refusal = &out.refusals[0];
+    assert!(
+        refusal
+            .reason
+            .contains("I1 is alike but differs in polarity")
+            && refusal.reason.contains("by its id"),
+        "{refusal:?}"
+    );
+}
