@@ -26,6 +26,10 @@ pub struct Reaffirmation {
     /// The wording used, when it differs from the record's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wording: Option<String>,
+    /// The severity a restated issue was claimed at, when it differs from the one on
+    /// record (which only ever rises: see the reconciler).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub severity: Option<Severity>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -104,6 +108,9 @@ pub struct CompletedWork {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<String>,
     pub provenance: Provenance,
+    /// Later claims of the same work on the same step.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reaffirmed: Vec<Reaffirmation>,
 }
 
 /// One version of an artifact. Versions are appended, never overwritten (invariant 3).
@@ -243,13 +250,18 @@ pub struct Stamped {
     pub provenance: Provenance,
 }
 
-/// What one worker left for the next: notes and warnings from its handoff report.
+/// What one worker left for the next: notes and warnings from its handoff report, and
+/// what the engine found in the turn's claims that the next worker must see.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HandoffRecord {
     pub id: String,
     pub notes: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Written by the reconciler, never by a model: e.g. a possible contradiction
+    /// between a claim of this turn and an earlier record.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub engine_warnings: Vec<String>,
     pub provenance: Provenance,
 }
 
@@ -612,6 +624,7 @@ mod tests {
             by: WorkerId::new("w2"),
             turn: 1,
             wording: None,
+            severity: None,
         });
         after.failed_attempts.push(FailedAttempt {
             id: "F1".into(),

@@ -769,8 +769,9 @@ fn stamped(arena: &mut Arena<'_>, cx: &Context<'_>, section: Section) -> Block {
     )
 }
 
-/// The last handoff's warnings (each with its shortest form; the first `FLOOR_WARNINGS`
-/// are always delivered) then its notes.
+/// The last handoff's warnings — the engine's own first (a possible contradiction the
+/// reconciler found), then the worker's — each with its shortest form (the first
+/// `FLOOR_WARNINGS` are always delivered), then its notes.
 fn notes(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
     let section = Section::PreviousWorkerNotes;
     let Some(h) = cx.state.handoffs.last() else {
@@ -783,15 +784,25 @@ fn notes(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             warnings: 0,
         };
     };
-    let mut items = Vec::with_capacity(h.warnings.len() + 1);
-    for (k, w) in h.warnings.iter().enumerate() {
+    let engine = (h.engine_warnings.iter().enumerate()).map(|(k, w)| {
+        (
+            "- WARNING (engine): ",
+            w,
+            format!("{}.engine_warning{}", h.id, k + 1),
+        )
+    });
+    let worker = (h.warnings.iter().enumerate())
+        .map(|(k, w)| ("- WARNING: ", w, format!("{}.warning{}", h.id, k + 1)));
+    let all_warnings = h.engine_warnings.len() + h.warnings.len();
+    let mut items = Vec::with_capacity(all_warnings + 1);
+    for (k, (label, w, id)) in engine.chain(worker).enumerate() {
         let out = arena.begin();
-        out.push_str("- WARNING: ");
+        out.push_str(label);
         let cut = push_clean(out, w, MAX_ITEM_CHARS);
         let piece = arena.end();
         let short = if k < FLOOR_WARNINGS {
             let out = arena.begin();
-            out.push_str("- WARNING: ");
+            out.push_str(label);
             push_words(out, w, WARNING_FLOOR_WORDS);
             let short = arena.end();
             Some(short)
@@ -799,7 +810,7 @@ fn notes(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             None
         };
         items.push(Item {
-            id: format!("{}.warning{}", h.id, k + 1),
+            id,
             score: ANCHOR_BONUS - k.min(ANCHOR_BONUS as usize / 2) as u32,
             order: k as u64,
             piece,
@@ -813,7 +824,7 @@ fn notes(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
         items.push(Item {
             id: format!("{}.notes", h.id),
             score: 0,
-            order: h.warnings.len() as u64,
+            order: all_warnings as u64,
             piece: arena.end(),
             short: None,
             shortened: cut,
@@ -830,6 +841,6 @@ fn notes(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
         available: items.len(),
         items,
         cap_dropped: Vec::new(),
-        warnings: h.warnings.len(),
+        warnings: all_warnings,
     }
 }

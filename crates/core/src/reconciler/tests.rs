@@ -1,6 +1,7 @@
 use super::*;
 use crate::claims::{
-    ArtifactClaim, ArtifactMention, FailedAttemptClaim, ResolutionClaimInput, parse_worker_result,
+    ArtifactClaim, ArtifactMention, DecisionClaim, FailedAttemptClaim, IssueClaim,
+    ResolutionClaimInput, parse_worker_result,
 };
 use crate::compiler::AssignmentKind;
 use crate::ids::{RunId, WorkerId};
@@ -256,9 +257,12 @@ fn restatements_are_reaffirmations_not_new_records() {
         what: "Storing sessions in process memory".into(),
         why: "lost on restart".into(),
     });
+    // Raising a failed attempt, a worker must name the step for its summary to count.
+    r.steps_completed.push("T1".into());
     run_turn(&mut s, "w1", 0, &r, &report("x", "y"), &NoVerifier);
 
     let mut r2 = result("x");
+    r2.steps_completed.push("T1".into());
     r2.decisions.push(DecisionClaim {
         text: "use postgresql 16 as the primary datastore.".into(),
         reason: None,
@@ -276,7 +280,11 @@ fn restatements_are_reaffirmations_not_new_records() {
         s.failed_attempts[0].reaffirmed[0].wording.as_deref(),
         Some("Sessions stored in process memory")
     );
-    assert_eq!(out.count(Action::Reaffirmed), 2);
+    // The decision, the failed attempt, and the step's completed work (both turns'
+    // summary, "did it", on T1).
+    assert_eq!(out.count(Action::Reaffirmed), 3);
+    assert_eq!(s.completed.len(), 1);
+    assert_eq!(s.completed[0].reaffirmed.len(), 1);
     assert!(
         out.warnings.is_empty(),
         "a restatement without reason is not a reasonless decision: {:?}",
@@ -797,5 +805,43 @@ fn only_first_person_failure_phrases_make_a_summary_a_report_of_failure() {
     assert_eq!(
         failure_phrase("Done.\n\nI could not add tests: no runner."),
         None
+    );
+}
+
+#[test]
+fn a_resolution_by_title_never_lands_on_the_opposite_issue() {
+    // Regression: "is rate limited" resolved matched the open issue "is not rate limited".
+    let mut s = state();
+    let mut r = result("found it");
+    r.issues.push(IssueClaim {
+        title: "Login endpoint is not rate limited".into(),
+        severity: Severity::Critical,
+        detail: None,
+        gate: None,
+    });
+    run_turn(&mut s, "w1", 0, &r, &report("found it", "fix"), &NoVerifier);
+
+    let mut r2 = result("checked");
+    r2.resolved_issues.push(ResolutionClaimInput {
+        issue: "Login endpoint is rate limited".into(),
+        note: None,
+    });
+    let out = run_turn(
+        &mut s,
+        "w2",
+        1,
+        &r2,
+        &report("checked", "next"),
+        &NoVerifier,
+    );
+    assert!(s.issues[0].resolution_claimed_by.is_none());
+    assert_eq!(out.count(Action::ResolutionClaimed), 0);
+    let refusal = &out.refusals[0];
+    assert!(
+        refusal
+            .reason
+            .contains("I1 is alike but differs in polarity")
+            && refusal.reason.contains("by its id"),
+        "{refusal:?}"
     );
 }

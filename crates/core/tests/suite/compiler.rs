@@ -462,6 +462,7 @@ fn warnings_reach_the_next_worker_with_a_tight_budget_and_a_large_record() {
             "Do not assume the migration ran on staging; nobody checked it".into(),
             "Do not assume I3 is fixed: the claim was never verified".into(),
         ],
+        engine_warnings: vec![],
         provenance: prov("w4", 600),
     });
     for est in [&HeuristicEstimator as &dyn TokenEstimator, &bpe()] {
@@ -490,12 +491,14 @@ fn step_attempted_before_shows_its_recorded_work() {
         text: "Drafted the projects table".into(),
         step: Some("T2".into()),
         provenance: prov("w2", 1),
+        reaffirmed: vec![],
     });
     s.completed.push(CompletedWork {
         id: "C2".into(),
         text: "Wrote the schema".into(),
         step: Some("T1".into()),
         provenance: prov("w1", 0),
+        reaffirmed: vec![],
     });
     let p = compile(
         &s,
