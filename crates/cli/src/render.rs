@@ -457,7 +457,7 @@ pub fn run_summary(r: &RunReport, s: &ExecutionState, elapsed: Duration) -> Stri
     }
     let _ = writeln!(
         out,
-        "tokens actually sent: {} (both calls of every turn, system prompts included)",
+        "tokens actually sent: {} (every call of every turn, retries and system prompts included)",
         n(r.tokens_sent as u64)
     );
     out.push_str(&reported_line(r));
@@ -616,7 +616,7 @@ pub fn demo(
     );
     let _ = writeln!(
         out,
-        "tokens actually sent: {} (both calls of every turn, system prompts included)",
+        "tokens actually sent: {} (every call of every turn, retries and system prompts included)",
         n(r.tokens_sent as u64)
     );
     let _ = writeln!(

@@ -16,7 +16,7 @@ use crate::{Error, Result};
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchRow {
     pub turns: u32,
-    /// Tokens baton actually sent (both calls of every turn, system prompts included).
+    /// Tokens baton actually sent (every call of every turn, system prompts included).
     pub tokens_sent: u64,
     /// Tokens the same turns would send if each call carried every earlier worker's raw
     /// output instead of a compiled briefing (a lower bound: instructions are counted

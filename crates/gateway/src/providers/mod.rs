@@ -626,6 +626,23 @@ impl Gateway for HttpGateway {
         context::window(self)
     }
 
+    /// Read back from the very body [`HttpGateway::request_body`] builds, so what is
+    /// counted is what is sent.
+    fn answer_format_sent(&self, request: &ModelRequest<'_>) -> Option<String> {
+        let body: Value = serde_json::from_slice(&self.request_body(request).ok()?).ok()?;
+        let part = match self.settings.kind.wire() {
+            Wire::ChatCompletions => body.get("response_format").cloned(),
+            Wire::Messages => body.get("tools").map(
+                |tools| serde_json::json!({"tools": tools, "tool_choice": body.get("tool_choice")}),
+            ),
+            Wire::GenerateContent => body
+                .get("generationConfig")
+                .and_then(|c| c.get("responseSchema"))
+                .cloned(),
+        }?;
+        Some(part.to_string())
+    }
+
     fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelResponse> {
         let body = self.request_body(request)?;
         let owned = self.headers();
