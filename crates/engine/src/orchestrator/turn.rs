@@ -446,7 +446,7 @@ impl Engine {
     /// Whether the worker makes an execute and a handoff call per turn: a replay asks
     /// the way its script was recorded (every script from before one call per turn
     /// has two), anyone else as the roster says (one by default).
-    fn two_calls(&self, session: &Session, worker: usize) -> bool {
+    pub(super) fn two_calls(&self, session: &Session, worker: usize) -> bool {
         let recorded = session.gateways[worker]
             .as_ref()
             .and_then(|g| g.recorded_calls_per_turn());

@@ -626,21 +626,16 @@ impl Gateway for HttpGateway {
         context::window(self)
     }
 
-    /// Read back from the very body [`HttpGateway::request_body`] builds, so what is
-    /// counted is what is sent.
+    /// Serialised by the same code that builds the body, so what is counted is what
+    /// is sent.
     fn answer_format_sent(&self, request: &ModelRequest<'_>) -> Option<String> {
-        let body: Value = serde_json::from_slice(&self.request_body(request).ok()?).ok()?;
-        let part = match self.settings.kind.wire() {
-            Wire::ChatCompletions => body.get("response_format").cloned(),
-            Wire::Messages => body.get("tools").map(
-                |tools| serde_json::json!({"tools": tools, "tool_choice": body.get("tool_choice")}),
-            ),
-            Wire::GenerateContent => body
-                .get("generationConfig")
-                .and_then(|c| c.get("responseSchema"))
-                .cloned(),
-        }?;
-        Some(part.to_string())
+        let s = &self.settings;
+        match s.kind.wire() {
+            Wire::ChatCompletions => openai::answer_format(s, request),
+            Wire::Messages if self.falls_back() => None,
+            Wire::Messages => anthropic::answer_format(s, request),
+            Wire::GenerateContent => gemini::answer_format(s, request),
+        }
     }
 
     fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelResponse> {
