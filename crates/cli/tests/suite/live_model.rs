@@ -309,7 +309,10 @@ impl Tally {
             }
             for call in &turn.calls {
                 t.calls += 1;
-                if matches!(call.call, CallKind::ExecuteRepair | CallKind::HandoffRepair) {
+                if matches!(
+                    call.call,
+                    CallKind::ExecuteRepair | CallKind::HandoffRepair | CallKind::CombinedRepair
+                ) {
                     t.repairs += 1;
                 }
                 match &call.error {
@@ -616,7 +619,8 @@ fn live_briefing_larger_than_the_context_is_named_too_long() {
         short(&String::from_utf8_lossy(&out.stderr))
     );
     let first = &turns.first().expect("a turn was recorded").calls[0];
-    assert_eq!(first.call, CallKind::Execute);
+    // One call per turn, the default for an API worker.
+    assert_eq!(first.call, CallKind::Combined);
     let message = first.error.as_deref().unwrap_or_default();
     assert!(
         message.contains("exceed") && message.contains("context"),
