@@ -627,6 +627,48 @@ mod tests {
     }
 
     #[test]
+    fn a_turn_answer_is_split_into_the_result_and_the_report() {
+        let raw = r#"{"summary":"s","last_action":"a","next_action":"n","notes":"read x",
+            "warnings":["w"],"decisions":[{"text":"d"}],"verified":true,"mood":"ok"}"#;
+        let (result, report) = parse_turn_answer(raw).unwrap();
+        assert_eq!(result.claim.decisions[0].text, "d");
+        assert_eq!(result.claim.next_action.as_deref(), Some("n"));
+        assert_eq!(report.claim.notes, "read x");
+        assert_eq!(report.claim.warnings, ["w"]);
+        assert_eq!(report.claim.last_action, "a");
+        assert!(
+            report.claim.decisions.is_empty(),
+            "nothing is reconciled twice"
+        );
+        assert_eq!(result.refusals[0].claim, "answer.verified");
+        assert!(
+            result.warnings[0].starts_with("answer.mood: "),
+            "{:?}",
+            result.warnings
+        );
+        // The handoff's next action is required, as in a handoff report.
+        assert!(parse_turn_answer(r#"{"summary":"s","last_action":"a"}"#).is_err());
+    }
+
+    #[test]
+    fn schemas_are_compact_but_keep_their_structure() {
+        for s in [
+            worker_result_schema(),
+            handoff_report_schema(),
+            turn_answer_schema(),
+        ] {
+            let text = s.to_string();
+            assert!(!text.contains("\"description\":\""), "{text}");
+            assert!(!text.contains("$schema"), "{text}");
+            assert_eq!(s["additionalProperties"], Value::Bool(false));
+        }
+        // `description` the field (of an artifact) stays; only the annotation goes.
+        let t = turn_answer_schema();
+        assert!(t.to_string().contains("\"description\":{"), "{t}");
+        assert_eq!(t["title"], "TurnAnswer");
+    }
+
+    #[test]
     fn json_is_found_in_fences_and_after_prose() {
         let fenced = "Here you go:\n```json\n{\"summary\":\"s\",\"last_action\":\"a\"}\n```\n";
         assert_eq!(parse_worker_result(fenced).unwrap().claim.summary, "s");

@@ -324,7 +324,12 @@ mod tests {
         };
         let execute = execute_prompt(&package);
         let handoff = handoff_prompt(&package, r#"{"summary":"s","last_action":"a"}"#);
-        for p in [&execute, &handoff] {
+        let combined = combined_prompt(&package);
+        let (result, report) = crate::claims::parse_turn_answer(turn_answer_example()).unwrap();
+        assert!(result.warnings.is_empty(), "{:?}", result.warnings);
+        assert!(!report.claim.notes.is_empty());
+        assert!(combined.user.contains("\"notes\"") && combined.user.contains("\"summary\""));
+        for p in [&execute, &handoff, &combined] {
             assert!(p.user.starts_with(&package.text));
             assert!(
                 !p.user.contains("\"properties\""),
