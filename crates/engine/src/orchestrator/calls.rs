@@ -45,6 +45,8 @@ impl Engine {
             cancel: Some(&session.cancel),
             output: session.agent_output.as_ref(),
         };
+        // What goes on the wire besides the messages, read before the call: a gateway
+        // may change how it asks after this one.
         let format_tokens = session.gateways[worker_index]
             .as_ref()
             .and_then(|g| g.answer_format_sent(&request))
@@ -144,8 +146,6 @@ impl Engine {
             output_tokens: billed.output_tokens,
             cached_tokens: billed.cached_tokens,
         });
-        // What goes on the wire with each attempt (read before the call: a gateway may
-        // change how it asks after this one).
         // Counted once per attempt that may have reached the provider (each is billed):
         // both messages and, where the gateway sends one, the answer format (a schema
         // rides in every request that enforces one). An attempt that never connected

@@ -194,3 +194,43 @@ fn a_call_that_never_connected_counts_no_tokens() {
     assert_eq!(call.attempts.len(), 2, "retried, as unreachable is");
     assert_eq!(call.tokens_sent, 0, "{call:?}");
 }
+
+/// A combined answer that fails its schema gets the configured repair call, with the
+/// refusal quoted, like either call of a two-call turn.
+#[test]
+fn a_combined_answer_that_fails_its_schema_is_repaired_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(
+        dir.path(),
+        &[
+            line(
+                0,
+                "combined",
+                json!({"summary": "did it", "last_action": "migrated"}),
+            ),
+            line(
+                0,
+                "combined_repair",
+                json!({"summary": "did it", "last_action": "migrated", "next_action": "go on"}),
+            ),
+        ],
+    );
+    let store = store_in(dir.path());
+    let mut spec = spec(&["Migrate the billing module"], scripted_roster(1, &script));
+    spec.settings.repair_attempts = 1;
+    let (id, end) = run_all(&engine(&store), &spec);
+    assert_eq!(end, RunEnd::Finished);
+    let turn = store.turn(&id, 0).unwrap().unwrap();
+    let kinds: Vec<&str> = turn.calls.iter().map(|c| c.call.as_str()).collect();
+    assert_eq!(kinds, ["combined", "combined_repair"]);
+    assert!(
+        turn.calls[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("next_action"),
+        "{:?}",
+        turn.calls[0].error
+    );
+    assert_eq!(turn.status, TurnStatus::Committed);
+}
