@@ -234,7 +234,13 @@ impl WireFormat {
 }
 
 /// A one-worker roster for `server` in `wire` and structured `mode`.
+/// `mode` is the structured mode, optionally with `/two` for two calls per turn
+/// (`schema/two`); without it the worker makes one call per turn, the default.
 fn roster(server: &Server, wire: WireFormat, mode: &str) -> String {
+    let (mode, calls) = match mode.split_once('/') {
+        Some((m, c)) => (m, format!("calls = \"{c}\"\n")),
+        None => (mode, String::new()),
+    };
     let provider = match wire {
         WireFormat::OpenAiChat => format!(
             "model = \"llamacpp/local\"\napi_base = \"{}\"\n",
@@ -247,7 +253,7 @@ fn roster(server: &Server, wire: WireFormat, mode: &str) -> String {
     };
     format!(
         "estimator = \"heuristic\"\n\n[[workers]]\nid = \"local\"\n{provider}family = \"local\"\n\
-         temperature = 0.0\nmax_tokens = {MAX_TOKENS}\nmax_retries = 0\n\
+         temperature = 0.0\nmax_tokens = {MAX_TOKENS}\nmax_retries = 0\n{calls}\
          options = {{ structured = \"{mode}\", timeout_s = {CALL_TIMEOUT_S}, connect_timeout_s = 5 }}\n"
     )
 }
@@ -398,7 +404,9 @@ fn live_claim_rates_smollm2_per_wire_format_and_structured_mode() {
     let mut table = Vec::new();
     let mut schema_chat = None;
     for wire in [WireFormat::OpenAiChat, WireFormat::AnthropicMessages] {
-        for mode in ["schema", "json_object", "instructions"] {
+        // One call per turn (the default) in every mode, and two calls per turn in
+        // schema mode for comparison.
+        for mode in ["schema", "schema/two", "json_object", "instructions"] {
             let (tally, _, row) = measured_run(&server, wire, mode, &TASKS, 2);
             table.push(row);
             if matches!(wire, WireFormat::OpenAiChat) && mode == "schema" {
