@@ -472,7 +472,7 @@ pub fn run_summary(r: &RunReport, s: &ExecutionState, elapsed: Duration) -> Stri
     }
     let _ = writeln!(
         out,
-        "tokens actually sent: {} (both calls of every turn, system prompts included)",
+        "tokens actually sent: {} (every call of every turn, retries and system prompts included)",
         n(r.tokens_sent as u64)
     );
     out.push_str(&reported_line(r));
@@ -631,7 +631,7 @@ pub fn demo(
     );
     let _ = writeln!(
         out,
-        "tokens actually sent: {} (both calls of every turn, system prompts included)",
+        "tokens actually sent: {} (every call of every turn, retries and system prompts included)",
         n(r.tokens_sent as u64)
     );
     let _ = writeln!(
@@ -688,5 +688,22 @@ pub fn bench(rows: &[BenchRow], estimator: &str) -> String {
         "\ntranscript replay: each call re-sends every earlier worker's raw output instead of the briefing \
          (a lower bound). engine/turn excludes model time and includes the durable commit (fsync).\n",
     );
+    if let Some(r) = rows.iter().find(|r| r.turns == 100) {
+        let reference = baton_engine::bench::REFERENCE_INPUT_TOKENS_100_TURNS;
+        let ratio = |t: u64| t as f64 / reference as f64;
+        let with_schema = r.tokens_sent + r.schema_tokens;
+        let _ = writeln!(
+            out,
+            "\nreference engine, measured externally on the same 100-turn work: {} k input tokens \
+             (a recorded figure: it cannot run here)\n\
+             baton, measured here: {} input tokens ({:.2}× the reference); {} ({:.2}×) when every \
+             call also carries its JSON schema, as providers that enforce one receive it",
+            reference / 1000,
+            n(r.tokens_sent),
+            ratio(r.tokens_sent),
+            n(with_schema),
+            ratio(with_schema)
+        );
+    }
     out
 }

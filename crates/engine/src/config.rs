@@ -49,8 +49,21 @@ struct RawWorker {
     /// A literal key. Discouraged (baton warns): prefer `api_key_env`. Never stored.
     api_key: Option<String>,
     price: Option<Price>,
+    calls: Option<Calls>,
     #[serde(default)]
     options: serde_json::Map<String, serde_json::Value>,
+}
+
+/// How many model calls an API worker makes per turn (`calls = "one"` or `"two"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Calls {
+    /// One call whose answer carries the result and the handoff (the default): the
+    /// briefing is sent once per turn.
+    One,
+    /// An execute call, then a handoff call that repeats the briefing and quotes the
+    /// result: two chances to get each claim right, at about twice the input tokens.
+    Two,
 }
 
 /// A worker's prices, in US dollars per million tokens.
@@ -102,6 +115,10 @@ pub struct WorkerConfig {
     pub enabled: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub price: Option<Price>,
+    /// Calls per turn for an API worker; `None` is one. A coding agent always runs
+    /// once per turn, and a replay asks the way its script was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls: Option<Calls>,
     /// A literal key from the roster file, or one given in memory for one run. Never
     /// serialised, so it never reaches the store; `Debug` prints `[redacted]`.
     #[serde(skip)]
@@ -144,6 +161,7 @@ impl WorkerConfig {
             max_retries: DEFAULT_MAX_RETRIES,
             enabled: true,
             price: None,
+            calls: None,
             api_key: None,
             options: serde_json::Map::new(),
         }
@@ -251,6 +269,11 @@ impl Roster {
             }
             baton_gateway::validate_model(&w.model)
                 .map_err(|e| Error::Config(format!("worker {id}: {e}")))?;
+            if w.calls == Some(Calls::Two) && w.provider() == "command" {
+                return Err(Error::Config(format!(
+                    "worker {id}: calls = \"two\" applies to API models; a coding agent runs once per turn and its handoff is derived from its commit and notes (remove `calls`)"
+                )));
+            }
             if let Some(t) = w.temperature
                 && !(0.0..=2.0).contains(&t)
             {
@@ -410,6 +433,7 @@ pub fn parse_file(path: &str, text: &str) -> Result<FileConfig> {
                     max_retries: w.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
                     enabled: w.enabled.unwrap_or(true),
                     price: w.price,
+                    calls: w.calls,
                     api_key: w.api_key.map(Secret::new),
                     options: w.options,
                 }
@@ -447,6 +471,7 @@ pub fn scaffold(workers: usize) -> String {
         out.push_str(&format!(
             "\n[[workers]]\nid = \"worker-{i}\"\nmodel = \"mock/model-{i}\"\nfamily = \"mock\"\n\
              # role = \"drafter\"\n# temperature = 0.2\n# max_tokens = 4096\n# context_window = 8192   # the model's context, if known\n# max_retries = 2\n\
+             # calls = \"one\"               # or \"two\": a separate handoff call per turn\n\
              # enabled = true\n# api_key_env = \"PROVIDER_API_KEY\"   # for real providers\n"
         ));
     }
@@ -470,6 +495,7 @@ model = "mock/y"
 family = "other"
 enabled = false
 options = { delay_ms = 5 }
+calls = "two"
 "#;
         let cfg = parse_file("baton.toml", toml).unwrap();
         let roster = cfg.roster.unwrap();
@@ -478,6 +504,8 @@ options = { delay_ms = 5 }
         assert_eq!(roster.workers[0].max_retries, DEFAULT_MAX_RETRIES);
         assert!(!roster.workers[1].enabled);
         assert_eq!(roster.workers[1].options["delay_ms"], 5);
+        assert_eq!(roster.workers[0].calls, None);
+        assert_eq!(roster.workers[1].calls, Some(Calls::Two));
 
         let json = r#"{"workers":[{"id":"a","model":"mock/x","temperature":0.5}]}"#;
         let cfg = parse_file("r.json", json).unwrap();
@@ -492,6 +520,15 @@ options = { delay_ms = 5 }
         let unknown = "[[workers]]\nid = \"a\"\nmodel = \"acme/x\"\n";
         let e = parse_file("baton.toml", unknown).unwrap_err().to_string();
         assert!(e.contains("unknown provider \"acme\""), "{e}");
+        let three = "[[workers]]\nid = \"a\"\nmodel = \"mock/x\"\ncalls = \"three\"\n";
+        let e = parse_file("baton.toml", three).unwrap_err().to_string();
+        assert!(
+            e.contains("three") && e.contains("one") && e.contains("two"),
+            "{e}"
+        );
+        let agent = "[[workers]]\nid = \"a\"\nmodel = \"command/claude\"\ncalls = \"two\"\n";
+        let e = parse_file("baton.toml", agent).unwrap_err().to_string();
+        assert!(e.contains("runs once per turn"), "{e}");
         let typo = "[[workers]]\nid = \"a\"\nmodle = \"mock/x\"\n";
         let e = parse_file("baton.toml", typo).unwrap_err().to_string();
         assert!(e.contains("modle"), "{e}");

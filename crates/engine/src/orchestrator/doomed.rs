@@ -31,14 +31,16 @@ pub(super) struct Doomed {
 }
 
 impl Doomed {
-    /// The turn's doomed execute call, when it had one.
+    /// The turn's doomed first call (execute, or the one combined call), when it had one.
     pub(super) fn of(
         turn: u32,
         calls: &[CallRecord],
         budget: usize,
         tokens: usize,
     ) -> Option<Doomed> {
-        let call = calls.first().filter(|c| c.call == CallKind::Execute)?;
+        let call = calls
+            .first()
+            .filter(|c| matches!(c.call, CallKind::Execute | CallKind::Combined))?;
         let class = call.error_class.as_deref()?;
         if class != BAD_REQUEST && class != CONTEXT_TOO_LONG {
             return None;
@@ -188,6 +190,11 @@ impl Engine {
             self.turn_budget(session, next)?,
             &*session.estimator,
         );
-        Ok(audit::request_hash(&prompt::execute_prompt(&package)) == doomed.request_hash)
+        let first = if self.two_calls(session, next.worker) {
+            prompt::execute_prompt(&package)
+        } else {
+            prompt::combined_prompt(&package)
+        };
+        Ok(audit::request_hash(&first) == doomed.request_hash)
     }
 }

@@ -25,10 +25,10 @@ const NOTE_ALLOWANCE: u64 = 256;
 /// The temperature `call` is made at, for a worker configured with `configured`.
 pub(super) fn temperature(call: CallKind, configured: Option<f32>) -> Option<f32> {
     match call {
-        CallKind::ExecuteRepair | CallKind::HandoffRepair => {
+        CallKind::ExecuteRepair | CallKind::HandoffRepair | CallKind::CombinedRepair => {
             configured.map(|t| t.max(REPAIR_TEMPERATURE))
         }
-        CallKind::Execute | CallKind::Handoff => configured,
+        CallKind::Execute | CallKind::Handoff | CallKind::Combined => configured,
     }
 }
 
@@ -37,6 +37,7 @@ fn first_call(call: CallKind) -> CallKind {
     match call {
         CallKind::ExecuteRepair => CallKind::Execute,
         CallKind::HandoffRepair => CallKind::Handoff,
+        CallKind::CombinedRepair => CallKind::Combined,
         other => other,
     }
 }

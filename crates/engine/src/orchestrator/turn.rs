@@ -16,7 +16,7 @@ use baton_store::{RunStatus, TurnCommit};
 use super::doomed::Doomed;
 use super::{Engine, Session, TurnSummary, holds};
 use crate::audit;
-use crate::config::WorkerConfig;
+use crate::config::{Calls, WorkerConfig};
 use crate::hook::{HookOutcome, TurnFacts};
 use crate::policy::TurnPlan;
 use crate::{Error, Result};
@@ -73,6 +73,23 @@ impl Engine {
                         claims_ok = Some((claim.result, claim.report));
                     }
                 },
+            }
+        } else if !self.two_calls(session, plan.worker) {
+            // One call per turn: the answer carries the result and the handoff, so the
+            // briefing is sent once.
+            let answered = self.call_for_claim(
+                session,
+                plan.worker,
+                prompt::combined_prompt(&package),
+                CallKind::Combined,
+                turn,
+                claims::parse_turn_answer,
+                &mut calls,
+                &mut prompts,
+            );
+            match answered {
+                Err(e) => error = Some(e),
+                Ok((claims, _)) => claims_ok = Some(claims),
             }
         } else {
             let executed = self.call_for_claim(
@@ -442,6 +459,21 @@ impl Engine {
             fatal,
             doomed,
         })
+    }
+}
+
+impl Engine {
+    /// Whether the worker makes an execute and a handoff call per turn: a replay asks
+    /// the way its script was recorded (every script from before one call per turn
+    /// has two), anyone else as the roster says (one by default).
+    pub(super) fn two_calls(&self, session: &Session, worker: usize) -> bool {
+        let recorded = session.gateways[worker]
+            .as_ref()
+            .and_then(|g| g.recorded_calls_per_turn());
+        match recorded {
+            Some(n) => n == 2,
+            None => session.config.roster.workers[worker].calls == Some(Calls::Two),
+        }
     }
 }
 

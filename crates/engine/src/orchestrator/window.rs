@@ -45,7 +45,10 @@ pub(super) struct WindowFit {
     pub source: String,
     /// The prompts' own text, estimated.
     pub prompts: usize,
-    /// One answer's output limit (a turn's calls quote one answer in the next).
+    /// How many answers a turn holds (one call per turn: one; two calls: the result,
+    /// quoted in the handoff call, and the handoff).
+    pub answers: usize,
+    /// One answer's output limit.
     pub answer: usize,
 }
 
@@ -53,8 +56,13 @@ impl WindowFit {
     /// What a turn needs beyond the briefing, and how much is left for it.
     pub(super) fn explain(&self) -> String {
         format!(
-            "its context window of {} tokens ({}) holds the prompts' own text (~{} tokens), two answers of up to {} tokens (max_tokens) and a briefing of {} tokens, with a fifth of the estimated text kept free for the estimator's error",
-            self.window, self.source, self.prompts, self.answer, self.budget
+            "its context window of {} tokens ({}) holds the prompts' own text (~{} tokens), {} of up to {} tokens (max_tokens) and a briefing of {} tokens, with a fifth of the estimated text kept free for the estimator's error",
+            self.window,
+            self.source,
+            self.prompts,
+            if self.answers == 1 { "an answer".to_string() } else { format!("{} answers", self.answers) },
+            self.answer,
+            self.budget
         )
     }
 }
@@ -71,10 +79,11 @@ impl Engine {
     ) -> Option<WindowFit> {
         let (window, source) = self.context_window(session, worker, ask_server)?;
         let config = &session.config.roster.workers[worker];
-        let (prompts, answer) = crate::verify::turn_overhead(config, &*session.estimator);
+        let (prompts, answers, answer) =
+            crate::verify::turn_overhead(config, &*session.estimator);
         let estimated_room = usize::try_from(window)
             .unwrap_or(usize::MAX)
-            .saturating_sub(2 * answer)
+            .saturating_sub(answers * answer)
             / 100
             * ESTIMATE_SHARE_PERCENT;
         Some(WindowFit {
@@ -82,6 +91,7 @@ impl Engine {
             window,
             source,
             prompts,
+            answers,
             answer,
         })
     }

@@ -140,7 +140,6 @@ fn a_429_delay_outlives_the_turn_and_the_process() {
     let server = TestServer::start(vec![
         rate_limited("2"),
         chat(&ok_result("migrated"), "stop", 100, 10),
-        chat(&ok_report("migrated"), "stop", 100, 10),
     ]);
     let spec = one_worker_spec(openai_worker("w1", &server, 0));
     let id = {
@@ -164,7 +163,7 @@ fn a_429_delay_outlives_the_turn_and_the_process() {
         RunEnd::Finished
     );
     let requests = server.requests();
-    assert_eq!(requests.len(), 3);
+    assert_eq!(requests.len(), 2, "one call per turn");
     let gap = requests[1].at.duration_since(requests[0].at);
     assert!(
         gap >= Duration::from_secs(2),
@@ -183,7 +182,6 @@ fn a_429_delay_holds_every_worker_on_the_same_account() {
     let server = TestServer::start(vec![
         rate_limited("2"),
         chat(&ok_result("migrated"), "stop", 100, 10),
-        chat(&ok_report("migrated"), "stop", 100, 10),
     ]);
     let spec = spec(
         &["Migrate the billing module"],
@@ -461,7 +459,6 @@ fn rejected_replies_count_the_tokens_and_cost_the_provider_billed() {
         chat(&json!({"summary": "migr"}), "length", 1900, 64),
         empty,
         chat(&ok_result("migrated"), "stop", 1900, 120),
-        chat(&ok_report("migrated"), "stop", 500, 50),
     ]);
     let mut w1 = openai_worker("w1", &server, 1);
     w1.price = Some(Price {
@@ -494,25 +491,14 @@ fn rejected_replies_count_the_tokens_and_cost_the_provider_billed() {
 fn a_key_echoed_in_a_reply_reaches_neither_the_store_nor_the_next_provider() {
     let dir = tempfile::tempdir().unwrap();
     let leaky = format!("called the API with {OPENAI_KEY}; the other key is {ANTHROPIC_KEY}");
-    let openai = TestServer::start(vec![
-        chat(
-            &json!({"summary": leaky, "last_action": leaky, "next_action": "continue",
-                "decisions": [{"text": leaky, "reason": leaky}]}),
-            "stop",
-            100,
-            10,
-        ),
-        chat(
-            &json!({"notes": leaky, "last_action": leaky, "next_action": leaky}),
-            "stop",
-            100,
-            10,
-        ),
-    ]);
-    let anthropic = TestServer::start(vec![
-        message(&ok_result("reviewed")),
-        message(&ok_report("reviewed")),
-    ]);
+    let openai = TestServer::start(vec![chat(
+        &json!({"summary": leaky, "last_action": leaky, "next_action": leaky,
+                "notes": leaky, "decisions": [{"text": leaky, "reason": leaky}]}),
+        "stop",
+        100,
+        10,
+    )]);
+    let anthropic = TestServer::start(vec![message(&ok_result("reviewed"))]);
     let spec = spec(
         &["Migrate the billing module", "Review the migration"],
         Roster {
@@ -525,7 +511,7 @@ fn a_key_echoed_in_a_reply_reaches_neither_the_store_nor_the_next_provider() {
     let (store, id, end) = run_in(dir.path(), &spec);
     assert_eq!(end, RunEnd::Finished);
     let sent = anthropic.requests();
-    assert_eq!(sent.len(), 2);
+    assert_eq!(sent.len(), 1);
     assert!(
         sent[0].body.contains("[redacted]"),
         "the briefing carries the scrubbed claim"
@@ -624,7 +610,8 @@ fn a_truncated_request_is_not_sent_again_unchanged() {
         .filter(|r| r.method == "POST")
         .map(|r| r.json())
         .collect();
-    assert_eq!(posts.len(), 3, "{posts:#?}");
+    // One call per turn: the cut-off answer, then the short one.
+    assert_eq!(posts.len(), 2, "{posts:#?}");
     let (first, again) = (&posts[0], &posts[1]);
     assert_ne!(first, again, "the cut-off request was sent again unchanged");
     let note = user_message(again);
@@ -643,8 +630,6 @@ fn a_truncated_request_is_not_sent_again_unchanged() {
         Some(128),
         "the model's limit ended it and the window (4096) has room: it may write more"
     );
-    // The handoff was never cut: it keeps the worker's limit.
-    assert_eq!(output_limit(&posts[2]), Some(64));
     assert!(
         warnings
             .iter()
@@ -675,11 +660,15 @@ fn a_repair_call_samples_at_a_higher_temperature_than_the_rejected_call() {
     let server = TestServer::start(vec![
         chat(&json!({"sumary": "migrated"}), "stop", 900, 20),
         chat(&ok_result("migrated"), "stop", 1000, 30),
-        chat(&ok_report("migrated"), "stop", 900, 20),
+        chat(&json!({"sumary": "billed"}), "stop", 900, 20),
+        chat(&ok_result("billed"), "stop", 1000, 30),
     ]);
     let mut w1 = openai_worker("w1", &server, 0);
     w1.temperature = Some(0.0);
-    let mut spec = one_worker_spec(w1);
+    let mut spec = spec(
+        &["Migrate the billing module", "Bill the customers"],
+        Roster { workers: vec![w1] },
+    );
     spec.settings.repair_attempts = 1;
     let (store, id, end) = run_in(dir.path(), &spec);
     assert_eq!(end, RunEnd::Finished);
@@ -689,7 +678,7 @@ fn a_repair_call_samples_at_a_higher_temperature_than_the_rejected_call() {
         .filter(|r| r.method == "POST")
         .map(|r| r.json())
         .collect();
-    assert_eq!(sent.len(), 3);
+    assert_eq!(sent.len(), 4);
     assert_eq!(sent[0]["temperature"], json!(0.0));
     assert_eq!(
         sent[1]["temperature"],
@@ -700,10 +689,11 @@ fn a_repair_call_samples_at_a_higher_temperature_than_the_rejected_call() {
     assert_eq!(
         sent[2]["temperature"],
         json!(0.0),
-        "the handoff is greedy again"
+        "the next turn's call is greedy again"
     );
+    assert_eq!(sent[3]["temperature"], json!(0.7));
     let calls = &store.turns(&id).unwrap()[0].calls;
-    assert_eq!(calls[1].call, baton_core::turn::CallKind::ExecuteRepair);
+    assert_eq!(calls[1].call, baton_core::turn::CallKind::CombinedRepair);
 }
 
 /// A server that answers its POSTs from `posts`, in order, and any GET (baton asking
@@ -763,7 +753,6 @@ fn a_fallback_from_forced_tool_use_outlives_the_process() {
     let server = answering_posts(vec![
         endless_tool_call(256),
         text_message(&ok_result("migrated")),
-        text_message(&ok_report("migrated")),
     ]);
     let mut w1 = anthropic_worker("w1", &server);
     w1.max_tokens = Some(256);
@@ -797,7 +786,7 @@ fn a_fallback_from_forced_tool_use_outlives_the_process() {
         .filter(|r| r.method == "POST")
         .map(|r| r.json())
         .collect();
-    assert_eq!(sent.len(), 3);
+    assert_eq!(sent.len(), 2);
     assert!(sent[0].get("tool_choice").is_some(), "{}", sent[0]);
     for later in &sent[1..] {
         assert!(
@@ -882,9 +871,9 @@ fn a_configured_context_window_shrinks_the_briefing_before_it_is_sent() {
         .unwrap();
     assert_eq!(end, RunEnd::Finished);
     let turn = &engine.store().turns(&id).unwrap()[0];
-    // 3,000 − two answers of 256 leaves 2,488, of which 80 % is for estimated text.
+    // 3,000 − one answer of 256 leaves 2,744, of which 80 % is for estimated text.
     assert!(
-        turn.package.budget <= 2488 * 80 / 100,
+        turn.package.budget <= 2744 * 80 / 100,
         "budget {}",
         turn.package.budget
     );
@@ -904,9 +893,9 @@ fn a_context_window_too_small_for_any_briefing_blocks_before_sending() {
     let dir = tempfile::tempdir().unwrap();
     let server = TestServer::start(vec![]);
     let mut w1 = openai_worker("w1", &server, 0);
-    // Two answers of up to 1,000 tokens leave a 2,048-token context no room.
+    // An answer of up to 1,800 tokens leaves a 2,048-token context no room.
     w1.context_window = Some(2048);
-    w1.max_tokens = Some(1000);
+    w1.max_tokens = Some(1800);
     let spec = one_worker_spec(w1);
     let (store, id, question) = run_blocked(dir.path(), &spec);
     assert!(server.requests().is_empty(), "a doomed request was sent");

@@ -644,6 +644,18 @@ impl Gateway for HttpGateway {
         }
     }
 
+    /// Serialised by the same code that builds the body, so what is counted is what
+    /// is sent.
+    fn answer_format_sent(&self, request: &ModelRequest<'_>) -> Option<String> {
+        let s = &self.settings;
+        match s.kind.wire() {
+            Wire::ChatCompletions => openai::answer_format(s, request),
+            Wire::Messages if self.falls_back() => None,
+            Wire::Messages => anthropic::answer_format(s, request),
+            Wire::GenerateContent => gemini::answer_format(s, request),
+        }
+    }
+
     fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelResponse> {
         let body = self.request_body(request)?;
         let owned = self.headers();
@@ -653,8 +665,9 @@ impl Gateway for HttpGateway {
             .post(&self.settings.url, &headers, body)
             .map_err(|e| match e {
                 // Which endpoint, so a server not started or a wrong api_base shows.
-                Error::Unreachable { detail } => Error::Unreachable {
+                Error::Unreachable { detail, sent } => Error::Unreachable {
                     detail: format!("{detail} (POST {})", self.settings.url),
+                    sent,
                 },
                 other => other,
             })?;
