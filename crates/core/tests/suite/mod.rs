@@ -1,2 +1,3 @@
 mod claims;
 mod compiler;
+mod fidelity;
