@@ -16,7 +16,8 @@
 //! run to seconds.
 //!
 //! Relevant to a briefing, per category: every open high or critical issue; the failed
-//! attempts recorded in the assigned step's area; the founding decisions; every decision
+//! attempts recorded in the assigned step's area (none for a continuation, which has no
+//! step); the founding decisions; every decision
 //! that reversed an earlier one; the predecessor's warnings; its notes; and the assigned
 //! task with the objective in full. Delivered means the package's section report lists
 //! the record as kept (a warning or the notes in their shortened form count).
@@ -265,7 +266,7 @@ struct Truth {
     failed: Vec<(String, usize)>,
 }
 
-fn kept<'p>(p: &'p HandoffPackage, section: Section) -> impl Iterator<Item = &'p str> {
+fn kept(p: &HandoffPackage, section: Section) -> impl Iterator<Item = &str> {
     p.sections
         .iter()
         .filter(move |r| r.section == section)
@@ -310,7 +311,9 @@ pub fn run(case: &FidelityCase, estimator: &dyn TokenEstimator) -> FidelityRow {
         let p = compile(&state, &assignment, &w, case.budget, estimator);
         over_budget += u32::from(p.over_budget);
         tokens += p.tokens;
-        measure(&p, &state, &truth, area, &assignment, &mut tallies);
+        // A continuation has no step, so no area of its own.
+        let step_area = (assignment.kind == AssignmentKind::Step).then_some(area);
+        measure(&p, &state, &truth, step_area, &assignment, &mut tallies);
 
         let (result, report) = claims(t, s, area, &truth, &state);
         let ctx = TurnContext {
@@ -322,7 +325,7 @@ pub fn run(case: &FidelityCase, estimator: &dyn TokenEstimator) -> FidelityRow {
         let mut out = reconcile(&mut state, &ctx, &result, &report, Vec::new(), &NoVerifier);
         label(t, area, &result, &state, &mut truth);
         close_issues(t, &mut state, &ctx, &truth, &mut out);
-        if (t as usize + 1) % turns_per_step == 0 || t + 1 == case.turns {
+        if (t as usize + 1).is_multiple_of(turns_per_step) || t + 1 == case.turns {
             let step = &mut state.plan[s];
             step.status = StepStatus::Done;
             step.done_by = Some(w.id.clone());
@@ -345,7 +348,7 @@ fn measure(
     p: &HandoffPackage,
     state: &ExecutionState,
     truth: &Truth,
-    area: usize,
+    area: Option<usize>,
     assignment: &Assignment,
     tallies: &mut [(Category, Tally)],
 ) {
@@ -395,7 +398,7 @@ fn measure(
     let failed: Vec<&str> = truth
         .failed
         .iter()
-        .filter(|(_, a)| *a == area)
+        .filter(|(_, a)| Some(*a) == area)
         .map(|(id, _)| id.as_str())
         .collect();
     add(
@@ -495,23 +498,23 @@ fn claims(
         });
     }
     let mut warnings = Vec::new();
-    if n % 2 == 0 {
+    if n.is_multiple_of(2) {
         warnings.push(format!(
             "Do not trust the {name} fixtures from turn {}: they predate the schema change",
             t.saturating_sub(1)
         ));
     }
-    if n % 5 == 0 {
+    if n.is_multiple_of(5) {
         warnings.push(format!(
             "The staging database was restored from an old backup during turn {t} and the \
              migrations for {name} were never applied there, so run the migrations gate \
              before trusting any endpoint test"
         ));
     }
-    if n % 7 == 0 && state.open_issues().count() > 0 {
+    if n.is_multiple_of(7) && state.open_issues().count() > 0 {
         warnings.push("Do not mark an issue resolved without a passing gate".into());
     }
-    let notes = if n % 6 == 0 {
+    let notes = if n.is_multiple_of(6) {
         format!(
             "Turn {t} on {name}: the handler is split into parsing, checks and storage. \
              {} The next worker should read the storage part first, because the checks \

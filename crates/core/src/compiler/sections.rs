@@ -5,8 +5,8 @@ use std::cmp::Ordering;
 use std::fmt::Write as _;
 
 use super::render::{
-    Arena, MAX_ITEM_CHARS, MAX_NOTES_CHARS, Piece, WARNING_FLOOR_WORDS, push_by, push_clean,
-    push_words,
+    Arena, MAX_ITEM_CHARS, MAX_NOTES_CHARS, NOTES_FLOOR_WORDS, Piece, push_by, push_clean,
+    push_warning_floor, push_words,
 };
 use super::{Assignment, AssignmentKind, DropReason, DroppedItem, Section};
 use crate::state::{CompletedWork, ExecutionState, IssueStatus, Severity, StepStatus};
@@ -50,6 +50,30 @@ fn relevance_from_overlap(overlap: usize, turn: u32, state_turns: u32) -> u32 {
     (7 * rel + 3 * rec) as u32
 }
 
+/// True when `text` names a decision recorded before the `index`-th (`D3`, not `D30x`).
+fn cites_earlier_decision(text: &str, index: usize) -> bool {
+    let b = text.as_bytes();
+    let mut at = 0;
+    while let Some(off) = b[at..].iter().position(|&c| c == b'D') {
+        let start = at + off;
+        at = start + 1;
+        if start > 0 && b[start - 1].is_ascii_alphanumeric() {
+            continue;
+        }
+        let digits = b[at..].iter().take_while(|c| c.is_ascii_digit()).count();
+        let end = at + digits;
+        if digits == 0 || digits > 9 || b.get(end).is_some_and(|c| c.is_ascii_alphanumeric()) {
+            continue;
+        }
+        // `D0` names nothing; the ids are 1-based, so `D{n}` is record `n - 1`.
+        let n: usize = text[at..end].parse().unwrap_or(0);
+        if n >= 1 && n <= index {
+            return true;
+        }
+    }
+    false
+}
+
 fn severity_bonus(s: Severity) -> u32 {
     match s {
         Severity::Low => 0,
@@ -85,6 +109,8 @@ pub(super) struct Block {
     pub cap_dropped: Vec<DroppedItem>,
     /// Notes block only: how many leading items are warnings.
     pub warnings: usize,
+    /// Leading ranked items every section gets before any section grows (see `with_floor`).
+    pub floor: usize,
 }
 
 /// Best first; ties go to the earlier record so the ranking is a total order.
@@ -186,6 +212,7 @@ fn block<T>(arena: &mut Arena<'_>, spec: Spec<'_, T>) -> Block {
     Block {
         section: spec.section,
         heading,
+        floor: 0,
         items,
         available,
         cap_dropped,
@@ -228,7 +255,14 @@ pub(super) struct Context<'s> {
     pub step_index: Option<usize>,
     /// The state's memoised term sets, locked for this compile.
     pub cache: RefCell<ScoringCacheGuard<'s>>,
+    /// The assigned task's own terms (the objective is shared by every record, so it
+    /// cannot tell one step's area from another's).
+    pub task_query: TermQuery,
 }
+
+/// Terms a failed attempt must share with the assigned task to count as the same area
+/// (fewer when the task has fewer terms).
+pub const AREA_TERMS: usize = 2;
 
 /// Slots of the scoring cache, one per record category.
 const KIND_DECISION: usize = 0;
@@ -249,9 +283,29 @@ impl Context<'_> {
         texts: &[&str],
         turn: u32,
     ) -> u32 {
+        self.score_and_task_overlap(kind, index, stamp, texts, turn)
+            .0
+    }
+
+    /// `score_cached`, and how many terms the record shares with the assigned task.
+    fn score_and_task_overlap(
+        &self,
+        kind: usize,
+        index: usize,
+        stamp: u32,
+        texts: &[&str],
+        turn: u32,
+    ) -> (u32, usize) {
         let mut cache = self.cache.borrow_mut();
         let terms = cache.terms(kind, index, stamp, texts);
-        relevance_from_overlap(self.query.shared(terms), turn, self.state.turns)
+        let score = relevance_from_overlap(self.query.shared(terms), turn, self.state.turns);
+        (score, self.task_query.shared(terms))
+    }
+
+    /// True when a record sharing `overlap` terms with the task is in the task's area.
+    fn same_area(&self, overlap: usize) -> bool {
+        let need = AREA_TERMS.min(self.task_query.terms().len());
+        need > 0 && overlap >= need
     }
 
     fn assigned_step_id(&self) -> Option<&str> {
@@ -265,16 +319,16 @@ impl Context<'_> {
 /// Every section from Progress to Next action, in section order, then the notes.
 pub(super) fn blocks(arena: &mut Arena<'_>, cx: &Context<'_>) -> Vec<Block> {
     vec![
-        progress(arena, cx),
-        current_task_state(arena, cx),
-        decisions(arena, cx),
-        completed(arena, cx),
-        artifacts(arena, cx),
-        issues(arena, cx),
-        failed(arena, cx),
-        assumptions(arena, cx),
-        stamped(arena, cx, Section::LastAction),
-        stamped(arena, cx, Section::NextAction),
+        progress(arena, cx).with_floor(FLOOR_PROGRESS),
+        current_task_state(arena, cx).with_floor(FLOOR_CURRENT),
+        decisions(arena, cx).with_floor(FLOOR_DECISIONS),
+        completed(arena, cx).with_floor(FLOOR_RECORDS),
+        artifacts(arena, cx).with_floor(FLOOR_RECORDS),
+        issues(arena, cx).with_floor(FLOOR_ISSUES),
+        failed(arena, cx).with_floor(FLOOR_FAILED),
+        assumptions(arena, cx).with_floor(FLOOR_RECORDS),
+        stamped(arena, cx, Section::LastAction).with_floor(FLOOR_ACTION),
+        stamped(arena, cx, Section::NextAction).with_floor(FLOOR_ACTION),
         notes(arena, cx),
     ]
 }
@@ -326,7 +380,41 @@ fn progress(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
     })
 }
 
+/// Section floors: items beyond the anchored ones (anchored records, fixed lines, open
+/// high and critical issues) that a section is guaranteed before any section grows,
+/// and the most a floor takes in all. The plan compresses to the assigned step and its
+/// two neighbours (its heading carries the counts); a record section keeps its anchors
+/// and its best-ranked items.
+pub const FLOOR_PROGRESS: Floor = Floor { extra: 2, max: 3 };
+pub const FLOOR_CURRENT: Floor = Floor { extra: 1, max: 4 };
+pub const FLOOR_DECISIONS: Floor = Floor { extra: 1, max: 8 };
+pub const FLOOR_RECORDS: Floor = Floor { extra: 1, max: 1 };
+pub const FLOOR_ISSUES: Floor = Floor { extra: 1, max: 8 };
+pub const FLOOR_FAILED: Floor = Floor { extra: 3, max: 6 };
+pub const FLOOR_ACTION: Floor = Floor { extra: 1, max: 1 };
+
+/// A section's floor: its anchored items plus `extra`, at most `max`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Floor {
+    pub extra: usize,
+    pub max: usize,
+}
+
 impl Block {
+    /// Sets the floor: the items ranked in the anchored tier plus `floor.extra`, at most
+    /// `floor.max` (and at most the items there are).
+    fn with_floor(mut self, floor: Floor) -> Block {
+        let anchored = self
+            .items
+            .iter()
+            .take_while(|i| i.score >= ANCHOR_BONUS)
+            .count();
+        self.floor = (anchored + floor.extra)
+            .min(floor.max)
+            .min(self.items.len());
+        self
+    }
+
     /// Replaces the heading with one that carries a summary, when the block has items.
     fn with_heading(mut self, arena: &mut Arena<'_>, extra: impl FnOnce(&mut String)) -> Block {
         if !self.items.is_empty() {
@@ -460,6 +548,7 @@ fn current_task_state(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
         items,
         cap_dropped: work_block.cap_dropped,
         warnings: 0,
+        floor: 0,
     }
 }
 
@@ -476,7 +565,13 @@ fn decisions(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
                 // A restatement may supply a missing reason later: that changes the text.
                 let stamp = u32::from(d.reason.is_some());
                 let s = cx.score_cached(KIND_DECISION, i, stamp, &texts, d.provenance.turn);
-                if i < ANCHORED { s + ANCHOR_BONUS } else { s }
+                // A decision that names an earlier one revises it: a later worker that
+                // misses it follows the decision it replaced.
+                if i < ANCHORED || cites_earlier_decision(&d.text, i) {
+                    s + ANCHOR_BONUS
+                } else {
+                    s
+                }
             },
             id: &|d| &d.id,
             render: &|d, out| {
@@ -584,8 +679,16 @@ fn issues(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             records: &cx.state.issues,
             include: &|i| i.status == IssueStatus::Open,
             score: &|n, i| {
-                cx.score_cached(KIND_ISSUE, n, 0, &[&i.title, &i.detail], i.provenance.turn)
-                    + severity_bonus(i.severity)
+                let s =
+                    cx.score_cached(KIND_ISSUE, n, 0, &[&i.title, &i.detail], i.provenance.turn)
+                        + severity_bonus(i.severity);
+                // Open high and critical issues are what the next worker must not
+                // ignore, whatever its task: they rank with the anchored records.
+                if i.severity >= Severity::High {
+                    s + ANCHOR_BONUS
+                } else {
+                    s
+                }
             },
             id: &|i| &i.id,
             render: &|i, out| {
@@ -631,8 +734,16 @@ fn failed(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             records: &cx.state.failed_attempts,
             include: &|_| true,
             score: &|i, f| {
-                let s = cx.score_cached(KIND_FAILED, i, 0, &[&f.what, &f.why], f.provenance.turn);
-                if i < ANCHORED { s + ANCHOR_BONUS } else { s }
+                let texts = [f.what.as_str(), f.why.as_str()];
+                let (s, on_task) =
+                    cx.score_and_task_overlap(KIND_FAILED, i, 0, &texts, f.provenance.turn);
+                // The first dead ends, and every one in the assigned task's area, are
+                // what the next worker must not repeat.
+                if i < ANCHORED || cx.same_area(on_task) {
+                    s + ANCHOR_BONUS
+                } else {
+                    s
+                }
             },
             id: &|f| &f.id,
             render: &|f, out| {
@@ -704,6 +815,7 @@ fn notes(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             heading: Piece::default(),
             items: Vec::new(),
             available: 0,
+            floor: 0,
             cap_dropped: Vec::new(),
             warnings: 0,
         };
@@ -717,7 +829,7 @@ fn notes(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
         let short = if k < FLOOR_WARNINGS {
             let out = arena.begin();
             out.push_str("- WARNING: ");
-            push_words(out, w, WARNING_FLOOR_WORDS);
+            push_warning_floor(out, w);
             let short = arena.end();
             Some(short)
         } else {
@@ -735,12 +847,18 @@ fn notes(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
     if !h.notes.trim().is_empty() {
         let out = arena.begin();
         let cut = push_clean(out, &h.notes, MAX_NOTES_CHARS);
+        let piece = arena.end();
+        // The notes' floor: their opening words, when the whole runs longer.
+        let short = (h.notes.split_whitespace().nth(NOTES_FLOOR_WORDS).is_some()).then(|| {
+            push_words(arena.begin(), &h.notes, NOTES_FLOOR_WORDS);
+            arena.end()
+        });
         items.push(Item {
             id: format!("{}.notes", h.id),
             score: 0,
             order: h.warnings.len() as u64,
-            piece: arena.end(),
-            short: None,
+            piece,
+            short,
             shortened: cut,
         });
     }
@@ -753,6 +871,8 @@ fn notes(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
         section,
         heading: heading(arena, section, items.is_empty(), Some(&extra)),
         available: items.len(),
+        // The notes block's floor is handled by the fill (warnings, then the notes).
+        floor: 0,
         items,
         cap_dropped: Vec::new(),
         warnings: h.warnings.len(),

@@ -93,7 +93,7 @@ fn fidelity_runs_are_deterministic_and_measure_something() {
         assert!(
             a.tally(c).relevant > 0,
             "{c:?} never relevant:\n{}",
-            table(&[a.clone()])
+            table(std::slice::from_ref(&a))
         );
     }
     assert!(a.final_items > 300, "{}", a.final_items);
