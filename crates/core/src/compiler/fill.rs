@@ -21,6 +21,23 @@ use super::{
 use crate::state::ExecutionState;
 use crate::tokens::TokenEstimator;
 
+/// The order in which sections get their floors: what the next worker must not
+/// contradict, ignore or repeat first, then where the work stands, then the rest. (The
+/// notes' floor comes after Next action.) Sections are still shown, and grow, in their
+/// fixed order.
+const FLOOR_ORDER: [Section; 10] = [
+    Section::Progress,
+    Section::CurrentTaskState,
+    Section::Decisions,
+    Section::UnresolvedIssues,
+    Section::FailedAttempts,
+    Section::LastAction,
+    Section::NextAction,
+    Section::CompletedWork,
+    Section::Artifacts,
+    Section::Assumptions,
+];
+
 /// The task and the objective are never shortened below this many chars each.
 pub const MIN_KEEP_CHARS: usize = 120;
 
@@ -279,11 +296,19 @@ impl<'a, 'e> Compiler<'a, 'e> {
             plan.kept[notes_at] = plan.kept[notes_at].max(k + 1);
         }
 
-        // Every section's floor, then the notes' shortest form (only after every warning
-        // in full), before any section grows.
+        // Every section's floor, in `FLOOR_ORDER` with the notes' shortest form (only
+        // after every warning in full) after Next action, before any section grows.
         let sections = &self.blocks[..notes_at];
-        for (b, block) in sections.iter().enumerate() {
-            take(&mut plan.kept[b], block, block.floor, &mut remaining);
+        let floor_of = |section: Section| sections.iter().position(|b| b.section == section);
+        for &section in &FLOOR_ORDER[..7] {
+            if let Some(b) = floor_of(section) {
+                take(
+                    &mut plan.kept[b],
+                    &sections[b],
+                    sections[b].floor,
+                    &mut remaining,
+                );
+            }
         }
         let kept = plan.kept[notes_at];
         if let Some(item) = notes.items.get(kept)
@@ -298,6 +323,16 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 remaining -= heading + cost;
                 plan.kept[notes_at] = kept + 1;
                 plan.full_notes = full;
+            }
+        }
+        for &section in &FLOOR_ORDER[7..] {
+            if let Some(b) = floor_of(section) {
+                take(
+                    &mut plan.kept[b],
+                    &sections[b],
+                    sections[b].floor,
+                    &mut remaining,
+                );
             }
         }
 

@@ -230,3 +230,19 @@ pub fn compile(
 ) -> HandoffPackage {
     fill::Compiler::new(state, assignment, worker, estimator).compile(budget)
 }
+
+/// The smallest budget a valid briefing for `worker` doing `assignment` under
+/// `objective` fits in: the header, the task and the objective, each at its shortest
+/// (cut to `MIN_KEEP_CHARS`, invariant 6's last resort), counted on the header of the
+/// longest turn number. Below it every briefing is over budget. The predecessor's
+/// warnings, which are always delivered, come on top of it.
+pub fn smallest_briefing(
+    objective: &str,
+    assignment: &Assignment,
+    worker: &WorkerProfile,
+    estimator: &dyn TokenEstimator,
+) -> usize {
+    let mut state = ExecutionState::new(RunId(String::new()), objective, &[]);
+    state.turns = u32::MAX;
+    compile(&state, assignment, worker, 0, estimator).tokens
+}

@@ -380,38 +380,36 @@ fn progress(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
     })
 }
 
-/// Section floors: items beyond the anchored ones (anchored records, fixed lines, open
-/// high and critical issues) that a section is guaranteed before any section grows,
-/// and the most a floor takes in all. The plan compresses to the assigned step and its
-/// two neighbours (its heading carries the counts); a record section keeps its anchors
-/// and its best-ranked items.
-pub const FLOOR_PROGRESS: Floor = Floor { extra: 2, max: 3 };
-pub const FLOOR_CURRENT: Floor = Floor { extra: 1, max: 4 };
-pub const FLOOR_DECISIONS: Floor = Floor { extra: 1, max: 8 };
-pub const FLOOR_RECORDS: Floor = Floor { extra: 1, max: 1 };
-pub const FLOOR_ISSUES: Floor = Floor { extra: 1, max: 8 };
-pub const FLOOR_FAILED: Floor = Floor { extra: 3, max: 6 };
-pub const FLOOR_ACTION: Floor = Floor { extra: 1, max: 1 };
+/// Section floors: the items a section is guaranteed before any section grows. A floor
+/// is every item of the anchored tier (anchored records, fixed lines, open high and
+/// critical issues, failed attempts in the task's area), at least `min` items and at
+/// most `max`. The plan compresses to the assigned step and its two neighbours (its
+/// heading carries the counts).
+pub const FLOOR_PROGRESS: Floor = Floor { min: 3, max: 3 };
+pub const FLOOR_CURRENT: Floor = Floor { min: 2, max: 4 };
+pub const FLOOR_DECISIONS: Floor = Floor { min: 1, max: 8 };
+pub const FLOOR_RECORDS: Floor = Floor { min: 1, max: 1 };
+pub const FLOOR_ISSUES: Floor = Floor { min: 1, max: 8 };
+pub const FLOOR_FAILED: Floor = Floor { min: 1, max: 6 };
+pub const FLOOR_ACTION: Floor = Floor { min: 1, max: 1 };
 
-/// A section's floor: its anchored items plus `extra`, at most `max`.
+/// A section's floor: its anchored items, at least `min`, at most `max`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Floor {
-    pub extra: usize,
+    pub min: usize,
     pub max: usize,
 }
 
 impl Block {
-    /// Sets the floor: the items ranked in the anchored tier plus `floor.extra`, at most
-    /// `floor.max` (and at most the items there are).
+    /// Sets the floor: the items ranked in the anchored tier, at least `floor.min`, at
+    /// most `floor.max` (and at most the items there are).
     fn with_floor(mut self, floor: Floor) -> Block {
         let anchored = self
             .items
             .iter()
             .take_while(|i| i.score >= ANCHOR_BONUS)
             .count();
-        self.floor = (anchored + floor.extra)
-            .min(floor.max)
-            .min(self.items.len());
+        self.floor = anchored.max(floor.min).min(floor.max).min(self.items.len());
         self
     }
 
@@ -737,9 +735,11 @@ fn failed(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
                 let texts = [f.what.as_str(), f.why.as_str()];
                 let (s, on_task) =
                     cx.score_and_task_overlap(KIND_FAILED, i, 0, &texts, f.provenance.turn);
-                // The first dead ends, and every one in the assigned task's area, are
+                // Every dead end in the assigned task's area, then the first ones, are
                 // what the next worker must not repeat.
-                if i < ANCHORED || cx.same_area(on_task) {
+                if cx.same_area(on_task) {
+                    s + ANCHOR_BONUS + ANCHOR_BONUS / 2
+                } else if i < ANCHORED {
                     s + ANCHOR_BONUS
                 } else {
                     s
