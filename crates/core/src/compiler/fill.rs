@@ -22,10 +22,9 @@ use crate::state::ExecutionState;
 use crate::tokens::TokenEstimator;
 
 /// The order in which sections get their floors: what the next worker must not
-/// contradict, ignore or repeat first, then where the work stands, then the rest. (The
-/// notes' floor comes after Next action.) Sections are still shown, and grow, in their
-/// fixed order.
-const FLOOR_ORDER: [Section; 10] = [
+/// contradict, ignore or repeat first, then where the work stands; then the notes'
+/// floor; then `LATER_FLOORS`. Sections are still shown, and grow, in their fixed order.
+const FIRST_FLOORS: [Section; 7] = [
     Section::Progress,
     Section::CurrentTaskState,
     Section::Decisions,
@@ -33,6 +32,9 @@ const FLOOR_ORDER: [Section; 10] = [
     Section::FailedAttempts,
     Section::LastAction,
     Section::NextAction,
+];
+/// Floors taken after the notes' floor.
+const LATER_FLOORS: [Section; 3] = [
     Section::CompletedWork,
     Section::Artifacts,
     Section::Assumptions,
@@ -296,11 +298,11 @@ impl<'a, 'e> Compiler<'a, 'e> {
             plan.kept[notes_at] = plan.kept[notes_at].max(k + 1);
         }
 
-        // Every section's floor, in `FLOOR_ORDER` with the notes' shortest form (only
-        // after every warning in full) after Next action, before any section grows.
+        // Every section's floor, in `FIRST_FLOORS` order, the notes' shortest form (only
+        // after every warning in full), then `LATER_FLOORS`, before any section grows.
         let sections = &self.blocks[..notes_at];
         let floor_of = |section: Section| sections.iter().position(|b| b.section == section);
-        for &section in &FLOOR_ORDER[..7] {
+        for section in FIRST_FLOORS {
             if let Some(b) = floor_of(section) {
                 take(
                     &mut plan.kept[b],
@@ -312,6 +314,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
         }
         let kept = plan.kept[notes_at];
         if let Some(item) = notes.items.get(kept)
+            && kept == notes.warnings
             && kept == plan.full_warnings
         {
             let heading = if kept == 0 { notes.heading.tokens } else { 0 };
@@ -325,7 +328,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 plan.full_notes = full;
             }
         }
-        for &section in &FLOOR_ORDER[7..] {
+        for section in LATER_FLOORS {
             if let Some(b) = floor_of(section) {
                 take(
                     &mut plan.kept[b],
