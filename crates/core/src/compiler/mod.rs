@@ -4,6 +4,7 @@
 //! and honest about what it left out (invariant 6).
 
 mod fill;
+mod floors;
 mod render;
 mod sections;
 
@@ -14,11 +15,13 @@ use crate::state::ExecutionState;
 use crate::tokens::TokenEstimator;
 
 pub use fill::MIN_KEEP_CHARS;
+pub use floors::{
+    FLOOR_ACTION, FLOOR_CURRENT, FLOOR_DECISIONS, FLOOR_FAILED, FLOOR_ISSUES, FLOOR_PROGRESS,
+    FLOOR_RECORDS, Floor,
+};
 pub use sections::{
     ANCHOR_BONUS, ANCHORED, CAP_ARTIFACTS, CAP_ASSUMPTIONS, CAP_COMPLETED, CAP_DECISIONS,
-    CAP_FAILED, CAP_ISSUES, CAP_PROGRESS, CAP_STEP_WORK, FLOOR_ACTION, FLOOR_CURRENT,
-    FLOOR_DECISIONS, FLOOR_FAILED, FLOOR_ISSUES, FLOOR_PROGRESS, FLOOR_RECORDS, FLOOR_WARNINGS,
-    Floor, relevance,
+    CAP_FAILED, CAP_ISSUES, CAP_PROGRESS, CAP_STEP_WORK, FLOOR_WARNINGS, relevance,
 };
 
 /// What a worker is asked to do this turn.

@@ -4,6 +4,10 @@
 use std::cmp::Ordering;
 use std::fmt::Write as _;
 
+use super::floors::{
+    FLOOR_ACTION, FLOOR_CURRENT, FLOOR_DECISIONS, FLOOR_FAILED, FLOOR_ISSUES, FLOOR_PROGRESS,
+    FLOOR_RECORDS, cites_earlier_decision,
+};
 use super::render::{
     Arena, MAX_ITEM_CHARS, MAX_NOTES_CHARS, NOTES_FLOOR_WORDS, Piece, push_by, push_clean,
     push_warning_floor, push_words,
@@ -48,30 +52,6 @@ fn relevance_from_overlap(overlap: usize, turn: u32, state_turns: u32) -> u32 {
     let rel = 1000 * o / (o + 2);
     let rec = (1000 * (u64::from(turn) + 1) / (u64::from(state_turns) + 1)).min(1000);
     (7 * rel + 3 * rec) as u32
-}
-
-/// True when `text` names a decision recorded before the `index`-th (`D3`, not `D30x`).
-fn cites_earlier_decision(text: &str, index: usize) -> bool {
-    let b = text.as_bytes();
-    let mut at = 0;
-    while let Some(off) = b[at..].iter().position(|&c| c == b'D') {
-        let start = at + off;
-        at = start + 1;
-        if start > 0 && b[start - 1].is_ascii_alphanumeric() {
-            continue;
-        }
-        let digits = b[at..].iter().take_while(|c| c.is_ascii_digit()).count();
-        let end = at + digits;
-        if digits == 0 || digits > 9 || b.get(end).is_some_and(|c| c.is_ascii_alphanumeric()) {
-            continue;
-        }
-        // `D0` names nothing; the ids are 1-based, so `D{n}` is record `n - 1`.
-        let n: usize = text[at..end].parse().unwrap_or(0);
-        if n >= 1 && n <= index {
-            return true;
-        }
-    }
-    false
 }
 
 fn severity_bonus(s: Severity) -> u32 {
@@ -380,39 +360,7 @@ fn progress(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
     })
 }
 
-/// Section floors: the items a section is guaranteed before any section grows. A floor
-/// is every item of the anchored tier (anchored records, fixed lines, open high and
-/// critical issues, failed attempts in the task's area), at least `min` items and at
-/// most `max`. The plan compresses to the assigned step and its two neighbours (its
-/// heading carries the counts).
-pub const FLOOR_PROGRESS: Floor = Floor { min: 3, max: 3 };
-pub const FLOOR_CURRENT: Floor = Floor { min: 2, max: 4 };
-pub const FLOOR_DECISIONS: Floor = Floor { min: 1, max: 8 };
-pub const FLOOR_RECORDS: Floor = Floor { min: 1, max: 1 };
-pub const FLOOR_ISSUES: Floor = Floor { min: 1, max: 8 };
-pub const FLOOR_FAILED: Floor = Floor { min: 1, max: 6 };
-pub const FLOOR_ACTION: Floor = Floor { min: 1, max: 1 };
-
-/// A section's floor: its anchored items, at least `min`, at most `max`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Floor {
-    pub min: usize,
-    pub max: usize,
-}
-
 impl Block {
-    /// Sets the floor: the items ranked in the anchored tier, at least `floor.min`, at
-    /// most `floor.max` (and at most the items there are).
-    fn with_floor(mut self, floor: Floor) -> Block {
-        let anchored = self
-            .items
-            .iter()
-            .take_while(|i| i.score >= ANCHOR_BONUS)
-            .count();
-        self.floor = anchored.max(floor.min).min(floor.max).min(self.items.len());
-        self
-    }
-
     /// Replaces the heading with one that carries a summary, when the block has items.
     fn with_heading(mut self, arena: &mut Arena<'_>, extra: impl FnOnce(&mut String)) -> Block {
         if !self.items.is_empty() {
