@@ -650,6 +650,56 @@ pub fn demo(
     out
 }
 
+/// `baton bench --fidelity`: per case, the share of relevant records delivered.
+pub fn fidelity(rows: &[baton_core::fidelity::FidelityRow], estimator: &str) -> String {
+    use baton_core::fidelity::Category;
+    let mut out = format!(
+        "baton bench --fidelity · offline, in-process · {estimator} estimator · 5 workers\n\n"
+    );
+    let _ = write!(
+        out,
+        "{:>6} {:>6} {:>7} {:>7} {:>7}",
+        "steps", "budget", "records", "tokens", "over"
+    );
+    let short = |c: Category| match c {
+        Category::Assignment => "task",
+        Category::Warnings => "warnings",
+        Category::Notes => "notes",
+        Category::OpenIssues => "issues",
+        Category::FailedAttempts => "failed",
+        Category::FoundingDecisions => "founding",
+        Category::ReversedDecisions => "reversed",
+    };
+    for c in Category::ALL {
+        let _ = write!(out, " {:>9}", short(c));
+    }
+    out.push('\n');
+    for r in rows {
+        let _ = write!(
+            out,
+            "{:>6} {:>6} {:>7} {:>7} {:>7}",
+            r.case.steps,
+            n(r.case.budget as u64),
+            n(r.final_items as u64),
+            n(r.mean_tokens as u64),
+            r.over_budget
+        );
+        for c in Category::ALL {
+            let _ = write!(out, " {:>8.1}%", 100.0 * r.tally(c).fraction());
+        }
+        out.push('\n');
+    }
+    out.push_str(
+        "\nEach cell: relevant records delivered, over every briefing of the run (100 turns). \
+         task: the assignment and objective in full; warnings and notes: the predecessor's; \
+         issues: every open high or critical issue; failed: failed attempts in the assigned \
+         step's area; founding: the first turn's decisions; reversed: decisions that reversed \
+         an earlier one. records: the state at the end; tokens: mean briefing size; over: \
+         briefings over budget.\n",
+    );
+    out
+}
+
 pub fn bench(rows: &[BenchRow], estimator: &str) -> String {
     let mut out =
         format!("baton bench · offline mock model · {estimator} estimator · 5 workers\n\n");

@@ -311,8 +311,12 @@ fn default_repairs() -> u32 {
     DEFAULT_REPAIR_ATTEMPTS
 }
 
-/// The smallest budget that can carry a task and an objective.
-pub const MIN_BUDGET: usize = 50;
+/// The smallest budget accepted before the run's own briefings are measured: a briefing
+/// whose task and objective run to `MIN_KEEP_CHARS` (120) characters or more needs
+/// about 113 tokens at its shortest with either estimator (header and both cut to 120
+/// characters). `policy::check_budgets` then refuses, at run creation, any budget below
+/// the smallest briefing of one of the run's own steps.
+pub const MIN_BUDGET: usize = 120;
 
 /// Repair calls per claim by default.
 pub const DEFAULT_REPAIR_ATTEMPTS: u32 = 1;
@@ -342,7 +346,9 @@ impl RunSettings {
         self.estimator_kind()?;
         if self.budget < MIN_BUDGET {
             return Err(Error::Config(format!(
-                "budget {} is too small to brief anyone; use at least {MIN_BUDGET} tokens",
+                "budget {} is too small to brief anyone: a briefing's header, task and \
+                 objective at their shortest need about {MIN_BUDGET} tokens; set budget to \
+                 at least {MIN_BUDGET} (--budget, BATON_BUDGET or `budget =` in baton.toml)",
                 self.budget
             )));
         }
@@ -350,7 +356,7 @@ impl RunSettings {
             && total < MIN_BUDGET
         {
             return Err(Error::Config(format!(
-                "total budget {total} is too small to brief anyone; use at least {MIN_BUDGET} tokens per step"
+                "total budget {total} is too small to brief anyone: a briefing's header, task and objective at their shortest need about {MIN_BUDGET} tokens; set total_budget to at least {MIN_BUDGET} tokens per step"
             )));
         }
         Ok(())

@@ -78,8 +78,7 @@ fn answers_text(answers: usize, answer: usize) -> String {
 
 /// The context line of a verdict: the window, and whether `budget` fits in it.
 fn context_line(worker: &WorkerConfig, budget: usize, window: u64, source: &str) -> String {
-    let (prompts, answers, answer) =
-        turn_overhead(worker, &baton_core::tokens::HeuristicEstimator);
+    let (prompts, answers, answer) = turn_overhead(worker, &baton_core::tokens::HeuristicEstimator);
     let need = budget + prompts + answers * answer;
     let shown = answers_text(answers, answer);
     let window_tokens = usize::try_from(window).unwrap_or(usize::MAX);

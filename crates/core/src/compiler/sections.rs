@@ -4,9 +4,13 @@
 use std::cmp::Ordering;
 use std::fmt::Write as _;
 
+use super::floors::{
+    FLOOR_ACTION, FLOOR_CURRENT, FLOOR_DECISIONS, FLOOR_FAILED, FLOOR_ISSUES, FLOOR_PROGRESS,
+    FLOOR_RECORDS, cites_earlier_decision,
+};
 use super::render::{
-    Arena, MAX_ITEM_CHARS, MAX_NOTES_CHARS, Piece, WARNING_FLOOR_WORDS, push_by, push_clean,
-    push_words,
+    Arena, MAX_ITEM_CHARS, MAX_NOTES_CHARS, NOTES_FLOOR_WORDS, Piece, push_by, push_clean,
+    push_warning_floor, push_words,
 };
 use super::{Assignment, AssignmentKind, DropReason, DroppedItem, Section};
 use crate::state::{
@@ -87,6 +91,8 @@ pub(super) struct Block {
     pub cap_dropped: Vec<DroppedItem>,
     /// Notes block only: how many leading items are warnings.
     pub warnings: usize,
+    /// Leading ranked items every section gets before any section grows (see `with_floor`).
+    pub floor: usize,
 }
 
 /// Best first; ties go to the earlier record so the ranking is a total order.
@@ -188,6 +194,7 @@ fn block<T>(arena: &mut Arena<'_>, spec: Spec<'_, T>) -> Block {
     Block {
         section: spec.section,
         heading,
+        floor: 0,
         items,
         available,
         cap_dropped,
@@ -230,7 +237,14 @@ pub(super) struct Context<'s> {
     pub step_index: Option<usize>,
     /// The state's memoised term sets, locked for this compile.
     pub cache: RefCell<ScoringCacheGuard<'s>>,
+    /// The assigned task's own terms (the objective is shared by every record, so it
+    /// cannot tell one step's area from another's).
+    pub task_query: TermQuery,
 }
+
+/// Terms a failed attempt must share with the assigned task to count as the same area
+/// (fewer when the task has fewer terms).
+pub const AREA_TERMS: usize = 2;
 
 /// Slots of the scoring cache, one per record category.
 const KIND_DECISION: usize = 0;
@@ -251,9 +265,29 @@ impl Context<'_> {
         texts: &[&str],
         turn: u32,
     ) -> u32 {
+        self.score_and_task_overlap(kind, index, stamp, texts, turn)
+            .0
+    }
+
+    /// `score_cached`, and how many terms the record shares with the assigned task.
+    fn score_and_task_overlap(
+        &self,
+        kind: usize,
+        index: usize,
+        stamp: u32,
+        texts: &[&str],
+        turn: u32,
+    ) -> (u32, usize) {
         let mut cache = self.cache.borrow_mut();
         let terms = cache.terms(kind, index, stamp, texts);
-        relevance_from_overlap(self.query.shared(terms), turn, self.state.turns)
+        let score = relevance_from_overlap(self.query.shared(terms), turn, self.state.turns);
+        (score, self.task_query.shared(terms))
+    }
+
+    /// True when a record sharing `overlap` terms with the task is in the task's area.
+    fn same_area(&self, overlap: usize) -> bool {
+        let need = AREA_TERMS.min(self.task_query.terms().len());
+        need > 0 && overlap >= need
     }
 
     fn assigned_step_id(&self) -> Option<&str> {
@@ -267,16 +301,16 @@ impl Context<'_> {
 /// Every section from Progress to Next action, in section order, then the notes.
 pub(super) fn blocks(arena: &mut Arena<'_>, cx: &Context<'_>) -> Vec<Block> {
     vec![
-        progress(arena, cx),
-        current_task_state(arena, cx),
-        decisions(arena, cx),
-        completed(arena, cx),
-        artifacts(arena, cx),
-        issues(arena, cx),
-        failed(arena, cx),
-        assumptions(arena, cx),
-        stamped(arena, cx, Section::LastAction),
-        stamped(arena, cx, Section::NextAction),
+        progress(arena, cx).with_floor(FLOOR_PROGRESS),
+        current_task_state(arena, cx).with_floor(FLOOR_CURRENT),
+        decisions(arena, cx).with_floor(FLOOR_DECISIONS),
+        completed(arena, cx).with_floor(FLOOR_RECORDS),
+        artifacts(arena, cx).with_floor(FLOOR_RECORDS),
+        issues(arena, cx).with_floor(FLOOR_ISSUES),
+        failed(arena, cx).with_floor(FLOOR_FAILED),
+        assumptions(arena, cx).with_floor(FLOOR_RECORDS),
+        stamped(arena, cx, Section::LastAction).with_floor(FLOOR_ACTION),
+        stamped(arena, cx, Section::NextAction).with_floor(FLOOR_ACTION),
         notes(arena, cx),
     ]
 }
@@ -535,6 +569,7 @@ fn current_task_state(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
         items,
         cap_dropped: work_block.cap_dropped,
         warnings: 0,
+        floor: 0,
     }
 }
 
@@ -551,7 +586,13 @@ fn decisions(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
                 // A restatement may supply a missing reason later: that changes the text.
                 let stamp = u32::from(d.reason.is_some());
                 let s = cx.score_cached(KIND_DECISION, i, stamp, &texts, d.provenance.turn);
-                if i < ANCHORED { s + ANCHOR_BONUS } else { s }
+                // A decision that names an earlier one revises it: a later worker that
+                // misses it follows the decision it replaced.
+                if i < ANCHORED || cites_earlier_decision(&d.text, i) {
+                    s + ANCHOR_BONUS
+                } else {
+                    s
+                }
             },
             id: &|d| &d.id,
             render: &|d, out| {
@@ -659,8 +700,16 @@ fn issues(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             records: &cx.state.issues,
             include: &|i| i.status == IssueStatus::Open,
             score: &|n, i| {
-                cx.score_cached(KIND_ISSUE, n, 0, &[&i.title, &i.detail], i.provenance.turn)
-                    + severity_bonus(i.severity)
+                let s =
+                    cx.score_cached(KIND_ISSUE, n, 0, &[&i.title, &i.detail], i.provenance.turn)
+                        + severity_bonus(i.severity);
+                // Open high and critical issues are what the next worker must not
+                // ignore, whatever its task: they rank with the anchored records.
+                if i.severity >= Severity::High {
+                    s + ANCHOR_BONUS
+                } else {
+                    s
+                }
             },
             id: &|i| &i.id,
             render: &|i, out| {
@@ -706,8 +755,18 @@ fn failed(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             records: &cx.state.failed_attempts,
             include: &|_| true,
             score: &|i, f| {
-                let s = cx.score_cached(KIND_FAILED, i, 0, &[&f.what, &f.why], f.provenance.turn);
-                if i < ANCHORED { s + ANCHOR_BONUS } else { s }
+                let texts = [f.what.as_str(), f.why.as_str()];
+                let (s, on_task) =
+                    cx.score_and_task_overlap(KIND_FAILED, i, 0, &texts, f.provenance.turn);
+                // Every dead end in the assigned task's area, then the first ones, are
+                // what the next worker must not repeat.
+                if cx.same_area(on_task) {
+                    s + ANCHOR_BONUS + ANCHOR_BONUS / 2
+                } else if i < ANCHORED {
+                    s + ANCHOR_BONUS
+                } else {
+                    s
+                }
             },
             id: &|f| &f.id,
             render: &|f, out| {
@@ -780,6 +839,7 @@ fn notes(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             heading: Piece::default(),
             items: Vec::new(),
             available: 0,
+            floor: 0,
             cap_dropped: Vec::new(),
             warnings: 0,
         };
@@ -803,7 +863,7 @@ fn notes(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
         let short = if k < FLOOR_WARNINGS {
             let out = arena.begin();
             out.push_str(label);
-            push_words(out, w, WARNING_FLOOR_WORDS);
+            push_warning_floor(out, w);
             let short = arena.end();
             Some(short)
         } else {
@@ -821,12 +881,18 @@ fn notes(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
     if !h.notes.trim().is_empty() {
         let out = arena.begin();
         let cut = push_clean(out, &h.notes, MAX_NOTES_CHARS);
+        let piece = arena.end();
+        // The notes' floor: their opening words, when the whole runs longer.
+        let short = (h.notes.split_whitespace().nth(NOTES_FLOOR_WORDS).is_some()).then(|| {
+            push_words(arena.begin(), &h.notes, NOTES_FLOOR_WORDS);
+            arena.end()
+        });
         items.push(Item {
             id: format!("{}.notes", h.id),
             score: 0,
             order: all_warnings as u64,
-            piece: arena.end(),
-            short: None,
+            piece,
+            short,
             shortened: cut,
         });
     }
@@ -839,6 +905,8 @@ fn notes(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
         section,
         heading: heading(arena, section, items.is_empty(), Some(&extra)),
         available: items.len(),
+        // The notes block's floor is handled by the fill (warnings, then the notes).
+        floor: 0,
         items,
         cap_dropped: Vec::new(),
         warnings: all_warnings,

@@ -718,3 +718,38 @@ fn memoised_scores_never_change_a_package() {
         compile(&cold_state, &a, &worker(), 1500, &HeuristicEstimator)
     );
 }
+
+/// Issue 9 item 5: a warning cut to its first eight words lost what it asked for
+/// ("… so run the migrations gate before trusting any endpoint test").
+#[test]
+fn a_shortened_warning_keeps_what_it_asks_the_next_worker_to_do() {
+    let mut s = synthetic::state_with_items(2000, 3);
+    s.handoffs.push(HandoffRecord {
+        id: "H999".into(),
+        notes: "Notes.".into(),
+        warnings: vec![
+            "The staging database was restored from an old backup during turn 40 and the \
+             migrations were never applied there, so run the migrations gate before \
+             trusting any endpoint test"
+                .into(),
+        ],
+        provenance: prov("w4", 300),
+        engine_warnings: Vec::new(),
+    });
+    for est in [&HeuristicEstimator as &dyn TokenEstimator, &bpe()] {
+        let p = compile(
+            &s,
+            &step("T2", "Add project endpoints"),
+            &worker(),
+            130,
+            est,
+        );
+        assert!(
+            p.text
+                .contains("run the migrations gate before trusting any endpoint test"),
+            "{}",
+            p.text
+        );
+        assert!(p.text.contains("- WARNING: The staging database was"));
+    }
+}

@@ -323,6 +323,8 @@ impl Engine {
         for (step, budget) in state.plan.iter_mut().zip(&spec.step_budgets) {
             step.budget = *budget;
         }
+        let estimator = spec.settings.estimator_kind()?.build();
+        crate::policy::check_budgets(&state, &spec.settings, &spec.roster, &*estimator)?;
         let now = self.clock.now();
         let config = RunConfig {
             roster: spec.roster.clone(),

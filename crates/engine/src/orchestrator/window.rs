@@ -60,7 +60,11 @@ impl WindowFit {
             self.window,
             self.source,
             self.prompts,
-            if self.answers == 1 { "an answer".to_string() } else { format!("{} answers", self.answers) },
+            if self.answers == 1 {
+                "an answer".to_string()
+            } else {
+                format!("{} answers", self.answers)
+            },
             self.answer,
             self.budget
         )
@@ -79,8 +83,7 @@ impl Engine {
     ) -> Option<WindowFit> {
         let (window, source) = self.context_window(session, worker, ask_server)?;
         let config = &session.config.roster.workers[worker];
-        let (prompts, answers, answer) =
-            crate::verify::turn_overhead(config, &*session.estimator);
+        let (prompts, answers, answer) = crate::verify::turn_overhead(config, &*session.estimator);
         let estimated_room = usize::try_from(window)
             .unwrap_or(usize::MAX)
             .saturating_sub(answers * answer)

@@ -296,3 +296,55 @@ fn the_retry_briefing_says_which_attempt_it_is_and_what_happened_before() {
     let state = store.load_state(&id).unwrap();
     assert_eq!(state.steps_done(), 1);
 }
+
+/// Issue 9 item 6: a budget of 60 was accepted and sent every briefing over budget.
+#[test]
+fn a_budget_below_the_smallest_briefing_is_refused_with_the_minimum_to_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let engine = engine(&store);
+    let task = "Add cursor pagination to every list endpoint of the service, with opaque \
+                cursors, stable ordering and tests against a real database";
+    let mut s = spec(&[task], Roster::mock(2));
+    s.settings.budget = 60;
+    let err = engine.create_run(&s).unwrap_err().to_string();
+    assert!(
+        err.contains("budget 60") && err.contains("set budget to"),
+        "{err}"
+    );
+
+    // Long worker names make the header, and so the smallest briefing, larger than the
+    // static minimum: the run's own briefing is measured, and the minimum it names works.
+    let mut roster = Roster::mock(1);
+    roster.workers[0].id = baton_core::ids::WorkerId::new("the-night-shift-reviewer-".repeat(6));
+    roster.workers[0].model = format!("mock/{}", "a-long-model-name-".repeat(6));
+    let mut s = spec(&[task], roster);
+    s.settings.budget = baton_engine::config::MIN_BUDGET;
+    let err = engine.create_run(&s).unwrap_err().to_string();
+    assert!(
+        err.contains("step T1") && err.contains("estimator"),
+        "{err}"
+    );
+    let needed: usize = err
+        .split("set budget to ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no minimum in {err}"));
+    assert!(needed > baton_engine::config::MIN_BUDGET, "{err}");
+    s.settings.budget = needed;
+    let id = engine.create_run(&s).unwrap();
+    let session = engine.open(&id, None).unwrap();
+    let p = engine.preview(&session, None, None).unwrap();
+    assert!(
+        !p.over_budget,
+        "{} tokens at {needed}:\n{}",
+        p.tokens, p.text
+    );
+
+    // A total budget too small for its first step names the total to set.
+    let mut s = spec(&[task, task], Roster::mock(2));
+    s.settings.total_budget = Some(200);
+    let err = engine.create_run(&s).unwrap_err().to_string();
+    assert!(err.contains("set total_budget"), "{err}");
+}

@@ -349,7 +349,9 @@ fn a_briefing_too_long_for_the_context_is_shrunk_and_the_block_names_the_budget(
     let dir = tempfile::tempdir().unwrap();
     // A hosted API: it tells no context window (baton asks once the briefing is refused).
     let server = answering_posts((0..4).map(|_| context_too_long()).collect());
-    let spec = one_worker_spec(openai_worker("w1", &server, 2));
+    let mut spec = one_worker_spec(openai_worker("w1", &server, 2));
+    // A briefing well above the smallest one (120 tokens), so there is room to halve.
+    spec.objective = "Build a small service that bills customers every month. ".repeat(20);
     let (store, id, question) = run_blocked(dir.path(), &spec);
     let bodies: Vec<String> = server
         .requests()

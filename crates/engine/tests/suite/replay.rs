@@ -139,7 +139,9 @@ fn an_exported_run_with_failed_calls_replays_its_errors_word_for_word() {
 
 /// A demo run recorded by baton before one call per turn existed (75a9bea, `baton demo
 /// --record`: an execute and a handoff call per turn) replays as it was recorded: two
-/// calls per turn, the same outputs, byte-identical briefings, claims and outcomes.
+/// calls per turn, the same outputs, claims and outcomes, and the briefings today's
+/// compiler makes for a live two-call demo (the compiler has changed since the
+/// recording: its briefings are not the recording's to fix).
 #[test]
 fn a_two_call_recording_from_before_one_call_per_turn_replays_byte_for_byte() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
@@ -160,14 +162,23 @@ fn a_two_call_recording_from_before_one_call_per_turn_replays_byte_for_byte() {
     let turns = store.turns(&id).unwrap();
     let want = expected["turns"].as_array().unwrap();
     assert_eq!(turns.len(), want.len());
-    for (t, w) in turns.iter().zip(want) {
+    let live_dir = tempfile::tempdir().unwrap();
+    let live_store = store_in(live_dir.path());
+    let mut live = demo::spec();
+    for w in &mut live.roster.workers {
+        w.calls = Some(baton_engine::config::Calls::Two);
+    }
+    let (live_id, _) = run_all(&engine(&live_store), &live);
+    let live_turns = live_store.turns(&live_id).unwrap();
+    assert_eq!(live_turns.len(), turns.len());
+    for ((t, w), l) in turns.iter().zip(want).zip(&live_turns) {
         let kinds: Vec<&str> = t.calls.iter().map(|c| c.call.as_str()).collect();
         assert_eq!(json!(kinds), w["calls"], "turn {}", t.turn);
         let outputs: Vec<Option<String>> = t.calls.iter().map(|c| c.output.clone()).collect();
         assert_eq!(json!(outputs), w["outputs"], "turn {}", t.turn);
         assert_eq!(
             t.package.text.replace(&id.0, "RUN"),
-            w["package"].as_str().unwrap(),
+            l.package.text.replace(&live_id.0, "RUN"),
             "turn {}",
             t.turn
         );
