@@ -424,7 +424,14 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Bench { turns, estimator } => bench(&turns, &estimator),
+        Command::Bench {
+            fidelity: true,
+            estimator,
+            ..
+        } => bench_fidelity(&estimator),
+        Command::Bench {
+            turns, estimator, ..
+        } => bench(&turns, &estimator),
         Command::Enqueue(args) => crate::jobs::enqueue(&ctx, args),
         Command::Work {
             concurrency,
@@ -686,13 +693,21 @@ fn drive(
 }
 
 /// Success, or `EXIT_TURN_FAILED` (said on stderr) when the last turn this command
-/// ran failed.
+/// ran failed or left its step open for want of evidence of work.
 fn turn_exit(id: &RunId, last: Option<&TurnSummary>) -> ExitCode {
     match last {
         Some(turn) if turn.status == TurnStatus::Failed => {
             eprintln!(
                 "turn {} failed (recorded; exit status {EXIT_TURN_FAILED}): `baton history {id}` shows why; `baton step {id}` or `baton resume {id}` tries again",
                 turn.turn
+            );
+            ExitCode::from(EXIT_TURN_FAILED)
+        }
+        Some(turn) if turn.step_left_open => {
+            eprintln!(
+                "turn {} left step {} open: no evidence of work (recorded; exit status {EXIT_TURN_FAILED}): `baton history {id}` shows what the worker said; `baton step {id}` or `baton resume {id}` tries again",
+                turn.turn,
+                turn.assignment.step_id.as_deref().unwrap_or("?")
             );
             ExitCode::from(EXIT_TURN_FAILED)
         }
@@ -842,6 +857,23 @@ fn bench(turns: &[u32], estimator: &str) -> Result<ExitCode> {
     }
     let _ = std::fs::remove_dir_all(&dir);
     print!("{}", render::bench(&rows, estimator));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn bench_fidelity(estimator: &str) -> Result<ExitCode> {
+    let Some(kind) = baton_core::tokens::EstimatorKind::parse(estimator) else {
+        bail!("unknown estimator \"{estimator}\"; use \"bpe\" or \"heuristic\"");
+    };
+    let est = kind.build();
+    let mut rows = Vec::new();
+    for case in baton_core::fidelity::standard_cases() {
+        eprintln!(
+            "running {} turns, {} steps, budget {}, {} extra records per turn…",
+            case.turns, case.steps, case.budget, case.volume
+        );
+        rows.push(baton_core::fidelity::run(&case, &*est));
+    }
+    print!("{}", render::fidelity(&rows, est.name()));
     Ok(ExitCode::SUCCESS)
 }
 

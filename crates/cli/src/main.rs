@@ -240,6 +240,11 @@ pub enum Command {
         /// Token estimator for the measurement (the default is the runs' default)
         #[arg(long, default_value = "bpe")]
         estimator: String,
+        /// Measure handoff fidelity instead: 100-turn offline runs (plans of 10 and 40
+        /// steps, budgets 300 to 3,000, up to 10,000 records) and the share of relevant
+        /// records each briefing delivered, per category
+        #[arg(long)]
+        fidelity: bool,
     },
 }
 

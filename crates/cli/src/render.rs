@@ -52,6 +52,10 @@ pub fn progress_line(s: &TurnSummary, session: &Session) -> String {
             ""
         },
         match s.status {
+            TurnStatus::Committed if s.step_left_open => format!(
+                "committed, but {} stays open: no evidence of work",
+                s.assignment.step_id.as_deref().unwrap_or("the step")
+            ),
             TurnStatus::Committed => "committed".to_string(),
             TurnStatus::Failed =>
                 format!("FAILED: {}", s.error.as_deref().unwrap_or("unknown error")),
@@ -111,6 +115,17 @@ pub fn tasks(state: &ExecutionState) -> String {
             .map(|b| format!("  [budget {b}]"))
             .unwrap_or_default();
         let _ = writeln!(out, "[{mark}] {} {}{by}{budget}", s.id, s.title);
+        if let (StepStatus::Pending, Some(last)) = (s.status, s.attempts.last()) {
+            let _ = writeln!(
+                out,
+                "       {} turn(s) did not complete it; the last, turn {} by {}: {} — {}",
+                s.attempts.len(),
+                last.turn,
+                last.worker,
+                last.outcome.as_str(),
+                clip(&last.detail, 160)
+            );
+        }
     }
     out
 }
@@ -457,7 +472,7 @@ pub fn run_summary(r: &RunReport, s: &ExecutionState, elapsed: Duration) -> Stri
     }
     let _ = writeln!(
         out,
-        "tokens actually sent: {} (both calls of every turn, system prompts included)",
+        "tokens actually sent: {} (every call of every turn, retries and system prompts included)",
         n(r.tokens_sent as u64)
     );
     out.push_str(&reported_line(r));
@@ -616,7 +631,7 @@ pub fn demo(
     );
     let _ = writeln!(
         out,
-        "tokens actually sent: {} (both calls of every turn, system prompts included)",
+        "tokens actually sent: {} (every call of every turn, retries and system prompts included)",
         n(r.tokens_sent as u64)
     );
     let _ = writeln!(
@@ -631,6 +646,56 @@ pub fn demo(
         out,
         "finished in {:.0} ms. Next: `baton state {short}`, `baton handoffs {short} --text`, `baton export {short} --format md`",
         elapsed.as_secs_f64() * 1000.0
+    );
+    out
+}
+
+/// `baton bench --fidelity`: per case, the share of relevant records delivered.
+pub fn fidelity(rows: &[baton_core::fidelity::FidelityRow], estimator: &str) -> String {
+    use baton_core::fidelity::Category;
+    let mut out = format!(
+        "baton bench --fidelity · offline, in-process · {estimator} estimator · 5 workers\n\n"
+    );
+    let _ = write!(
+        out,
+        "{:>6} {:>6} {:>7} {:>7} {:>7}",
+        "steps", "budget", "records", "tokens", "over"
+    );
+    let short = |c: Category| match c {
+        Category::Assignment => "task",
+        Category::Warnings => "warnings",
+        Category::Notes => "notes",
+        Category::OpenIssues => "issues",
+        Category::FailedAttempts => "failed",
+        Category::FoundingDecisions => "founding",
+        Category::ReversedDecisions => "reversed",
+    };
+    for c in Category::ALL {
+        let _ = write!(out, " {:>9}", short(c));
+    }
+    out.push('\n');
+    for r in rows {
+        let _ = write!(
+            out,
+            "{:>6} {:>6} {:>7} {:>7} {:>7}",
+            r.case.steps,
+            n(r.case.budget as u64),
+            n(r.final_items as u64),
+            n(r.mean_tokens as u64),
+            r.over_budget
+        );
+        for c in Category::ALL {
+            let _ = write!(out, " {:>8.1}%", 100.0 * r.tally(c).fraction());
+        }
+        out.push('\n');
+    }
+    out.push_str(
+        "\nEach cell: relevant records delivered, over every briefing of the run (100 turns). \
+         task: the assignment and objective in full; warnings and notes: the predecessor's; \
+         issues: every open high or critical issue; failed: failed attempts in the assigned \
+         step's area; founding: the first turn's decisions; reversed: decisions that reversed \
+         an earlier one. records: the state at the end; tokens: mean briefing size; over: \
+         briefings over budget.\n",
     );
     out
 }
@@ -673,5 +738,22 @@ pub fn bench(rows: &[BenchRow], estimator: &str) -> String {
         "\ntranscript replay: each call re-sends every earlier worker's raw output instead of the briefing \
          (a lower bound). engine/turn excludes model time and includes the durable commit (fsync).\n",
     );
+    if let Some(r) = rows.iter().find(|r| r.turns == 100) {
+        let reference = baton_engine::bench::REFERENCE_INPUT_TOKENS_100_TURNS;
+        let ratio = |t: u64| t as f64 / reference as f64;
+        let with_schema = r.tokens_sent + r.schema_tokens;
+        let _ = writeln!(
+            out,
+            "\nreference engine, measured externally on the same 100-turn work: {} k input tokens \
+             (a recorded figure: it cannot run here)\n\
+             baton, measured here: {} input tokens ({:.2}× the reference); {} ({:.2}×) when every \
+             call also carries its JSON schema, as providers that enforce one receive it",
+            reference / 1000,
+            n(r.tokens_sent),
+            ratio(r.tokens_sent),
+            n(with_schema),
+            ratio(with_schema)
+        );
+    }
     out
 }

@@ -1,7 +1,8 @@
-//! Briefing compilation: demo-sized, 1k and 10k records, heuristic and BPE estimators;
-//! and counting one briefing's text with the BPE against tiktoken-rs, its reference.
-//! These are warm figures (the same process, many iterations); the cold one, a fresh
-//! process's first compile, is `cargo run --release -p baton-core --example cold_compile`.
+//! Briefing compilation: demo-sized, 1k and 10k records (and 10k with a step on its
+//! sixth attempt), heuristic and BPE estimators; and counting one briefing's text with
+//! the BPE against tiktoken-rs, its reference. These are warm figures (the same
+//! process, many iterations); the cold one, a fresh process's first compile, is
+//! `cargo run --release -p baton-core --example cold_compile`.
 //!
 //! `cargo bench -p baton-core --bench compile -- --warm-up-time 1 --measurement-time 3`
 
@@ -11,7 +12,7 @@ use std::hint::black_box;
 
 use baton_core::compiler::{Assignment, AssignmentKind, WorkerProfile, compile};
 use baton_core::ids::WorkerId;
-use baton_core::state::ExecutionState;
+use baton_core::state::{AttemptOutcome, ExecutionState, StepAttempt, StepStatus};
 use baton_core::synthetic;
 use baton_core::tokens::{BpeEstimator, HeuristicEstimator, TokenEstimator};
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -31,10 +32,29 @@ fn bench(c: &mut Criterion) {
         step_id: Some("T3".into()),
         task: "Implement token authentication with refresh token rotation".into(),
     };
-    let states: [(&str, ExecutionState); 3] = [
+    // A step on its sixth attempt: the retry briefing's attempt lines.
+    let mut retried = synthetic::state_with_items(10_000, 1);
+    if let Some(step) = retried.plan.iter_mut().find(|s| s.id == "T3") {
+        step.status = StepStatus::Pending;
+        for turn in 0..5 {
+            step.attempts.push(StepAttempt {
+                turn,
+                worker: WorkerId::new(format!("w{turn}")),
+                outcome: if turn % 2 == 0 {
+                    AttemptOutcome::Failed
+                } else {
+                    AttemptOutcome::NoEvidence
+                },
+                detail: "execute call failed: server_error: upstream overloaded; retry later"
+                    .into(),
+            });
+        }
+    }
+    let states: [(&str, ExecutionState); 4] = [
         ("demo", synthetic::demo_sized_state()),
         ("1k", synthetic::state_with_items(1_000, 1)),
         ("10k", synthetic::state_with_items(10_000, 1)),
+        ("10k-retried", retried),
     ];
     let estimators: [&dyn TokenEstimator; 2] = [&HeuristicEstimator, &BpeEstimator];
     for (name, state) in &states {

@@ -139,6 +139,68 @@ pub struct HandoffReport {
     pub assumptions: Vec<String>,
 }
 
+/// One call per turn: the work and the handoff in one answer. The engine splits it
+/// into the turn's `WorkerResult` and `HandoffReport` (see [`TurnAnswer::split`]), so
+/// the model never repeats itself and the briefing is sent once.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TurnAnswer {
+    pub summary: String,
+    #[serde(default)]
+    pub completed: Vec<String>,
+    #[serde(default)]
+    pub steps_completed: Vec<String>,
+    #[serde(default)]
+    pub decisions: Vec<DecisionClaim>,
+    #[serde(default)]
+    pub artifacts: Vec<ArtifactClaim>,
+    #[serde(default)]
+    pub issues: Vec<IssueClaim>,
+    #[serde(default)]
+    pub resolved_issues: Vec<ResolutionClaimInput>,
+    #[serde(default)]
+    pub failed_attempts: Vec<FailedAttemptClaim>,
+    #[serde(default)]
+    pub assumptions: Vec<String>,
+    pub last_action: String,
+    /// Required, as in a handoff report: the next worker starts from it.
+    pub next_action: String,
+    /// What the next worker must know that the record does not say.
+    #[serde(default)]
+    pub notes: String,
+    /// What the next worker must not assume, or must check first.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+impl TurnAnswer {
+    /// The turn's two claims: the work as the result, the notes, warnings and actions
+    /// as the report (which restates nothing, so nothing is reconciled twice).
+    pub fn split(self) -> (WorkerResult, HandoffReport) {
+        let report = HandoffReport {
+            notes: self.notes,
+            warnings: self.warnings,
+            last_action: self.last_action.clone(),
+            next_action: self.next_action.clone(),
+            ..HandoffReport::default()
+        };
+        let result = WorkerResult {
+            summary: self.summary,
+            completed: self.completed,
+            steps_completed: self.steps_completed,
+            decisions: self.decisions,
+            artifacts: self.artifacts,
+            issues: self.issues,
+            resolved_issues: self.resolved_issues,
+            failed_attempts: self.failed_attempts,
+            assumptions: self.assumptions,
+            last_action: self.last_action,
+            next_action: Some(self.next_action),
+        };
+        (result, report)
+    }
+}
+
 /// Field names only the engine may write. A claim that contains one anywhere is
 /// refused for that field (and the rest of the claim still has to be valid).
 pub const ENGINE_ONLY_FIELDS: &[&str] = &[
@@ -153,9 +215,41 @@ pub const ENGINE_ONLY_FIELDS: &[&str] = &[
 
 static WORKER_RESULT_SCHEMA: LazyLock<Value> = LazyLock::new(schema_of::<WorkerResult>);
 static HANDOFF_REPORT_SCHEMA: LazyLock<Value> = LazyLock::new(schema_of::<HandoffReport>);
+static TURN_ANSWER_SCHEMA: LazyLock<Value> = LazyLock::new(schema_of::<TurnAnswer>);
 
+/// The type's schema as compact as providers take it: it rides in every request that
+/// enforces one (and is billed as input there), so the `$schema` URL, the doc-comment
+/// descriptions and the defaults are left out. The prompt's filled-in example already
+/// says what each field is for; the structure (types, required fields, closed
+/// objects) is all a schema-constrained decoder needs.
 fn schema_of<T: JsonSchema>() -> Value {
-    serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null)
+    let mut schema = serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null);
+    if let Some(root) = schema.as_object_mut() {
+        root.remove("$schema");
+    }
+    strip_annotations(&mut schema);
+    schema
+}
+
+/// Removes `description` and `default` at any depth, except as property names.
+fn strip_annotations(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map.iter_mut() {
+                if key == "properties" {
+                    if let Some(props) = v.as_object_mut() {
+                        props.values_mut().for_each(strip_annotations);
+                    }
+                } else {
+                    strip_annotations(v);
+                }
+            }
+            map.remove("description");
+            map.remove("default");
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_annotations),
+        _ => {}
+    }
 }
 
 /// The JSON Schema of `WorkerResult`, computed once per process.
@@ -166,6 +260,11 @@ pub fn worker_result_schema() -> &'static Value {
 /// The JSON Schema of `HandoffReport`, computed once per process.
 pub fn handoff_report_schema() -> &'static Value {
     &HANDOFF_REPORT_SCHEMA
+}
+
+/// The JSON Schema of `TurnAnswer`, computed once per process.
+pub fn turn_answer_schema() -> &'static Value {
+    &TURN_ANSWER_SCHEMA
 }
 
 /// A part of a claim the engine refused before merging, with the reason.
@@ -194,6 +293,26 @@ pub fn parse_worker_result(raw: &str) -> Result<Parsed<WorkerResult>> {
 /// Parses model output into a `HandoffReport`.
 pub fn parse_handoff_report(raw: &str) -> Result<Parsed<HandoffReport>> {
     parse_claim(raw, "report", "HandoffReport", handoff_report_schema())
+}
+
+/// Parses the answer of a one-call turn into the turn's two claims. What parsing
+/// refused or set aside (paths under `answer.`) goes with the result.
+pub fn parse_turn_answer(raw: &str) -> Result<(Parsed<WorkerResult>, Parsed<HandoffReport>)> {
+    let parsed: Parsed<TurnAnswer> =
+        parse_claim(raw, "answer", "TurnAnswer", turn_answer_schema())?;
+    let (result, report) = parsed.claim.split();
+    Ok((
+        Parsed {
+            claim: result,
+            refusals: parsed.refusals,
+            warnings: parsed.warnings,
+        },
+        Parsed {
+            claim: report,
+            refusals: Vec::new(),
+            warnings: Vec::new(),
+        },
+    ))
 }
 
 fn parse_claim<T: for<'de> Deserialize<'de>>(
@@ -505,6 +624,48 @@ mod tests {
             Some("kept (by w1, turn 2)")
         );
         assert_eq!(parsed.warnings.len(), 2, "{:?}", parsed.warnings);
+    }
+
+    #[test]
+    fn a_turn_answer_is_split_into_the_result_and_the_report() {
+        let raw = r#"{"summary":"s","last_action":"a","next_action":"n","notes":"read x",
+            "warnings":["w"],"decisions":[{"text":"d"}],"verified":true,"mood":"ok"}"#;
+        let (result, report) = parse_turn_answer(raw).unwrap();
+        assert_eq!(result.claim.decisions[0].text, "d");
+        assert_eq!(result.claim.next_action.as_deref(), Some("n"));
+        assert_eq!(report.claim.notes, "read x");
+        assert_eq!(report.claim.warnings, ["w"]);
+        assert_eq!(report.claim.last_action, "a");
+        assert!(
+            report.claim.decisions.is_empty(),
+            "nothing is reconciled twice"
+        );
+        assert_eq!(result.refusals[0].claim, "answer.verified");
+        assert!(
+            result.warnings[0].starts_with("answer.mood: "),
+            "{:?}",
+            result.warnings
+        );
+        // The handoff's next action is required, as in a handoff report.
+        assert!(parse_turn_answer(r#"{"summary":"s","last_action":"a"}"#).is_err());
+    }
+
+    #[test]
+    fn schemas_are_compact_but_keep_their_structure() {
+        for s in [
+            worker_result_schema(),
+            handoff_report_schema(),
+            turn_answer_schema(),
+        ] {
+            let text = s.to_string();
+            assert!(!text.contains("\"description\":\""), "{text}");
+            assert!(!text.contains("$schema"), "{text}");
+            assert_eq!(s["additionalProperties"], Value::Bool(false));
+        }
+        // `description` the field (of an artifact) stays; only the annotation goes.
+        let t = turn_answer_schema();
+        assert!(t.to_string().contains("\"description\":{"), "{t}");
+        assert_eq!(t["title"], "TurnAnswer");
     }
 
     #[test]

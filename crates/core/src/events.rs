@@ -72,6 +72,14 @@ pub enum EventKind {
         source: String,
         changes: Vec<String>,
     },
+    /// A worker's gateway stopped asking for claims in its configured structured mode
+    /// (forced tool use whose answer never ended) and asks in `mode` from now on:
+    /// remembered with the run, so a resumed process starts in `mode` too.
+    WorkerFellBack {
+        worker: WorkerId,
+        mode: String,
+        reason: String,
+    },
 }
 
 impl EventKind {
@@ -88,6 +96,7 @@ impl EventKind {
             EventKind::RunFinished { .. } => "run_finished",
             EventKind::RunBlocked { .. } => "run_blocked",
             EventKind::RosterChanged { .. } => "roster_changed",
+            EventKind::WorkerFellBack { .. } => "worker_fell_back",
         }
     }
 }

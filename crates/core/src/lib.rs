@@ -11,6 +11,7 @@ pub mod claims;
 pub mod compiler;
 pub mod error;
 pub mod events;
+pub mod fidelity;
 pub mod ids;
 pub mod prompt;
 pub mod reconciler;

@@ -1,21 +1,23 @@
-//! The two requests of a turn. Each is exactly `[system, user]`, built fresh from the
-//! compiled package: there is no message buffer to carry a conversation across workers.
-//! Both user messages start with the package, so a provider's prompt cache can reuse
-//! that prefix. Each call shows only its own claim type, as a short filled-in example
-//! rather than a schema dump: with both schemas in the handoff prompt, small models
-//! mixed the two types' fields up (the schema itself still goes to servers that
-//! enforce one, through the provider's structured-output option).
+//! The requests of a turn: one combined call by default (the work and the handoff in
+//! one answer), or an execute and a handoff call when a worker is set to two calls.
+//! Each is exactly `[system, user]`, built fresh from the compiled package: there is
+//! no message buffer to carry a conversation across workers. Every user message starts
+//! with the package, so a provider's prompt cache can reuse that prefix. Each call
+//! shows only its own claim type (for one call, the one combined type), as a short
+//! filled-in example rather than a schema dump: with both schemas in the handoff
+//! prompt, small models mixed the two types' fields up (the schema itself still goes to
+//! servers that enforce one, through the provider's structured-output option).
 
 use std::sync::LazyLock;
 
 use crate::claims::{
     ArtifactClaim, ArtifactMention, DecisionClaim, FailedAttemptClaim, HandoffReport, IssueClaim,
-    ResolutionClaimInput, WorkerResult,
+    ResolutionClaimInput, TurnAnswer, WorkerResult,
 };
 use crate::compiler::HandoffPackage;
 use crate::state::Severity;
 
-/// The same system prompt for both calls and every worker (cache-friendly).
+/// The same system prompt for every call and every worker (cache-friendly).
 pub const SYSTEM_PROMPT: &str = "You are one worker in a relay of language models and agents \
 working on a long task. You receive a briefing compiled from the task's canonical record; it \
 is all you know about the work so far. Do the assigned task, then report. Everything you \
@@ -37,8 +39,11 @@ impl Prompt {
 
 /// A `WorkerResult` with every field filled in with what belongs there, built from the
 /// type so it always parses.
-static WORKER_RESULT_EXAMPLE: LazyLock<String> = LazyLock::new(|| {
-    let example = WorkerResult {
+static WORKER_RESULT_EXAMPLE: LazyLock<String> =
+    LazyLock::new(|| example_text(&worker_result_filled()));
+
+fn worker_result_filled() -> WorkerResult {
+    WorkerResult {
         summary: "<two or three sentences: what you did this turn>".into(),
         completed: vec!["<a piece of work you finished>".into()],
         steps_completed: vec!["<your step's id, e.g. T2, if you finished it>".into()],
@@ -69,6 +74,26 @@ static WORKER_RESULT_EXAMPLE: LazyLock<String> = LazyLock::new(|| {
         assumptions: vec!["<something you assumed>".into()],
         last_action: "<the last thing you did, concretely>".into(),
         next_action: Some("<the next concrete action>".into()),
+    }
+}
+
+/// A `TurnAnswer`: the result's fields, then the handoff's own.
+static TURN_ANSWER_EXAMPLE: LazyLock<String> = LazyLock::new(|| {
+    let r = worker_result_filled();
+    let example = TurnAnswer {
+        summary: r.summary,
+        completed: r.completed,
+        steps_completed: r.steps_completed,
+        decisions: r.decisions,
+        artifacts: r.artifacts,
+        issues: r.issues,
+        resolved_issues: r.resolved_issues,
+        failed_attempts: r.failed_attempts,
+        assumptions: r.assumptions,
+        last_action: r.last_action,
+        next_action: "<the exact next action for the next worker>".into(),
+        notes: "<what the next worker must know that the record does not say>".into(),
+        warnings: vec!["<something the next worker must not assume, or must check first>".into()],
     };
     example_text(&example)
 });
@@ -107,6 +132,11 @@ pub fn worker_result_example() -> &'static str {
     &WORKER_RESULT_EXAMPLE
 }
 
+/// The filled-in example of a `TurnAnswer` the combined prompt shows.
+pub fn turn_answer_example() -> &'static str {
+    &TURN_ANSWER_EXAMPLE
+}
+
 /// The filled-in example of a `HandoffReport` the handoff prompt shows.
 pub fn handoff_report_example() -> &'static str {
     &HANDOFF_REPORT_EXAMPLE
@@ -133,6 +163,28 @@ pub fn execute_prompt(package: &HandoffPackage) -> Prompt {
     Prompt {
         system: SYSTEM_PROMPT.to_string(),
         user: execute_user(package),
+    }
+}
+
+/// The one call of a turn (the default): do the work and hand off in one answer.
+pub fn combined_prompt(package: &HandoffPackage) -> Prompt {
+    let example = turn_answer_example();
+    let mut user = String::with_capacity(package.text.len() + example.len() + 512);
+    user.push_str(&package.text);
+    user.push_str("\n\n---\n## Your answer (the work and the handoff, in one)\n");
+    user.push_str(
+        "Do the assigned task. Then answer with one JSON object shaped like this example, \
+         with your own content in place of each <...>: what you did, then for the next \
+         worker what they must know that the record does not say (`notes`), what they must \
+         not assume (`warnings`) and the exact `next_action`. `summary`, `last_action` and \
+         `next_action` are required; leave out any other field you have nothing for, and \
+         add no fields of your own. `severity` is one of low, medium, high, critical.\n",
+    );
+    user.push_str(example);
+    user.push('\n');
+    Prompt {
+        system: SYSTEM_PROMPT.to_string(),
+        user,
     }
 }
 
@@ -272,7 +324,12 @@ mod tests {
         };
         let execute = execute_prompt(&package);
         let handoff = handoff_prompt(&package, r#"{"summary":"s","last_action":"a"}"#);
-        for p in [&execute, &handoff] {
+        let combined = combined_prompt(&package);
+        let (result, report) = crate::claims::parse_turn_answer(turn_answer_example()).unwrap();
+        assert!(result.warnings.is_empty(), "{:?}", result.warnings);
+        assert!(!report.claim.notes.is_empty());
+        assert!(combined.user.contains("\"notes\"") && combined.user.contains("\"summary\""));
+        for p in [&execute, &handoff, &combined] {
             assert!(p.user.starts_with(&package.text));
             assert!(
                 !p.user.contains("\"properties\""),

@@ -8,23 +8,24 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::claims::{DecisionClaim, HandoffReport, IssueClaim, Refusal, WorkerResult};
+use crate::claims::{HandoffReport, Refusal, WorkerResult};
 use crate::compiler::{Assignment, WorkerProfile};
 use crate::ids::Timestamp;
 use crate::state::{
-    Artifact, ArtifactVersion, Assumption, CompletedWork, Decision, ExecutionState, FailedAttempt,
-    HandoffRecord, Issue, IssueStatus, Provenance, Reaffirmation, RecordKind, ResolutionClaim,
-    Stamped, WorkerRecord,
+    Artifact, ArtifactVersion, ExecutionState, HandoffRecord, Issue, IssueStatus, Provenance,
+    Reaffirmation, RecordKind, ResolutionClaim, Stamped, WorkerRecord,
 };
-use crate::text::{Statement, normalize, same_statement};
+use crate::text::{normalize, same_statement};
 
-/// Scoring-cache slots for the reconciler's restatement checks (the compiler uses 0..6).
-const SAME_DECISION: usize = 10;
-const SAME_COMPLETED: usize = 11;
-const SAME_ISSUE: usize = 12;
-const SAME_FAILED_WHAT: usize = 13;
-const SAME_FAILED_BOTH: usize = 14;
-const SAME_ASSUMPTION: usize = 15;
+mod restate;
+
+use restate::{
+    ForNext, merge_assumption, merge_completed, merge_decision, merge_failed_attempt, merge_issue,
+    merge_resolution,
+};
+
+mod step;
+pub use step::{StepEnd, WorkSeen, complete_step, failure_phrase, record_failed_turn};
 
 /// The engine's facts about the turn being reconciled.
 #[derive(Debug, Clone)]
@@ -33,6 +34,8 @@ pub struct TurnContext<'a> {
     pub turn: u32,
     pub at: Timestamp,
     pub assignment: &'a Assignment,
+    /// What the engine saw of the work besides the claims (a coding agent's commit).
+    pub seen: WorkSeen,
 }
 
 impl TurnContext<'_> {
@@ -49,6 +52,7 @@ impl TurnContext<'_> {
             by: self.worker.id.clone(),
             turn: self.turn,
             wording: (normalize(record_text) != normalize(wording)).then(|| wording.to_string()),
+            severity: None,
         }
     }
 }
@@ -153,28 +157,36 @@ pub fn reconcile(
         ..ReconcileOutcome::default()
     };
     record_worker(state, ctx);
+    let mut next = ForNext::default();
 
     for (i, d) in result.decisions.iter().enumerate() {
-        merge_decision(state, ctx, d, &format!("result.decisions[{i}]"), &mut out);
+        let path = format!("result.decisions[{i}]");
+        merge_decision(state, ctx, d, &path, &mut out, &mut next);
     }
     for (i, d) in report.decisions.iter().enumerate() {
-        merge_decision(state, ctx, d, &format!("report.decisions[{i}]"), &mut out);
+        let path = format!("report.decisions[{i}]");
+        merge_decision(state, ctx, d, &path, &mut out, &mut next);
     }
 
     for text in &result.completed {
-        merge_completed(state, ctx, text, &mut out);
+        merge_completed(state, ctx, text, &mut out, &mut next);
     }
     // What the worker says it did is part of the record: with no `completed` list, its
-    // summary is the step's completed work (models fill the one required field).
+    // summary is the step's completed work (models fill the one required field) —
+    // unless it is a report of failure, or an agent's words about a commit it did not
+    // make (see `step::summary_counts`); it stays in the turn's result either way.
     // An agent's final message can run to pages: its first paragraph, clipped, is the
     // record's entry (the whole summary stays in the turn's result).
-    if result.completed.iter().all(|c| c.trim().is_empty()) {
+    if result.completed.iter().all(|c| c.trim().is_empty())
+        && step::summary_counts(result, report, ctx)
+    {
         let first = result.summary.trim().split("\n\n").next().unwrap_or("");
         merge_completed(
             state,
             ctx,
             &clip(first, SUMMARY_AS_COMPLETED_CHARS),
             &mut out,
+            &mut next,
         );
     }
     check_step_claims(state, ctx, result, &mut out);
@@ -182,7 +194,7 @@ pub fn reconcile(
     merge_artifacts(state, ctx, result, report, verifier, &mut out);
 
     for issue in result.issues.iter().chain(&report.issues) {
-        merge_issue(state, ctx, issue, &mut out);
+        merge_issue(state, ctx, issue, &mut out, &mut next);
     }
     let resolutions = result
         .resolved_issues
@@ -203,14 +215,14 @@ pub fn reconcile(
     }
 
     for f in result.failed_attempts.iter().chain(&report.failed_attempts) {
-        merge_failed_attempt(state, ctx, &f.what, &f.why, &mut out);
+        merge_failed_attempt(state, ctx, &f.what, &f.why, &mut out, &mut next);
     }
     for a in result.assumptions.iter().chain(&report.assumptions) {
-        merge_assumption(state, ctx, a, &mut out);
+        merge_assumption(state, ctx, a, &mut out, &mut next);
     }
 
     merge_actions(state, ctx, result, report, &mut out);
-    merge_handoff(state, ctx, report, &mut out);
+    merge_handoff(state, ctx, report, next, &mut out);
     out
 }
 
@@ -237,85 +249,6 @@ fn push_reaffirmation(list: &mut Vec<Reaffirmation>, r: Reaffirmation) -> bool {
     }
     list.push(r);
     true
-}
-
-fn merge_decision(
-    state: &mut ExecutionState,
-    ctx: &TurnContext<'_>,
-    claim: &DecisionClaim,
-    path: &str,
-    out: &mut ReconcileOutcome,
-) {
-    let text = claim.text.trim();
-    if text.is_empty() {
-        out.refuse(path.to_string(), "a decision needs text".into());
-        return;
-    }
-    let claim_stmt = Statement::new(text, &[]);
-    let found = {
-        let mut cache = state.scoring.lock();
-        (state.decisions.iter().enumerate())
-            .position(|(i, d)| cache.same_statement(SAME_DECISION, i, &[&d.text], &claim_stmt))
-    };
-    if let Some(d) = found.map(|i| &mut state.decisions[i]) {
-        // A restatement may supply the reason the first statement lacked; the original
-        // text and provenance stay.
-        if d.reason.is_none()
-            && let Some(reason) = nonempty(claim.reason.as_deref())
-        {
-            d.reason = Some(reason.to_string());
-        }
-        let id = d.id.clone();
-        if push_reaffirmation(&mut d.reaffirmed, ctx.reaffirmation(&d.text, text)) {
-            out.push(RecordKind::Decision, &id, Action::Reaffirmed);
-        }
-        return;
-    }
-    let reason = nonempty(claim.reason.as_deref()).map(str::to_string);
-    if reason.is_none() {
-        out.warnings.push(format!(
-            "decision \"{}\" was recorded without a reason ({path})",
-            clip(text, 80)
-        ));
-    }
-    let id = format!("D{}", state.decisions.len() + 1);
-    state.decisions.push(Decision {
-        id: id.clone(),
-        text: text.to_string(),
-        reason,
-        provenance: ctx.provenance(),
-        reaffirmed: Vec::new(),
-    });
-    out.push(RecordKind::Decision, &id, Action::Created);
-}
-
-fn merge_completed(
-    state: &mut ExecutionState,
-    ctx: &TurnContext<'_>,
-    text: &str,
-    out: &mut ReconcileOutcome,
-) {
-    let text = text.trim();
-    if text.is_empty() {
-        return;
-    }
-    let claim = Statement::new(text, &[]);
-    let known = {
-        let mut cache = state.scoring.lock();
-        (state.completed.iter().enumerate())
-            .any(|(i, c)| cache.same_statement(SAME_COMPLETED, i, &[&c.text], &claim))
-    };
-    if known {
-        return;
-    }
-    let id = format!("C{}", state.completed.len() + 1);
-    state.completed.push(CompletedWork {
-        id: id.clone(),
-        text: text.to_string(),
-        step: ctx.assignment.step_id.clone(),
-        provenance: ctx.provenance(),
-    });
-    out.push(RecordKind::Completed, &id, Action::Created);
 }
 
 fn check_step_claims(
@@ -531,192 +464,6 @@ fn merge_artifacts(
     }
 }
 
-fn merge_issue(
-    state: &mut ExecutionState,
-    ctx: &TurnContext<'_>,
-    claim: &IssueClaim,
-    out: &mut ReconcileOutcome,
-) {
-    let title = claim.title.trim();
-    if title.is_empty() {
-        return;
-    }
-    let claim_stmt = Statement::new(title, &[]);
-    let found = {
-        let mut cache = state.scoring.lock();
-        state.issues.iter().enumerate().position(|(n, i)| {
-            i.status == IssueStatus::Open
-                && cache.same_statement(SAME_ISSUE, n, &[&i.title], &claim_stmt)
-        })
-    };
-    if let Some(issue) = found.map(|n| &mut state.issues[n]) {
-        let id = issue.id.clone();
-        if push_reaffirmation(
-            &mut issue.reaffirmed,
-            ctx.reaffirmation(&issue.title, title),
-        ) {
-            out.push(RecordKind::Issue, &id, Action::Reaffirmed);
-        }
-        return;
-    }
-    let id = format!("I{}", state.issues.len() + 1);
-    state.issues.push(Issue {
-        id: id.clone(),
-        title: title.to_string(),
-        detail: claim.detail.clone().unwrap_or_default(),
-        severity: claim.severity,
-        status: IssueStatus::Open,
-        provenance: ctx.provenance(),
-        resolution_claimed_by: None,
-        verified_by: None,
-        gate: claim
-            .gate
-            .as_deref()
-            .map(str::trim)
-            .filter(|g| !g.is_empty())
-            .map(str::to_string),
-        reaffirmed: Vec::new(),
-    });
-    out.push(RecordKind::Issue, &id, Action::Created);
-}
-
-#[allow(clippy::too_many_arguments)]
-fn merge_resolution(
-    state: &mut ExecutionState,
-    ctx: &TurnContext<'_>,
-    reference: &str,
-    note: Option<&str>,
-    from: &str,
-    index: usize,
-    verifier: &dyn Verifier,
-    out: &mut ReconcileOutcome,
-) {
-    let reference = reference.trim();
-    let found = state
-        .issues
-        .iter()
-        .position(|i| i.id.eq_ignore_ascii_case(reference))
-        .or_else(|| {
-            let claim = Statement::new(reference, &[]);
-            let mut cache = state.scoring.lock();
-            (state.issues.iter().enumerate())
-                .position(|(n, i)| cache.same_statement(SAME_ISSUE, n, &[&i.title], &claim))
-        });
-    let Some(idx) = found else {
-        out.refuse(
-            format!("{from}.resolved_issues"),
-            format!("no issue matches \"{}\"", clip(reference, 80)),
-        );
-        return;
-    };
-    if state.issues[idx].status == IssueStatus::Resolved {
-        return;
-    }
-    let claim = ResolutionClaim {
-        by: ctx.worker.id.clone(),
-        turn: ctx.turn,
-        at: ctx.at,
-        note: nonempty(note).map(str::to_string),
-    };
-    let verification = verifier.verify_resolution(&state.issues[idx], &claim);
-    let issue = &mut state.issues[idx];
-    let id = issue.id.clone();
-    if issue
-        .resolution_claimed_by
-        .as_ref()
-        .map(|c| (&c.by, c.turn))
-        != Some((&claim.by, claim.turn))
-    {
-        issue.resolution_claimed_by = Some(claim);
-        out.push(RecordKind::Issue, &id, Action::ResolutionClaimed);
-    }
-    match verification {
-        Verification::Verified { by, .. } => {
-            issue.status = IssueStatus::Resolved;
-            issue.verified_by = Some(by);
-            out.push(RecordKind::Issue, &id, Action::Verified);
-        }
-        Verification::Unverified => out.warnings.push(format!(
-            "{id} claimed resolved by {} but nothing verified it; it stays open ({from}.resolved_issues[{index}])",
-            ctx.worker.id
-        )),
-        Verification::Rejected { reason } => {
-            out.refuse(format!("{from}.resolved_issues[{index}]"), reason);
-        }
-    }
-}
-
-fn merge_failed_attempt(
-    state: &mut ExecutionState,
-    ctx: &TurnContext<'_>,
-    what: &str,
-    why: &str,
-    out: &mut ReconcileOutcome,
-) {
-    let what = what.trim();
-    if what.is_empty() {
-        return;
-    }
-    let claim_what = Statement::new(what, &[]);
-    let claim_both = Statement::new(what, &[why]);
-    let found = {
-        let mut cache = state.scoring.lock();
-        state.failed_attempts.iter().enumerate().position(|(i, f)| {
-            cache.same_statement(SAME_FAILED_WHAT, i, &[&f.what], &claim_what)
-                || cache.same_statement(SAME_FAILED_BOTH, i, &[&f.what, &f.why], &claim_both)
-        })
-    };
-    if let Some(f) = found.map(|i| &mut state.failed_attempts[i]) {
-        let id = f.id.clone();
-        if push_reaffirmation(&mut f.reaffirmed, ctx.reaffirmation(&f.what, what)) {
-            out.push(RecordKind::FailedAttempt, &id, Action::Reaffirmed);
-        }
-        return;
-    }
-    let id = format!("F{}", state.failed_attempts.len() + 1);
-    state.failed_attempts.push(FailedAttempt {
-        id: id.clone(),
-        what: what.to_string(),
-        why: why.trim().to_string(),
-        provenance: ctx.provenance(),
-        reaffirmed: Vec::new(),
-    });
-    out.push(RecordKind::FailedAttempt, &id, Action::Created);
-}
-
-fn merge_assumption(
-    state: &mut ExecutionState,
-    ctx: &TurnContext<'_>,
-    text: &str,
-    out: &mut ReconcileOutcome,
-) {
-    let text = text.trim();
-    if text.is_empty() {
-        return;
-    }
-    let claim_stmt = Statement::new(text, &[]);
-    let found = {
-        let mut cache = state.scoring.lock();
-        (state.assumptions.iter().enumerate())
-            .position(|(i, a)| cache.same_statement(SAME_ASSUMPTION, i, &[&a.text], &claim_stmt))
-    };
-    if let Some(a) = found.map(|i| &mut state.assumptions[i]) {
-        let id = a.id.clone();
-        if push_reaffirmation(&mut a.reaffirmed, ctx.reaffirmation(&a.text, text)) {
-            out.push(RecordKind::Assumption, &id, Action::Reaffirmed);
-        }
-        return;
-    }
-    let id = format!("S{}", state.assumptions.len() + 1);
-    state.assumptions.push(Assumption {
-        id: id.clone(),
-        text: text.to_string(),
-        provenance: ctx.provenance(),
-        reaffirmed: Vec::new(),
-    });
-    out.push(RecordKind::Assumption, &id, Action::Created);
-}
-
 fn merge_actions(
     state: &mut ExecutionState,
     ctx: &TurnContext<'_>,
@@ -763,6 +510,7 @@ fn merge_handoff(
     state: &mut ExecutionState,
     ctx: &TurnContext<'_>,
     report: &HandoffReport,
+    next: ForNext,
     out: &mut ReconcileOutcome,
 ) {
     let notes = report.notes.trim();
@@ -781,6 +529,7 @@ fn merge_handoff(
         id: id.clone(),
         notes: notes.to_string(),
         warnings,
+        engine_warnings: next.0,
         provenance: ctx.provenance(),
     });
     out.push(RecordKind::Handoff, &id, Action::Created);
@@ -843,6 +592,7 @@ pub fn apply_gates(
                         by: stamp.recorded_by.clone(),
                         turn: ctx.turn,
                         wording: Some(detail),
+                        severity: None,
                     },
                 ) {
                     out.push(RecordKind::Issue, &id, Action::Reaffirmed);

@@ -26,6 +26,10 @@ pub struct Reaffirmation {
     /// The wording used, when it differs from the record's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wording: Option<String>,
+    /// The severity a restated issue was claimed at, when it differs from the one on
+    /// record (which only ever rises: see the reconciler).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub severity: Option<Severity>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,8 +39,9 @@ pub enum StepStatus {
     Done,
 }
 
-/// One step of the plan (a task). The orchestrator owns `status`: a step is done when
-/// its turn commits, however the model words its completion claim.
+/// One step of the plan (a task). The engine owns `status`: a step is done when its
+/// turn commits with evidence of work (see `reconciler::complete_step`), however the
+/// model words its completion claim.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlanStep {
     pub id: String,
@@ -49,6 +54,39 @@ pub struct PlanStep {
     pub done_by: Option<WorkerId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub done_at_turn: Option<u32>,
+    /// The turns on this step that did not complete it, oldest first. Append-only, like
+    /// failed attempts: the next attempt is told what happened to them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<StepAttempt>,
+}
+
+/// How a turn on a step ended without completing it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptOutcome {
+    /// A call failed or its output was unusable: nothing was merged.
+    Failed,
+    /// The claims were merged, but none of them was evidence of work on the step.
+    NoEvidence,
+}
+
+impl AttemptOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttemptOutcome::Failed => "failed",
+            AttemptOutcome::NoEvidence => "no evidence of work",
+        }
+    }
+}
+
+/// One turn on a step that did not complete it, as the engine saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepAttempt {
+    pub turn: u32,
+    pub worker: WorkerId,
+    pub outcome: AttemptOutcome,
+    /// What happened, shortened: the error, or what the worker said instead of working.
+    pub detail: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -70,6 +108,9 @@ pub struct CompletedWork {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<String>,
     pub provenance: Provenance,
+    /// Later claims of the same work on the same step.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reaffirmed: Vec<Reaffirmation>,
 }
 
 /// One version of an artifact. Versions are appended, never overwritten (invariant 3).
@@ -209,13 +250,18 @@ pub struct Stamped {
     pub provenance: Provenance,
 }
 
-/// What one worker left for the next: notes and warnings from its handoff report.
+/// What one worker left for the next: notes and warnings from its handoff report, and
+/// what the engine found in the turn's claims that the next worker must see.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HandoffRecord {
     pub id: String,
     pub notes: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Written by the reconciler, never by a model: e.g. a possible contradiction
+    /// between a claim of this turn and an earlier record.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub engine_warnings: Vec<String>,
     pub provenance: Provenance,
 }
 
@@ -282,6 +328,7 @@ impl ExecutionState {
                     budget: None,
                     done_by: None,
                     done_at_turn: None,
+                    attempts: Vec::new(),
                 })
                 .collect(),
             turns: 0,
@@ -577,6 +624,7 @@ mod tests {
             by: WorkerId::new("w2"),
             turn: 1,
             wording: None,
+            severity: None,
         });
         after.failed_attempts.push(FailedAttempt {
             id: "F1".into(),

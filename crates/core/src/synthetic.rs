@@ -237,6 +237,7 @@ fn reaffirmations(rng: &mut Rng, turn: u32, turns: u32) -> Vec<Reaffirmation> {
                 by: WorkerId::new(WORKERS[later as usize % WORKERS.len()].0),
                 turn: later,
                 wording: None,
+                severity: None,
             });
         }
     }
@@ -293,6 +294,7 @@ fn build(c: Counts, seed: u64) -> ExecutionState {
             ),
             step,
             provenance: prov(&mut rng, turn),
+            reaffirmed: Vec::new(),
         });
     }
     for i in 0..c.artifacts {
@@ -414,6 +416,7 @@ fn build(c: Counts, seed: u64) -> ExecutionState {
                 rng.pick(REASONS)
             ),
             warnings,
+            engine_warnings: Vec::new(),
             provenance: prov(&mut rng, turn),
         });
     }

@@ -1,5 +1,9 @@
 //! Text normalisation and cheap term sets, shared by the compiler (relevance) and the
-//! reconciler (recognising restatements).
+//! reconciler (recognising restatements, with `guard` keeping apart what differs).
+
+mod guard;
+
+pub use guard::{Aspect, Difference, difference};
 
 /// Lower-cases, keeps letters and digits, and collapses everything else to one space.
 pub fn normalize(text: &str) -> String {
@@ -303,10 +307,41 @@ pub fn similarity(a: &[u64], b: &[u64]) -> f64 {
 /// interface" for two different X) would lose one of them.
 pub const RESTATEMENT_THRESHOLD: f64 = 0.72;
 
-/// True when `a` and `b` say the same thing: equal after normalisation, or near-duplicate
-/// wordings by term similarity.
+/// What a claim's wording is to a record's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Likeness {
+    /// The same statement: equal after normalisation, or similar wording with nothing
+    /// the guard sets apart.
+    Same,
+    /// Similar enough to pass for a restatement, but they differ in polarity, a number,
+    /// a unit or a name: two statements, possibly contradicting each other.
+    Apart(Difference),
+    /// Not alike.
+    Unrelated,
+}
+
+/// `claim` against `record`: equal after normalisation, or similar by terms and then
+/// checked by the guard.
+pub fn likeness(claim: &str, record: &str) -> Likeness {
+    if normalize(claim) == normalize(record) {
+        return Likeness::Same;
+    }
+    if similarity(&terms(claim), &terms(record)) < RESTATEMENT_THRESHOLD {
+        return Likeness::Unrelated;
+    }
+    guarded(claim, record)
+}
+
+fn guarded(claim: &str, record: &str) -> Likeness {
+    match difference(claim, record) {
+        Some(d) => Likeness::Apart(d),
+        None => Likeness::Same,
+    }
+}
+
+/// True when `a` and `b` say the same thing (`likeness` is `Same`).
 pub fn same_statement(a: &str, b: &str) -> bool {
-    normalize(a) == normalize(b) || similarity(&terms(a), &terms(b)) >= RESTATEMENT_THRESHOLD
+    likeness(a, b) == Likeness::Same
 }
 
 /// The term sets of a state's records, computed once and reused by every compile.
@@ -408,9 +443,10 @@ impl<'a> Statement<'a> {
 }
 
 impl ScoringCacheGuard<'_> {
-    /// `same_statement(record, claim)` with the record's term set memoised under
-    /// (`kind`, `index`); `record` must be immutable text (stamp 0).
-    pub fn same_statement(
+    /// Whether `record` and `claim` are alike by terms alone (the guard not applied),
+    /// with the record's term set memoised under (`kind`, `index`); `record` must be
+    /// immutable text (stamp 0).
+    pub fn similar(
         &mut self,
         kind: usize,
         index: usize,
@@ -424,6 +460,23 @@ impl ScoringCacheGuard<'_> {
         }
         // Equal after normalisation implies equal term sets, so similarity covers it.
         similarity(terms, &claim.terms) >= RESTATEMENT_THRESHOLD
+    }
+
+    /// `likeness(claim, record)` with the record's term set memoised (see `similar`).
+    pub fn likeness(
+        &mut self,
+        kind: usize,
+        index: usize,
+        record: &str,
+        claim: &Statement<'_>,
+    ) -> Likeness {
+        if !self.similar(kind, index, &[record], claim) {
+            return Likeness::Unrelated;
+        }
+        if normalize(record) == normalize(claim.text) {
+            return Likeness::Same;
+        }
+        guarded(claim.text, record)
     }
 }
 

@@ -17,6 +17,11 @@ pub enum CallKind {
     ExecuteRepair,
     /// The same for the handoff call.
     HandoffRepair,
+    /// One call per turn (the default for API workers): the work and the handoff in
+    /// one answer, a `TurnAnswer`.
+    Combined,
+    /// A second chance after the combined call's output failed its schema.
+    CombinedRepair,
 }
 
 impl CallKind {
@@ -26,6 +31,8 @@ impl CallKind {
             CallKind::Handoff => "handoff",
             CallKind::ExecuteRepair => "execute_repair",
             CallKind::HandoffRepair => "handoff_repair",
+            CallKind::Combined => "combined",
+            CallKind::CombinedRepair => "combined_repair",
         }
     }
 
@@ -34,6 +41,7 @@ impl CallKind {
         match self {
             CallKind::Execute => Some(CallKind::ExecuteRepair),
             CallKind::Handoff => Some(CallKind::HandoffRepair),
+            CallKind::Combined => Some(CallKind::CombinedRepair),
             _ => None,
         }
     }
@@ -73,7 +81,9 @@ pub struct CallRecord {
     pub messages: u32,
     /// sha256 of exactly what was sent (system, then user).
     pub request_hash: String,
-    /// Tokens sent, system prompt included.
+    /// Tokens sent: both messages and the answer format (a schema) when the gateway
+    /// sends one, once for every attempt that may have reached the provider (retries
+    /// included; an attempt that never connected counts nothing).
     pub tokens_sent: usize,
     pub tokens_received: usize,
     /// The model's raw output, when the call returned one.

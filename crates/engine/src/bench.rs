@@ -4,7 +4,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use baton_core::turn::TurnRecord;
+use baton_core::claims;
+use baton_core::tokens::{EstimatorKind, TokenEstimator};
+use baton_core::turn::{CallKind, TurnRecord};
 use baton_gateway::mock::demo;
 use baton_store::{SqliteStore, Store};
 use serde::Serialize;
@@ -16,18 +18,27 @@ use crate::{Error, Result};
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchRow {
     pub turns: u32,
-    /// Tokens baton actually sent (both calls of every turn, system prompts included).
+    /// Tokens baton actually sent (every call of every turn, system prompts included).
     pub tokens_sent: u64,
     /// Tokens the same turns would send if each call carried every earlier worker's raw
     /// output instead of a compiled briefing (a lower bound: instructions are counted
     /// once per call, as baton sends them).
     pub transcript_tokens: u64,
+    /// What the claim schemas add when every call also carries its schema, as the
+    /// providers that enforce one send it (OpenAI `response_format`, Anthropic's
+    /// tool, Gemini's `responseSchema`; the mock sends none, so `tokens_sent` has none).
+    pub schema_tokens: u64,
     pub engine_time_per_turn: Duration,
     pub engine_time_max: Duration,
     /// Opening the run from the database and compiling the next package.
     pub resume_to_package: Duration,
     pub db_bytes: u64,
 }
+
+/// The reference engine's input tokens on the same 100-turn work (issue 9), measured
+/// outside this repository: `baton bench` cannot run it, so this is the recorded figure,
+/// not a measurement.
+pub const REFERENCE_INPUT_TOKENS_100_TURNS: u64 = 246_000;
 
 /// The plan for an `n`-turn run: the demo's five steps, then refinement steps.
 pub fn tasks(n: u32) -> Vec<String> {
@@ -87,6 +98,19 @@ pub fn run_one(dir: &std::path::Path, n: u32, estimator: &str) -> Result<BenchRo
         return Err(Error::Config(format!("bench run ended as {end:?}")));
     }
     let turns = store.turns(&id)?;
+    let counter = settings_estimator(estimator)?;
+    let schema_tokens = turns
+        .iter()
+        .flat_map(|t| &t.calls)
+        .map(|c| {
+            let schema = match c.call {
+                CallKind::Execute | CallKind::ExecuteRepair => claims::worker_result_schema(),
+                CallKind::Handoff | CallKind::HandoffRepair => claims::handoff_report_schema(),
+                CallKind::Combined | CallKind::CombinedRepair => claims::turn_answer_schema(),
+            };
+            counter.count(&schema.to_string()) as u64
+        })
+        .sum();
     // Close every connection so SQLite checkpoints its write-ahead log into the file:
     // the size measured is the database's, not a transient log's.
     drop(session);
@@ -111,9 +135,16 @@ pub fn run_one(dir: &std::path::Path, n: u32, estimator: &str) -> Result<BenchRo
             .map(|c| c.tokens_sent as u64)
             .sum(),
         transcript_tokens: transcript_tokens(&turns),
+        schema_tokens,
         engine_time_per_turn: times.iter().sum::<Duration>() / count,
         engine_time_max: times.iter().max().copied().unwrap_or_default(),
         resume_to_package,
         db_bytes,
     })
+}
+
+fn settings_estimator(name: &str) -> Result<Arc<dyn TokenEstimator>> {
+    EstimatorKind::parse(name)
+        .map(EstimatorKind::build)
+        .ok_or_else(|| Error::Config(format!("unknown estimator \"{name}\"")))
 }

@@ -43,13 +43,27 @@ struct RawWorker {
     api_base: Option<String>,
     temperature: Option<f32>,
     max_tokens: Option<u32>,
+    context_window: Option<u64>,
     max_retries: Option<u32>,
     enabled: Option<bool>,
     /// A literal key. Discouraged (baton warns): prefer `api_key_env`. Never stored.
     api_key: Option<String>,
     price: Option<Price>,
+    calls: Option<Calls>,
     #[serde(default)]
     options: serde_json::Map<String, serde_json::Value>,
+}
+
+/// How many model calls an API worker makes per turn (`calls = "one"` or `"two"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Calls {
+    /// One call whose answer carries the result and the handoff (the default): the
+    /// briefing is sent once per turn.
+    One,
+    /// An execute call, then a handoff call that repeats the briefing and quotes the
+    /// result: two chances to get each claim right, at about twice the input tokens.
+    Two,
 }
 
 /// A worker's prices, in US dollars per million tokens.
@@ -91,10 +105,20 @@ pub struct WorkerConfig {
     pub temperature: Option<f32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// The model's context window in tokens, as the roster states it: briefings are
+    /// compiled to fit it (with a margin for the estimator's error) before they are
+    /// sent. Unset, a window the server tells (llama.cpp `/props` …) is used once a
+    /// request did not fit or an answer was cut off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
     pub max_retries: u32,
     pub enabled: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub price: Option<Price>,
+    /// Calls per turn for an API worker; `None` is one. A coding agent always runs
+    /// once per turn, and a replay asks the way its script was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls: Option<Calls>,
     /// A literal key from the roster file, or one given in memory for one run. Never
     /// serialised, so it never reaches the store; `Debug` prints `[redacted]`.
     #[serde(skip)]
@@ -133,9 +157,11 @@ impl WorkerConfig {
             api_base: None,
             temperature: None,
             max_tokens: None,
+            context_window: None,
             max_retries: DEFAULT_MAX_RETRIES,
             enabled: true,
             price: None,
+            calls: None,
             api_key: None,
             options: serde_json::Map::new(),
         }
@@ -243,11 +269,21 @@ impl Roster {
             }
             baton_gateway::validate_model(&w.model)
                 .map_err(|e| Error::Config(format!("worker {id}: {e}")))?;
+            if w.calls == Some(Calls::Two) && w.provider() == "command" {
+                return Err(Error::Config(format!(
+                    "worker {id}: calls = \"two\" applies to API models; a coding agent runs once per turn and its handoff is derived from its commit and notes (remove `calls`)"
+                )));
+            }
             if let Some(t) = w.temperature
                 && !(0.0..=2.0).contains(&t)
             {
                 return Err(Error::Config(format!(
                     "worker {id}: temperature {t} is outside 0..2"
+                )));
+            }
+            if w.context_window == Some(0) {
+                return Err(Error::Config(format!(
+                    "worker {id}: context_window = 0; give the model's context size in tokens (llama-server -c, Ollama num_ctx), or remove it"
                 )));
             }
         }
@@ -275,8 +311,12 @@ fn default_repairs() -> u32 {
     DEFAULT_REPAIR_ATTEMPTS
 }
 
-/// The smallest budget that can carry a task and an objective.
-pub const MIN_BUDGET: usize = 50;
+/// The smallest budget accepted before the run's own briefings are measured: a briefing
+/// whose task and objective run to `MIN_KEEP_CHARS` (120) characters or more needs
+/// about 113 tokens at its shortest with either estimator (header and both cut to 120
+/// characters). `policy::check_budgets` then refuses, at run creation, any budget below
+/// the smallest briefing of one of the run's own steps.
+pub const MIN_BUDGET: usize = 120;
 
 /// Repair calls per claim by default.
 pub const DEFAULT_REPAIR_ATTEMPTS: u32 = 1;
@@ -306,7 +346,9 @@ impl RunSettings {
         self.estimator_kind()?;
         if self.budget < MIN_BUDGET {
             return Err(Error::Config(format!(
-                "budget {} is too small to brief anyone; use at least {MIN_BUDGET} tokens",
+                "budget {} is too small to brief anyone: a briefing's header, task and \
+                 objective at their shortest need about {MIN_BUDGET} tokens; set budget to \
+                 at least {MIN_BUDGET} (--budget, BATON_BUDGET or `budget =` in baton.toml)",
                 self.budget
             )));
         }
@@ -314,7 +356,7 @@ impl RunSettings {
             && total < MIN_BUDGET
         {
             return Err(Error::Config(format!(
-                "total budget {total} is too small to brief anyone; use at least {MIN_BUDGET} tokens per step"
+                "total budget {total} is too small to brief anyone: a briefing's header, task and objective at their shortest need about {MIN_BUDGET} tokens; set total_budget to at least {MIN_BUDGET} tokens per step"
             )));
         }
         Ok(())
@@ -393,9 +435,11 @@ pub fn parse_file(path: &str, text: &str) -> Result<FileConfig> {
                     api_base: w.api_base,
                     temperature: w.temperature,
                     max_tokens: w.max_tokens,
+                    context_window: w.context_window,
                     max_retries: w.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
                     enabled: w.enabled.unwrap_or(true),
                     price: w.price,
+                    calls: w.calls,
                     api_key: w.api_key.map(Secret::new),
                     options: w.options,
                 }
@@ -432,7 +476,8 @@ pub fn scaffold(workers: usize) -> String {
     for i in 1..=workers.max(1) {
         out.push_str(&format!(
             "\n[[workers]]\nid = \"worker-{i}\"\nmodel = \"mock/model-{i}\"\nfamily = \"mock\"\n\
-             # role = \"drafter\"\n# temperature = 0.2\n# max_tokens = 4096\n# max_retries = 2\n\
+             # role = \"drafter\"\n# temperature = 0.2\n# max_tokens = 4096\n# context_window = 8192   # the model's context, if known\n# max_retries = 2\n\
+             # calls = \"one\"               # or \"two\": a separate handoff call per turn\n\
              # enabled = true\n# api_key_env = \"PROVIDER_API_KEY\"   # for real providers\n"
         ));
     }
@@ -456,6 +501,7 @@ model = "mock/y"
 family = "other"
 enabled = false
 options = { delay_ms = 5 }
+calls = "two"
 "#;
         let cfg = parse_file("baton.toml", toml).unwrap();
         let roster = cfg.roster.unwrap();
@@ -464,6 +510,8 @@ options = { delay_ms = 5 }
         assert_eq!(roster.workers[0].max_retries, DEFAULT_MAX_RETRIES);
         assert!(!roster.workers[1].enabled);
         assert_eq!(roster.workers[1].options["delay_ms"], 5);
+        assert_eq!(roster.workers[0].calls, None);
+        assert_eq!(roster.workers[1].calls, Some(Calls::Two));
 
         let json = r#"{"workers":[{"id":"a","model":"mock/x","temperature":0.5}]}"#;
         let cfg = parse_file("r.json", json).unwrap();
@@ -478,9 +526,28 @@ options = { delay_ms = 5 }
         let unknown = "[[workers]]\nid = \"a\"\nmodel = \"acme/x\"\n";
         let e = parse_file("baton.toml", unknown).unwrap_err().to_string();
         assert!(e.contains("unknown provider \"acme\""), "{e}");
+        let three = "[[workers]]\nid = \"a\"\nmodel = \"mock/x\"\ncalls = \"three\"\n";
+        let e = parse_file("baton.toml", three).unwrap_err().to_string();
+        assert!(
+            e.contains("three") && e.contains("one") && e.contains("two"),
+            "{e}"
+        );
+        let agent = "[[workers]]\nid = \"a\"\nmodel = \"command/claude\"\ncalls = \"two\"\n";
+        let e = parse_file("baton.toml", agent).unwrap_err().to_string();
+        assert!(e.contains("runs once per turn"), "{e}");
         let typo = "[[workers]]\nid = \"a\"\nmodle = \"mock/x\"\n";
         let e = parse_file("baton.toml", typo).unwrap_err().to_string();
         assert!(e.contains("modle"), "{e}");
+        let zero = "[[workers]]\nid = \"a\"\nmodel = \"llamacpp/x\"\ncontext_window = 0\n";
+        let e = parse_file("baton.toml", zero).unwrap_err().to_string();
+        assert!(e.contains("context_window = 0"), "{e}");
+    }
+
+    #[test]
+    fn a_workers_context_window_is_read_from_the_roster() {
+        let toml = "[[workers]]\nid = \"a\"\nmodel = \"llamacpp/x\"\ncontext_window = 8192\n";
+        let roster = parse_file("baton.toml", toml).unwrap().roster.unwrap();
+        assert_eq!(roster.workers[0].context_window, Some(8192));
     }
 
     #[test]

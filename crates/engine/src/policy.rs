@@ -176,6 +176,73 @@ pub fn step_budget(state: &ExecutionState, settings: &RunSettings, index: usize)
     }
 }
 
+/// Refuses budgets below the smallest valid briefing of some step: with one, every
+/// briefing of that step would go out over budget. The error says which step, the
+/// smallest briefing, and what to set instead.
+pub fn check_budgets(
+    state: &ExecutionState,
+    settings: &RunSettings,
+    roster: &Roster,
+    estimator: &dyn baton_core::tokens::TokenEstimator,
+) -> crate::Result<()> {
+    let n = state.plan.len();
+    // The total every step's share needs, for the message about `total_budget`.
+    let mut total_needed = 0usize;
+    let mut short: Option<(usize, usize, usize)> = None;
+    for (i, step) in state.plan.iter().enumerate() {
+        let assignment = Assignment {
+            kind: AssignmentKind::Step,
+            step_id: Some(step.id.clone()),
+            task: step.title.clone(),
+        };
+        let smallest = roster
+            .workers
+            .iter()
+            .map(|w| {
+                baton_core::compiler::smallest_briefing(
+                    &state.objective,
+                    &assignment,
+                    &w.profile(),
+                    estimator,
+                )
+            })
+            .max()
+            .unwrap_or(0);
+        let budget = step_budget(state, settings, i);
+        if step.budget.is_none() && settings.total_budget.is_some() {
+            let weight = n + i.min(n - 1);
+            let sum: usize = (n..2 * n).sum();
+            total_needed = total_needed.max((smallest * sum).div_ceil(weight));
+        }
+        if budget < smallest && short.is_none() {
+            short = Some((i, budget, smallest));
+        }
+    }
+    let Some((i, budget, smallest)) = short else {
+        return Ok(());
+    };
+    let step = &state.plan[i].id;
+    let why = format!(
+        "the smallest briefing for step {step} (its header, task and objective, each cut \
+         to {} characters) is {smallest} tokens with the {} estimator, so every briefing \
+         would go out over budget",
+        baton_core::compiler::MIN_KEEP_CHARS,
+        estimator.name()
+    );
+    let fix = if state.plan[i].budget.is_some() {
+        format!("set its --step-budget to {smallest} or more")
+    } else if settings.total_budget.is_some() {
+        format!("set total_budget (--total-budget, BATON_TOTAL_BUDGET) to {total_needed} or more")
+    } else {
+        format!(
+            "set budget to {smallest} or more (--budget, BATON_BUDGET or `budget =` in baton.toml)"
+        )
+    };
+    Err(crate::Error::Config(format!(
+        "budget {budget} is too small for step {step}: {why}; {fix}"
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

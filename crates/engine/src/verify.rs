@@ -29,13 +29,17 @@ pub struct Verdict {
     pub context: Option<String>,
 }
 
-/// What a turn needs of a model's context beyond the briefing: the prompts' own text
-/// (the largest call is the handoff: system prompt, its instructions and example) and
-/// the two answers (the result, quoted in the handoff call, and the handoff itself),
-/// each up to the worker's `max_tokens`, or 1,000 tokens when it sets none.
-fn turn_overhead(worker: &WorkerConfig) -> (usize, usize) {
+/// What a turn needs of a model's context beyond the briefing: the largest call's own
+/// text (system prompt, instructions and example: the combined call's, or with two
+/// calls the handoff's) and its answers, each up to the worker's `max_tokens`, or
+/// 1,000 tokens when it sets none: one for one call per turn, two with two calls (the
+/// result, quoted in the handoff call, and the handoff itself). Returns the prompts'
+/// tokens, the number of answers and the size of one.
+pub(crate) fn turn_overhead(
+    worker: &WorkerConfig,
+    estimator: &dyn baton_core::tokens::TokenEstimator,
+) -> (usize, usize, usize) {
     use baton_core::compiler::{Assignment, AssignmentKind, HandoffPackage};
-    use baton_core::tokens::{HeuristicEstimator, TokenEstimator};
     let package = HandoffPackage {
         run_id: baton_core::ids::RunId(String::new()),
         turn: 0,
@@ -54,24 +58,36 @@ fn turn_overhead(worker: &WorkerConfig) -> (usize, usize) {
         dropped: Vec::new(),
         over_budget: false,
     };
-    let handoff = baton_core::prompt::handoff_prompt(&package, "");
-    let prompts =
-        HeuristicEstimator.count(&handoff.system) + HeuristicEstimator.count(&handoff.user);
+    let two = worker.calls == Some(crate::config::Calls::Two);
+    let largest = if two {
+        baton_core::prompt::handoff_prompt(&package, "")
+    } else {
+        baton_core::prompt::combined_prompt(&package)
+    };
+    let prompts = estimator.count(&largest.system) + estimator.count(&largest.user);
     let answer = worker.max_tokens.map_or(1_000, |n| n as usize);
-    (prompts, answer)
+    (prompts, if two { 2 } else { 1 }, answer)
+}
+
+fn answers_text(answers: usize, answer: usize) -> String {
+    match answers {
+        1 => format!("an answer of up to {answer}"),
+        n => format!("{n} answers of up to {answer}"),
+    }
 }
 
 /// The context line of a verdict: the window, and whether `budget` fits in it.
 fn context_line(worker: &WorkerConfig, budget: usize, window: u64, source: &str) -> String {
-    let (prompts, answer) = turn_overhead(worker);
-    let need = budget + prompts + 2 * answer;
+    let (prompts, answers, answer) = turn_overhead(worker, &baton_core::tokens::HeuristicEstimator);
+    let need = budget + prompts + answers * answer;
+    let shown = answers_text(answers, answer);
     let window_tokens = usize::try_from(window).unwrap_or(usize::MAX);
     if need <= window_tokens {
         return format!(
-            "context window {window} tokens ({source}); a turn needs about {need} (budget {budget} + prompts ~{prompts} + two answers of up to {answer}): fits"
+            "context window {window} tokens ({source}); a turn needs about {need} (budget {budget} + prompts ~{prompts} + {shown}): fits"
         );
     }
-    let fitting = window_tokens.saturating_sub(prompts + 2 * answer);
+    let fitting = window_tokens.saturating_sub(prompts + answers * answer);
     let advice = if fitting >= 300 {
         format!(
             "set budget = {fitting} (or less) in baton.toml, or give the server a larger context"
@@ -80,7 +96,7 @@ fn context_line(worker: &WorkerConfig, budget: usize, window: u64, source: &str)
         "give the server a larger context (llama-server -c 8192, Ollama num_ctx) or the worker a smaller max_tokens".to_string()
     };
     format!(
-        "WARNING: context window {window} tokens ({source}) is smaller than a turn needs: about {need} (budget {budget} + prompts ~{prompts} + two answers of up to {answer}); {advice}"
+        "WARNING: context window {window} tokens ({source}) is smaller than a turn needs: about {need} (budget {budget} + prompts ~{prompts} + {shown}); {advice}"
     )
 }
 
@@ -135,5 +151,28 @@ pub fn verify_worker(worker: &WorkerConfig, budget: usize) -> Verdict {
             message: format!("FAILED ({}): {e}", e.class()),
             context: None,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_turn_of_one_call_needs_room_for_one_answer_and_of_two_calls_for_two() {
+        let one = WorkerConfig::mock("w", "m");
+        let mut two = one.clone();
+        two.calls = Some(crate::config::Calls::Two);
+        let fits_one = context_line(&one, 2000, 4000, "test");
+        assert!(
+            fits_one.ends_with(": fits") && fits_one.contains("an answer of up to 1000"),
+            "{fits_one}"
+        );
+        let short_for_two = context_line(&two, 2000, 4000, "test");
+        assert!(
+            short_for_two.starts_with("WARNING")
+                && short_for_two.contains("2 answers of up to 1000"),
+            "{short_for_two}"
+        );
     }
 }

@@ -102,6 +102,7 @@ impl Transport {
                 },
                 io::ErrorKind::ConnectionRefused => Error::Unreachable {
                     detail: format!("connection refused by {host}"),
+                    sent: false,
                 },
                 io::ErrorKind::ConnectionReset
                 | io::ErrorKind::ConnectionAborted
@@ -115,16 +116,20 @@ impl Transport {
                             "before a response"
                         }
                     ),
+                    sent: true,
                 },
                 _ => Error::Unreachable {
                     detail: format!("{host}: {e}"),
+                    sent: true,
                 },
             },
             ureq::Error::HostNotFound => Error::Unreachable {
                 detail: format!("cannot resolve {host}"),
+                sent: false,
             },
             ureq::Error::ConnectionFailed => Error::Unreachable {
                 detail: format!("cannot connect to {host}"),
+                sent: false,
             },
             ureq::Error::Protocol(e) => Error::Unparseable {
                 detail: format!("malformed HTTP response from {host}: {e}"),
@@ -136,6 +141,7 @@ impl Transport {
             ureq::Error::Http(e) => Error::Config(format!("cannot build the request: {e}")),
             other => Error::Unreachable {
                 detail: format!("{host}: {other}"),
+                sent: true,
             },
         }
     }

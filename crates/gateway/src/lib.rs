@@ -175,9 +175,11 @@ pub enum Error {
     #[error("unparseable response: {detail}")]
     Unparseable { detail: String },
     /// No HTTP exchange happened or it broke off: connection refused or reset, host
-    /// not found, TLS failure.
+    /// not found, TLS failure. `sent` is false when the request cannot have reached
+    /// the provider (refused, unresolved, never connected): nothing was billed, and
+    /// baton counts no tokens for it.
     #[error("provider unreachable: {detail}")]
-    Unreachable { detail: String },
+    Unreachable { detail: String, sent: bool },
     /// A scripted replay has no response for this turn and call.
     #[error(
         "{path}: no scripted response for turn {turn}, {call} call; the script has {available} entries — record a longer run or extend the file"
@@ -297,6 +299,23 @@ impl Error {
         }
     }
 
+    /// Whether the request may have reached the provider (and been billed). False for
+    /// a request that was never sent: a connection that was never made, a request
+    /// that could not be built, a replay with no entry, a call cancelled before it.
+    pub fn was_sent(&self) -> bool {
+        match self {
+            Error::Unreachable { sent, .. } => *sent,
+            Error::Replayed { inner, .. } => inner.was_sent(),
+            Error::ScriptExhausted { .. }
+            | Error::BadScript { .. }
+            | Error::UnknownProvider { .. }
+            | Error::MissingProvider { .. }
+            | Error::Config(_)
+            | Error::Cancelled => false,
+            _ => true,
+        }
+    }
+
     /// The delay the provider asked for, when it named one.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
@@ -366,6 +385,36 @@ pub trait Gateway: Send + Sync + fmt::Debug {
     /// The model's context window in tokens, where the server says it, with where
     /// that was read (`llama.cpp /props`). `None` when the server does not tell.
     fn context_window(&self) -> Option<(u64, String)> {
+        None
+    }
+
+    /// The structured mode (as `options.structured` names it) this gateway switches
+    /// to when its configured one fails in a way that repeats on every call — forced
+    /// tool use whose answer never ends — or `None` when it has no such fallback.
+    fn fallback_mode(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Whether this gateway has switched to its [`fallback_mode`](Self::fallback_mode).
+    fn has_fallen_back(&self) -> bool {
+        false
+    }
+
+    /// Switches to the fallback mode from the next call on: the run's record says an
+    /// earlier process found the configured mode failing.
+    fn fall_back(&self) {}
+
+    /// The answer-format part of `request` exactly as this gateway puts it on the wire
+    /// besides the two messages (OpenAI `response_format`, Anthropic's forced tool,
+    /// Gemini's `responseSchema`), or `None` when it sends none. Providers bill it as
+    /// input, so baton counts it with the prompt.
+    fn answer_format_sent(&self, _request: &ModelRequest<'_>) -> Option<String> {
+        None
+    }
+
+    /// How many calls per turn the answers this gateway holds were recorded with
+    /// (a replay script), when that is fixed: a replay asks in the recorded way.
+    fn recorded_calls_per_turn(&self) -> Option<u32> {
         None
     }
 }

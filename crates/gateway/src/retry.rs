@@ -92,6 +92,9 @@ pub struct Attempt {
     /// What the provider reported using for this attempt, rejected replies included
     /// (they are billed); zero when it reported nothing.
     pub usage: Usage,
+    /// Whether the request may have reached the provider ([`Error::was_sent`]): a
+    /// connection refused is an attempt nobody received or billed.
+    pub sent: bool,
 }
 
 /// Calls `gateway` until it succeeds, fails with something not worth retrying, or the
@@ -123,6 +126,7 @@ pub fn complete_with_retry(
                     delay: None,
                     elapsed,
                     usage: response.usage,
+                    sent: true,
                 });
                 return (Ok(response), attempts);
             }
@@ -135,6 +139,7 @@ pub fn complete_with_retry(
                     delay,
                     elapsed,
                     usage: error.usage().unwrap_or_default(),
+                    sent: error.was_sent(),
                 });
                 match delay {
                     Some(d) => sleep(d),
@@ -264,6 +269,7 @@ mod tests {
         let always = [
             Error::Unreachable {
                 detail: "reset".into(),
+                sent: true,
             },
             Error::Unparseable {
                 detail: "cut".into(),

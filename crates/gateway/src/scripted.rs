@@ -9,6 +9,10 @@
 //! {"turn": 1, "call": "execute", "error": {"class": "rate_limited", "message": "slow down"}}
 //! ```
 //!
+//! A run with one call per turn records `"call": "combined"` (and `"combined_repair"`)
+//! instead; a script with no combined call replays with two calls per turn, as every
+//! script written before one call per turn existed does.
+//!
 //! `baton export RUN --format script` writes this format from a recorded run.
 
 use std::collections::BTreeMap;
@@ -102,7 +106,10 @@ impl ScriptedError {
                 usage: crate::Usage::default(),
             },
             "unparseable" => Error::Unparseable { detail: message },
-            "unreachable" => Error::Unreachable { detail: message },
+            "unreachable" => Error::Unreachable {
+                detail: message,
+                sent: true,
+            },
             _ => Error::Server { message },
         }
     }
@@ -185,9 +192,23 @@ impl ScriptedGateway {
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
+
+    /// 1 when the script holds combined calls, else 2: every script written before
+    /// one call per turn existed has an execute and a handoff call per turn.
+    pub fn calls_per_turn(&self) -> u32 {
+        let combined = self
+            .entries
+            .values()
+            .any(|e| matches!(e.call, CallKind::Combined | CallKind::CombinedRepair));
+        if combined { 1 } else { 2 }
+    }
 }
 
 impl Gateway for ScriptedGateway {
+    fn recorded_calls_per_turn(&self) -> Option<u32> {
+        Some(self.calls_per_turn())
+    }
+
     fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelResponse> {
         let entry = self
             .entries

@@ -218,3 +218,69 @@ fn a_failed_last_turn_exits_4_from_run_step_and_resume() {
     );
     assert!(ok.contains("paused after 1 turns"), "{ok}");
 }
+
+/// Regression (issue 9, item 3): a worker that said it did nothing completed its step,
+/// and nothing the user saw said otherwise. The turn exits 4, and `baton state`,
+/// `baton history` and the next briefing say the step is still open and why.
+#[test]
+fn a_turn_without_evidence_of_work_is_visible_to_the_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let nothing = serde_json::json!({
+        "summary": "I could not do this step at all; nothing was produced.",
+        "issues": [{"title": "The outline has no sources to work from", "severity": "high"}],
+        "last_action": "read the briefing",
+        "next_action": "supply the sources"
+    });
+    let report = serde_json::json!({
+        "notes": "nothing done", "last_action": "read the briefing", "next_action": "retry"
+    });
+    let script = [
+        serde_json::json!({"turn": 0, "call": "execute", "output": nothing.to_string()}),
+        serde_json::json!({"turn": 0, "call": "handoff", "output": report.to_string()}),
+    ]
+    .map(|l| l.to_string())
+    .join("\n");
+    std::fs::write(d.join("idle.jsonl"), script + "\n").unwrap();
+    let out = baton(d)
+        .args([
+            "run",
+            "--objective",
+            "Write a guide",
+            "--task",
+            "outline",
+            "--task",
+            "draft",
+            "--replay",
+            "idle.jsonl",
+            "--max-turns",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    let all = text(&out);
+    assert!(
+        all.contains("committed, but T1 stays open: no evidence of work"),
+        "{all}"
+    );
+    assert!(all.contains("turn 0 left step T1 open"), "{all}");
+
+    let state = run_ok(d, &["state"]);
+    assert!(state.contains("steps 0/2"), "{state}");
+    assert!(
+        state.contains("1 turn(s) did not complete it; the last, turn 0 by"),
+        "{state}"
+    );
+    assert!(state.contains("no evidence of work"), "{state}");
+    let history = run_ok(d, &["history"]);
+    assert!(
+        history.contains("warning: step T1 stays open: no evidence of work"),
+        "{history}"
+    );
+    let compiled = run_ok(d, &["compile"]);
+    assert!(
+        compiled.contains("This is attempt 2 of this step"),
+        "{compiled}"
+    );
+}

@@ -112,6 +112,8 @@ fn connection(
 fn mock_text(system: &str, user: &str, model: &str) -> String {
     let call = if user.contains("## Your handoff (call 2 of 2)") {
         CallKind::Handoff
+    } else if user.contains("## Your answer (the work and the handoff, in one)") {
+        CallKind::Combined
     } else {
         CallKind::Execute
     };
@@ -283,14 +285,15 @@ fn three_providers_run_a_plan_and_no_key_ever_leaves_the_gateway() {
     assert!(stdout.contains("provider-reported tokens"), "{stdout}");
     assert!(stdout.contains("cost $"), "{stdout}");
     assert!(
-        stderr.contains("call execute · drafter (openai/gpt-test)"),
+        stderr.contains("call combined · drafter (openai/gpt-test)"),
         "{stderr}"
     );
 
     // Each request: exactly [system, user], the claim schema as each provider enforces
     // it, and only that worker's own credential.
+    // One request per turn: the result and the handoff come in one answer.
     let seen = seen.lock().unwrap().clone();
-    assert_eq!(seen.len(), 10);
+    assert_eq!(seen.len(), 5);
     for s in &seen {
         let body = s.body.to_string();
         for key in [OPENAI_KEY, ANTHROPIC_KEY, GEMINI_KEY] {
@@ -363,7 +366,7 @@ fn three_providers_run_a_plan_and_no_key_ever_leaves_the_gateway() {
         std::fs::read_to_string(d.join("replayed.jsonl")).unwrap(),
         std::fs::read_to_string(d.join("run.jsonl")).unwrap()
     );
-    assert_eq!(seen.len(), 10, "the replay called no model");
+    assert_eq!(seen.len(), 5, "the replay called no model");
 }
 
 #[test]
@@ -507,7 +510,7 @@ fn a_hung_server_is_shown_while_baton_waits_and_a_timeout_is_not_retried() {
     assert_eq!(out.status.code(), Some(4), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("turn 0 · local (llamacpp/local) execute: attempt 1 of 3: waiting 10 s for the answer; gives up at 11 s"),
+        err.contains("turn 0 · local (llamacpp/local) combined: attempt 1 of 3: waiting 10 s for the answer; gives up at 11 s"),
         "{err}"
     );
     assert_eq!(

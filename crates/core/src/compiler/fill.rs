@@ -3,9 +3,12 @@
 //!
 //! Priority: header, assigned task and objective (shortened only as a last resort), the
 //! predecessor's warnings in their shortest form (always delivered), then the warnings
-//! in full, then Progress … Next action, then the predecessor's notes. Within a section
-//! items are taken best-ranked first and the first that does not fit ends the section,
-//! so a trimmed section loses its least relevant items and never a better one.
+//! in full; then every section's floor, Progress … Next action and the predecessor's
+//! notes in their shortest form (so a long plan cannot starve what the next worker must
+//! not repeat or ignore); then each section grows, in the same order, and the notes
+//! last. Within a section items are taken best-ranked first and the first that does not
+//! fit ends the section, so a trimmed section loses its least relevant items and never a
+//! better one.
 
 use std::fmt::Write as _;
 
@@ -17,6 +20,25 @@ use super::{
 };
 use crate::state::ExecutionState;
 use crate::tokens::TokenEstimator;
+
+/// The order in which sections get their floors: what the next worker must not
+/// contradict, ignore or repeat first, then where the work stands; then the notes'
+/// floor; then `LATER_FLOORS`. Sections are still shown, and grow, in their fixed order.
+const FIRST_FLOORS: [Section; 7] = [
+    Section::Progress,
+    Section::CurrentTaskState,
+    Section::Decisions,
+    Section::UnresolvedIssues,
+    Section::FailedAttempts,
+    Section::LastAction,
+    Section::NextAction,
+];
+/// Floors taken after the notes' floor.
+const LATER_FLOORS: [Section; 3] = [
+    Section::CompletedWork,
+    Section::Artifacts,
+    Section::Assumptions,
+];
 
 /// The task and the objective are never shortened below this many chars each.
 pub const MIN_KEEP_CHARS: usize = 120;
@@ -39,6 +61,26 @@ struct Plan {
     kept: Vec<usize>,
     /// Notes block: leading warnings shown in full (the rest of the kept ones are short).
     full_warnings: usize,
+    /// Notes block: the notes themselves shown in full (else in their shortest form).
+    full_notes: bool,
+}
+
+/// Takes block items `kept..upto` while they fit `remaining` (with the heading when the
+/// block had none yet).
+fn take(kept: &mut usize, block: &Block, upto: usize, remaining: &mut usize) {
+    let mut cost = if *kept == 0 { block.heading.tokens } else { 0 };
+    let mut k = *kept;
+    for item in &block.items[k..upto.min(block.items.len())] {
+        if cost + item.piece.tokens > *remaining {
+            break;
+        }
+        cost += item.piece.tokens;
+        k += 1;
+    }
+    if k > *kept {
+        *remaining -= cost;
+        *kept = k;
+    }
 }
 
 pub(super) struct Compiler<'a, 'e> {
@@ -116,6 +158,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
             query: state.scoring.query(&[&assignment.task, &state.objective]),
             step_index,
             cache: std::cell::RefCell::new(state.scoring.lock()),
+            task_query: crate::text::TermQuery::new(&[&assignment.task]),
         };
         let blocks = sections::blocks(&mut arena, &cx);
         Compiler {
@@ -138,8 +181,8 @@ impl<'a, 'e> Compiler<'a, 'e> {
 
     /// Warnings with a shortest form, delivered whatever the budget.
     fn floor_warnings(&self) -> usize {
-        self.notes()
-            .items
+        let notes = self.notes();
+        notes.items[..notes.warnings]
             .iter()
             .take_while(|i| i.short.is_some())
             .count()
@@ -221,6 +264,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
             minimal: false,
             kept: vec![0; self.blocks.len()],
             full_warnings: 0,
+            full_notes: false,
         };
         plan.kept[notes_at] = floor_n;
         let fixed = self.header.tokens + self.floor_tokens();
@@ -254,31 +298,61 @@ impl<'a, 'e> Compiler<'a, 'e> {
             plan.kept[notes_at] = plan.kept[notes_at].max(k + 1);
         }
 
-        // Progress … Next action.
-        for (b, block) in self.blocks[..notes_at].iter().enumerate() {
-            let mut cost = block.heading.tokens;
-            let mut k = 0;
-            for item in &block.items {
-                if cost + item.piece.tokens > remaining {
-                    break;
-                }
-                cost += item.piece.tokens;
-                k += 1;
-            }
-            if k > 0 {
-                remaining -= cost;
-                plan.kept[b] = k;
+        // Every section's floor, in `FIRST_FLOORS` order, the notes' shortest form (only
+        // after every warning in full), then `LATER_FLOORS`, before any section grows.
+        let sections = &self.blocks[..notes_at];
+        let floor_of = |section: Section| sections.iter().position(|b| b.section == section);
+        for section in FIRST_FLOORS {
+            if let Some(b) = floor_of(section) {
+                take(
+                    &mut plan.kept[b],
+                    &sections[b],
+                    sections[b].floor,
+                    &mut remaining,
+                );
             }
         }
-
-        // The notes themselves, last, and only after every warning.
         let kept = plan.kept[notes_at];
         if let Some(item) = notes.items.get(kept)
+            && kept == notes.warnings
             && kept == plan.full_warnings
         {
             let heading = if kept == 0 { notes.heading.tokens } else { 0 };
-            if heading + item.piece.tokens <= remaining {
+            let (cost, full) = match item.short {
+                Some(short) => (short.tokens, false),
+                None => (item.piece.tokens, true),
+            };
+            if heading + cost <= remaining {
+                remaining -= heading + cost;
                 plan.kept[notes_at] = kept + 1;
+                plan.full_notes = full;
+            }
+        }
+        for section in LATER_FLOORS {
+            if let Some(b) = floor_of(section) {
+                take(
+                    &mut plan.kept[b],
+                    &sections[b],
+                    sections[b].floor,
+                    &mut remaining,
+                );
+            }
+        }
+
+        // Then each section grows, in priority order, and the notes in full last.
+        for (b, block) in sections.iter().enumerate() {
+            take(&mut plan.kept[b], block, block.items.len(), &mut remaining);
+        }
+        if plan.kept[notes_at] > notes.warnings
+            && !plan.full_notes
+            && let Some(item) = notes.items.get(notes.warnings)
+        {
+            let extra = item
+                .piece
+                .tokens
+                .saturating_sub(item.short.map_or(item.piece.tokens, |s| s.tokens));
+            if extra <= remaining {
+                plan.full_notes = true;
             }
         }
         plan
@@ -291,8 +365,13 @@ impl<'a, 'e> Compiler<'a, 'e> {
         let mut shown: Vec<(usize, Piece)> = (0..plan.kept[b])
             .map(|i| {
                 let item = &block.items[i];
+                let full = if i < block.warnings {
+                    i < plan.full_warnings
+                } else {
+                    plan.full_notes
+                };
                 let piece = match item.short {
-                    Some(short) if notes && i >= plan.full_warnings => short,
+                    Some(short) if notes && !full => short,
                     _ => item.piece,
                 };
                 (i, piece)

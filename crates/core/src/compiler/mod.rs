@@ -4,6 +4,7 @@
 //! and honest about what it left out (invariant 6).
 
 mod fill;
+mod floors;
 mod render;
 mod sections;
 
@@ -14,6 +15,10 @@ use crate::state::ExecutionState;
 use crate::tokens::TokenEstimator;
 
 pub use fill::MIN_KEEP_CHARS;
+pub use floors::{
+    FLOOR_ACTION, FLOOR_CURRENT, FLOOR_DECISIONS, FLOOR_FAILED, FLOOR_ISSUES, FLOOR_PROGRESS,
+    FLOOR_RECORDS, Floor,
+};
 pub use sections::{
     ANCHOR_BONUS, ANCHORED, CAP_ARTIFACTS, CAP_ASSUMPTIONS, CAP_COMPLETED, CAP_DECISIONS,
     CAP_FAILED, CAP_ISSUES, CAP_PROGRESS, CAP_STEP_WORK, FLOOR_WARNINGS, relevance,
@@ -227,4 +232,20 @@ pub fn compile(
     estimator: &dyn TokenEstimator,
 ) -> HandoffPackage {
     fill::Compiler::new(state, assignment, worker, estimator).compile(budget)
+}
+
+/// The smallest budget a valid briefing for `worker` doing `assignment` under
+/// `objective` fits in: the header, the task and the objective, each at its shortest
+/// (cut to `MIN_KEEP_CHARS`, invariant 6's last resort), counted on the header of the
+/// longest turn number. Below it every briefing is over budget. The predecessor's
+/// warnings, which are always delivered, come on top of it.
+pub fn smallest_briefing(
+    objective: &str,
+    assignment: &Assignment,
+    worker: &WorkerProfile,
+    estimator: &dyn TokenEstimator,
+) -> usize {
+    let mut state = ExecutionState::new(RunId(String::new()), objective, &[]);
+    state.turns = u32::MAX;
+    compile(&state, assignment, worker, 0, estimator).tokens
 }

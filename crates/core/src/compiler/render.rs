@@ -17,8 +17,11 @@ use crate::tokens::TokenEstimator;
 pub(super) const MAX_ITEM_CHARS: usize = 400;
 /// Longest rendering of the predecessor's notes, in chars.
 pub(super) const MAX_NOTES_CHARS: usize = 1200;
-/// Words of a warning kept in its shortest form.
+/// Words of a warning kept in its shortest form, at least (up to twice as many when its
+/// first clause, or what it asks the reader to do, runs longer).
 pub(super) const WARNING_FLOOR_WORDS: usize = 8;
+/// Words of the predecessor's notes kept in their shortest form (their floor).
+pub(super) const NOTES_FLOOR_WORDS: usize = 40;
 
 /// Appended where free text was cut.
 pub(super) const CLIP_MARKER: &str = " …";
@@ -136,6 +139,88 @@ pub(super) fn push_words(out: &mut String, text: &str, words: usize) -> bool {
     }
 }
 
+/// Words that open what a warning asks the reader to do or not to do.
+const ACTION_CUES: &[&str] = &[
+    "always", "ask", "avoid", "before", "check", "do", "don't", "ensure", "fix", "keep", "make",
+    "never", "only", "re-run", "read", "rerun", "run", "skip", "stop", "test", "use", "verify",
+    "wait",
+];
+
+/// Words that join a clause to what the reader must do (`…, so run the gate`).
+const ACTION_JOINS: &[&str] = &["and", "but", "so", "then", "please", "therefore"];
+
+fn bare(word: &str) -> String {
+    word.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'' && c != '-')
+        .to_lowercase()
+}
+
+fn ends_clause(word: &str) -> bool {
+    word.ends_with([',', ';', ':', '.', '!', '?']) || word == "—" || word == "-"
+}
+
+/// Appends the shortest form of a warning that still says what to do: its first clause
+/// (`WARNING_FLOOR_WORDS` words at least, twice that at most) when it opens with what
+/// to do; otherwise its opening words, ` … `, and the clause that asks for an action
+/// (`…, so run the migrations gate before trusting any test`). Returns true when words
+/// were left out.
+pub(super) fn push_warning_floor(out: &mut String, text: &str) -> bool {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let min = WARNING_FLOOR_WORDS;
+    let max = 2 * WARNING_FLOOR_WORDS;
+    if words.len() <= min {
+        return push_words(out, text, min);
+    }
+    // Where the action starts: the first cue word that opens the text or a clause.
+    let action = (0..words.len()).find(|&k| {
+        ACTION_CUES.contains(&bare(words[k]).as_str())
+            && (k == 0
+                || ends_clause(words[k - 1])
+                || ACTION_JOINS.contains(&bare(words[k - 1]).as_str()))
+    });
+    let lead = WARNING_FLOOR_WORDS / 2;
+    let (start, from) = match action {
+        Some(k) if k > lead => (Some(lead), k),
+        Some(k) => (None, k),
+        None => (None, 0),
+    };
+    let mut shown: Vec<&str> = Vec::with_capacity(max + lead);
+    if let Some(lead) = start {
+        shown.extend(&words[..lead]);
+    } else {
+        shown.extend(&words[..from]);
+    }
+    let mut end = from;
+    while end < words.len() && end - from < max {
+        end += 1;
+        let n = if start.is_some() { end - from } else { end };
+        if n >= min && ends_clause(words[end - 1]) {
+            break;
+        }
+    }
+    let mut cut = false;
+    for (i, w) in shown.iter().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        push_clean(out, w, MAX_ITEM_CHARS / 4);
+    }
+    if start.is_some() {
+        out.push_str(CLIP_MARKER);
+        cut = true;
+    }
+    for (i, w) in words[from..end].iter().enumerate() {
+        if i > 0 || !shown.is_empty() {
+            out.push(' ');
+        }
+        push_clean(out, w, MAX_ITEM_CHARS / 4);
+    }
+    if end < words.len() {
+        out.push_str(CLIP_MARKER);
+        cut = true;
+    }
+    cut
+}
+
 /// `text` cut to at most `max_chars` chars, preferring the last space in the final
 /// quarter, with `SHORTENED_MARKER` appended; `text` itself when it is short enough.
 pub(super) fn shorten(text: &str, max_chars: usize) -> (String, bool) {
@@ -184,6 +269,33 @@ mod tests {
         assert_eq!(s, "one two thre … [shortened to fit budget]");
         let (s, _) = shorten("ééééé", 2);
         assert_eq!(s, "éé … [shortened to fit budget]");
+    }
+
+    #[test]
+    fn a_shortened_warning_keeps_what_it_asks_for() {
+        let mut s = String::new();
+        let w = "The staging database was restored from an old backup during turn 5 and the \
+                 migrations were never applied there, so run the migrations gate before \
+                 trusting any endpoint test";
+        assert!(push_warning_floor(&mut s, w));
+        assert_eq!(
+            s,
+            "The staging database was … run the migrations gate before trusting any \
+             endpoint test"
+        );
+        // Opening with the action: its first clause, whole.
+        let mut s = String::new();
+        let w = "Do not trust the cursor pagination fixtures from turn 4: they predate the \
+                 schema change and were generated by hand";
+        assert!(push_warning_floor(&mut s, w));
+        assert_eq!(
+            s,
+            "Do not trust the cursor pagination fixtures from turn 4: …"
+        );
+        // Short warnings are untouched.
+        let mut s = String::new();
+        assert!(!push_warning_floor(&mut s, "Never close I3 by hand"));
+        assert_eq!(s, "Never close I3 by hand");
     }
 
     #[test]

@@ -4,12 +4,18 @@
 use std::cmp::Ordering;
 use std::fmt::Write as _;
 
+use super::floors::{
+    FLOOR_ACTION, FLOOR_CURRENT, FLOOR_DECISIONS, FLOOR_FAILED, FLOOR_ISSUES, FLOOR_PROGRESS,
+    FLOOR_RECORDS, cites_earlier_decision,
+};
 use super::render::{
-    Arena, MAX_ITEM_CHARS, MAX_NOTES_CHARS, Piece, WARNING_FLOOR_WORDS, push_by, push_clean,
-    push_words,
+    Arena, MAX_ITEM_CHARS, MAX_NOTES_CHARS, NOTES_FLOOR_WORDS, Piece, push_by, push_clean,
+    push_warning_floor, push_words,
 };
 use super::{Assignment, AssignmentKind, DropReason, DroppedItem, Section};
-use crate::state::{CompletedWork, ExecutionState, IssueStatus, Severity, StepStatus};
+use crate::state::{
+    AttemptOutcome, CompletedWork, ExecutionState, IssueStatus, Severity, StepAttempt, StepStatus,
+};
 use crate::text::{ScoringCacheGuard, TermQuery};
 use std::cell::RefCell;
 
@@ -85,6 +91,8 @@ pub(super) struct Block {
     pub cap_dropped: Vec<DroppedItem>,
     /// Notes block only: how many leading items are warnings.
     pub warnings: usize,
+    /// Leading ranked items every section gets before any section grows (see `with_floor`).
+    pub floor: usize,
 }
 
 /// Best first; ties go to the earlier record so the ranking is a total order.
@@ -186,6 +194,7 @@ fn block<T>(arena: &mut Arena<'_>, spec: Spec<'_, T>) -> Block {
     Block {
         section: spec.section,
         heading,
+        floor: 0,
         items,
         available,
         cap_dropped,
@@ -228,7 +237,14 @@ pub(super) struct Context<'s> {
     pub step_index: Option<usize>,
     /// The state's memoised term sets, locked for this compile.
     pub cache: RefCell<ScoringCacheGuard<'s>>,
+    /// The assigned task's own terms (the objective is shared by every record, so it
+    /// cannot tell one step's area from another's).
+    pub task_query: TermQuery,
 }
+
+/// Terms a failed attempt must share with the assigned task to count as the same area
+/// (fewer when the task has fewer terms).
+pub const AREA_TERMS: usize = 2;
 
 /// Slots of the scoring cache, one per record category.
 const KIND_DECISION: usize = 0;
@@ -249,9 +265,29 @@ impl Context<'_> {
         texts: &[&str],
         turn: u32,
     ) -> u32 {
+        self.score_and_task_overlap(kind, index, stamp, texts, turn)
+            .0
+    }
+
+    /// `score_cached`, and how many terms the record shares with the assigned task.
+    fn score_and_task_overlap(
+        &self,
+        kind: usize,
+        index: usize,
+        stamp: u32,
+        texts: &[&str],
+        turn: u32,
+    ) -> (u32, usize) {
         let mut cache = self.cache.borrow_mut();
         let terms = cache.terms(kind, index, stamp, texts);
-        relevance_from_overlap(self.query.shared(terms), turn, self.state.turns)
+        let score = relevance_from_overlap(self.query.shared(terms), turn, self.state.turns);
+        (score, self.task_query.shared(terms))
+    }
+
+    /// True when a record sharing `overlap` terms with the task is in the task's area.
+    fn same_area(&self, overlap: usize) -> bool {
+        let need = AREA_TERMS.min(self.task_query.terms().len());
+        need > 0 && overlap >= need
     }
 
     fn assigned_step_id(&self) -> Option<&str> {
@@ -265,16 +301,16 @@ impl Context<'_> {
 /// Every section from Progress to Next action, in section order, then the notes.
 pub(super) fn blocks(arena: &mut Arena<'_>, cx: &Context<'_>) -> Vec<Block> {
     vec![
-        progress(arena, cx),
-        current_task_state(arena, cx),
-        decisions(arena, cx),
-        completed(arena, cx),
-        artifacts(arena, cx),
-        issues(arena, cx),
-        failed(arena, cx),
-        assumptions(arena, cx),
-        stamped(arena, cx, Section::LastAction),
-        stamped(arena, cx, Section::NextAction),
+        progress(arena, cx).with_floor(FLOOR_PROGRESS),
+        current_task_state(arena, cx).with_floor(FLOOR_CURRENT),
+        decisions(arena, cx).with_floor(FLOOR_DECISIONS),
+        completed(arena, cx).with_floor(FLOOR_RECORDS),
+        artifacts(arena, cx).with_floor(FLOOR_RECORDS),
+        issues(arena, cx).with_floor(FLOOR_ISSUES),
+        failed(arena, cx).with_floor(FLOOR_FAILED),
+        assumptions(arena, cx).with_floor(FLOOR_RECORDS),
+        stamped(arena, cx, Section::LastAction).with_floor(FLOOR_ACTION),
+        stamped(arena, cx, Section::NextAction).with_floor(FLOOR_ACTION),
         notes(arena, cx),
     ]
 }
@@ -338,6 +374,55 @@ impl Block {
     }
 }
 
+/// Earlier attempts on a step shown in full; older ones are counted in one line.
+pub const SHOWN_ATTEMPTS: usize = 3;
+/// Longest rendering of one attempt's detail, in chars.
+const ATTEMPT_CHARS: usize = 160;
+
+/// One line per earlier attempt on the step (the last `SHOWN_ATTEMPTS`, oldest first,
+/// after a count of any older ones). Ranked right after the step line, the latest
+/// first, so a tight budget trims the oldest.
+fn attempt_items(arena: &mut Arena<'_>, attempts: &[StepAttempt]) -> Vec<Item> {
+    let hidden = attempts.len().saturating_sub(SHOWN_ATTEMPTS);
+    let shown = &attempts[hidden..];
+    let mut items = Vec::with_capacity(shown.len() + 1);
+    for (age, a) in shown.iter().rev().enumerate() {
+        let out = arena.begin();
+        let _ = write!(
+            out,
+            "- turn {} ({}): {} — ",
+            a.turn,
+            a.worker,
+            a.outcome.as_str()
+        );
+        let cut = push_clean(out, &a.detail, ATTEMPT_CHARS);
+        items.push(Item {
+            id: format!("attempt.turn{}", a.turn),
+            score: 2 * ANCHOR_BONUS - 1 - age as u32,
+            order: (1 + SHOWN_ATTEMPTS - age) as u64,
+            piece: arena.end(),
+            short: None,
+            shortened: cut,
+        });
+    }
+    if hidden > 0 {
+        let (first, last) = (attempts[0].turn, attempts[hidden - 1].turn);
+        let failed = attempts[..hidden]
+            .iter()
+            .filter(|a| a.outcome == AttemptOutcome::Failed)
+            .count();
+        let line = format!(
+            "- {hidden} earlier attempt(s) not shown (turns {first}–{last}: {failed} failed, {} \
+             without evidence of work)",
+            hidden - failed
+        );
+        let mut item = fixed_item(arena, "attempts.older", SHOWN_ATTEMPTS + 1, &line);
+        item.order = 1;
+        items.push(item);
+    }
+    items
+}
+
 fn current_task_state(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
     let state = cx.state;
     let mut items = Vec::new();
@@ -352,6 +437,7 @@ fn current_task_state(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
                 .filter(|(_, c)| c.step.as_deref() == Some(id))
                 .collect();
             let mut line = String::new();
+            let mut attempts: &[StepAttempt] = &[];
             match cx.step_index.and_then(|i| state.plan.get(i)) {
                 Some(step) => {
                     let _ = write!(line, "Step {id} \"{}\" is ", step.title);
@@ -360,14 +446,35 @@ fn current_task_state(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
                             let _ = write!(line, "already marked done (by {by}, turn {t}).");
                         }
                         (StepStatus::Done, _, _) => line.push_str("already marked done."),
-                        (StepStatus::Pending, _, _) => line.push_str("pending."),
+                        (StepStatus::Pending, _, _) => {
+                            line.push_str("pending.");
+                            attempts = &step.attempts;
+                        }
                     }
                 }
                 None => {
                     let _ = write!(line, "Step {id} is not in the plan.");
                 }
             }
-            if work.is_empty() {
+            if !attempts.is_empty() {
+                let _ = write!(
+                    line,
+                    " This is attempt {} of this step: {} earlier turn(s) did not complete \
+                     it (below); do not repeat what failed. A step is done only with evidence \
+                     of work: completed work, an artifact, a decision, or a commit.",
+                    attempts.len() + 1,
+                    attempts.len()
+                );
+                if !work.is_empty() {
+                    let _ = write!(
+                        line,
+                        " The record has {} completed-work item(s) for it: build on them.",
+                        work.len()
+                    );
+                }
+                items.push(fixed_item(arena, "step", 0, &line));
+                items.extend(attempt_items(arena, attempts));
+            } else if work.is_empty() {
                 line.push_str(
                     " The record has no work for it yet: as far as the record shows, this is \
                      its first attempt.",
@@ -380,7 +487,9 @@ fn current_task_state(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
                     work.len()
                 );
             }
-            items.push(fixed_item(arena, "step", 0, &line));
+            if attempts.is_empty() {
+                items.push(fixed_item(arena, "step", 0, &line));
+            }
             step_work = work;
         }
         (AssignmentKind::Step, None) => {
@@ -460,6 +569,7 @@ fn current_task_state(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
         items,
         cap_dropped: work_block.cap_dropped,
         warnings: 0,
+        floor: 0,
     }
 }
 
@@ -476,7 +586,13 @@ fn decisions(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
                 // A restatement may supply a missing reason later: that changes the text.
                 let stamp = u32::from(d.reason.is_some());
                 let s = cx.score_cached(KIND_DECISION, i, stamp, &texts, d.provenance.turn);
-                if i < ANCHORED { s + ANCHOR_BONUS } else { s }
+                // A decision that names an earlier one revises it: a later worker that
+                // misses it follows the decision it replaced.
+                if i < ANCHORED || cites_earlier_decision(&d.text, i) {
+                    s + ANCHOR_BONUS
+                } else {
+                    s
+                }
             },
             id: &|d| &d.id,
             render: &|d, out| {
@@ -584,8 +700,16 @@ fn issues(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             records: &cx.state.issues,
             include: &|i| i.status == IssueStatus::Open,
             score: &|n, i| {
-                cx.score_cached(KIND_ISSUE, n, 0, &[&i.title, &i.detail], i.provenance.turn)
-                    + severity_bonus(i.severity)
+                let s =
+                    cx.score_cached(KIND_ISSUE, n, 0, &[&i.title, &i.detail], i.provenance.turn)
+                        + severity_bonus(i.severity);
+                // Open high and critical issues are what the next worker must not
+                // ignore, whatever its task: they rank with the anchored records.
+                if i.severity >= Severity::High {
+                    s + ANCHOR_BONUS
+                } else {
+                    s
+                }
             },
             id: &|i| &i.id,
             render: &|i, out| {
@@ -631,8 +755,18 @@ fn failed(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             records: &cx.state.failed_attempts,
             include: &|_| true,
             score: &|i, f| {
-                let s = cx.score_cached(KIND_FAILED, i, 0, &[&f.what, &f.why], f.provenance.turn);
-                if i < ANCHORED { s + ANCHOR_BONUS } else { s }
+                let texts = [f.what.as_str(), f.why.as_str()];
+                let (s, on_task) =
+                    cx.score_and_task_overlap(KIND_FAILED, i, 0, &texts, f.provenance.turn);
+                // Every dead end in the assigned task's area, then the first ones, are
+                // what the next worker must not repeat.
+                if cx.same_area(on_task) {
+                    s + ANCHOR_BONUS + ANCHOR_BONUS / 2
+                } else if i < ANCHORED {
+                    s + ANCHOR_BONUS
+                } else {
+                    s
+                }
             },
             id: &|f| &f.id,
             render: &|f, out| {
@@ -694,8 +828,9 @@ fn stamped(arena: &mut Arena<'_>, cx: &Context<'_>, section: Section) -> Block {
     )
 }
 
-/// The last handoff's warnings (each with its shortest form; the first `FLOOR_WARNINGS`
-/// are always delivered) then its notes.
+/// The last handoff's warnings — the engine's own first (a possible contradiction the
+/// reconciler found), then the worker's — each with its shortest form (the first
+/// `FLOOR_WARNINGS` are always delivered), then its notes.
 fn notes(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
     let section = Section::PreviousWorkerNotes;
     let Some(h) = cx.state.handoffs.last() else {
@@ -704,27 +839,38 @@ fn notes(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             heading: Piece::default(),
             items: Vec::new(),
             available: 0,
+            floor: 0,
             cap_dropped: Vec::new(),
             warnings: 0,
         };
     };
-    let mut items = Vec::with_capacity(h.warnings.len() + 1);
-    for (k, w) in h.warnings.iter().enumerate() {
+    let engine = (h.engine_warnings.iter().enumerate()).map(|(k, w)| {
+        (
+            "- WARNING (engine): ",
+            w,
+            format!("{}.engine_warning{}", h.id, k + 1),
+        )
+    });
+    let worker = (h.warnings.iter().enumerate())
+        .map(|(k, w)| ("- WARNING: ", w, format!("{}.warning{}", h.id, k + 1)));
+    let all_warnings = h.engine_warnings.len() + h.warnings.len();
+    let mut items = Vec::with_capacity(all_warnings + 1);
+    for (k, (label, w, id)) in engine.chain(worker).enumerate() {
         let out = arena.begin();
-        out.push_str("- WARNING: ");
+        out.push_str(label);
         let cut = push_clean(out, w, MAX_ITEM_CHARS);
         let piece = arena.end();
         let short = if k < FLOOR_WARNINGS {
             let out = arena.begin();
-            out.push_str("- WARNING: ");
-            push_words(out, w, WARNING_FLOOR_WORDS);
+            out.push_str(label);
+            push_warning_floor(out, w);
             let short = arena.end();
             Some(short)
         } else {
             None
         };
         items.push(Item {
-            id: format!("{}.warning{}", h.id, k + 1),
+            id,
             score: ANCHOR_BONUS - k.min(ANCHOR_BONUS as usize / 2) as u32,
             order: k as u64,
             piece,
@@ -735,12 +881,18 @@ fn notes(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
     if !h.notes.trim().is_empty() {
         let out = arena.begin();
         let cut = push_clean(out, &h.notes, MAX_NOTES_CHARS);
+        let piece = arena.end();
+        // The notes' floor: their opening words, when the whole runs longer.
+        let short = (h.notes.split_whitespace().nth(NOTES_FLOOR_WORDS).is_some()).then(|| {
+            push_words(arena.begin(), &h.notes, NOTES_FLOOR_WORDS);
+            arena.end()
+        });
         items.push(Item {
             id: format!("{}.notes", h.id),
             score: 0,
-            order: h.warnings.len() as u64,
-            piece: arena.end(),
-            short: None,
+            order: all_warnings as u64,
+            piece,
+            short,
             shortened: cut,
         });
     }
@@ -753,8 +905,10 @@ fn notes(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
         section,
         heading: heading(arena, section, items.is_empty(), Some(&extra)),
         available: items.len(),
+        // The notes block's floor is handled by the fill (warnings, then the notes).
+        floor: 0,
         items,
         cap_dropped: Vec::new(),
-        warnings: h.warnings.len(),
+        warnings: all_warnings,
     }
 }

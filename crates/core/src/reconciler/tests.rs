@@ -1,6 +1,7 @@
 use super::*;
 use crate::claims::{
-    ArtifactClaim, ArtifactMention, FailedAttemptClaim, ResolutionClaimInput, parse_worker_result,
+    ArtifactClaim, ArtifactMention, DecisionClaim, FailedAttemptClaim, IssueClaim,
+    ResolutionClaimInput, parse_worker_result,
 };
 use crate::compiler::AssignmentKind;
 use crate::ids::{RunId, WorkerId};
@@ -63,6 +64,7 @@ fn run_turn(
         turn,
         at: Timestamp(1000 + i64::from(turn)),
         assignment: &a,
+        seen: Default::default(),
     };
     reconcile(s, &ctx, res, rep, Vec::new(), verifier)
 }
@@ -80,6 +82,7 @@ fn provenance_is_stamped_by_the_engine_not_the_claim() {
         turn: 3,
         at: Timestamp(42),
         assignment: &a,
+        seen: Default::default(),
     };
     let out = reconcile(
         &mut s,
@@ -254,9 +257,12 @@ fn restatements_are_reaffirmations_not_new_records() {
         what: "Storing sessions in process memory".into(),
         why: "lost on restart".into(),
     });
+    // Raising a failed attempt, a worker must name the step for its summary to count.
+    r.steps_completed.push("T1".into());
     run_turn(&mut s, "w1", 0, &r, &report("x", "y"), &NoVerifier);
 
     let mut r2 = result("x");
+    r2.steps_completed.push("T1".into());
     r2.decisions.push(DecisionClaim {
         text: "use postgresql 16 as the primary datastore.".into(),
         reason: None,
@@ -274,7 +280,11 @@ fn restatements_are_reaffirmations_not_new_records() {
         s.failed_attempts[0].reaffirmed[0].wording.as_deref(),
         Some("Sessions stored in process memory")
     );
-    assert_eq!(out.count(Action::Reaffirmed), 2);
+    // The decision, the failed attempt, and the step's completed work (both turns'
+    // summary, "did it", on T1).
+    assert_eq!(out.count(Action::Reaffirmed), 3);
+    assert_eq!(s.completed.len(), 1);
+    assert_eq!(s.completed[0].reaffirmed.len(), 1);
     assert!(
         out.warnings.is_empty(),
         "a restatement without reason is not a reasonless decision: {:?}",
@@ -460,6 +470,7 @@ fn a_failing_gate_is_a_fact_for_the_next_worker_and_a_passing_gate_closes_what_n
         turn: 1,
         at: Timestamp(9),
         assignment: &a,
+        seen: Default::default(),
     };
     let mut out = ReconcileOutcome::default();
     apply_gates(
@@ -480,6 +491,7 @@ fn a_failing_gate_is_a_fact_for_the_next_worker_and_a_passing_gate_closes_what_n
         turn: 2,
         at: Timestamp(10),
         assignment: &a,
+        seen: Default::default(),
     };
     let mut out = ReconcileOutcome::default();
     apply_gates(
@@ -512,6 +524,7 @@ fn a_gate_that_keeps_failing_shows_its_newest_output_to_the_next_worker() {
             turn,
             at: Timestamp(9),
             assignment: &a,
+            seen: Default::default(),
         };
         let mut g = gate("tests", false, "abc123def4567890");
         g.output_tail = tail.into();
@@ -526,4 +539,309 @@ fn a_gate_that_keeps_failing_shows_its_newest_output_to_the_next_worker() {
     );
     assert!(!p.text.contains("first failure"), "{}", p.text);
     assert!(p.text.contains("still failing at turn 1"), "{}", p.text);
+}
+
+/// One committed turn on T1, reconciled and completed as the engine does it.
+fn complete_turn(
+    s: &mut ExecutionState,
+    turn: u32,
+    res: &WorkerResult,
+    seen: WorkSeen,
+) -> (StepEnd, ReconcileOutcome) {
+    let w = worker("w1");
+    let a = step("T1");
+    let ctx = TurnContext {
+        worker: &w,
+        turn,
+        at: Timestamp(1000 + i64::from(turn)),
+        assignment: &a,
+        seen,
+    };
+    let rep = report("x", "y");
+    let mut out = reconcile(s, &ctx, res, &rep, Vec::new(), &NoVerifier);
+    let end = complete_step(s, &ctx, res, &rep, &mut out);
+    (end, out)
+}
+
+/// Regression (issue 9, item 3): "I could not do this step at all; nothing was
+/// produced", with an issue saying so, completed the step and recorded the sentence as
+/// the step's completed work.
+#[test]
+fn a_report_of_failure_is_no_evidence_of_work_and_is_not_recorded_as_work() {
+    let mut s = state();
+    let mut r = result("read the briefing");
+    r.summary = "I could not do this step at all; nothing was produced.".into();
+    r.issues.push(IssueClaim {
+        title: "The spec is missing".into(),
+        detail: None,
+        severity: Severity::High,
+        gate: None,
+    });
+    let (end, out) = complete_turn(&mut s, 0, &r, WorkSeen::Claims);
+    assert_eq!(end, StepEnd::Open);
+    assert_eq!(s.plan[0].status, crate::state::StepStatus::Pending);
+    assert!(s.completed.is_empty(), "{:?}", s.completed);
+    assert_eq!(s.issues.len(), 1, "the issue is still recorded");
+    let warning = out
+        .warnings
+        .iter()
+        .find(|w| w.contains("stays open"))
+        .expect("a warning");
+    assert!(
+        warning.contains("the summary reports a failure (\"i could not\")"),
+        "{warning}"
+    );
+    let attempt = &s.plan[0].attempts[0];
+    assert_eq!(attempt.turn, 0);
+    assert_eq!(attempt.outcome, crate::state::AttemptOutcome::NoEvidence);
+    assert!(
+        attempt.detail.contains("I could not do this step at all")
+            && attempt.detail.contains("raised I1"),
+        "{}",
+        attempt.detail
+    );
+
+    // Without the phrase, the issue alone still keeps a bare summary from counting…
+    let mut r = result("x");
+    r.summary = "Looked into the spec.".into();
+    r.issues.push(IssueClaim {
+        title: "The spec is missing".into(),
+        detail: None,
+        severity: Severity::High,
+        gate: None,
+    });
+    assert_eq!(
+        complete_turn(&mut s, 1, &r, WorkSeen::Claims).0,
+        StepEnd::Open
+    );
+    // …unless the worker says it finished the step.
+    r.steps_completed = vec!["T1: one".into()];
+    assert_eq!(
+        complete_turn(&mut s, 2, &r, WorkSeen::Claims).0,
+        StepEnd::Done
+    );
+    assert_eq!(s.plan[0].done_at_turn, Some(2));
+    assert_eq!(s.plan[0].attempts.len(), 2, "attempts stay on record");
+
+    // A continuation has no step to leave open: its summary is its work, issues or not,
+    // but a report of failure is still not recorded as work.
+    let w = worker("w1");
+    let a = Assignment {
+        kind: AssignmentKind::Continuation,
+        step_id: None,
+        task: "continue".into(),
+    };
+    for (turn, summary) in [
+        (3, "Narrowed the open issues."),
+        (4, "I could not reproduce it."),
+    ] {
+        let ctx = TurnContext {
+            worker: &w,
+            turn,
+            at: Timestamp(1),
+            assignment: &a,
+            seen: WorkSeen::Claims,
+        };
+        r.summary = summary.into();
+        r.steps_completed.clear();
+        let rep = report("x", "y");
+        let mut out = reconcile(&mut s, &ctx, &r, &rep, Vec::new(), &NoVerifier);
+        assert_eq!(
+            complete_step(&mut s, &ctx, &r, &rep, &mut out),
+            StepEnd::NoStep
+        );
+    }
+    let texts: Vec<&str> = s.completed.iter().map(|c| c.text.as_str()).collect();
+    assert!(texts.contains(&"Narrowed the open issues."), "{texts:?}");
+    assert!(!texts.contains(&"I could not reproduce it."), "{texts:?}");
+}
+
+#[test]
+fn evidence_of_work_is_completed_work_a_new_artifact_a_decision_or_a_plain_summary() {
+    let done = |r: &WorkerResult| {
+        let mut s = state();
+        complete_turn(&mut s, 0, r, WorkSeen::Claims).0
+    };
+    let mut r = result("x");
+    r.summary = String::new();
+    assert_eq!(done(&r), StepEnd::Open, "nothing at all");
+    r.completed = vec!["Wrote the schema".into()];
+    assert_eq!(done(&r), StepEnd::Done);
+    let mut r = result("x");
+    r.summary = "I was unable to reach the database.".into();
+    r.artifacts.push(ArtifactClaim {
+        name: "schema.sql".into(),
+        kind: None,
+        description: "the tables".into(),
+        content: None,
+    });
+    assert_eq!(
+        done(&r),
+        StepEnd::Done,
+        "an artifact is work, whatever the summary"
+    );
+    let mut r = result("x");
+    r.summary = "I couldn’t settle it, so I decided.".into();
+    r.decisions.push(DecisionClaim {
+        text: "Use PostgreSQL".into(),
+        reason: Some("relational data".into()),
+    });
+    assert_eq!(done(&r), StepEnd::Done, "a decision is work");
+    // A plain summary still stands for the work (models fill the one required field).
+    assert_eq!(done(&result("x")), StepEnd::Done);
+
+    // A refused artifact claim is not evidence.
+    struct Refuse;
+    impl Verifier for Refuse {
+        fn verify_artifact(&self, _: &Artifact, _: &ArtifactVersion) -> Verification {
+            Verification::Rejected {
+                reason: "schema.sql is not in the turn's commit".into(),
+            }
+        }
+        fn verify_resolution(&self, _: &Issue, _: &ResolutionClaim) -> Verification {
+            Verification::Unverified
+        }
+    }
+    let mut s = state();
+    let mut r = result("x");
+    r.summary = "I could not write it.".into();
+    r.artifacts.push(ArtifactClaim {
+        name: "schema.sql".into(),
+        kind: None,
+        description: "the tables".into(),
+        content: None,
+    });
+    let w = worker("w1");
+    let a = step("T1");
+    let ctx = TurnContext {
+        worker: &w,
+        turn: 0,
+        at: Timestamp(1),
+        assignment: &a,
+        seen: WorkSeen::Claims,
+    };
+    let rep = report("x", "y");
+    let mut out = reconcile(&mut s, &ctx, &r, &rep, Vec::new(), &Refuse);
+    assert_eq!(
+        complete_step(&mut s, &ctx, &r, &rep, &mut out),
+        StepEnd::Open
+    );
+    assert!(
+        s.plan[0].attempts[0]
+            .detail
+            .contains("1 claim(s) refused, first: schema.sql is not in the turn's commit"),
+        "{}",
+        s.plan[0].attempts[0].detail
+    );
+}
+
+#[test]
+fn an_agents_final_message_is_no_evidence_without_a_commit() {
+    let mut s = state();
+    let r = result("looked at it");
+    let (end, out) = complete_turn(&mut s, 0, &r, WorkSeen::Agent { committed: false });
+    assert_eq!(end, StepEnd::Open);
+    assert!(
+        s.completed.is_empty(),
+        "talk about a commit never made is not work"
+    );
+    assert!(
+        out.warnings
+            .iter()
+            .any(|w| w.contains("no commit") && w.contains("committing")),
+        "{:?}",
+        out.warnings
+    );
+    let (end, _) = complete_turn(&mut s, 1, &r, WorkSeen::Agent { committed: true });
+    assert_eq!(end, StepEnd::Done);
+    assert_eq!(s.completed.len(), 1, "the message describes the commit");
+}
+
+#[test]
+fn a_failed_turn_is_recorded_on_its_step_once() {
+    let mut s = state();
+    let w = worker("w2");
+    let a = step("T2");
+    let ctx = TurnContext {
+        worker: &w,
+        turn: 4,
+        at: Timestamp(1),
+        assignment: &a,
+        seen: WorkSeen::Claims,
+    };
+    let error = format!(
+        "execute call failed: server_error: {}",
+        "overloaded ".repeat(100)
+    );
+    record_failed_turn(&mut s, &ctx, &error);
+    record_failed_turn(&mut s, &ctx, &error);
+    let attempts = &s.plan[1].attempts;
+    assert_eq!(attempts.len(), 1);
+    assert_eq!(attempts[0].worker.as_str(), "w2");
+    assert_eq!(attempts[0].outcome, crate::state::AttemptOutcome::Failed);
+    assert!(
+        attempts[0]
+            .detail
+            .starts_with("execute call failed: server_error: overloaded")
+    );
+    assert!(attempts[0].detail.chars().count() <= 300);
+    assert!(s.plan[0].attempts.is_empty());
+}
+
+#[test]
+fn only_first_person_failure_phrases_make_a_summary_a_report_of_failure() {
+    assert_eq!(
+        failure_phrase("I couldn’t find the spec."),
+        Some("i couldn't")
+    );
+    assert_eq!(
+        failure_phrase("Nothing was produced."),
+        Some("nothing was produced")
+    );
+    assert_eq!(
+        failure_phrase("Fixed the parser, which could not read empty files."),
+        None
+    );
+    assert_eq!(
+        failure_phrase("Done.\n\nI could not add tests: no runner."),
+        None
+    );
+}
+
+#[test]
+fn a_resolution_by_title_never_lands_on_the_opposite_issue() {
+    // Regression: "is rate limited" resolved matched the open issue "is not rate limited".
+    let mut s = state();
+    let mut r = result("found it");
+    r.issues.push(IssueClaim {
+        title: "Login endpoint is not rate limited".into(),
+        severity: Severity::Critical,
+        detail: None,
+        gate: None,
+    });
+    run_turn(&mut s, "w1", 0, &r, &report("found it", "fix"), &NoVerifier);
+
+    let mut r2 = result("checked");
+    r2.resolved_issues.push(ResolutionClaimInput {
+        issue: "Login endpoint is rate limited".into(),
+        note: None,
+    });
+    let out = run_turn(
+        &mut s,
+        "w2",
+        1,
+        &r2,
+        &report("checked", "next"),
+        &NoVerifier,
+    );
+    assert!(s.issues[0].resolution_claimed_by.is_none());
+    assert_eq!(out.count(Action::ResolutionClaimed), 0);
+    let refusal = &out.refusals[0];
+    assert!(
+        refusal
+            .reason
+            .contains("I1 is alike but differs in polarity")
+            && refusal.reason.contains("by its id"),
+        "{refusal:?}"
+    );
 }

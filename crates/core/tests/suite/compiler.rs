@@ -6,8 +6,8 @@ use baton_core::compiler::{
 };
 use baton_core::ids::{RunId, Timestamp, WorkerId};
 use baton_core::state::{
-    CompletedWork, Decision, ExecutionState, HandoffRecord, Issue, IssueStatus, Provenance,
-    ResolutionClaim, Severity,
+    AttemptOutcome, CompletedWork, Decision, ExecutionState, HandoffRecord, Issue, IssueStatus,
+    Provenance, ResolutionClaim, Severity, StepAttempt,
 };
 use baton_core::synthetic;
 use baton_core::tokens::{BpeEstimator, HeuristicEstimator, TokenEstimator};
@@ -462,6 +462,7 @@ fn warnings_reach_the_next_worker_with_a_tight_budget_and_a_large_record() {
             "Do not assume the migration ran on staging; nobody checked it".into(),
             "Do not assume I3 is fixed: the claim was never verified".into(),
         ],
+        engine_warnings: vec![],
         provenance: prov("w4", 600),
     });
     for est in [&HeuristicEstimator as &dyn TokenEstimator, &bpe()] {
@@ -490,12 +491,14 @@ fn step_attempted_before_shows_its_recorded_work() {
         text: "Drafted the projects table".into(),
         step: Some("T2".into()),
         provenance: prov("w2", 1),
+        reaffirmed: vec![],
     });
     s.completed.push(CompletedWork {
         id: "C2".into(),
         text: "Wrote the schema".into(),
         step: Some("T1".into()),
         provenance: prov("w1", 0),
+        reaffirmed: vec![],
     });
     let p = compile(
         &s,
@@ -518,6 +521,96 @@ fn step_attempted_before_shows_its_recorded_work() {
         &Words,
     );
     assert!(p.text.contains("first attempt") || p.text.contains("attempted before"));
+}
+
+/// Regression (issue 9, item 4): the briefing of a step whose earlier turns failed said
+/// "this is its first attempt". It says which attempt this is and what happened to the
+/// last three, one line each, with the older ones counted.
+#[test]
+fn a_retried_step_says_which_attempt_it_is_and_what_happened_before() {
+    let mut s = synthetic::state_with_items(400, 7);
+    let id = s.plan[s.cursor().unwrap()].id.clone();
+    let title = s.plan[s.cursor().unwrap()].title.clone();
+    let long = format!(
+        "execute call failed: bad_request: Invalid value for 'temperature': must be at most 2. {}",
+        "Provider context that goes on and on. ".repeat(30)
+    );
+    let attempts = [
+        (AttemptOutcome::Failed, "execute call failed: rate_limited: slow down".to_string()),
+        (AttemptOutcome::Failed, "execute output rejected: missing field `summary`".to_string()),
+        (
+            AttemptOutcome::NoEvidence,
+            "no completed work, new artifact or new decision; said \"I could not do it\"; raised I4"
+                .to_string(),
+        ),
+        (AttemptOutcome::Failed, long),
+        (AttemptOutcome::NoEvidence, "no completed work; said \"nothing was done\"".to_string()),
+    ];
+    let cursor = s.cursor().unwrap();
+    for (n, (outcome, detail)) in attempts.into_iter().enumerate() {
+        s.plan[cursor].attempts.push(StepAttempt {
+            turn: 40 + n as u32,
+            worker: WorkerId::new(format!("w{n}")),
+            outcome,
+            detail,
+        });
+    }
+    let a = step(&id, &title);
+    let p = compile(&s, &a, &worker(), 1600, &HeuristicEstimator);
+    let cts = &p.text[p.text.find("## Current task state").expect("section")..];
+    let cts = &cts[..cts[3..].find("\n## ").map_or(cts.len(), |e| e + 3)];
+    assert!(!cts.contains("first attempt"), "{cts}");
+    assert!(cts.contains("This is attempt 6 of this step"), "{cts}");
+    // The last three, oldest first, after a count of the two before them.
+    let older = cts.find(
+        "- 2 earlier attempt(s) not shown (turns 40–41: 2 failed, 0 without evidence of work)",
+    );
+    let third = cts.find("- turn 42 (w2): no evidence of work — ");
+    let fourth = cts.find(
+        "- turn 43 (w3): failed — execute call failed: bad_request: Invalid value for \
+         'temperature': must be at most 2.",
+    );
+    let fifth = cts.find("- turn 44 (w4): no evidence of work — ");
+    assert!(
+        older.is_some() && third.is_some() && fourth.is_some() && fifth.is_some(),
+        "{cts}"
+    );
+    assert!(older < third && third < fourth && fourth < fifth, "{cts}");
+    assert!(
+        !cts.contains("turn 40 (w0)") && !cts.contains("turn 41 (w1)"),
+        "{cts}"
+    );
+    // One line each: a long error is shortened, its actionable head kept.
+    for line in cts.lines().filter(|l| l.starts_with("- turn ")) {
+        assert!(line.chars().count() < 220, "{line}");
+    }
+    assert!(p.tokens <= p.budget);
+
+    // Within the budget, the section trims the completed work first, then the oldest
+    // attempt line: whatever is kept, the step line and the latest attempt are.
+    let mut trimmed = 0;
+    for budget in (300..900).step_by(20) {
+        let t = compile(&s, &a, &worker(), budget, &HeuristicEstimator);
+        assert!(t.tokens <= t.budget, "{} > {}", t.tokens, t.budget);
+        let Some(at) = t.text.find("## Current task state") else {
+            continue;
+        };
+        let c = &t.text[at..];
+        let c = &c[..c[3..].find("\n## ").map_or(c.len(), |e| e + 3)];
+        let has = |turn: u32| c.contains(&format!("- turn {turn} ("));
+        assert!(c.contains("This is attempt 6 of this step"), "{c}");
+        assert!(!has(42) || has(43), "{c}");
+        assert!(!has(43) || has(44), "{c}");
+        assert!(!c.contains("not shown") || has(42), "{c}");
+        trimmed += usize::from(!has(42));
+    }
+    assert!(trimmed > 0, "some budget trims the attempt lines");
+
+    // Same state, same package.
+    assert_eq!(
+        compile(&s, &a, &worker(), 1600, &HeuristicEstimator).text,
+        p.text
+    );
 }
 
 #[test]
@@ -614,6 +707,7 @@ fn memoised_scores_never_change_a_package() {
         turn: state.turns,
         at: Timestamp(1),
         assignment: &a,
+        seen: Default::default(),
     };
     reconcile(&mut state, &ctx, &result, &report, Vec::new(), &NoVerifier);
     let warm = compile(&state, &a, &worker(), 1500, &HeuristicEstimator);
@@ -623,4 +717,39 @@ fn memoised_scores_never_change_a_package() {
         warm,
         compile(&cold_state, &a, &worker(), 1500, &HeuristicEstimator)
     );
+}
+
+/// Issue 9 item 5: a warning cut to its first eight words lost what it asked for
+/// ("… so run the migrations gate before trusting any endpoint test").
+#[test]
+fn a_shortened_warning_keeps_what_it_asks_the_next_worker_to_do() {
+    let mut s = synthetic::state_with_items(2000, 3);
+    s.handoffs.push(HandoffRecord {
+        id: "H999".into(),
+        notes: "Notes.".into(),
+        warnings: vec![
+            "The staging database was restored from an old backup during turn 40 and the \
+             migrations were never applied there, so run the migrations gate before \
+             trusting any endpoint test"
+                .into(),
+        ],
+        provenance: prov("w4", 300),
+        engine_warnings: Vec::new(),
+    });
+    for est in [&HeuristicEstimator as &dyn TokenEstimator, &bpe()] {
+        let p = compile(
+            &s,
+            &step("T2", "Add project endpoints"),
+            &worker(),
+            130,
+            est,
+        );
+        assert!(
+            p.text
+                .contains("run the migrations gate before trusting any endpoint test"),
+            "{}",
+            p.text
+        );
+        assert!(p.text.contains("- WARNING: The staging database was"));
+    }
 }

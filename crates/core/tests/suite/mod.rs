@@ -1,2 +1,4 @@
 mod claims;
 mod compiler;
+mod fidelity;
+mod restatements;

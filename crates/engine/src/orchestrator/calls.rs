@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use baton_core::claims::{self, Parsed};
+use baton_core::claims;
 use baton_core::prompt::{self, Prompt};
 use baton_core::turn::{AttemptRecord, CallKind, CallRecord, ReportedUsage};
 use baton_gateway::{ModelRequest, RetryPolicy, complete_with_retry};
@@ -22,10 +22,7 @@ impl Engine {
         turn: u32,
     ) -> (CallRecord, std::result::Result<String, String>) {
         let worker = &session.config.roster.workers[worker_index];
-        let schema = match call {
-            CallKind::Execute | CallKind::ExecuteRepair => claims::worker_result_schema(),
-            CallKind::Handoff | CallKind::HandoffRepair => claims::handoff_report_schema(),
-        };
+        let schema = schema_of(call);
         let model_name = worker
             .model
             .split_once('/')
@@ -38,12 +35,18 @@ impl Engine {
             call,
             turn,
             schema,
-            max_tokens: worker.max_tokens,
-            temperature: worker.temperature,
+            max_tokens: session.reshape.max_tokens(call, worker.max_tokens),
+            temperature: super::reshape::temperature(call, worker.temperature),
             workspace: session.workspace.as_ref().map(|w| w.path()),
             cancel: Some(&session.cancel),
             output: session.agent_output.as_ref(),
         };
+        // What goes on the wire besides the messages, read before the call: a gateway
+        // may change how it asks after this one.
+        let format_tokens = session.gateways[worker_index]
+            .as_ref()
+            .and_then(|g| g.answer_format_sent(&request))
+            .map_or(0, |f| session.estimator.count(&f));
         let started_at = self.clock.now();
         let t0 = Instant::now();
         let retries = match &session.gateways[worker_index] {
@@ -139,7 +142,13 @@ impl Engine {
             output_tokens: billed.output_tokens,
             cached_tokens: billed.cached_tokens,
         });
-        let tokens_sent = session.system_tokens + session.estimator.count(&prompt.user);
+        // Counted once per attempt that may have reached the provider (each is billed):
+        // both messages and, where the gateway sends one, the answer format (a schema
+        // rides in every request that enforces one). An attempt that never connected
+        // cost nothing and counts nothing.
+        let per_attempt =
+            session.system_tokens + session.estimator.count(&prompt.user) + format_tokens;
+        let tokens_sent = per_attempt * attempts.iter().filter(|a| a.sent).count();
         let record = CallRecord {
             call,
             worker: worker.id.clone(),
@@ -196,13 +205,14 @@ impl Engine {
         prompt: Prompt,
         call: CallKind,
         turn: u32,
-        parse: fn(&str) -> baton_core::Result<Parsed<T>>,
+        parse: fn(&str) -> baton_core::Result<T>,
         calls: &mut Vec<CallRecord>,
         prompts: &mut Vec<Prompt>,
-    ) -> std::result::Result<(Parsed<T>, String), String> {
+    ) -> std::result::Result<(T, String), String> {
         let mut repairs_left = session.config.settings.repair_attempts;
         let mut kind = call;
-        let mut current = prompt;
+        let schema = schema_of(call);
+        let mut current = session.reshape.prompt(call, prompt, schema);
         loop {
             let (record, out) = self.call_model(session, worker_index, &current, kind, turn);
             calls.push(record);
@@ -227,5 +237,14 @@ impl Engine {
                 }
             }
         }
+    }
+}
+
+/// The JSON Schema `call`'s answer must match.
+fn schema_of(call: CallKind) -> &'static serde_json::Value {
+    match call {
+        CallKind::Execute | CallKind::ExecuteRepair => claims::worker_result_schema(),
+        CallKind::Handoff | CallKind::HandoffRepair => claims::handoff_report_schema(),
+        CallKind::Combined | CallKind::CombinedRepair => claims::turn_answer_schema(),
     }
 }

@@ -6,7 +6,7 @@
 
 use baton_core::compiler;
 use baton_core::prompt;
-use baton_core::turn::{CallKind, CallRecord, TurnStatus};
+use baton_core::turn::{CallKind, CallRecord, TurnRecord, TurnStatus};
 
 use super::{Engine, Session};
 use crate::Result;
@@ -31,14 +31,16 @@ pub(super) struct Doomed {
 }
 
 impl Doomed {
-    /// The turn's doomed execute call, when it had one.
+    /// The turn's doomed first call (execute, or the one combined call), when it had one.
     pub(super) fn of(
         turn: u32,
         calls: &[CallRecord],
         budget: usize,
         tokens: usize,
     ) -> Option<Doomed> {
-        let call = calls.first().filter(|c| c.call == CallKind::Execute)?;
+        let call = calls
+            .first()
+            .filter(|c| matches!(c.call, CallKind::Execute | CallKind::Combined))?;
         let class = call.error_class.as_deref()?;
         if class != BAD_REQUEST && class != CONTEXT_TOO_LONG {
             return None;
@@ -75,7 +77,8 @@ impl Doomed {
         } else {
             format!(
                 "worker {worker}'s provider refused the request: {}. The next turn would send \
-                 the same request, byte-identical but for its turn number (a briefing of {} \
+                 the same request, byte-identical but for its turn number and its list of \
+                 earlier attempts (a briefing of {} \
                  tokens at a budget of {} tokens), so baton stopped instead of failing the same \
                  way again. Fix the worker's model \
                  or options in the roster file, or reword the step, then {next}.",
@@ -92,13 +95,17 @@ fn shrink(budget: usize, tokens: usize) -> usize {
 }
 
 impl Engine {
-    /// How `plan`'s worker's last turn failed in a doomed way, when that turn is among
-    /// the failed turns just before this one (other workers may have failed in between).
-    /// Read from the committed turns, so a resumed run sees it too; at most one turn per
-    /// roster worker is read, none when the last turn did not fail.
-    fn last_doomed(&self, session: &Session, plan: &TurnPlan) -> Result<Option<Doomed>> {
+    /// `worker`'s last turn, when it is among the failed turns just before this one
+    /// (other workers may have failed in between). Read from the committed turns, so a
+    /// resumed run sees it too; at most one turn per roster worker is read, none when
+    /// the last turn did not fail.
+    pub(super) fn last_failed_turn(
+        &self,
+        session: &Session,
+        worker: usize,
+    ) -> Result<Option<TurnRecord>> {
         let state = &session.state;
-        let worker = &session.config.roster.workers[plan.worker];
+        let worker = &session.config.roster.workers[worker];
         let look_back = state
             .consecutive_failures
             .min(state.turns)
@@ -110,24 +117,40 @@ impl Engine {
             if last.worker != worker.id {
                 continue;
             }
-            return Ok(Doomed::of(
-                last.turn,
-                &last.calls,
-                last.package.budget,
-                last.package.tokens,
-            )
-            .filter(|_| last.status == TurnStatus::Failed));
+            return Ok((last.status == TurnStatus::Failed).then_some(last));
         }
         Ok(None)
     }
 
+    /// How `plan`'s worker's last turn failed in a doomed way, when it failed just
+    /// before this one (see [`Self::last_failed_turn`]).
+    fn last_doomed(&self, session: &Session, plan: &TurnPlan) -> Result<Option<Doomed>> {
+        Ok(self
+            .last_failed_turn(session, plan.worker)?
+            .and_then(|last| {
+                Doomed::of(
+                    last.turn,
+                    &last.calls,
+                    last.package.budget,
+                    last.package.tokens,
+                )
+            }))
+    }
+
     /// The budget of the turn `plan` describes: the plan's, or less when the same
     /// worker's last failed turn failed because its briefing did not fit its model's
-    /// context.
+    /// context, and never more than the worker's context window leaves (once a
+    /// briefing did not fit, the window the server tells is asked for).
     pub(super) fn turn_budget(&self, session: &Session, plan: &TurnPlan) -> Result<usize> {
-        Ok(match self.last_doomed(session, plan)? {
+        let doomed = self.last_doomed(session, plan)?;
+        let too_long = doomed.as_ref().is_some_and(|d| d.too_long);
+        let budget = match doomed {
             Some(d) if d.too_long => shrink(d.budget, d.tokens).min(plan.budget),
             _ => plan.budget,
+        };
+        Ok(match self.window_fit(session, plan.worker, too_long) {
+            Some(fit) => budget.min(fit.budget.max(MIN_BUDGET)),
+            None => budget,
         })
     }
 
@@ -143,8 +166,9 @@ impl Engine {
     }
 
     /// Whether the turn `next` would send `doomed`'s request again: byte-identical once
-    /// its briefing is labelled with the doomed turn's number (the label is all a
-    /// failed turn changes in the record).
+    /// its briefing is labelled with the doomed turn's number and leaves out the attempts
+    /// recorded since (the label and the attempt history are all a failed turn changes
+    /// in the record).
     pub(super) fn sends_again(
         &self,
         session: &Session,
@@ -154,6 +178,11 @@ impl Engine {
         let worker = &session.config.roster.workers[next.worker];
         let mut as_then = session.state.clone();
         as_then.turns = doomed.turn;
+        // The failed turns since are on record as attempts on their step; the briefing
+        // lists them, the request is otherwise the one that failed.
+        for step in &mut as_then.plan {
+            step.attempts.retain(|a| a.turn < doomed.turn);
+        }
         let package = compiler::compile(
             &as_then,
             &next.assignment,
@@ -161,6 +190,11 @@ impl Engine {
             self.turn_budget(session, next)?,
             &*session.estimator,
         );
-        Ok(audit::request_hash(&prompt::execute_prompt(&package)) == doomed.request_hash)
+        let first = if self.two_calls(session, next.worker) {
+            prompt::execute_prompt(&package)
+        } else {
+            prompt::combined_prompt(&package)
+        };
+        Ok(audit::request_hash(&first) == doomed.request_hash)
     }
 }

@@ -11,7 +11,7 @@ use baton_core::events::{Event, EventKind};
 use baton_core::ids::{RunId, Timestamp, WorkerId};
 use baton_core::prompt;
 use baton_core::reconciler::{NoVerifier, Verifier};
-use baton_core::state::{ExecutionState, StepStatus};
+use baton_core::state::{AttemptOutcome, ExecutionState, StepStatus};
 use baton_core::tokens::TokenEstimator;
 use baton_core::turn::{CallRecord, TurnStatus};
 use baton_gateway::Gateway;
@@ -28,12 +28,19 @@ use crate::{Error, Result};
 
 mod calls;
 mod doomed;
+mod fallback;
 mod holds;
+mod reshape;
 mod roster;
 mod turn;
+mod window;
 
 pub use roster::{Place, check_roster, with_keys};
 use turn::TurnEnd;
+
+/// The gateway failure class of a provider nothing answered for (see
+/// `baton_gateway::Error::class`).
+const UNREACHABLE: &str = "unreachable";
 
 /// Failed turns in a row after which the run stops and asks a human.
 pub const MAX_CONSECUTIVE_FAILURES: u32 = 3;
@@ -84,6 +91,20 @@ pub struct Session {
     /// The run's provider holds as committed (read at open, kept current by each turn,
     /// so a step asks the store nothing more).
     holds: Vec<baton_store::WorkerHold>,
+    /// Each worker's context window as its server told it, once asked.
+    windows: Vec<std::sync::OnceLock<Option<(u64, String)>>>,
+    /// How the turn under way differs from its worker's last failed one.
+    reshape: reshape::Reshape,
+    /// Per worker: its gateway is in its fallback mode, as the run records.
+    fallen_back: Vec<bool>,
+    /// What to say once about a worker that starts in its fallback mode.
+    fallback_notices: Vec<(usize, String)>,
+    /// Per worker: its briefings were said to be shrunk to fit its context window.
+    window_noticed: Vec<bool>,
+    /// How the turn under way differs from what its worker was configured to do (a
+    /// short answer asked for, a fallback mode, a smaller budget): recorded as the
+    /// turn's warnings.
+    notices: Vec<String>,
 }
 
 impl Session {
@@ -114,6 +135,9 @@ pub struct TurnSummary {
     pub warnings: Vec<String>,
     pub refusals: Vec<Refusal>,
     pub error: Option<String>,
+    /// The turn committed but left its step open: no evidence of work (its warnings
+    /// say why). It counts towards the failure breaker like a failed turn.
+    pub step_left_open: bool,
     pub changes: usize,
     pub conversations_passed: u32,
     /// Time spent in the engine, model calls excluded.
@@ -299,6 +323,8 @@ impl Engine {
         for (step, budget) in state.plan.iter_mut().zip(&spec.step_budgets) {
             step.budget = *budget;
         }
+        let estimator = spec.settings.estimator_kind()?.build();
+        crate::policy::check_budgets(&state, &spec.settings, &spec.roster, &*estimator)?;
         let now = self.clock.now();
         let config = RunConfig {
             roster: spec.roster.clone(),
@@ -385,7 +411,11 @@ impl Engine {
                 None
             });
         }
+        let (fallen_back, fallback_notices) =
+            self.restore_fallbacks(run, &config.roster, &gateways)?;
         Ok(Session {
+            fallen_back,
+            fallback_notices,
             lease: None,
             workspace: None,
             run_lease: None,
@@ -408,6 +438,15 @@ impl Engine {
             run: run.clone(),
             prior_outputs: self.store.prior_outputs(run, state.turns)?,
             holds: self.store.worker_holds(run)?,
+            windows: config
+                .roster
+                .workers
+                .iter()
+                .map(|_| std::sync::OnceLock::new())
+                .collect(),
+            reshape: reshape::Reshape::default(),
+            window_noticed: vec![false; config.roster.workers.len()],
+            notices: Vec::new(),
             state,
             status: info.status,
             config,
@@ -516,11 +555,45 @@ impl Engine {
             self.block(session, question.clone())?;
             return Ok(StepOutcome::Blocked { question });
         }
+        // A context window too small for any briefing is said before anything is sent.
+        let fit = self.window_fit(session, plan.worker, false);
+        if let Some(fit) = fit
+            .as_ref()
+            .filter(|f| f.budget < crate::config::MIN_BUDGET)
+        {
+            let worker = &session.config.roster.workers[plan.worker].id;
+            let question = format!(
+                "worker {worker}'s model cannot take a turn: {}, less than the {} tokens baton                  needs to brief anyone, so nothing was sent. Lower the worker's max_tokens, or                  give the model a larger context (llama-server -c 8192, Ollama num_ctx) and                  set the worker's context_window to it, then {}.",
+                fit.explain(),
+                crate::config::MIN_BUDGET,
+                continue_hint(session, true)
+            );
+            self.block(session, question.clone())?;
+            return Ok(StepOutcome::Blocked { question });
+        }
+        let window_notice = fit
+            .filter(|f| f.budget < plan.budget && !session.window_noticed[plan.worker])
+            .map(|f| {
+                session.window_noticed[plan.worker] = true;
+                format!(
+                    "worker {}'s briefings are compiled at a budget of {} tokens instead of {}: {}",
+                    session.config.roster.workers[plan.worker].id,
+                    f.budget,
+                    plan.budget,
+                    f.explain()
+                )
+            });
+        session.reshape = self.reshape(session, plan.worker)?;
+        let mut notices = session.reshape.notices().to_vec();
+        notices.extend(Self::fallback_notices(session, plan.worker));
+        notices.extend(window_notice);
+        session.notices = notices;
         let TurnEnd {
             mut summary,
             fatal,
             doomed,
         } = self.run_turn(session, &plan)?;
+        session.reshape = reshape::Reshape::default();
         let next = self.policy.next_turn(
             &session.state,
             &session.config.roster,
@@ -528,6 +601,10 @@ impl Engine {
         );
         let same_worker_next = next.as_ref().is_some_and(|n| n.worker == plan.worker);
         let worker = session.config.roster.workers[plan.worker].id.clone();
+        let unreachable = match same_worker_next && summary.status == TurnStatus::Failed {
+            true => self.unreachable(session, summary.turn)?,
+            false => None,
+        };
         if let (Some(f), Some(n), false) = (&fatal, &next, same_worker_next)
             && f.agent
         {
@@ -558,12 +635,23 @@ impl Engine {
                 )
             };
             self.block(session, question)?;
+        } else if let Some(error) = unreachable {
+            // Nothing answers (a server not started, a wrong api_base): the next turn
+            // would fail the same way within milliseconds, using up turn numbers.
+            let retries = session.config.roster.workers[plan.worker].max_retries;
+            let question = format!(
+                "worker {worker} cannot reach its model: {error}. baton stopped rather than                  fail the next turns the same way (each call is tried {} time{}: max_retries =                  {retries}). Start the server, or fix the worker's api_base in the roster                  file, then {}.",
+                retries + 1,
+                if retries == 0 { "" } else { "s" },
+                continue_hint(session, true)
+            );
+            self.block(session, question)?;
         } else if let (Some(d), Some(next)) = (&doomed, next.as_ref().filter(|_| same_worker_next))
             && self.sends_again(session, next, d)?
         {
             let question = d.question(worker.as_str(), &continue_hint(session, true), true);
             self.block(session, question)?;
-        } else if summary.status == TurnStatus::Failed
+        } else if (summary.status == TurnStatus::Failed || summary.step_left_open)
             && session.state.consecutive_failures >= MAX_CONSECUTIVE_FAILURES
             && session
                 .state
@@ -579,6 +667,19 @@ impl Engine {
             self.block(session, question)?;
         }
         Ok(StepOutcome::Turn(Box::new(summary)))
+    }
+
+    /// The error of `turn`'s last call, when its provider could not be reached at all
+    /// (after the call's retries).
+    fn unreachable(&self, session: &Session, turn: u32) -> Result<Option<String>> {
+        let Some(record) = self.store.turn(&session.run, turn)? else {
+            return Ok(None);
+        };
+        Ok(record
+            .calls
+            .last()
+            .filter(|c| c.error_class.as_deref() == Some(UNREACHABLE))
+            .and_then(|c| c.error.clone()))
     }
 
     /// Stops the run to ask a human `question`.
@@ -708,16 +809,41 @@ fn blocked_question(session: &Session) -> String {
     if let Some(reason) = &session.blocked {
         return reason.clone();
     }
-    let step = session
-        .state
-        .cursor()
-        .map(|i| {
-            format!(
-                "step {} (\"{}\")",
-                session.state.plan[i].id, session.state.plan[i].title
-            )
-        })
+    let failures = session.state.consecutive_failures;
+    let cursor = session.state.cursor().map(|i| &session.state.plan[i]);
+    let step = cursor
+        .map(|s| format!("step {} (\"{}\")", s.id, s.title))
         .unwrap_or_else(|| "the continuation turns".into());
+    // The attempts of this streak: the step's last `failures` attempts.
+    let recent = cursor.map_or(&[][..], |s| {
+        let n = s.attempts.len().min(failures as usize);
+        &s.attempts[s.attempts.len() - n..]
+    });
+    let idle = recent
+        .iter()
+        .filter(|a| a.outcome == AttemptOutcome::NoEvidence)
+        .count();
+    if let (Some(last), true) = (recent.last(), idle > 0) {
+        let failed = recent.len() - idle;
+        let how = if failed == 0 {
+            "none of them left evidence of work".to_string()
+        } else {
+            format!("{failed} failed and {idle} left no evidence of work")
+        };
+        return format!(
+            "{failures} turns in a row did not complete {step}: {how} (the last, turn {} by \
+             {}: {} — {}). Look at `baton history {}` \
+             for what each worker said; make the step doable (reword or split it, or supply \
+             what the workers say is missing) or give it to other workers in the roster \
+             file, then {} to continue.",
+            last.turn,
+            last.worker,
+            last.outcome.as_str(),
+            last.detail,
+            session.run,
+            continue_hint(session, true)
+        );
+    }
     format!(
         "{} turns in a row failed on {step}. Look at `baton history {}` for the errors, fix the \
          workers in the roster file, then {} to continue (without --roster if the workers were \

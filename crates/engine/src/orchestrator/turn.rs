@@ -9,15 +9,14 @@ use baton_core::claims::{self, ArtifactClaim, Parsed};
 use baton_core::compiler;
 use baton_core::events::{Event, EventKind};
 use baton_core::prompt::{self, Prompt};
-use baton_core::reconciler::{self, ReconcileOutcome, TurnContext, Verifier};
-use baton_core::state::StepStatus;
+use baton_core::reconciler::{self, ReconcileOutcome, StepEnd, TurnContext, Verifier, WorkSeen};
 use baton_core::turn::{CallKind, TurnRecord, TurnStatus};
 use baton_store::{RunStatus, TurnCommit};
 
 use super::doomed::Doomed;
 use super::{Engine, Session, TurnSummary, holds};
 use crate::audit;
-use crate::config::WorkerConfig;
+use crate::config::{Calls, WorkerConfig};
 use crate::hook::{HookOutcome, TurnFacts};
 use crate::policy::TurnPlan;
 use crate::{Error, Result};
@@ -74,6 +73,23 @@ impl Engine {
                         claims_ok = Some((claim.result, claim.report));
                     }
                 },
+            }
+        } else if !self.two_calls(session, plan.worker) {
+            // One call per turn: the answer carries the result and the handoff, so the
+            // briefing is sent once.
+            let answered = self.call_for_claim(
+                session,
+                plan.worker,
+                prompt::combined_prompt(&package),
+                CallKind::Combined,
+                turn,
+                claims::parse_turn_answer,
+                &mut calls,
+                &mut prompts,
+            );
+            match answered {
+                Err(e) => error = Some(e),
+                Ok((claims, _)) => claims_ok = Some(claims),
             }
         } else {
             let executed = self.call_for_claim(
@@ -205,6 +221,8 @@ impl Engine {
         {
             return Err(Error::Cancelled { turn });
         }
+        // Recorded only with a turn that commits (a cancelled one is not).
+        events.extend(self.fell_back(session, plan.worker, turn, now));
         let verifier: Arc<dyn Verifier> = match &hooked {
             Some(h) => h.verifier.clone(),
             None => self.verifier.clone(),
@@ -228,14 +246,23 @@ impl Engine {
                 }
             }
         }
+        let seen = if is_agent {
+            WorkSeen::Agent {
+                committed: hooked.as_ref().is_some_and(|h| h.workspace.changed),
+            }
+        } else {
+            WorkSeen::Claims
+        };
+        let ctx = TurnContext {
+            worker: &profile,
+            turn,
+            at: now,
+            assignment: &plan.assignment,
+            seen,
+        };
+        let mut step_left_open = false;
         let (status, mut outcome, result_json, report_json) = match claims_ok {
             Some((result, report)) => {
-                let ctx = TurnContext {
-                    worker: &profile,
-                    turn,
-                    at: now,
-                    assignment: &plan.assignment,
-                };
                 let mut refusals = result.refusals;
                 refusals.extend(report.refusals);
                 let mut outcome = reconciler::reconcile(
@@ -251,25 +278,34 @@ impl Engine {
                 parsed.extend(report.warnings);
                 parsed.append(&mut outcome.warnings);
                 outcome.warnings = parsed;
-                // The plan cursor belongs to the orchestrator: the step is done because
-                // its turn commits, whatever the claims said about completion.
-                if let Some(step_id) = &plan.assignment.step_id
-                    && let Some(step) = next.plan.iter_mut().find(|s| &s.id == step_id)
-                {
-                    step.status = StepStatus::Done;
-                    step.done_by = Some(worker.id.clone());
-                    step.done_at_turn = Some(turn);
-                    events.push(Event {
-                        run_id: session.run.clone(),
-                        turn: Some(turn),
-                        at: now,
-                        kind: EventKind::StepDone {
-                            step: step_id.clone(),
-                            worker: worker.id.clone(),
-                        },
-                    });
+                // The step is done when its turn commits with evidence of work,
+                // whatever the claims said about completion; without it the step stays
+                // open and the turn counts towards the failure breaker.
+                match reconciler::complete_step(
+                    &mut next,
+                    &ctx,
+                    &result.claim,
+                    &report.claim,
+                    &mut outcome,
+                ) {
+                    StepEnd::Done => {
+                        events.push(Event {
+                            run_id: session.run.clone(),
+                            turn: Some(turn),
+                            at: now,
+                            kind: EventKind::StepDone {
+                                step: plan.assignment.step_id.clone().unwrap_or_default(),
+                                worker: worker.id.clone(),
+                            },
+                        });
+                        next.consecutive_failures = 0;
+                    }
+                    StepEnd::NoStep => next.consecutive_failures = 0,
+                    StepEnd::Open => {
+                        step_left_open = true;
+                        next.consecutive_failures += 1;
+                    }
                 }
-                next.consecutive_failures = 0;
                 // Plain data structs: serialising them cannot fail.
                 let rj =
                     Some(serde_json::to_value(&result.claim).unwrap_or(serde_json::Value::Null));
@@ -279,20 +315,20 @@ impl Engine {
             }
             None => {
                 next.consecutive_failures += 1;
+                reconciler::record_failed_turn(
+                    &mut next,
+                    &ctx,
+                    error.as_deref().unwrap_or("the turn failed"),
+                );
                 (TurnStatus::Failed, ReconcileOutcome::default(), None, None)
             }
         };
         outcome.warnings.extend(agent_warnings);
+        outcome.warnings.append(&mut session.notices);
         if let Some(h) = &hooked {
             outcome.refusals.extend(h.refusals.iter().cloned());
             outcome.warnings.extend(h.warnings.iter().cloned());
             if !h.workspace.gates.is_empty() {
-                let ctx = TurnContext {
-                    worker: &profile,
-                    turn,
-                    at: now,
-                    assignment: &plan.assignment,
-                };
                 reconciler::apply_gates(&mut next, &ctx, &h.workspace.gates, &mut outcome);
             }
         }
@@ -351,6 +387,7 @@ impl Engine {
             warnings: outcome.warnings.clone(),
             refusals: outcome.refusals.clone(),
             error: error.clone(),
+            step_left_open,
             changes: changes.len(),
             conversations_passed: transfer.conversations_passed(),
             engine_time: Duration::ZERO,
@@ -422,6 +459,21 @@ impl Engine {
             fatal,
             doomed,
         })
+    }
+}
+
+impl Engine {
+    /// Whether the worker makes an execute and a handoff call per turn: a replay asks
+    /// the way its script was recorded (every script from before one call per turn
+    /// has two), anyone else as the roster says (one by default).
+    pub(super) fn two_calls(&self, session: &Session, worker: usize) -> bool {
+        let recorded = session.gateways[worker]
+            .as_ref()
+            .and_then(|g| g.recorded_calls_per_turn());
+        match recorded {
+            Some(n) => n == 2,
+            None => session.config.roster.workers[worker].calls == Some(Calls::Two),
+        }
     }
 }
 

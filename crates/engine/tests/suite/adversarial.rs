@@ -179,6 +179,7 @@ fn a_field_the_claim_type_lacks_is_dropped_with_a_warning_and_deletes_nothing() 
                 0,
                 "execute",
                 json!({"summary": "s", "last_action": "tried redis",
+                    "completed": ["Moved sessions to PostgreSQL"],
                     "failed_attempts": [{"what": "Redis for sessions", "why": "no persistence"}]}),
             ),
             line(0, "handoff", ok_report("tried redis")),

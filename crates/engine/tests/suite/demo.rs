@@ -2,16 +2,27 @@
 
 use baton_core::state::IssueStatus;
 use baton_core::turn::TurnStatus;
+use baton_engine::config::Calls;
 use baton_engine::{RunEnd, demo, report};
 
 use super::*;
+
+/// The demo with an execute and a handoff call per turn (`calls = "two"`): its handoff
+/// reports restate, re-word and mention what the results said, as real models do.
+fn two_call_spec() -> RunSpec {
+    let mut spec = demo::spec();
+    for w in &mut spec.roster.workers {
+        w.calls = Some(Calls::Two);
+    }
+    spec
+}
 
 #[test]
 fn the_demo_runs_five_workers_and_keeps_the_unverified_resolution_open() {
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(dir.path());
     let engine = engine(&store);
-    let (id, end) = run_all(&engine, &demo::spec());
+    let (id, end) = run_all(&engine, &two_call_spec());
     assert_eq!(end, RunEnd::Finished);
 
     let state = store.load_state(&id).unwrap();
@@ -109,6 +120,47 @@ fn the_demo_runs_five_workers_and_keeps_the_unverified_resolution_open() {
         package.text
     );
     assert!(package.text.contains("NOT verified"), "{}", package.text);
+}
+
+/// The demo as it runs by default: one call per turn, whose answer carries both
+/// claims, for about half the input tokens of two calls.
+#[test]
+fn the_default_demo_makes_one_call_per_turn_for_half_the_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let engine = engine(&store);
+    let (id, end) = run_all(&engine, &demo::spec());
+    assert_eq!(end, RunEnd::Finished);
+    let (r, _, turns) = report::build(store.as_ref(), &id).unwrap();
+    assert!(r.turns.iter().all(|t| t.status == TurnStatus::Committed));
+    assert_eq!(r.requests_audited, 5);
+    assert_eq!(r.conversations_passed, 0);
+    assert!(
+        turns
+            .iter()
+            .all(|t| t.audit.package_only && t.audit.messages_per_call == [2])
+    );
+    let state = store.load_state(&id).unwrap();
+    assert_eq!(state.steps_done(), 5);
+    // Every handoff carries the notes and warnings of its turn's one answer.
+    assert_eq!(state.handoffs.len(), 5);
+    assert!(state.handoffs.iter().all(|h| !h.notes.is_empty()));
+    let rotation = state
+        .issues
+        .iter()
+        .find(|i| i.title.starts_with("Refresh-token rotation"))
+        .unwrap();
+    assert_eq!(rotation.status, IssueStatus::Open);
+    assert!(rotation.resolution_claimed_by.is_some());
+
+    let (two, _) = run_all(&engine, &two_call_spec());
+    let (r2, _, _) = report::build(store.as_ref(), &two).unwrap();
+    assert!(
+        r.tokens_sent * 10 < r2.tokens_sent * 6,
+        "one call per turn sent {} tokens, two calls {}",
+        r.tokens_sent,
+        r2.tokens_sent
+    );
 }
 
 #[test]

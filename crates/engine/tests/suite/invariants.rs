@@ -177,3 +177,38 @@ fn a_second_process_is_refused_the_run_before_it_spends_anything() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Regression (issue 9, item 2): on the mock's 100-turn run (the `baton bench` plan:
+/// "Refine part N of the plan…" steps whose completion claims differ only in N),
+/// completed-work claims that resembled an earlier step's were discarded without a
+/// word. Every step now keeps its own completed work.
+#[test]
+fn a_hundred_turn_mock_run_keeps_every_steps_completed_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let engine = engine(&store);
+    let spec = RunSpec {
+        objective: baton_gateway::mock::demo::OBJECTIVE.into(),
+        tasks: baton_engine::bench::tasks(100),
+        step_budgets: Vec::new(),
+        roster: Roster::mock(5),
+        settings: RunSettings {
+            budget: 3000,
+            ..RunSettings::default()
+        },
+    };
+    let (id, end) = run_all(&engine, &spec);
+    assert_eq!(end, RunEnd::Finished);
+    let state = engine.open(&id, None).unwrap().state;
+    for step in &state.plan {
+        assert!(
+            state
+                .completed
+                .iter()
+                .any(|c| c.step.as_deref() == Some(step.id.as_str())),
+            "{} has no completed work on record ({} records)",
+            step.id,
+            state.completed.len()
+        );
+    }
+}

@@ -18,8 +18,10 @@ use super::*;
 
 /// Reads its briefing on stdin, acts on the assigned task, writes its claim file.
 /// Tasks: `write PATH` (writes it), `LIE-missing PATH` (claims it, writes nothing),
-/// `LIE-empty PATH` (claims a change, changes nothing), `LIE-tests` (claims the tests
-/// pass, names the gate, changes nothing else).
+/// `LIE-empty PATH` (claims a change, changes nothing; both own up when their briefing
+/// says the step is on its second attempt), `LIE-tests` (claims the tests pass, names
+/// the gate, changes nothing else), `idle` (changes and claims nothing),
+/// `retry-write PATH` (idle at first, writes PATH on its second attempt).
 const FAKE_AGENT: &str = r###"
 import json, os, re, sys
 claim_file = sys.argv[1]
@@ -35,6 +37,9 @@ if words and words[0] == "write":
     with open(path, "w") as f:
         f.write("written by " + who + " for: " + task + "\n")
     claim["artifacts"] = [{"name": path, "description": "wrote " + path}]
+elif words and words[0] in ("LIE-missing", "LIE-empty") and "attempt 2 of this step" in brief:
+    # Told that its lie was caught and the step is still open, it owns up.
+    claim["completed"] = ["Checked " + words[1] + ": there was nothing to change"]
 elif words and words[0] == "LIE-missing":
     claim["artifacts"] = [{"name": words[1], "description": "I definitely wrote this"}]
 elif words and words[0] == "LIE-empty":
@@ -63,6 +68,19 @@ elif words and words[0] == "prose-write":
     with open(words[1], "w") as f:
         f.write("fixed\n")
     print("I fixed " + words[1] + ". Nothing else is open.")
+    sys.exit(0)
+elif words and words[0] == "idle":
+    # Runs, changes nothing, claims nothing: only a final message.
+    print("Looked at it.")
+    sys.exit(0)
+elif words and words[0] == "retry-write":
+    # Idle on a first attempt; on a retry (the briefing says so) does the work.
+    if "attempt 2 of this step" not in brief:
+        print("Looked at it.")
+        sys.exit(0)
+    with open(words[1], "w") as f:
+        f.write("written on the retry\n")
+    print("Wrote " + words[1] + ".")
     sys.exit(0)
 elif words and words[0] == "LIE-tests":
     claim["completed"] = ["All tests pass now"]
@@ -178,8 +196,26 @@ fn every_turn_is_a_commit_and_every_lie_is_caught() {
     let outbox = decode_outbox(&job).unwrap().unwrap();
     let run = job.run_id.clone().unwrap();
     let turns = store.turns(&run).unwrap();
-    assert_eq!(turns.len(), 4);
+    // Each lie leaves its step open (its claim refused, no commit: no evidence of work)
+    // and the step is attempted again: tasks 0, 1, 1, 2, 2, 3.
+    assert_eq!(turns.len(), 6);
     assert!(turns.iter().all(|t| t.status == TurnStatus::Committed));
+    let steps: Vec<&str> = turns
+        .iter()
+        .map(|t| t.assignment.step_id.as_deref().unwrap())
+        .collect();
+    assert_eq!(steps, ["T1", "T2", "T2", "T3", "T3", "T4"]);
+    for lie in [1, 3] {
+        assert!(
+            turns[lie]
+                .outcome
+                .warnings
+                .iter()
+                .any(|w| w.contains("stays open: no evidence of work")),
+            "{:?}",
+            turns[lie].outcome.warnings
+        );
+    }
 
     // Turn 0: a real change, committed with trailers, verified with the content hash.
     let ws0 = turns[0].workspace.as_ref().unwrap();
@@ -229,24 +265,33 @@ fn every_turn_is_a_commit_and_every_lie_is_caught() {
     assert!(state.artifacts.iter().all(|a| a.name != "src/ghost.txt"));
     assert!(!turns[1].workspace.as_ref().unwrap().changed);
 
-    // Turn 2: changes claimed, diff empty.
+    // Turn 3: changes claimed, diff empty.
     assert!(
-        turns[2]
+        turns[3]
             .outcome
             .refusals
             .iter()
             .any(|r| r.reason.contains("diff is empty")),
         "{:?}",
-        turns[2].outcome
+        turns[3].outcome
     );
+    // Each retry was told what happened, and completed its step by owning up.
+    assert!(turns[2].package.text.contains("attempt 2 of this step"));
+    assert!(
+        turns[2].package.text.contains("claim(s) refused"),
+        "{}",
+        turns[2].package.text
+    );
+    assert_eq!(state.plan[1].done_at_turn, Some(2));
+    assert_eq!(state.plan[2].done_at_turn, Some(4));
     assert_eq!(
         app.versions.len(),
         1,
         "the unchanged file gained no version"
     );
 
-    // Turn 3 is the last: the gate ran on its commit and passed.
-    let ws3 = turns[3].workspace.as_ref().unwrap();
+    // Turn 5 is the last: the gate ran on its commit and passed.
+    let ws3 = turns[5].workspace.as_ref().unwrap();
     assert_eq!(ws3.gates.len(), 1);
     assert!(ws3.gates[0].passed && ws3.gates[0].commit == ws3.commit);
     assert_eq!(outbox.gates, ws3.gates);
@@ -995,4 +1040,59 @@ fn a_failing_gate_at_the_end_gets_fix_turns_and_never_ends_as_finished() {
         outbox.ended,
         "finished with failing gate(s) tests after 0 fix turn(s)"
     );
+}
+
+/// Regression (issue 9, item 3): a coding agent that made no commit and claimed nothing
+/// completed its step on the strength of its final message alone. Its commit is the
+/// evidence: without one (or a completed-work, artifact or decision claim in its notes)
+/// the step stays open, and three such turns stop the job with a question.
+#[test]
+fn an_agent_that_commits_nothing_and_claims_nothing_does_not_complete_its_step() {
+    let (dir, repo, agent) = repo();
+    let store = store_in(dir.path());
+    let roster = Roster {
+        workers: vec![agent_worker("coder", &agent)],
+    };
+    let idle = enqueue(
+        store.as_ref(),
+        &*clock(),
+        &request(&repo, &["idle"], vec![roster.clone()], false),
+    )
+    .unwrap();
+    let reports = work(store.clone(), clock(), &WorkOptions::default(), &|_| {}).unwrap();
+    assert_eq!(reports[0].status, JobStatus::Failed, "{:?}", reports[0]);
+    let job = store.job(&idle.jobs[0]).unwrap();
+    let error = job.error.clone().unwrap_or_default();
+    assert!(error.contains("no evidence of work"), "{error}");
+    let run = job.run_id.unwrap();
+    let turns = store.turns(&run).unwrap();
+    assert_eq!(turns.len(), 3, "{turns:#?}");
+    assert!(turns.iter().all(|t| !t.workspace.as_ref().unwrap().changed));
+    let state = store.load_state(&run).unwrap();
+    assert_eq!(state.steps_done(), 0);
+    assert!(
+        turns[0]
+            .outcome
+            .warnings
+            .iter()
+            .any(|w| w.contains("no evidence of work") && w.contains("commit")),
+        "{:?}",
+        turns[0].outcome.warnings
+    );
+
+    // The same agent, told on its retry what happened, does the work and the job ends.
+    let retried = enqueue(
+        store.as_ref(),
+        &*clock(),
+        &request(&repo, &["retry-write ok.txt"], vec![roster], false),
+    )
+    .unwrap();
+    let reports = work(store.clone(), clock(), &WorkOptions::default(), &|_| {}).unwrap();
+    assert_eq!(reports[0].status, JobStatus::Outbox, "{:?}", reports[0]);
+    let run = store.job(&retried.jobs[0]).unwrap().run_id.unwrap();
+    let turns = store.turns(&run).unwrap();
+    assert_eq!(turns.len(), 2);
+    assert!(turns[1].workspace.as_ref().unwrap().changed);
+    let state = store.load_state(&run).unwrap();
+    assert_eq!(state.plan[0].done_at_turn, Some(1));
 }

@@ -1,4 +1,5 @@
 mod adversarial;
+mod calls;
 mod demo;
 mod failures;
 mod hardening;

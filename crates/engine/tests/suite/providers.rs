@@ -140,7 +140,6 @@ fn a_429_delay_outlives_the_turn_and_the_process() {
     let server = TestServer::start(vec![
         rate_limited("2"),
         chat(&ok_result("migrated"), "stop", 100, 10),
-        chat(&ok_report("migrated"), "stop", 100, 10),
     ]);
     let spec = one_worker_spec(openai_worker("w1", &server, 0));
     let id = {
@@ -164,7 +163,7 @@ fn a_429_delay_outlives_the_turn_and_the_process() {
         RunEnd::Finished
     );
     let requests = server.requests();
-    assert_eq!(requests.len(), 3);
+    assert_eq!(requests.len(), 2, "one call per turn");
     let gap = requests[1].at.duration_since(requests[0].at);
     assert!(
         gap >= Duration::from_secs(2),
@@ -183,7 +182,6 @@ fn a_429_delay_holds_every_worker_on_the_same_account() {
     let server = TestServer::start(vec![
         rate_limited("2"),
         chat(&ok_result("migrated"), "stop", 100, 10),
-        chat(&ok_report("migrated"), "stop", 100, 10),
     ]);
     let spec = spec(
         &["Migrate the billing module"],
@@ -349,10 +347,18 @@ fn a_bad_request_is_not_sent_again_when_workers_alternate() {
 #[test]
 fn a_briefing_too_long_for_the_context_is_shrunk_and_the_block_names_the_budget() {
     let dir = tempfile::tempdir().unwrap();
-    let server = TestServer::start((0..4).map(|_| context_too_long()).collect());
-    let spec = one_worker_spec(openai_worker("w1", &server, 2));
+    // A hosted API: it tells no context window (baton asks once the briefing is refused).
+    let server = answering_posts((0..4).map(|_| context_too_long()).collect());
+    let mut spec = one_worker_spec(openai_worker("w1", &server, 2));
+    // A briefing well above the smallest one (120 tokens), so there is room to halve.
+    spec.objective = "Build a small service that bills customers every month. ".repeat(20);
     let (store, id, question) = run_blocked(dir.path(), &spec);
-    let bodies: Vec<String> = server.requests().into_iter().map(|r| r.body).collect();
+    let bodies: Vec<String> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST")
+        .map(|r| r.body)
+        .collect();
     assert!(
         bodies.len() >= 2 && bodies.len() <= 3,
         "{} requests",
@@ -384,8 +390,8 @@ fn a_briefing_too_long_for_the_context_is_shrunk_and_the_block_names_the_budget(
 #[test]
 fn a_too_long_briefing_is_shrunk_on_the_workers_next_turn_when_workers_alternate() {
     let dir = tempfile::tempdir().unwrap();
-    let a = TestServer::start(vec![context_too_long(), context_too_long()]);
-    let b = TestServer::start(vec![context_too_long(), context_too_long()]);
+    let a = answering_posts(vec![context_too_long(), context_too_long()]);
+    let b = answering_posts(vec![context_too_long(), context_too_long()]);
     let spec = spec(
         &["Migrate the billing module"],
         Roster {
@@ -455,7 +461,6 @@ fn rejected_replies_count_the_tokens_and_cost_the_provider_billed() {
         chat(&json!({"summary": "migr"}), "length", 1900, 64),
         empty,
         chat(&ok_result("migrated"), "stop", 1900, 120),
-        chat(&ok_report("migrated"), "stop", 500, 50),
     ]);
     let mut w1 = openai_worker("w1", &server, 1);
     w1.price = Some(Price {
@@ -488,25 +493,14 @@ fn rejected_replies_count_the_tokens_and_cost_the_provider_billed() {
 fn a_key_echoed_in_a_reply_reaches_neither_the_store_nor_the_next_provider() {
     let dir = tempfile::tempdir().unwrap();
     let leaky = format!("called the API with {OPENAI_KEY}; the other key is {ANTHROPIC_KEY}");
-    let openai = TestServer::start(vec![
-        chat(
-            &json!({"summary": leaky, "last_action": leaky, "next_action": "continue",
-                "decisions": [{"text": leaky, "reason": leaky}]}),
-            "stop",
-            100,
-            10,
-        ),
-        chat(
-            &json!({"notes": leaky, "last_action": leaky, "next_action": leaky}),
-            "stop",
-            100,
-            10,
-        ),
-    ]);
-    let anthropic = TestServer::start(vec![
-        message(&ok_result("reviewed")),
-        message(&ok_report("reviewed")),
-    ]);
+    let openai = TestServer::start(vec![chat(
+        &json!({"summary": leaky, "last_action": leaky, "next_action": leaky,
+                "notes": leaky, "decisions": [{"text": leaky, "reason": leaky}]}),
+        "stop",
+        100,
+        10,
+    )]);
+    let anthropic = TestServer::start(vec![message(&ok_result("reviewed"))]);
     let spec = spec(
         &["Migrate the billing module", "Review the migration"],
         Roster {
@@ -519,7 +513,7 @@ fn a_key_echoed_in_a_reply_reaches_neither_the_store_nor_the_next_provider() {
     let (store, id, end) = run_in(dir.path(), &spec);
     assert_eq!(end, RunEnd::Finished);
     let sent = anthropic.requests();
-    assert_eq!(sent.len(), 2);
+    assert_eq!(sent.len(), 1);
     assert!(
         sent[0].body.contains("[redacted]"),
         "the briefing carries the scrubbed claim"
@@ -541,4 +535,447 @@ fn a_key_echoed_in_a_reply_reaches_neither_the_store_nor_the_next_provider() {
             "a key was stored as a raw output"
         );
     }
+}
+
+/// The request body's user message.
+fn user_message(body: &Value) -> &str {
+    body.pointer("/messages/1/content")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// The output limit a Chat Completions request was sent with.
+fn output_limit(body: &Value) -> Option<u64> {
+    body.get("max_completion_tokens")
+        .or_else(|| body.get("max_tokens"))
+        .and_then(Value::as_u64)
+}
+
+/// A llama.cpp-like server whose model writes more than `limit` tokens for the work
+/// unless the prompt says its previous answer was cut off and asks for a short one;
+/// `/props` tells its context window.
+fn verbose_model_server(n_ctx: u64) -> TestServer {
+    TestServer::start(super::server::deciding(20, move |r| {
+        if r.path == "/props" {
+            return reply(
+                200,
+                &json!({"default_generation_settings": {"n_ctx": n_ctx}}).to_string(),
+            );
+        }
+        let body = r.json();
+        let limit = output_limit(&body).unwrap_or(4096);
+        let handoff =
+            body.pointer("/response_format/json_schema/name") == Some(&json!("HandoffReport"));
+        if handoff {
+            return chat(&ok_report("migrated"), "stop", 900, 40);
+        }
+        if user_message(&body).contains("cut off") {
+            return chat(&ok_result("migrated"), "stop", 950, 60);
+        }
+        // Rambles past any limit it is given.
+        chat(
+            &json!({"summary": "Migrating the bill"}),
+            "length",
+            900,
+            limit,
+        )
+    }))
+}
+
+/// Regression (issue 15): an answer cut off at max_tokens was sent again unchanged on
+/// the worker's next turn, which at temperature 0 is cut off at the same place. The
+/// next turn now says the answer was cut, asks for a short one with only the required
+/// fields, and (the server told its context window) lets the model write more.
+#[test]
+fn a_truncated_request_is_not_sent_again_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = verbose_model_server(4096);
+    let mut w1 = openai_worker("w1", &server, 0);
+    w1.max_tokens = Some(64);
+    w1.temperature = Some(0.0);
+    let spec = one_worker_spec(w1);
+    let (_, engine) = process(dir.path());
+    let id = engine.create_run(&spec).unwrap();
+    let mut session = engine
+        .open_with_keys(&id, None, Some(&spec.roster))
+        .unwrap();
+    let mut warnings = Vec::new();
+    let end = engine
+        .run(&mut session, Some(3), &mut |s, _| {
+            warnings.extend(s.warnings.clone())
+        })
+        .unwrap();
+    assert_eq!(end, RunEnd::Finished, "{warnings:?}");
+    let posts: Vec<Value> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST")
+        .map(|r| r.json())
+        .collect();
+    // One call per turn: the cut-off answer, then the short one.
+    assert_eq!(posts.len(), 2, "{posts:#?}");
+    let (first, again) = (&posts[0], &posts[1]);
+    assert_ne!(first, again, "the cut-off request was sent again unchanged");
+    let note = user_message(again);
+    assert!(
+        note.contains("cut off") && note.contains("64 output tokens"),
+        "{note}"
+    );
+    assert!(
+        note.contains("\"summary\"") && note.contains("\"last_action\""),
+        "the short answer names the required fields: {note}"
+    );
+    assert!(!user_message(first).contains("cut off"));
+    assert_eq!(output_limit(first), Some(64));
+    assert_eq!(
+        output_limit(again),
+        Some(128),
+        "the model's limit ended it and the window (4096) has room: it may write more"
+    );
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("cut off at 64 output tokens") && w.contains("up to 128 tokens")),
+        "{warnings:?}"
+    );
+    let turns = engine.store().turns(&id).unwrap();
+    assert_eq!(turns[0].calls[0].error_class.as_deref(), Some("truncated"));
+    assert_eq!(turns[1].status, TurnStatus::Committed);
+    // Recorded with the turn (`baton history` shows it), not only printed.
+    assert!(
+        turns[1]
+            .outcome
+            .warnings
+            .iter()
+            .any(|w| w.contains("asks it for a short answer")),
+        "{:?}",
+        turns[1].outcome.warnings
+    );
+}
+
+/// Regression (issue 15): a repair call at temperature 0 got back the rejected answer
+/// byte for byte (Qwen 0.5B): the same prompt prefix, sampled greedily. The repair is
+/// now made at a higher temperature, and says so on the wire.
+#[test]
+fn a_repair_call_samples_at_a_higher_temperature_than_the_rejected_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(vec![
+        chat(&json!({"sumary": "migrated"}), "stop", 900, 20),
+        chat(&ok_result("migrated"), "stop", 1000, 30),
+        chat(&json!({"sumary": "billed"}), "stop", 900, 20),
+        chat(&ok_result("billed"), "stop", 1000, 30),
+    ]);
+    let mut w1 = openai_worker("w1", &server, 0);
+    w1.temperature = Some(0.0);
+    let mut spec = spec(
+        &["Migrate the billing module", "Bill the customers"],
+        Roster { workers: vec![w1] },
+    );
+    spec.settings.repair_attempts = 1;
+    let (store, id, end) = run_in(dir.path(), &spec);
+    assert_eq!(end, RunEnd::Finished);
+    let sent: Vec<Value> = server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST")
+        .map(|r| r.json())
+        .collect();
+    assert_eq!(sent.len(), 4);
+    assert_eq!(sent[0]["temperature"], json!(0.0));
+    assert_eq!(
+        sent[1]["temperature"],
+        json!(0.7),
+        "the repair request: {}",
+        sent[1]
+    );
+    assert_eq!(
+        sent[2]["temperature"],
+        json!(0.0),
+        "the next turn's call is greedy again"
+    );
+    assert_eq!(sent[3]["temperature"], json!(0.7));
+    let calls = &store.turns(&id).unwrap()[0].calls;
+    assert_eq!(calls[1].call, baton_core::turn::CallKind::CombinedRepair);
+}
+
+/// A server that answers its POSTs from `posts`, in order, and any GET (baton asking
+/// for the context window) with a 404, as a hosted API or a proxy does.
+fn answering_posts(posts: Vec<Action>) -> TestServer {
+    let posts = std::sync::Mutex::new(std::collections::VecDeque::from(posts));
+    TestServer::start(super::server::deciding(20, move |r| {
+        if r.method == "GET" {
+            return reply(404, r#"{"error":"not found"}"#);
+        }
+        posts.lock().unwrap().pop_front().unwrap_or_else(|| {
+            reply(
+                500,
+                r#"{"error":{"message":"test server script exhausted"}}"#,
+            )
+        })
+    }))
+}
+
+/// A Messages answer whose forced tool call ran to the output limit (llama.cpp's
+/// Messages endpoint with a small model never ends one).
+fn endless_tool_call(limit: u64) -> Action {
+    reply(
+        200,
+        &json!({
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "local",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "WorkerResult",
+                "input": {"summary": "Migrating the billing module: the billing module"}}],
+            "stop_reason": "max_tokens",
+            "usage": {"input_tokens": 900, "output_tokens": limit}
+        })
+        .to_string(),
+    )
+}
+
+/// A Messages answer in text, as a claim asked for in the prompt comes back.
+fn text_message(claim: &Value) -> Action {
+    reply(
+        200,
+        &json!({
+            "id": "msg_2", "type": "message", "role": "assistant", "model": "local",
+            "content": [{"type": "text", "text": claim.to_string()}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 900, "output_tokens": 40}
+        })
+        .to_string(),
+    )
+}
+
+/// Regression (issue 15): after forced tool use ran to the output limit, the worker
+/// asked for its claim in the prompt instead — but only in that process: every later
+/// process (a `resume`) forced tool use again on its first call and paid the whole
+/// limit again. The fallback is now remembered with the run.
+#[test]
+fn a_fallback_from_forced_tool_use_outlives_the_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = answering_posts(vec![
+        endless_tool_call(256),
+        text_message(&ok_result("migrated")),
+    ]);
+    let mut w1 = anthropic_worker("w1", &server);
+    w1.max_tokens = Some(256);
+    let spec = one_worker_spec(w1);
+    let id = {
+        let (_, engine) = process(dir.path());
+        let id = engine.create_run(&spec).unwrap();
+        let mut session = engine
+            .open_with_keys(&id, None, Some(&spec.roster))
+            .unwrap();
+        assert_eq!(
+            engine.run(&mut session, Some(1), &mut |_, _| {}).unwrap(),
+            RunEnd::Paused
+        );
+        id
+    };
+    let (store, engine) = process(dir.path());
+    let mut session = engine
+        .open_with_keys(&id, None, Some(&spec.roster))
+        .unwrap();
+    let mut warnings = Vec::new();
+    let end = engine
+        .run(&mut session, None, &mut |s, _| {
+            warnings.push(s.warnings.clone())
+        })
+        .unwrap();
+    assert_eq!(end, RunEnd::Finished);
+    let sent: Vec<Value> = server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST")
+        .map(|r| r.json())
+        .collect();
+    assert_eq!(sent.len(), 2);
+    assert!(sent[0].get("tool_choice").is_some(), "{}", sent[0]);
+    for later in &sent[1..] {
+        assert!(
+            later.get("tool_choice").is_none() && later.get("tools").is_none(),
+            "the resumed process forced tool use again: {later}"
+        );
+    }
+    // Said once, on the resumed process's first turn.
+    let said: Vec<&String> = warnings
+        .iter()
+        .flatten()
+        .filter(|w| w.contains("structured = \"instructions\""))
+        .collect();
+    assert_eq!(said.len(), 1, "{warnings:?}");
+    assert!(said[0].contains("since turn 0"), "{}", said[0]);
+    let recorded = store
+        .events(&id, 0)
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.event.kind.name() == "worker_fell_back")
+        .count();
+    assert_eq!(recorded, 1, "the fallback is recorded once");
+}
+
+/// Regression (issue 15): with nothing listening at a worker's api_base, a one-worker
+/// run failed three turns within 0.1 s (`max_retries = 0`) and blocked with a generic
+/// "3 turns in a row failed". It now blocks after the first, naming the URL it called
+/// and what to do.
+#[test]
+fn a_dead_server_blocks_the_run_at_once_naming_the_url() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let mut w1 = WorkerConfig::mock("w1", "x");
+    w1.model = "llamacpp/local".into();
+    w1.api_base = Some(format!("http://127.0.0.1:{port}/v1"));
+    w1.max_retries = 0;
+    let spec = one_worker_spec(w1);
+    let (store, id, question) = run_blocked(dir.path(), &spec);
+    assert_eq!(store.turns(&id).unwrap().len(), 1, "{question}");
+    assert!(
+        question.contains(&format!("http://127.0.0.1:{port}/v1/chat/completions")),
+        "{question}"
+    );
+    assert!(
+        question.contains("cannot reach") && question.contains("Start the server"),
+        "{question}"
+    );
+    assert!(
+        question.contains(&format!("baton resume {id}")),
+        "{question}"
+    );
+}
+
+/// Regression (issue 15): baton sent briefings its estimate said would fit and the
+/// server counted as too long (the heuristic under-counts llama.cpp's tokens). A
+/// worker's `context_window` is now honoured before anything is sent: the briefing is
+/// compiled to fit it with room for the answers and the estimate's error.
+#[test]
+fn a_configured_context_window_shrinks_the_briefing_before_it_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(vec![
+        chat(&ok_result("migrated"), "stop", 900, 30),
+        chat(&ok_report("migrated"), "stop", 900, 30),
+    ]);
+    let mut w1 = openai_worker("w1", &server, 0);
+    w1.context_window = Some(3000);
+    w1.max_tokens = Some(256);
+    let spec = one_worker_spec(w1);
+    let (_, engine) = process(dir.path());
+    let id = engine.create_run(&spec).unwrap();
+    let mut session = engine
+        .open_with_keys(&id, None, Some(&spec.roster))
+        .unwrap();
+    let mut warnings = Vec::new();
+    let end = engine
+        .run(&mut session, None, &mut |s, _| {
+            warnings.extend(s.warnings.clone())
+        })
+        .unwrap();
+    assert_eq!(end, RunEnd::Finished);
+    let turn = &engine.store().turns(&id).unwrap()[0];
+    // 3,000 − one answer of 256 leaves 2,744, of which 80 % is for estimated text.
+    assert!(
+        turn.package.budget <= 2744 * 80 / 100,
+        "budget {}",
+        turn.package.budget
+    );
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("context window of 3000 tokens")
+                && w.contains(&format!("budget of {} tokens", turn.package.budget))),
+        "{warnings:?}"
+    );
+}
+
+/// A context window too small for any briefing blocks the run before a request is
+/// sent, saying what to change.
+#[test]
+fn a_context_window_too_small_for_any_briefing_blocks_before_sending() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(vec![]);
+    let mut w1 = openai_worker("w1", &server, 0);
+    // An answer of up to 1,800 tokens leaves a 2,048-token context no room.
+    w1.context_window = Some(2048);
+    w1.max_tokens = Some(1800);
+    let spec = one_worker_spec(w1);
+    let (store, id, question) = run_blocked(dir.path(), &spec);
+    assert!(server.requests().is_empty(), "a doomed request was sent");
+    assert!(store.turns(&id).unwrap().is_empty());
+    assert!(
+        question.contains("context window of 2048 tokens")
+            && question.contains("nothing was sent")
+            && question.contains("max_tokens"),
+        "{question}"
+    );
+}
+
+/// A llama.cpp-like server with an `n_ctx`-token context: `/props` tells it, and a
+/// request longer than it (counted at four bytes a token) is refused in llama.cpp's
+/// words.
+fn small_context_server(n_ctx: u64) -> TestServer {
+    TestServer::start(super::server::deciding(20, move |r| {
+        if r.path == "/props" {
+            return reply(
+                200,
+                &json!({"default_generation_settings": {"n_ctx": n_ctx}}).to_string(),
+            );
+        }
+        let body = r.json();
+        let prompt = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["content"].as_str().unwrap().len() as u64)
+            .sum::<u64>()
+            / 4;
+        if prompt > n_ctx {
+            return reply(
+                400,
+                &json!({"error": {"code": 400, "type": "exceed_context_size_error",
+                    "message": format!("request ({prompt} tokens) exceeds the available context size ({n_ctx} tokens), try increasing it")}})
+                .to_string(),
+            );
+        }
+        let handoff =
+            body.pointer("/response_format/json_schema/name") == Some(&json!("HandoffReport"));
+        let claim = if handoff {
+            ok_report("planned")
+        } else {
+            ok_result("planned")
+        };
+        chat(&claim, "stop", prompt, 30)
+    }))
+}
+
+/// Regression (issue 15): after llama.cpp refused a briefing as too long, baton halved
+/// the budget blindly (8,460 → 4,488 → 2,503 tokens against a 2,048-token context),
+/// failing turn after turn. Once a briefing did not fit, the window the server tells is
+/// read and the next briefing is compiled to fit it.
+#[test]
+fn after_a_briefing_did_not_fit_the_next_fits_the_window_the_server_tells() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = small_context_server(2048);
+    let mut w1 = openai_worker("w1", &server, 0);
+    w1.max_tokens = Some(256);
+    let mut spec = one_worker_spec(w1);
+    spec.objective = format!(
+        "Write a plan for a todo app. Background: {}",
+        "Each todo has a title, a due date, a priority and tags; users filter by any. ".repeat(300)
+    );
+    spec.settings.budget = 8000;
+    let (store, id, end) = run_in(dir.path(), &spec);
+    assert_eq!(end, RunEnd::Finished);
+    let turns = store.turns(&id).unwrap();
+    assert_eq!(turns.len(), 2, "one refused turn, then one that fits");
+    assert_eq!(
+        turns[0].calls[0].error_class.as_deref(),
+        Some("context_too_long")
+    );
+    assert_eq!(turns[1].status, TurnStatus::Committed);
+    assert!(
+        turns[1].package.budget < 1000,
+        "{}",
+        turns[1].package.budget
+    );
 }

@@ -58,14 +58,35 @@ impl Gateway for MockGateway {
             Some(step) => match request.call {
                 CallKind::Execute | CallKind::ExecuteRepair => demo::result(step),
                 CallKind::Handoff | CallKind::HandoffRepair => demo::report(step),
+                CallKind::Combined | CallKind::CombinedRepair => {
+                    combined(demo::result(step), demo::report(step))
+                }
             },
             None => match request.call {
                 CallKind::Execute | CallKind::ExecuteRepair => generic_result(task),
                 CallKind::Handoff | CallKind::HandoffRepair => generic_report(task),
+                CallKind::Combined | CallKind::CombinedRepair => {
+                    combined(generic_result(task), generic_report(task))
+                }
             },
         };
         Ok(respond(request, answer))
     }
+}
+
+/// One answer for a one-call turn, as a model writes it: the result, then the
+/// handoff's notes, warnings and next action (what a report would only restate is
+/// not written twice).
+fn combined(mut result: Value, report: Value) -> Value {
+    for key in ["notes", "warnings", "next_action"] {
+        if let Some(v) = report
+            .get(key)
+            .filter(|v| v.as_array().is_none_or(|a| !a.is_empty()))
+        {
+            result[key] = v.clone();
+        }
+    }
+    result
 }
 
 /// The mock is no provider: it reports no usage (baton's own token counts stand).
@@ -439,5 +460,14 @@ mod tests {
             })
             .unwrap();
         baton_core::claims::parse_handoff_report(&h.text).unwrap();
+        let c = g
+            .complete(&ModelRequest {
+                call: CallKind::Combined,
+                ..req
+            })
+            .unwrap();
+        let (result, report) = baton_core::claims::parse_turn_answer(&c.text).unwrap();
+        assert!(result.warnings.is_empty(), "{:?}", result.warnings);
+        assert!(!report.claim.notes.is_empty());
     }
 }

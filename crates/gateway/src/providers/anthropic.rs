@@ -48,6 +48,42 @@ struct ToolChoice {
     name: &'static str,
 }
 
+#[derive(Serialize)]
+struct ForcedTool<'a> {
+    tools: [Tool<'a>; 1],
+    tool_choice: ToolChoice,
+}
+
+/// The forced tool of a request (`tools` and `tool_choice`), serialised as the body
+/// carries them.
+pub(super) fn answer_format(s: &Settings, r: &ModelRequest<'_>) -> Option<String> {
+    let forced = s.structured == Structured::Schema && has_schema(r.schema);
+    forced
+        .then(|| {
+            serde_json::to_string(&ForcedTool {
+                tools: [tool(r)],
+                tool_choice: tool_choice(),
+            })
+            .ok()
+        })
+        .flatten()
+}
+
+fn tool<'a>(r: &ModelRequest<'a>) -> Tool<'a> {
+    Tool {
+        name: TOOL_NAME,
+        description: "Submit your answer. Its input is the complete answer, matching the schema exactly.",
+        input_schema: r.schema,
+    }
+}
+
+fn tool_choice() -> ToolChoice {
+    ToolChoice {
+        kind: "tool",
+        name: TOOL_NAME,
+    }
+}
+
 pub(super) fn request_body(s: &Settings, r: &ModelRequest<'_>) -> Result<Vec<u8>> {
     // Anthropic has no JSON mode without a schema, so `json_object` falls back to
     // the prompt's instructions; the tool needs an object schema.
@@ -64,15 +100,8 @@ pub(super) fn request_body(s: &Settings, r: &ModelRequest<'_>) -> Result<Vec<u8>
             content: r.user,
         }],
         temperature: r.temperature,
-        tools: forced.then_some([Tool {
-            name: TOOL_NAME,
-            description: "Submit your answer. Its input is the complete answer, matching the schema exactly.",
-            input_schema: r.schema,
-        }]),
-        tool_choice: forced.then_some(ToolChoice {
-            kind: "tool",
-            name: TOOL_NAME,
-        }),
+        tools: forced.then(|| [tool(r)]),
+        tool_choice: forced.then(tool_choice),
     };
     serde_json::to_vec(&body).map_err(|e| Error::Config(format!("cannot encode request: {e}")))
 }

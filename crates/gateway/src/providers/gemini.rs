@@ -40,6 +40,16 @@ struct GenerationConfig {
     max_output_tokens: Option<u32>,
 }
 
+/// The `responseSchema` of a request, serialised as the body carries it.
+pub(super) fn answer_format(s: &Settings, r: &ModelRequest<'_>) -> Option<String> {
+    match s.structured {
+        Structured::Schema if has_schema(r.schema) => {
+            Some(to_gemini_schema(r.schema).ok()?.to_string())
+        }
+        _ => None,
+    }
+}
+
 pub(super) fn request_body(s: &Settings, r: &ModelRequest<'_>) -> Result<Vec<u8>> {
     let (mime, schema) = match s.structured {
         Structured::Schema if has_schema(r.schema) => {

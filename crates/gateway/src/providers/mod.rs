@@ -380,6 +380,13 @@ impl HttpGateway {
         }
     }
 
+    /// Whether calls force tool use, which some servers never end (see
+    /// `tool_use_failed`).
+    fn can_fall_back(&self) -> bool {
+        self.settings.kind.wire() == Wire::Messages
+            && self.settings.structured == Structured::Schema
+    }
+
     fn falls_back(&self) -> bool {
         self.tool_use_failed
             .load(std::sync::atomic::Ordering::Relaxed)
@@ -424,12 +431,8 @@ impl HttpGateway {
             ),
         };
         let mut message = format!("{message}; {which}");
-        if self.settings.kind.wire() == Wire::Messages
-            && self.settings.structured == Structured::Schema
-            && !self.falls_back()
-        {
-            self.tool_use_failed
-                .store(true, std::sync::atomic::Ordering::Relaxed);
+        if self.can_fall_back() && !self.falls_back() {
+            self.fall_back();
             message.push_str(
                 "; the answer was a forced tool call that did not end, so this worker's next calls ask for the claim in the prompt instead (structured = \"instructions\"; set it in the roster to keep it)",
             );
@@ -626,11 +629,48 @@ impl Gateway for HttpGateway {
         context::window(self)
     }
 
+    fn fallback_mode(&self) -> Option<&'static str> {
+        self.can_fall_back().then_some("instructions")
+    }
+
+    fn has_fallen_back(&self) -> bool {
+        self.falls_back()
+    }
+
+    fn fall_back(&self) {
+        if self.can_fall_back() {
+            self.tool_use_failed
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// Serialised by the same code that builds the body, so what is counted is what
+    /// is sent.
+    fn answer_format_sent(&self, request: &ModelRequest<'_>) -> Option<String> {
+        let s = &self.settings;
+        match s.kind.wire() {
+            Wire::ChatCompletions => openai::answer_format(s, request),
+            Wire::Messages if self.falls_back() => None,
+            Wire::Messages => anthropic::answer_format(s, request),
+            Wire::GenerateContent => gemini::answer_format(s, request),
+        }
+    }
+
     fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelResponse> {
         let body = self.request_body(request)?;
         let owned = self.headers();
         let headers: Vec<(&str, &str)> = owned.iter().map(|(n, v)| (*n, v.as_str())).collect();
-        let reply: Reply = self.transport.post(&self.settings.url, &headers, body)?;
+        let reply: Reply = self
+            .transport
+            .post(&self.settings.url, &headers, body)
+            .map_err(|e| match e {
+                // Which endpoint, so a server not started or a wrong api_base shows.
+                Error::Unreachable { detail, sent } => Error::Unreachable {
+                    detail: format!("{detail} (POST {})", self.settings.url),
+                    sent,
+                },
+                other => other,
+            })?;
         self.read_reply(reply.status, &reply.headers, &reply.body)
             .map_err(|e| self.explain_truncation(request, e))
     }

@@ -45,8 +45,13 @@ struct JsonSchema<'a> {
     strict: bool,
 }
 
-pub(super) fn request_body(s: &Settings, r: &ModelRequest<'_>) -> Result<Vec<u8>> {
-    let response_format = match s.structured {
+/// The `response_format` of a request, serialised exactly as the body carries it.
+pub(super) fn answer_format(s: &Settings, r: &ModelRequest<'_>) -> Option<String> {
+    serde_json::to_string(&response_format(s, r)?).ok()
+}
+
+fn response_format<'a>(s: &Settings, r: &ModelRequest<'a>) -> Option<ResponseFormat<'a>> {
+    match s.structured {
         Structured::Schema if has_schema(r.schema) => Some(ResponseFormat::JsonSchema {
             json_schema: JsonSchema {
                 name: schema_name(r.schema, "claim"),
@@ -58,7 +63,11 @@ pub(super) fn request_body(s: &Settings, r: &ModelRequest<'_>) -> Result<Vec<u8>
         }),
         Structured::Schema | Structured::JsonObject => Some(ResponseFormat::JsonObject),
         Structured::Instructions => None,
-    };
+    }
+}
+
+pub(super) fn request_body(s: &Settings, r: &ModelRequest<'_>) -> Result<Vec<u8>> {
+    let response_format = response_format(s, r);
     let limit = r.max_tokens.or(s.max_tokens);
     let (max_tokens, max_completion_tokens) = if s.kind == ProviderKind::OpenAi {
         (None, limit)

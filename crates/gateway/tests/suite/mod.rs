@@ -1,3 +1,4 @@
+mod answer_format;
 mod anthropic;
 mod command;
 mod command_liveness;

@@ -51,6 +51,31 @@ pub enum Action {
     /// connection; `mid_response` first sends the status line, headers and a few
     /// bytes of the body.
     Reset { mid_response: bool },
+    /// Answers what the request asks: the action is chosen from the request as it
+    /// arrived (a server that behaves like a model, or one that serves several paths).
+    Decide(Decider),
+}
+
+/// Chooses a response from a request, for [`Action::Decide`].
+#[derive(Clone)]
+pub struct Decider(pub Arc<dyn Fn(&Captured) -> Action + Send + Sync>);
+
+impl std::fmt::Debug for Decider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Decider")
+    }
+}
+
+/// A server script that answers every request with `decide`.
+#[allow(dead_code)]
+pub fn deciding(
+    requests: usize,
+    decide: impl Fn(&Captured) -> Action + Send + Sync + 'static,
+) -> Vec<Action> {
+    let decider = Decider(Arc::new(decide));
+    (0..requests)
+        .map(|_| Action::Decide(decider.clone()))
+        .collect()
 }
 
 pub fn json(status: u16, body: &str) -> Action {
@@ -193,13 +218,18 @@ fn serve(mut stream: TcpStream, action: Action, captured: &Mutex<Vec<Captured>>)
         .unwrap_or(0);
     let mut body = vec![0; length];
     reader.read_exact(&mut body).unwrap();
-    captured.lock().unwrap().push(Captured {
+    let request = Captured {
         method,
         path,
         headers,
         body: String::from_utf8(body).unwrap(),
         at: Instant::now(),
-    });
+    };
+    let action = match action {
+        Action::Decide(Decider(decide)) => decide(&request),
+        other => other,
+    };
+    captured.lock().unwrap().push(request);
     respond(&mut stream, action);
 }
 
@@ -238,7 +268,7 @@ fn respond(stream: &mut TcpStream, action: Action) {
             let _ = stream.flush();
             let _ = stream.shutdown(std::net::Shutdown::Both);
         }
-        Action::Reset { .. } => {}
+        Action::Reset { .. } | Action::Decide(_) => {}
     }
 }
 

@@ -120,6 +120,7 @@ pub fn next_turn(before: &ExecutionState) -> (ExecutionState, TurnCommit) {
         id: format!("H{}", after.handoffs.len() + 1),
         notes: format!("turn {turn}: next, module {}", turn + 1),
         warnings: vec![],
+        engine_warnings: vec![],
         provenance: prov(worker, turn),
     });
     if let Some(step) = after.cursor() {
