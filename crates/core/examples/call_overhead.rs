@@ -6,30 +6,13 @@
 //! `cargo run -p baton-core --example call_overhead`
 
 use baton_core::claims;
-use baton_core::compiler::{Assignment, AssignmentKind, HandoffPackage};
-use baton_core::ids::{RunId, WorkerId};
+use baton_core::compiler::HandoffPackage;
+use baton_core::ids::WorkerId;
 use baton_core::prompt::{self, Prompt};
 use baton_core::tokens::{BpeEstimator, TokenEstimator};
 
 fn main() {
-    let package = HandoffPackage {
-        run_id: RunId(String::new()),
-        turn: 0,
-        worker: WorkerId::new("w"),
-        assignment: Assignment {
-            kind: AssignmentKind::Continuation,
-            step_id: None,
-            task: String::new(),
-        },
-        budget: 0,
-        tokens: 0,
-        estimator: String::new(),
-        text: String::new(),
-        sections: Vec::new(),
-        omitted_sections: Vec::new(),
-        dropped: Vec::new(),
-        over_budget: false,
-    };
+    let package = HandoffPackage::empty(WorkerId::new("w"));
     let bpe = BpeEstimator;
     let count = |p: &Prompt| bpe.count(&p.system) + bpe.count(&p.user);
     let schema = |v: &serde_json::Value| bpe.count(&v.to_string());

@@ -39,25 +39,7 @@ pub(crate) fn turn_overhead(
     worker: &WorkerConfig,
     estimator: &dyn baton_core::tokens::TokenEstimator,
 ) -> (usize, usize, usize) {
-    use baton_core::compiler::{Assignment, AssignmentKind, HandoffPackage};
-    let package = HandoffPackage {
-        run_id: baton_core::ids::RunId(String::new()),
-        turn: 0,
-        worker: worker.id.clone(),
-        assignment: Assignment {
-            kind: AssignmentKind::Continuation,
-            step_id: None,
-            task: String::new(),
-        },
-        budget: 0,
-        tokens: 0,
-        estimator: String::new(),
-        text: String::new(),
-        sections: Vec::new(),
-        omitted_sections: Vec::new(),
-        dropped: Vec::new(),
-        over_budget: false,
-    };
+    let package = baton_core::compiler::HandoffPackage::empty(worker.id.clone());
     let two = worker.calls == Some(crate::config::Calls::Two);
     let largest = if two {
         baton_core::prompt::handoff_prompt(&package, "")

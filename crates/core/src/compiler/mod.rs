@@ -182,6 +182,29 @@ impl DroppedItem {
 }
 
 impl HandoffPackage {
+    /// A package with no briefing, for `worker`: what a call's own text costs around
+    /// one (`workers --verify`, the README's call costs).
+    pub fn empty(worker: crate::ids::WorkerId) -> Self {
+        HandoffPackage {
+            run_id: crate::ids::RunId(String::new()),
+            turn: 0,
+            worker,
+            assignment: Assignment {
+                kind: AssignmentKind::Continuation,
+                step_id: None,
+                task: String::new(),
+            },
+            budget: 0,
+            tokens: 0,
+            estimator: String::new(),
+            text: String::new(),
+            sections: Vec::new(),
+            omitted_sections: Vec::new(),
+            dropped: Vec::new(),
+            over_budget: false,
+        }
+    }
+
     /// Records left out, counting every record of a run.
     pub fn dropped_count(&self) -> usize {
         self.dropped.iter().map(|d| d.count as usize).sum()
