@@ -444,6 +444,36 @@ fn live_schema_mode_commits_every_turn_with_qwen() {
     assert_eq!(tally.committed, tally.turns, "{tally:?}");
 }
 
+/// Qwen2.5-Coder-0.5B through both wire formats in every other structured mode, one
+/// call per turn (the default), three turns each: printed as a table, and at least one
+/// valid claim asserted where the measurement found one.
+#[test]
+fn live_claim_rates_qwen_per_wire_format_and_structured_mode() {
+    let Some(kit) = kit(
+        "live_claim_rates_qwen_per_wire_format_and_structured_mode",
+        true,
+    ) else {
+        return;
+    };
+    let _one = SERVER_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let logs = tempfile::tempdir().unwrap();
+    let server = Server::start(&kit, &kit.coder, 8192, logs.path().join("server.log"));
+    let mut table = Vec::new();
+    for wire in [WireFormat::OpenAiChat, WireFormat::AnthropicMessages] {
+        for mode in ["schema", "json_object", "instructions"] {
+            if matches!(wire, WireFormat::OpenAiChat) && mode == "schema" {
+                continue; // asserted on its own below
+            }
+            let (_, _, row) = measured_run(&server, wire, mode, &TASKS, 3);
+            table.push(row);
+        }
+    }
+    eprintln!(
+        "live claim rates, Qwen2.5-Coder-0.5B-Instruct, one call per turn:\n{}",
+        table.join("\n")
+    );
+}
+
 /// The coding agent: it reads its briefing on stdin, asks the model (OpenAI chat
 /// completions on the same llama-server) for one line that does the assigned task,
 /// appends that line to NOTES.md and says so. Everything the job commits and claims

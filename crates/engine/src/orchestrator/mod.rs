@@ -95,6 +95,10 @@ pub struct Session {
     windows: Vec<std::sync::OnceLock<Option<(u64, String)>>>,
     /// How the turn under way differs from its worker's last failed one.
     reshape: reshape::Reshape,
+    /// Per worker: the cut-off answers it gave in this process, whose short-answer
+    /// request and raised limit its later turns keep (a model that ran past the limit
+    /// once runs past it again on the next step's first answer).
+    remembered_cuts: Vec<reshape::Reshape>,
     /// Per worker: its gateway is in its fallback mode, as the run records.
     fallen_back: Vec<bool>,
     /// What to say once about a worker that starts in its fallback mode.
@@ -445,6 +449,7 @@ impl Engine {
                 .map(|_| std::sync::OnceLock::new())
                 .collect(),
             reshape: reshape::Reshape::default(),
+            remembered_cuts: vec![reshape::Reshape::default(); config.roster.workers.len()],
             window_noticed: vec![false; config.roster.workers.len()],
             notices: Vec::new(),
             state,
@@ -583,7 +588,13 @@ impl Engine {
                     f.explain()
                 )
             });
-        session.reshape = self.reshape(session, plan.worker)?;
+        let fresh = self.reshape(session, plan.worker)?;
+        session.reshape = if fresh.is_empty() {
+            session.remembered_cuts[plan.worker].clone()
+        } else {
+            session.remembered_cuts[plan.worker] = fresh.remembered();
+            fresh
+        };
         let mut notices = session.reshape.notices().to_vec();
         notices.extend(Self::fallback_notices(session, plan.worker));
         notices.extend(window_notice);

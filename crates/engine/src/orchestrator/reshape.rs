@@ -2,7 +2,8 @@
 //! again. An answer cut off at the output limit is cut off again at temperature 0: the
 //! worker's next turn says the previous answer was cut and asks for a short one with
 //! only the required fields, and, when the model's own limit ended it and the context
-//! window is known, lets it write more. A repair call at temperature 0 returned the
+//! window is known, lets it write more; its later turns in the same process keep both
+//! (the next step's first answer runs as long as the one that was cut). A repair call at temperature 0 returned the
 //! rejected answer byte for byte: repairs sample at a higher temperature.
 
 use baton_core::prompt::Prompt;
@@ -99,6 +100,21 @@ impl Reshape {
 
     pub(super) fn notices(&self) -> &[String] {
         &self.notices
+    }
+
+    /// True when nothing differs from the worker's configured calls.
+    pub(super) fn is_empty(&self) -> bool {
+        self.cuts.is_empty() && self.raised.is_empty()
+    }
+
+    /// What the worker's later turns keep: the short-answer request and the raised
+    /// limit, without the notices (said once, on the turn after the cut).
+    pub(super) fn remembered(&self) -> Reshape {
+        Reshape {
+            cuts: self.cuts.clone(),
+            raised: self.raised.clone(),
+            notices: Vec::new(),
+        }
     }
 }
 

@@ -653,6 +653,63 @@ fn a_truncated_request_is_not_sent_again_unchanged() {
     );
 }
 
+/// Regression (issue 15, live with Qwen 0.5B at max_tokens 256): after a cut-off answer
+/// the next turn asked for a short one and committed, but the turn after that (the next
+/// step) asked the long way again and was cut off again: every other turn failed. A
+/// worker's later turns in the process keep the short-answer request and the raised
+/// limit.
+#[test]
+fn a_worker_cut_off_once_keeps_asking_for_short_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = verbose_model_server(4096);
+    let mut w1 = openai_worker("w1", &server, 0);
+    w1.max_tokens = Some(64);
+    w1.temperature = Some(0.0);
+    let spec = spec(
+        &["Migrate the billing module", "Bill the customers"],
+        Roster { workers: vec![w1] },
+    );
+    let (_, engine) = process(dir.path());
+    let id = engine.create_run(&spec).unwrap();
+    let mut session = engine
+        .open_with_keys(&id, None, Some(&spec.roster))
+        .unwrap();
+    let mut notices = 0;
+    let end = engine
+        .run(&mut session, Some(6), &mut |s, _| {
+            notices += s
+                .warnings
+                .iter()
+                .filter(|w| w.contains("asks it for a short answer"))
+                .count()
+        })
+        .unwrap();
+    let posts: Vec<Value> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST")
+        .map(|r| r.json())
+        .collect();
+    let turns = engine.store().turns(&id).unwrap();
+    let status: Vec<_> = turns
+        .iter()
+        .map(|t| (t.status, t.outcome.warnings.clone()))
+        .collect();
+    assert_eq!(end, RunEnd::Finished, "{status:?}");
+    assert_eq!(
+        posts.len(),
+        3,
+        "one cut-off, then two short answers: {posts:#?}"
+    );
+    for later in &posts[1..] {
+        assert!(user_message(later).contains("cut off"));
+        assert_eq!(output_limit(later), Some(128));
+    }
+    assert_eq!(notices, 1, "said once, on the turn after the cut");
+    let turns = engine.store().turns(&id).unwrap();
+    assert_eq!(turns[2].status, TurnStatus::Committed);
+}
+
 /// Regression (issue 15): a repair call at temperature 0 got back the rejected answer
 /// byte for byte (Qwen 0.5B): the same prompt prefix, sampled greedily. The repair is
 /// now made at a higher temperature, and says so on the wire.
