@@ -445,8 +445,11 @@ fn live_schema_mode_commits_every_turn_with_qwen() {
 }
 
 /// Qwen2.5-Coder-0.5B through both wire formats in every other structured mode, one
-/// call per turn (the default), three turns each: printed as a table, and at least one
-/// valid claim asserted where the measurement found one.
+/// call per turn (the default), three turns each. Measured (temperature 0, 256-token
+/// limit): in every mode the first answer runs past the limit and every later turn,
+/// asked for a short answer within twice the limit, commits (2/3); before a cut-off
+/// worker kept asking for short answers, every other turn was cut (1/3). Asserted: at
+/// most the first turn of each run fails.
 #[test]
 fn live_claim_rates_qwen_per_wire_format_and_structured_mode() {
     let Some(kit) = kit(
@@ -459,19 +462,27 @@ fn live_claim_rates_qwen_per_wire_format_and_structured_mode() {
     let logs = tempfile::tempdir().unwrap();
     let server = Server::start(&kit, &kit.coder, 8192, logs.path().join("server.log"));
     let mut table = Vec::new();
+    let mut rows = Vec::new();
     for wire in [WireFormat::OpenAiChat, WireFormat::AnthropicMessages] {
         for mode in ["schema", "json_object", "instructions"] {
             if matches!(wire, WireFormat::OpenAiChat) && mode == "schema" {
                 continue; // asserted on its own below
             }
-            let (_, _, row) = measured_run(&server, wire, mode, &TASKS, 3);
+            let (tally, _, row) = measured_run(&server, wire, mode, &TASKS, 3);
             table.push(row);
+            rows.push((wire.name(), mode, tally));
         }
     }
     eprintln!(
         "live claim rates, Qwen2.5-Coder-0.5B-Instruct, one call per turn:\n{}",
         table.join("\n")
     );
+    for (wire, mode, tally) in &rows {
+        assert!(
+            tally.turns == 3 && tally.committed + 1 >= tally.turns,
+            "{wire} {mode}: only a first cut-off answer may fail a turn: {tally:?}"
+        );
+    }
 }
 
 /// The coding agent: it reads its briefing on stdin, asks the model (OpenAI chat
