@@ -287,7 +287,7 @@ impl Roster {
                 )));
             }
             baton_gateway::check_options(&w.model, &w.gateway_options())
-                .map_err(|e| Error::Config(format!("worker {id}: {e}{}", misplaced(&e))))?;
+                .map_err(|e| Error::Config(format!("worker {id}: {e}{}", misplaced(w, &e))))?;
         }
         Ok(())
     }
@@ -306,17 +306,22 @@ const WORKER_SETTINGS: &[&str] = &[
     "calls",
 ];
 
-/// A hint when an unknown option is one of the worker's own settings.
-fn misplaced(error: &baton_gateway::Error) -> String {
-    match error {
-        baton_gateway::Error::UnknownOption { key, .. }
-            if WORKER_SETTINGS.contains(&key.as_str()) =>
-        {
-            format!(
-                "; `{key}` is a setting of the worker itself: put it beside `model`, outside `options`"
-            )
-        }
-        _ => String::new(),
+/// A hint when an unknown option is one of the worker's own settings, or one of them
+/// folded into the options (`api_key_env`, `api_base`) that its provider does not use.
+fn misplaced(worker: &WorkerConfig, error: &baton_gateway::Error) -> String {
+    let baton_gateway::Error::UnknownOption { key, provider, .. } = error else {
+        return String::new();
+    };
+    if !worker.options.contains_key(key) {
+        format!(
+            "; `{key}` is set on the worker, and provider {provider} does not use it: remove it"
+        )
+    } else if WORKER_SETTINGS.contains(&key.as_str()) {
+        format!(
+            "; `{key}` is a setting of the worker itself: put it beside `model`, outside `options`"
+        )
+    } else {
+        String::new()
     }
 }
 
@@ -638,6 +643,14 @@ calls = "two"
             "[[workers]]\nid = \"s\"\nmodel = \"scripted/x\"\noptions = { script = \"a.jsonl\", scirpt = \"b.jsonl\" }\n",
         );
         assert!(e.contains("did you mean \"script\"?"), "{e}");
+        let e = refusal(
+            "[[workers]]\nid = \"m\"\nmodel = \"mock/x\"\napi_base = \"http://127.0.0.1:9\"\n",
+        );
+        assert!(
+            e.contains("unknown option \"api_base\" for provider mock")
+                && e.contains("`api_base` is set on the worker, and provider mock does not use it"),
+            "{e}"
+        );
         let e = refusal(
             "[[workers]]\nid = \"r\"\nmodel = \"anthropic/claude\"\noptions = { replay = \"run.jsonl\", timeout = 5 }\n",
         );
