@@ -286,8 +286,42 @@ impl Roster {
                     "worker {id}: context_window = 0; give the model's context size in tokens (llama-server -c, Ollama num_ctx), or remove it"
                 )));
             }
+            baton_gateway::check_options(&w.model, &w.gateway_options())
+                .map_err(|e| Error::Config(format!("worker {id}: {e}{}", misplaced(w, &e))))?;
         }
         Ok(())
+    }
+}
+
+/// Settings of the worker itself, which a roster may put in `options` by mistake.
+const WORKER_SETTINGS: &[&str] = &[
+    "family",
+    "role",
+    "temperature",
+    "max_tokens",
+    "context_window",
+    "max_retries",
+    "enabled",
+    "price",
+    "calls",
+];
+
+/// A hint when an unknown option is one of the worker's own settings, or one of them
+/// folded into the options (`api_key_env`, `api_base`) that its provider does not use.
+fn misplaced(worker: &WorkerConfig, error: &baton_gateway::Error) -> String {
+    let baton_gateway::Error::UnknownOption { key, provider, .. } = error else {
+        return String::new();
+    };
+    if !worker.options.contains_key(key) {
+        format!(
+            "; `{key}` is set on the worker, and provider {provider} does not use it: remove it"
+        )
+    } else if WORKER_SETTINGS.contains(&key.as_str()) {
+        format!(
+            "; `{key}` is a setting of the worker itself: put it beside `model`, outside `options`"
+        )
+    } else {
+        String::new()
     }
 }
 
@@ -554,5 +588,156 @@ calls = "two"
     fn the_scaffold_is_a_valid_roster() {
         let cfg = parse_file("baton.toml", &scaffold(3)).unwrap();
         assert_eq!(cfg.roster.unwrap().workers.len(), 3);
+    }
+
+    fn refusal(toml: &str) -> String {
+        parse_file("baton.toml", toml).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_typo_in_an_http_workers_options_is_refused_with_the_nearest_key() {
+        // Regression: `timeuot_s` was only caught when a run was created; `baton
+        // workers` and a roster check passed it, and nothing suggested `timeout_s`.
+        let e = refusal(
+            "[[workers]]\nid = \"gpt\"\nmodel = \"openai/gpt-4.1-mini\"\noptions = { timeuot_s = 10 }\n",
+        );
+        for part in [
+            "worker gpt",
+            "unknown option \"timeuot_s\"",
+            "openai",
+            "did you mean \"timeout_s\"?",
+            "api_base, api_key_env, structured, strict_schema, max_tokens, connect_timeout_s, timeout_s",
+        ] {
+            assert!(e.contains(part), "missing {part:?} in: {e}");
+        }
+    }
+
+    #[test]
+    fn unknown_options_of_command_mock_scripted_and_replayed_workers_are_refused() {
+        let e = refusal(
+            "[[workers]]\nid = \"agent\"\nmodel = \"command/claude\"\noptions = { preset = \"claude\", sandbx = \"bwrap\" }\n",
+        );
+        assert!(
+            e.contains("worker agent")
+                && e.contains("unknown option \"sandbx\" for provider command")
+                && e.contains("did you mean \"sandbox\"?")
+                && e.contains("sandbox_hide"),
+            "{e}"
+        );
+        let e =
+            refusal("[[workers]]\nid = \"m\"\nmodel = \"mock/x\"\noptions = { dealy_ms = 5 }\n");
+        assert!(
+            e.contains("worker m")
+                && e.contains("unknown option \"dealy_ms\" for provider mock")
+                && e.contains("did you mean \"delay_ms\"?"),
+            "{e}"
+        );
+        let e = refusal(
+            "[[workers]]\nid = \"m\"\nmodel = \"mock/x\"\noptions = { temperature = 0.2 }\n",
+        );
+        assert!(
+            e.contains("mock accepts: delay_ms") && e.contains("setting of the worker itself"),
+            "{e}"
+        );
+        let e = refusal(
+            "[[workers]]\nid = \"s\"\nmodel = \"scripted/x\"\noptions = { script = \"a.jsonl\", scirpt = \"b.jsonl\" }\n",
+        );
+        assert!(e.contains("did you mean \"script\"?"), "{e}");
+        let e = refusal(
+            "[[workers]]\nid = \"m\"\nmodel = \"mock/x\"\napi_base = \"http://127.0.0.1:9\"\n",
+        );
+        assert!(
+            e.contains("unknown option \"api_base\" for provider mock")
+                && e.contains("`api_base` is set on the worker, and provider mock does not use it"),
+            "{e}"
+        );
+        let e = refusal(
+            "[[workers]]\nid = \"r\"\nmodel = \"anthropic/claude\"\noptions = { replay = \"run.jsonl\", timeout = 5 }\n",
+        );
+        assert!(
+            e.contains("unknown option \"timeout\" for provider anthropic") && e.contains("replay"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_known_option_of_the_wrong_type_is_refused_when_the_roster_is_read() {
+        for (model, options, says) in [
+            (
+                "openai/gpt",
+                "timeout_s = \"ten\"",
+                "options.timeout_s must be a positive number",
+            ),
+            (
+                "ollama/llama3",
+                "structured = \"xml\"",
+                "options.structured must be",
+            ),
+            (
+                "gemini/flash",
+                "strict_schema = \"yes\"",
+                "options.strict_schema must be true or false",
+            ),
+            (
+                "mock/x",
+                "delay_ms = \"five\"",
+                "delay_ms must be a non-negative integer",
+            ),
+            (
+                "command/claude",
+                "preset = \"claude\", pass_env = \"HOME\"",
+                "options.pass_env must be a list",
+            ),
+            ("command/x", "timeout_s = 5", "needs options.command"),
+            ("scripted/x", "script = 3", "needs options.script"),
+            (
+                "openai/gpt",
+                "replay = true",
+                "options.replay must be a file path",
+            ),
+        ] {
+            let e = refusal(&format!(
+                "[[workers]]\nid = \"w\"\nmodel = \"{model}\"\noptions = {{ {options} }}\n"
+            ));
+            assert!(
+                e.contains("worker w") && e.contains(says),
+                "{model} {options}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_option_the_readme_documents_is_accepted() {
+        // No key is set and no file exists: the roster is checked where it is written.
+        let toml = r#"
+[[workers]]
+id = "http"
+model = "anthropic/claude-sonnet"
+api_key_env = "SOME_KEY_VARIABLE"
+api_base = "http://127.0.0.1:8080/v1"
+options = { structured = "instructions", strict_schema = false, max_tokens = 512, connect_timeout_s = 10, timeout_s = 180 }
+[[workers]]
+id = "mock"
+model = "mock/x"
+options = { delay_ms = 40 }
+[[workers]]
+id = "scripted"
+model = "scripted/x"
+options = { script = "run.jsonl" }
+[[workers]]
+id = "replayed"
+model = "openai/gpt-4.1-mini"
+options = { replay = "run.jsonl", timeout_s = 60 }
+[[workers]]
+id = "claude"
+model = "command/claude"
+options = { preset = "claude", sandbox = "bwrap", sandbox_hide = ["/srv/secrets"] }
+[[workers]]
+id = "mine"
+model = "command/my-agent"
+options = { command = "my-agent --brief {briefing_file} --claim {claim_file}", timeout_s = 1800, silence_s = 300, prompt_silence_s = 20, scratch = [".my-agent/**"], pass_env = ["GOPATH"], env = { CI = "1", DEPTH = 2 }, output_dir = "{workspace}/out" }
+"#;
+        let roster = parse_file("baton.toml", toml).unwrap().roster.unwrap();
+        assert_eq!(roster.workers.len(), 6);
     }
 }

@@ -25,6 +25,7 @@ pub mod contain;
 mod credential;
 mod http;
 pub mod mock;
+mod options;
 pub mod providers;
 pub mod retry;
 pub mod retry_after;
@@ -34,6 +35,7 @@ pub use cancel::Cancel;
 pub use command::CommandGateway;
 pub use credential::{Credential, Redactor, credential_for, resolve_credential};
 pub use mock::MockGateway;
+pub use options::{check_options, known_options};
 pub use providers::HttpGateway;
 pub use retry::{Attempt, RetryPolicy, complete_with_retry};
 pub use scripted::ScriptedGateway;
@@ -206,6 +208,19 @@ pub enum Error {
     MissingProvider { model: String },
     #[error("worker configuration: {0}")]
     Config(String),
+    /// A worker's `options` hold a key its provider does not read (a typo, or a
+    /// setting that belongs on the worker itself).
+    #[error(
+        "unknown option \"{key}\" for provider {provider}{}; {provider} accepts: {known}",
+        suggestion.as_ref().map(|s| format!(" (did you mean \"{s}\"?)")).unwrap_or_default()
+    )]
+    UnknownOption {
+        provider: String,
+        key: String,
+        /// The known key nearest to `key`, when one is close.
+        suggestion: Option<String>,
+        known: String,
+    },
     /// A command worker's process failed (non-zero exit, a signal, or an error its
     /// own output reports). Not retried: a crashed agent usually crashes again.
     /// `message` is the agent's own word: the error its CLI reported in its output,
@@ -350,9 +365,10 @@ impl Error {
             Error::EmptyReply { .. } => "empty_reply",
             Error::Unreachable { .. } => "unreachable",
             Error::ScriptExhausted { .. } | Error::BadScript { .. } => "script",
-            Error::UnknownProvider { .. } | Error::MissingProvider { .. } | Error::Config(_) => {
-                "config"
-            }
+            Error::UnknownProvider { .. }
+            | Error::MissingProvider { .. }
+            | Error::Config(_)
+            | Error::UnknownOption { .. } => "config",
         }
     }
 }
@@ -456,7 +472,14 @@ pub fn for_model_with_credential(
     credential: Option<Credential>,
 ) -> Result<Arc<dyn Gateway>> {
     let (provider, name) = split_model(model)?;
-    if let Some(replay) = options.get("replay") {
+    // Every key is checked, a replay's too: a typo beside `replay` would otherwise go
+    // unnoticed until the worker runs for real.
+    options::refuse_unknown(
+        provider,
+        options,
+        &[options::known_options(model)?, &[options::REPLAY]].concat(),
+    )?;
+    if let Some(replay) = options.get(options::REPLAY) {
         let path = replay.as_str().ok_or_else(|| {
             Error::Config(format!("options.replay must be a file path, got {replay}"))
         })?;
@@ -464,17 +487,9 @@ pub fn for_model_with_credential(
     }
     match provider {
         "mock" => Ok(Arc::new(MockGateway::from_options(options)?)),
-        "scripted" => {
-            let path = options
-                .get("script")
-                .and_then(|v| v.as_str())
-                .ok_or_else(|| {
-                    Error::Config(format!(
-                        "model \"{model}\" needs options.script = \"path/to/run.jsonl\""
-                    ))
-                })?;
-            Ok(Arc::new(ScriptedGateway::open(std::path::Path::new(path))?))
-        }
+        "scripted" => Ok(Arc::new(ScriptedGateway::open(std::path::Path::new(
+            scripted::script_path(model, options)?,
+        ))?)),
         "command" => Ok(Arc::new(CommandGateway::new(name, options, credential)?)),
         other => match providers::ProviderKind::from_prefix(other) {
             Some(kind) => Ok(Arc::new(HttpGateway::new(kind, name, options, credential)?)),

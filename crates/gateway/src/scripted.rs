@@ -137,6 +137,21 @@ pub const ERROR_CLASSES: &[&str] = &[
     "config",
 ];
 
+/// The options a `scripted/…` worker reads.
+pub(crate) const KNOWN_OPTIONS: &[&str] = &["script"];
+
+/// The script a `scripted/…` worker replays: `options.script`, a path.
+pub(crate) fn script_path<'a>(model: &str, options: &'a crate::Options) -> Result<&'a str> {
+    options
+        .get("script")
+        .and_then(|v| v.as_str())
+        .ok_or_else(|| {
+            Error::Config(format!(
+                "model \"{model}\" needs options.script = \"path/to/run.jsonl\""
+            ))
+        })
+}
+
 #[derive(Debug)]
 pub struct ScriptedGateway {
     path: String,

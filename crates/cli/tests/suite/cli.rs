@@ -207,6 +207,27 @@ fn init_scaffolds_a_roster_that_run_uses() {
 }
 
 #[test]
+fn workers_refuses_a_roster_with_a_misspelt_option_and_names_the_key_meant() {
+    // Regression: `baton workers` listed a worker whose `timeuot_s` no provider reads;
+    // only creating a run found it, without saying which key was meant.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("baton.toml"),
+        "[[workers]]\nid = \"gpt\"\nmodel = \"openai/gpt-4.1-mini\"\noptions = { timeuot_s = 10 }\n",
+    )
+    .unwrap();
+    let err = run_err(d, &["workers"]);
+    assert!(
+        err.contains("baton.toml")
+            && err.contains("worker gpt")
+            && err.contains("unknown option \"timeuot_s\" for provider openai")
+            && err.contains("did you mean \"timeout_s\"?"),
+        "{err}"
+    );
+}
+
+#[test]
 fn settings_follow_file_then_environment_then_flags() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();

@@ -82,7 +82,8 @@ use run::{Limits, OutputPaths, RunSpec, Stopped};
 
 pub use presets::{PRESETS, Preset, preset, preset_names};
 
-const KNOWN_OPTIONS: &[&str] = &[
+/// The options a command worker reads.
+pub(crate) const KNOWN_OPTIONS: &[&str] = &[
     "command",
     "preset",
     "timeout_s",
@@ -128,15 +129,22 @@ pub struct CommandGateway {
 impl CommandGateway {
     /// Builds a command worker from its options (see the module documentation).
     pub fn new(name: &str, options: &Options, credential: Option<Credential>) -> Result<Self> {
-        if let Some(unknown) = options
-            .keys()
-            .find(|k| !KNOWN_OPTIONS.contains(&k.as_str()))
-        {
-            return Err(Error::Config(format!(
-                "command worker \"{name}\": unknown option \"{unknown}\"; known: {}",
-                KNOWN_OPTIONS.join(", ")
-            )));
-        }
+        Self::from_options(name, options, credential, true)
+    }
+
+    /// Checks the options as [`new`](Self::new) does, without looking for `bwrap` on
+    /// the PATH: a roster is checked where it is written, not only where it runs.
+    pub(crate) fn check(name: &str, options: &Options) -> Result<()> {
+        Self::from_options(name, options, None, false).map(drop)
+    }
+
+    fn from_options(
+        name: &str,
+        options: &Options,
+        credential: Option<Credential>,
+        find_sandbox: bool,
+    ) -> Result<Self> {
+        crate::options::refuse_unknown("command", options, KNOWN_OPTIONS)?;
         let preset = match string(options, "preset")? {
             Some(name) => Some(preset(name).ok_or_else(|| {
                 Error::Config(format!(
@@ -291,7 +299,11 @@ impl CommandGateway {
                         )));
                     }
                 };
-                Some(sandbox::Sandbox::new(hide)?)
+                if find_sandbox {
+                    Some(sandbox::Sandbox::new(hide)?)
+                } else {
+                    None
+                }
             }
             Some(other) => {
                 return Err(Error::Config(format!(

@@ -28,11 +28,7 @@ impl MockGateway {
 
     /// Options: `delay_ms` (integer, simulated latency per call).
     pub fn from_options(options: &Options) -> Result<Self> {
-        if let Some(unknown) = options.keys().find(|k| k.as_str() != "delay_ms") {
-            return Err(Error::Config(format!(
-                "unknown mock option \"{unknown}\"; the mock knows only delay_ms"
-            )));
-        }
+        crate::options::refuse_unknown("mock", options, KNOWN_OPTIONS)?;
         let delay = match options.get("delay_ms") {
             None => Duration::ZERO,
             Some(v) => Duration::from_millis(v.as_u64().ok_or_else(|| {
@@ -44,6 +40,9 @@ impl MockGateway {
         Ok(MockGateway { delay })
     }
 }
+
+/// The options the mock reads.
+pub(crate) const KNOWN_OPTIONS: &[&str] = &["delay_ms"];
 
 impl Gateway for MockGateway {
     fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelResponse> {
@@ -414,8 +413,9 @@ mod tests {
         o.insert("max_retries".into(), 0.into());
         let err = MockGateway::from_options(&o).unwrap_err();
         assert!(
-            err.to_string()
-                .contains("unknown mock option \"max_retries\""),
+            err.to_string().contains(
+                "unknown option \"max_retries\" for provider mock; mock accepts: delay_ms"
+            ),
             "{err}"
         );
         let mut o = Options::new();

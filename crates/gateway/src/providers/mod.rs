@@ -241,7 +241,7 @@ impl fmt::Debug for HttpGateway {
 }
 
 /// The options an HTTP provider reads (`replay` is taken before any provider is).
-const KNOWN_OPTIONS: &[&str] = &[
+pub(crate) const KNOWN_OPTIONS: &[&str] = &[
     "api_base",
     "api_key_env",
     "structured",
@@ -260,7 +260,9 @@ impl HttpGateway {
         options: &Options,
         credential: Option<Credential>,
     ) -> Result<Self> {
-        if credential.is_none()
+        // The options first: a typo is reported whether or not the key is set.
+        let gateway = Self::from_options(kind, model, options, credential)?;
+        if gateway.credential.is_none()
             && let Some(var) = kind.default_key_env()
         {
             return Err(Error::Auth {
@@ -270,18 +272,23 @@ impl HttpGateway {
                 ),
             });
         }
+        Ok(gateway)
+    }
+
+    /// Checks the options as [`new`](Self::new) does, without needing the key.
+    pub(crate) fn check(kind: ProviderKind, model: &str, options: &Options) -> Result<()> {
+        Self::from_options(kind, model, options, None).map(drop)
+    }
+
+    fn from_options(
+        kind: ProviderKind,
+        model: &str,
+        options: &Options,
+        credential: Option<Credential>,
+    ) -> Result<Self> {
         // An option nobody reads is a typo or a misplaced setting (`max_retries` belongs
         // on the worker, not in its options): refused, naming what is known.
-        if let Some(unknown) = options
-            .keys()
-            .find(|k| !KNOWN_OPTIONS.contains(&k.as_str()))
-        {
-            return Err(Error::Config(format!(
-                "unknown option \"{unknown}\" for {}/{model}; known: {} (retries, temperature and max_tokens can also be set on the worker itself)",
-                kind.prefix(),
-                KNOWN_OPTIONS.join(", ")
-            )));
-        }
+        crate::options::refuse_unknown(kind.prefix(), options, KNOWN_OPTIONS)?;
         let api_base = match options.get("api_base") {
             None => kind.default_api_base().to_string(),
             Some(Value::String(s)) if s.starts_with("http://") || s.starts_with("https://") => {

@@ -655,3 +655,29 @@ fn a_truncation_says_which_limit_ended_it() {
         "{text}"
     );
 }
+
+#[test]
+fn a_typo_in_the_options_is_refused_before_the_missing_key_and_names_the_nearest_key() {
+    // Regression: without a key the build failed on the key alone, so a typo such as
+    // `timeuot_s` surfaced only after the key was exported.
+    let mut options = baton_gateway::Options::new();
+    options.insert("timeuot_s".into(), 10.into());
+    let text = baton_gateway::for_model_with_credential("openai/gpt-4.1-mini", &options, None)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        text.contains(
+            "unknown option \"timeuot_s\" for provider openai (did you mean \"timeout_s\"?)"
+        ),
+        "{text}"
+    );
+    // A replay calls no model, but its worker's other keys are checked all the same.
+    options.insert("replay".into(), "run.jsonl".into());
+    let text = baton_gateway::for_model_with_credential("openai/gpt-4.1-mini", &options, None)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(text.contains("unknown option \"timeuot_s\""), "{text}");
+    assert!(baton_gateway::check_options("openai/gpt-4.1-mini", &options).is_err());
+}
