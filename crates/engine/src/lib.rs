@@ -21,7 +21,7 @@ pub use clock::{Clock, SystemClock};
 pub use config::{Roster, RunSettings, WorkerConfig};
 pub use hook::{HookOutcome, TurnFacts, WorkspaceHook};
 pub use orchestrator::{Engine, RunEnd, RunSpec, Session, StepOutcome, TurnSummary};
-pub use policy::{RotatingPolicy, SwitchPolicy, TurnPlan};
+pub use policy::{PolicyInput, RotatingPolicy, SwitchPolicy, TurnPlan};
 
 use thiserror::Error;
 

@@ -1,28 +1,47 @@
 //! Who works next, on what, with how many tokens.
 
 use baton_core::compiler::{Assignment, AssignmentKind};
+use baton_core::ids::WorkerId;
 use baton_core::state::ExecutionState;
 
 use crate::config::{Roster, RunSettings};
 
-/// The next turn: a roster index, an assignment and a package budget.
+/// The next turn: who takes it, an assignment and a package budget.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TurnPlan {
-    pub worker: usize,
+    /// A worker of the roster, by id (an id the roster does not have stops the run
+    /// with an error naming the roster's workers).
+    pub worker: WorkerId,
     pub assignment: Assignment,
     pub budget: usize,
     /// Run the workspace's gates after this turn whatever follows it (a gate-fix turn).
     pub gates: bool,
 }
 
+/// What a policy chooses from. A struct, so what a policy may consult can grow (the
+/// seat a turn fills, the run's phase, a worker pinned to a step) without changing
+/// every policy's signature.
+#[derive(Debug, Clone, Copy)]
+pub struct PolicyInput<'a> {
+    /// The run's canonical state, as last committed.
+    pub state: &'a ExecutionState,
+    pub roster: &'a Roster,
+    pub settings: &'a RunSettings,
+}
+
+impl<'a> PolicyInput<'a> {
+    pub fn new(state: &'a ExecutionState, roster: &'a Roster, settings: &'a RunSettings) -> Self {
+        PolicyInput {
+            state,
+            roster,
+            settings,
+        }
+    }
+}
+
 /// Chooses the next turn from canonical state; `None` when the run is done.
 pub trait SwitchPolicy: Send + Sync {
-    fn next_turn(
-        &self,
-        state: &ExecutionState,
-        roster: &Roster,
-        settings: &RunSettings,
-    ) -> Option<TurnPlan>;
+    fn next_turn(&self, input: &PolicyInput<'_>) -> Option<TurnPlan>;
 }
 
 /// The default: workers take turns in roster order, cycling when steps outnumber them.
@@ -33,13 +52,13 @@ pub trait SwitchPolicy: Send + Sync {
 pub struct RotatingPolicy;
 
 impl SwitchPolicy for RotatingPolicy {
-    fn next_turn(
-        &self,
-        state: &ExecutionState,
-        roster: &Roster,
-        settings: &RunSettings,
-    ) -> Option<TurnPlan> {
-        let enabled: Vec<usize> = roster.enabled().map(|(i, _)| i).collect();
+    fn next_turn(&self, input: &PolicyInput<'_>) -> Option<TurnPlan> {
+        let PolicyInput {
+            state,
+            roster,
+            settings,
+        } = *input;
+        let enabled: Vec<&WorkerId> = roster.enabled().map(|(_, w)| &w.id).collect();
         if enabled.is_empty() {
             return None;
         }
@@ -47,7 +66,7 @@ impl SwitchPolicy for RotatingPolicy {
         if let Some(cursor) = state.cursor() {
             let step = &state.plan[cursor];
             return Some(TurnPlan {
-                worker: enabled[slot],
+                worker: enabled[slot].clone(),
                 assignment: Assignment {
                     kind: AssignmentKind::Step,
                     step_id: Some(step.id.clone()),
@@ -63,7 +82,7 @@ impl SwitchPolicy for RotatingPolicy {
         if state.turns as usize >= enabled.len() {
             return None;
         }
-        let worker = enabled[slot];
+        let worker = enabled[slot].clone();
         Some(TurnPlan {
             worker,
             assignment: Assignment {
@@ -90,17 +109,17 @@ pub struct GateFixPolicy<P> {
 }
 
 impl<P: SwitchPolicy> SwitchPolicy for GateFixPolicy<P> {
-    fn next_turn(
-        &self,
-        state: &ExecutionState,
-        roster: &Roster,
-        settings: &RunSettings,
-    ) -> Option<TurnPlan> {
-        if let Some(plan) = self.inner.next_turn(state, roster, settings) {
+    fn next_turn(&self, input: &PolicyInput<'_>) -> Option<TurnPlan> {
+        if let Some(plan) = self.inner.next_turn(input) {
             return Some(plan);
         }
+        let PolicyInput {
+            state,
+            roster,
+            settings,
+        } = *input;
         let failing = failing_gates(state);
-        let enabled: Vec<usize> = roster.enabled().map(|(i, _)| i).collect();
+        let enabled: Vec<&WorkerId> = roster.enabled().map(|(_, w)| &w.id).collect();
         if failing.is_empty() || enabled.is_empty() {
             return None;
         }
@@ -113,7 +132,7 @@ impl<P: SwitchPolicy> SwitchPolicy for GateFixPolicy<P> {
             .collect::<Vec<_>>()
             .join(", ");
         Some(TurnPlan {
-            worker: enabled[state.turns as usize % enabled.len()],
+            worker: enabled[state.turns as usize % enabled.len()].clone(),
             assignment: Assignment {
                 kind: AssignmentKind::Continuation,
                 step_id: None,
@@ -246,7 +265,7 @@ pub fn check_budgets(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use baton_core::ids::{RunId, WorkerId};
+    use baton_core::ids::RunId;
     use baton_core::state::{StepStatus, WorkerRecord};
 
     fn state(steps: usize) -> ExecutionState {
@@ -254,14 +273,13 @@ mod tests {
         ExecutionState::new(RunId("r".into()), "o", &titles)
     }
 
-    fn finish(state: &mut ExecutionState, roster: &Roster, plan: &TurnPlan) {
+    fn finish(state: &mut ExecutionState, plan: &TurnPlan) {
         if let Some(id) = &plan.assignment.step_id {
             let step = state.plan.iter_mut().find(|s| &s.id == id).unwrap();
             step.status = StepStatus::Done;
         }
-        let wid: WorkerId = roster.workers[plan.worker].id.clone();
         state.workers.push(WorkerRecord {
-            id: wid,
+            id: plan.worker.clone(),
             model: String::new(),
             family: String::new(),
             turns: vec![state.turns],
@@ -269,13 +287,16 @@ mod tests {
         state.turns += 1;
     }
 
+    /// The roster positions of the workers the policy picks, turn by turn.
     fn simulate(steps: usize, workers: usize) -> Vec<(usize, AssignmentKind)> {
         let roster = Roster::mock(workers);
+        let settings = RunSettings::default();
         let mut s = state(steps);
         let mut out = Vec::new();
-        while let Some(plan) = RotatingPolicy.next_turn(&s, &roster, &RunSettings::default()) {
-            out.push((plan.worker, plan.assignment.kind));
-            finish(&mut s, &roster, &plan);
+        while let Some(plan) = RotatingPolicy.next_turn(&PolicyInput::new(&s, &roster, &settings)) {
+            let index = roster.workers.iter().position(|w| w.id == plan.worker);
+            out.push((index.unwrap(), plan.assignment.kind));
+            finish(&mut s, &plan);
             assert!(out.len() < 1000);
         }
         out

@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use baton_core::claims::extract_json_object;
-use baton_core::turn::CallKind;
-use baton_gateway::{Gateway, ModelRequest};
+use baton_core::prompt::Prompt;
+use baton_core::turn::{CallKind, CallRecord};
+use baton_gateway::Gateway;
 use baton_store::{JobInfo, JobStatus, Store};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -16,7 +17,10 @@ use sha2::{Digest, Sha256};
 
 use super::{JobSpec, Outbox, decode_outbox, decode_spec};
 use crate::clock::Clock;
-use crate::config::WorkerConfig;
+use crate::config::{RunSettings, WorkerConfig};
+use crate::orchestrator::calls::{CallFailed, Caller, NoAnswer};
+use crate::orchestrator::reshape::Reshape;
+use crate::orchestrator::station::{Station, Unread};
 use crate::{Error, Result};
 
 /// Characters of each candidate's patch the judge sees.
@@ -76,6 +80,18 @@ pub struct Judgement {
     pub judge_model: String,
     /// The whole request as sent, so anyone can check what the judge saw.
     pub request: String,
+    /// The judge's model calls as they went (a repair included): tokens, attempts,
+    /// errors and cost, as a turn records its own. Empty in judgements recorded before
+    /// the judge's calls were.
+    #[serde(default)]
+    pub calls: Vec<CallRecord>,
+}
+
+impl Judgement {
+    /// What the judge's calls cost, when its price is known.
+    pub fn cost_micro_usd(&self) -> Option<u64> {
+        self.calls.iter().map(|c| c.cost_micro_usd).sum()
+    }
 }
 
 /// The candidates of a group that finished, in the judge's (shuffled) order.
@@ -218,7 +234,47 @@ pub fn request(
     Ok((system, mask(&user, &names), labels, rubric))
 }
 
-/// Asks `judge` (with its gateway) for a verdict on `group` and records it.
+/// Repair calls the judge is allowed after an answer that cannot be read.
+const JUDGE_REPAIRS: u32 = 1;
+
+/// The judge's station: what it is asked to answer and how its verdict is read.
+struct Verdicts<'a> {
+    labels: &'a BTreeMap<String, String>,
+}
+
+impl Station for Verdicts<'_> {
+    type Answer = (Verdict, String);
+
+    fn schema(&self, _call: CallKind) -> &Value {
+        &SCHEMA
+    }
+
+    // A verdict is never lost over its form: read leniently, and once more after a
+    // repair call that quotes what could not be read.
+    fn read(&self, raw: &str) -> std::result::Result<Self::Answer, Unread> {
+        read_verdict(raw, self.labels).map_err(|problem| Unread {
+            problem,
+            repairable: true,
+        })
+    }
+
+    fn repair_prompt(&self, asked: &Prompt, raw: &str, problem: &str) -> Prompt {
+        Prompt {
+            system: asked.system.clone(),
+            user: format!(
+                "{}\n\n## Your answer\n{raw}\n\n## It could not be used\n{problem}\n\
+                 Answer again with only the corrected JSON object: `scores` (one per candidate: \
+                 `candidate` as its label, e.g. \"A\", `score` 0-10, `reasons`), `winner` (a label) \
+                 and `verdict`.\n",
+                asked.user
+            ),
+        }
+    }
+}
+
+/// Asks `judge` (with its gateway) for a verdict on `group` and records it. The calls
+/// go the way a turn's do (retried as the judge's `max_retries` says, repaired once,
+/// scrubbed, costed by its price) and are recorded with the judgement.
 pub fn judge(
     store: &dyn Store,
     clock: &dyn Clock,
@@ -231,51 +287,58 @@ pub fn judge(
     // key of the judge's or of any candidate's reaches the judge or the record.
     let redactor = keys_of(store, group, judge)?;
     let user = redactor.scrub(&user);
-    let model = judge
-        .model
-        .split_once('/')
-        .map_or(judge.model.as_str(), |(_, m)| m);
-    let ask = |user: &str, call: CallKind| -> Result<String> {
-        let response = gateway
-            .complete(&ModelRequest {
-                model,
-                system: &system,
-                user,
-                call,
-                turn: 0,
-                schema: &SCHEMA,
-                max_tokens: judge.max_tokens,
-                temperature: judge.temperature,
-                workspace: None,
-                cancel: None,
-                output: None,
-            })
-            .map_err(|error| Error::Gateway {
+    let estimator = RunSettings::default().estimator_kind()?.build();
+    let cancel = baton_gateway::Cancel::new();
+    let reshape = Reshape::default();
+    let caller = Caller {
+        worker: judge,
+        gateway: Some(gateway),
+        estimator: &*estimator,
+        system_tokens: estimator.count(&system),
+        redactor: &redactor,
+        cancel: &cancel,
+        clock,
+        watcher: None,
+        observer: None,
+        reshape: &reshape,
+        workspace: None,
+        output: None,
+        repair_attempts: JUDGE_REPAIRS,
+    };
+    let prompt = Prompt { system, user };
+    let request = format!("{}\n\n{}", prompt.system, prompt.user);
+    let mut calls = Vec::with_capacity(2);
+    let mut prompts = Vec::with_capacity(2);
+    let station = Verdicts { labels: &labels };
+    let answered = caller.call_for_answer(
+        &station,
+        prompt,
+        CallKind::Execute,
+        0,
+        &mut calls,
+        &mut prompts,
+    );
+    let (verdict, winner_job) = match answered {
+        Ok((read, _)) => read,
+        Err(NoAnswer::Failed {
+            failed: CallFailed {
+                error: Some(error), ..
+            },
+            ..
+        }) => {
+            return Err(Error::Gateway {
                 worker: judge.id.to_string(),
                 error,
-            })?;
-        Ok(redactor.scrub(&response.text))
-    };
-    let answer = ask(&user, CallKind::Execute)?;
-    // A verdict is never lost over its form: read leniently, and once more after one
-    // repair call that quotes what could not be read.
-    let (verdict, winner_job) = match read_verdict(&answer, &labels) {
-        Ok(read) => read,
-        Err(problem) => {
-            let repair = format!(
-                "{user}\n\n## Your answer\n{answer}\n\n## It could not be used\n{problem}\n\
-                 Answer again with only the corrected JSON object: `scores` (one per candidate: \
-                 `candidate` as its label, e.g. \"A\", `score` 0-10, `reasons`), `winner` (a label) \
-                 and `verdict`.\n"
-            );
-            let second = ask(&repair, CallKind::ExecuteRepair)?;
-            read_verdict(&second, &labels).map_err(|again| Error::JudgeAnswer {
-                detail: format!(
-                    "{again} (after one repair; first answer: {}; second: {})",
-                    clip(&answer),
-                    clip(&second)
-                ),
-            })?
+            });
+        }
+        Err(other) => {
+            let answers: Vec<String> = calls
+                .iter()
+                .map(|c| clip(c.output.as_deref().unwrap_or("")))
+                .collect();
+            return Err(Error::JudgeAnswer {
+                detail: format!("{other} (answers: {})", answers.join("; then ")),
+            });
         }
     };
     let judgement = Judgement {
@@ -286,7 +349,8 @@ pub fn judge(
         winner_job,
         judge: judge.id.to_string(),
         judge_model: judge.model.clone(),
-        request: format!("{system}\n\n{user}"),
+        request,
+        calls,
     };
     let value = serde_json::to_value(&judgement).map_err(|e| Error::Config(e.to_string()))?;
     store.record_judgement(group, &value, clock.now())?;

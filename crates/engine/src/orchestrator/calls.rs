@@ -1,18 +1,97 @@
-//! One model call of a turn: the request, the retry policy around it, what the call
-//! cost and what the provider asked for, and the repair calls when its claim does not
-//! parse.
+//! One model call, for a turn or for the judge: the request, the retry policy around
+//! it, what the call cost and what the provider asked for, and the repair calls when
+//! its answer cannot be read. Every caller goes through `call` and `call_for_answer`,
+//! so every call is retried, recorded, costed and scrubbed the same way.
 
+use std::path::Path;
 use std::time::Instant;
 
 use baton_core::claims;
-use baton_core::prompt::{self, Prompt};
+use baton_core::prompt::Prompt;
+use baton_core::tokens::TokenEstimator;
 use baton_core::turn::{AttemptRecord, CallKind, CallRecord, ReportedUsage};
-use baton_gateway::{ModelRequest, RetryPolicy, complete_with_retry};
+use baton_gateway::{Gateway, ModelRequest, RetryPolicy, complete_with_retry};
+use serde_json::Value;
 
-use super::{CallWait, Engine, Session};
+use super::reshape::Reshape;
+use super::station::{Station, Unread};
+use super::{CallObserver, CallWait, CallWatcher, Engine, Session};
 use crate::audit;
+use crate::clock::Clock;
+use crate::config::WorkerConfig;
+
+/// Everything a model call needs besides its prompt: whose call it is, through which
+/// gateway, how its tokens are counted and what is scrubbed from its answer.
+pub(crate) struct Caller<'a> {
+    pub worker: &'a WorkerConfig,
+    /// `None` for a disabled worker: the call fails without being sent.
+    pub gateway: Option<&'a dyn Gateway>,
+    pub estimator: &'a dyn TokenEstimator,
+    /// Tokens of the system message, counted once by the caller (it rarely changes).
+    pub system_tokens: usize,
+    pub redactor: &'a baton_gateway::Redactor,
+    pub cancel: &'a baton_gateway::Cancel,
+    pub clock: &'a dyn Clock,
+    pub watcher: Option<&'a CallWatcher>,
+    pub observer: Option<&'a CallObserver>,
+    /// How this call differs from one that failed before (see `reshape`).
+    pub reshape: &'a Reshape,
+    pub workspace: Option<&'a Path>,
+    pub output: Option<&'a baton_gateway::OutputSink>,
+    /// Repair calls allowed after an answer that cannot be read.
+    pub repair_attempts: u32,
+}
+
+/// A call that got no answer after its retries: what its record says, and the
+/// gateway's error (none for a worker that is disabled, which sends nothing).
+#[derive(Debug)]
+pub(crate) struct CallFailed {
+    pub message: String,
+    pub error: Option<baton_gateway::Error>,
+}
+
+/// Why a station got nothing it could use.
+#[derive(Debug)]
+pub(crate) enum NoAnswer {
+    /// The call failed (after its retries).
+    Failed { kind: CallKind, failed: CallFailed },
+    /// Answered, but not usably, after the repairs allowed.
+    Unread { kind: CallKind, problem: String },
+}
+
+impl std::fmt::Display for NoAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoAnswer::Failed { kind, failed } => {
+                write!(f, "{} call failed: {}", kind.as_str(), failed.message)
+            }
+            NoAnswer::Unread { kind, problem } => {
+                write!(f, "{} output rejected: {problem}", kind.as_str())
+            }
+        }
+    }
+}
 
 impl Engine {
+    /// The caller for `worker_index`'s calls in `session`'s turn.
+    pub(super) fn caller<'a>(&'a self, session: &'a Session, worker_index: usize) -> Caller<'a> {
+        Caller {
+            worker: &session.config.roster.workers[worker_index],
+            gateway: session.gateways[worker_index].as_deref(),
+            estimator: &*session.estimator,
+            system_tokens: session.system_tokens,
+            redactor: &session.redactor,
+            cancel: &session.cancel,
+            clock: &*self.clock,
+            watcher: self.watcher.as_ref(),
+            observer: self.observer.as_ref(),
+            reshape: &session.reshape,
+            workspace: session.workspace.as_ref().map(|w| w.path()),
+            output: session.agent_output.as_ref(),
+            repair_attempts: session.config.settings.repair_attempts,
+        }
+    }
+
     pub(super) fn call_model(
         &self,
         session: &Session,
@@ -21,8 +100,44 @@ impl Engine {
         call: CallKind,
         turn: u32,
     ) -> (CallRecord, std::result::Result<String, String>) {
-        let worker = &session.config.roster.workers[worker_index];
-        let schema = schema_of(call);
+        let (record, out) =
+            self.caller(session, worker_index)
+                .call(prompt, call, schema_of(call), turn);
+        (record, out.map_err(|e| e.message))
+    }
+
+    /// One call and the parsing of its claim, with the configured repair calls when the
+    /// output does not parse or fails its schema. Every call is pushed to `calls` and
+    /// its prompt to `prompts`. Returns the claim and the raw text it came from.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn call_for_claim<T>(
+        &self,
+        session: &Session,
+        worker_index: usize,
+        prompt: Prompt,
+        call: CallKind,
+        turn: u32,
+        parse: fn(&str) -> baton_core::Result<T>,
+        calls: &mut Vec<CallRecord>,
+        prompts: &mut Vec<Prompt>,
+    ) -> std::result::Result<(T, String), String> {
+        let station = super::station::Claims { call, parse };
+        self.caller(session, worker_index)
+            .call_for_answer(&station, prompt, call, turn, calls, prompts)
+            .map_err(|e| e.to_string())
+    }
+}
+
+impl Caller<'_> {
+    /// One call of `call`'s kind, retried as the worker's policy says, and its record.
+    pub(crate) fn call(
+        &self,
+        prompt: &Prompt,
+        call: CallKind,
+        schema: &Value,
+        turn: u32,
+    ) -> (CallRecord, std::result::Result<String, CallFailed>) {
+        let worker = self.worker;
         let model_name = worker
             .model
             .split_once('/')
@@ -35,21 +150,21 @@ impl Engine {
             call,
             turn,
             schema,
-            max_tokens: session.reshape.max_tokens(call, worker.max_tokens),
+            max_tokens: self.reshape.max_tokens(call, worker.max_tokens),
             temperature: super::reshape::temperature(call, worker.temperature),
-            workspace: session.workspace.as_ref().map(|w| w.path()),
-            cancel: Some(&session.cancel),
-            output: session.agent_output.as_ref(),
+            workspace: self.workspace,
+            cancel: Some(self.cancel),
+            output: self.output,
         };
         // What goes on the wire besides the messages, read before the call: a gateway
         // may change how it asks after this one.
-        let format_tokens = session.gateways[worker_index]
-            .as_ref()
+        let format_tokens = self
+            .gateway
             .and_then(|g| g.answer_format_sent(&request))
-            .map_or(0, |f| session.estimator.count(&f));
+            .map_or(0, |f| self.estimator.count(&f));
         let started_at = self.clock.now();
         let t0 = Instant::now();
-        let retries = match &session.gateways[worker_index] {
+        let retries = match self.gateway {
             Some(g) if !g.retries_in_place() => 0,
             _ => worker.max_retries,
         };
@@ -58,11 +173,17 @@ impl Engine {
         let mut error_message = None;
         let mut partial_output = None;
         let mut retry_after = None;
-        let (outcome, attempts) = match &session.gateways[worker_index] {
-            None => (Err(format!("worker {} is disabled", worker.id)), Vec::new()),
+        let (outcome, attempts) = match self.gateway {
+            None => (
+                Err(CallFailed {
+                    message: format!("worker {} is disabled", worker.id),
+                    error: None,
+                }),
+                Vec::new(),
+            ),
             Some(gateway) => {
                 let watch = |w: CallWait| {
-                    if let Some(watcher) = &self.watcher {
+                    if let Some(watcher) = self.watcher {
                         watcher(w);
                     }
                 };
@@ -84,18 +205,17 @@ impl Engine {
                         after_attempt: attempt,
                         delay: d,
                     });
-                    session.cancel.sleep(d);
+                    self.cancel.sleep(d);
                     attempt += 1;
                     watch(sent(attempt));
                 };
-                let (result, attempts) =
-                    complete_with_retry(&**gateway, &request, &retry, &mut sleep);
+                let (result, attempts) = complete_with_retry(gateway, &request, &retry, &mut sleep);
                 watch(CallWait::Done);
                 let tries = attempts.len();
                 if let Err(e) = &result {
                     error_class = Some(e.class().to_string());
-                    error_message = Some(session.redactor.scrub(&e.to_string()));
-                    partial_output = e.partial_output().map(|p| session.redactor.scrub(p));
+                    error_message = Some(self.redactor.scrub(&e.to_string()));
+                    partial_output = e.partial_output().map(|p| self.redactor.scrub(p));
                     retry_after = e.retry_after();
                     // Interrupted while waiting out a provider's delay: the delay is
                     // still the provider's word (the turn's hold keeps it).
@@ -118,7 +238,10 @@ impl Engine {
                         ),
                         None => String::new(),
                     };
-                    format!("{}{after}: {e}{declined}", e.class())
+                    CallFailed {
+                        message: format!("{}{after}: {e}{declined}", e.class()),
+                        error: Some(e),
+                    }
                 });
                 (result, attempts)
             }
@@ -127,10 +250,13 @@ impl Engine {
         // carry it into the record, the next briefing or another provider's request.
         let outcome = outcome
             .map(|mut r| {
-                r.text = session.redactor.scrub(&r.text);
+                r.text = self.redactor.scrub(&r.text);
                 r
             })
-            .map_err(|e| session.redactor.scrub(&e));
+            .map_err(|e| CallFailed {
+                message: self.redactor.scrub(&e.message),
+                error: e.error,
+            });
         // Every attempt's reported usage counts, rejected replies included: the provider
         // bills a truncated or empty answer as it bills a good one. All zeros means the
         // gateway had nothing to report (an agent CLI without usage).
@@ -146,8 +272,7 @@ impl Engine {
         // both messages and, where the gateway sends one, the answer format (a schema
         // rides in every request that enforces one). An attempt that never connected
         // cost nothing and counts nothing.
-        let per_attempt =
-            session.system_tokens + session.estimator.count(&prompt.user) + format_tokens;
+        let per_attempt = self.system_tokens + self.estimator.count(&prompt.user) + format_tokens;
         let tokens_sent = per_attempt * attempts.iter().filter(|a| a.sent).count();
         let record = CallRecord {
             call,
@@ -158,10 +283,10 @@ impl Engine {
             tokens_sent,
             tokens_received: outcome
                 .as_ref()
-                .map(|r| session.estimator.count(&r.text))
+                .map(|r| self.estimator.count(&r.text))
                 .unwrap_or(0),
             output: outcome.as_ref().ok().map(|r| r.text.clone()),
-            error: outcome.as_ref().err().cloned(),
+            error: outcome.as_ref().err().map(|e| e.message.clone()),
             error_class,
             error_message,
             partial_output,
@@ -188,52 +313,50 @@ impl Engine {
             },
             retry_after_ms: retry_after.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         };
-        if let Some(observer) = &self.observer {
+        if let Some(observer) = self.observer {
             observer(&record);
         }
         (record, outcome.map(|r| r.text))
     }
 
-    /// One call and the parsing of its claim, with the configured repair calls when the
-    /// output does not parse or fails its schema. Every call is pushed to `calls` and
-    /// its prompt to `prompts`. Returns the claim and the raw text it came from.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn call_for_claim<T>(
+    /// One call and the reading of its answer by `station`, with the repair calls
+    /// allowed when the answer cannot be read and a repair may fix it. Every call is
+    /// pushed to `calls` and its prompt to `prompts`. Returns what the station read and
+    /// the raw text it came from.
+    pub(crate) fn call_for_answer<S: Station>(
         &self,
-        session: &Session,
-        worker_index: usize,
+        station: &S,
         prompt: Prompt,
         call: CallKind,
         turn: u32,
-        parse: fn(&str) -> baton_core::Result<T>,
         calls: &mut Vec<CallRecord>,
         prompts: &mut Vec<Prompt>,
-    ) -> std::result::Result<(T, String), String> {
-        let mut repairs_left = session.config.settings.repair_attempts;
+    ) -> std::result::Result<(S::Answer, String), NoAnswer> {
+        let mut repairs_left = self.repair_attempts;
         let mut kind = call;
-        let schema = schema_of(call);
-        let mut current = session.reshape.prompt(call, prompt, schema);
+        let mut current = self.reshape.prompt(call, prompt, station.schema(call));
         loop {
-            let (record, out) = self.call_model(session, worker_index, &current, kind, turn);
+            let (record, out) = self.call(&current, kind, station.schema(kind), turn);
             calls.push(record);
-            let base_user = current.user.clone();
+            let asked = current.clone();
             prompts.push(current);
-            let raw = out.map_err(|e| format!("{} call failed: {e}", kind.as_str()))?;
-            match parse(&raw) {
-                Ok(parsed) => return Ok((parsed, raw)),
-                Err(e) => {
+            let raw = out.map_err(|failed| NoAnswer::Failed { kind, failed })?;
+            match station.read(&raw) {
+                Ok(read) => return Ok((read, raw)),
+                Err(Unread {
+                    problem,
+                    repairable,
+                }) => {
                     if let Some(last) = calls.last_mut() {
-                        last.error = Some(e.to_string());
+                        last.error = Some(problem.clone());
                     }
-                    let repair = call
-                        .repair()
-                        .filter(|_| e.is_model_output_error() && repairs_left > 0);
+                    let repair = call.repair().filter(|_| repairable && repairs_left > 0);
                     let Some(repair) = repair else {
-                        return Err(format!("{} output rejected: {e}", kind.as_str()));
+                        return Err(NoAnswer::Unread { kind, problem });
                     };
                     repairs_left -= 1;
                     kind = repair;
-                    current = prompt::repair_prompt(&base_user, &raw, &e.to_string());
+                    current = station.repair_prompt(&asked, &raw, &problem);
                 }
             }
         }
@@ -241,7 +364,7 @@ impl Engine {
 }
 
 /// The JSON Schema `call`'s answer must match.
-fn schema_of(call: CallKind) -> &'static serde_json::Value {
+pub(super) fn schema_of(call: CallKind) -> &'static serde_json::Value {
     match call {
         CallKind::Execute | CallKind::ExecuteRepair => claims::worker_result_schema(),
         CallKind::Handoff | CallKind::HandoffRepair => claims::handoff_report_schema(),

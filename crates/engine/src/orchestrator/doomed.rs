@@ -8,11 +8,11 @@ use baton_core::compiler;
 use baton_core::prompt;
 use baton_core::turn::{CallKind, CallRecord, TurnRecord, TurnStatus};
 
+use super::step::Planned;
 use super::{Engine, Session};
 use crate::Result;
 use crate::audit;
 use crate::config::MIN_BUDGET;
-use crate::policy::TurnPlan;
 
 /// Gateway failure classes (see `baton_gateway::Error::class`) that the same request
 /// meets again.
@@ -124,7 +124,7 @@ impl Engine {
 
     /// How `plan`'s worker's last turn failed in a doomed way, when it failed just
     /// before this one (see [`Self::last_failed_turn`]).
-    fn last_doomed(&self, session: &Session, plan: &TurnPlan) -> Result<Option<Doomed>> {
+    fn last_doomed(&self, session: &Session, plan: &Planned) -> Result<Option<Doomed>> {
         Ok(self
             .last_failed_turn(session, plan.worker)?
             .and_then(|last| {
@@ -141,7 +141,7 @@ impl Engine {
     /// worker's last failed turn failed because its briefing did not fit its model's
     /// context, and never more than the worker's context window leaves (once a
     /// briefing did not fit, the window the server tells is asked for).
-    pub(super) fn turn_budget(&self, session: &Session, plan: &TurnPlan) -> Result<usize> {
+    pub(super) fn turn_budget(&self, session: &Session, plan: &Planned) -> Result<usize> {
         let doomed = self.last_doomed(session, plan)?;
         let too_long = doomed.as_ref().is_some_and(|d| d.too_long);
         let budget = match doomed {
@@ -160,7 +160,7 @@ impl Engine {
     pub(super) fn last_bad_request(
         &self,
         session: &Session,
-        plan: &TurnPlan,
+        plan: &Planned,
     ) -> Result<Option<Doomed>> {
         Ok(self.last_doomed(session, plan)?.filter(|d| !d.too_long))
     }
@@ -172,7 +172,7 @@ impl Engine {
     pub(super) fn sends_again(
         &self,
         session: &Session,
-        next: &TurnPlan,
+        next: &Planned,
         doomed: &Doomed,
     ) -> Result<bool> {
         let worker = &session.config.roster.workers[next.worker];

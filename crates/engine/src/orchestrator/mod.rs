@@ -25,13 +25,14 @@ use crate::hook::WorkspaceHook;
 use crate::policy::{RotatingPolicy, SwitchPolicy};
 
 mod block;
-mod calls;
+pub(crate) mod calls;
 mod doomed;
 mod fallback;
 mod holds;
 mod open;
-mod reshape;
+pub(crate) mod reshape;
 mod roster;
+pub(crate) mod station;
 mod step;
 mod stepping_clock;
 mod turn;

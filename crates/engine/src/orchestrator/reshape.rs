@@ -57,7 +57,7 @@ struct Cut {
 
 /// How this turn's calls differ from the worker's last failed turn's.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Reshape {
+pub(crate) struct Reshape {
     cuts: Vec<Cut>,
     /// The output limit a cut call is made with instead of the worker's.
     raised: Vec<(CallKind, u32)>,

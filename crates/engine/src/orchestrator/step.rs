@@ -3,17 +3,67 @@
 
 use baton_core::compiler::{self, Assignment, HandoffPackage};
 use baton_core::events::{Event, EventKind};
-use baton_core::state::StepStatus;
+use baton_core::state::{ExecutionState, StepStatus};
 use baton_core::turn::TurnStatus;
 use baton_store::RunStatus;
 
 use super::block::{blocked_question, continue_hint};
 use super::turn::TurnEnd;
 use super::{Engine, MAX_CONSECUTIVE_FAILURES, RunEnd, Session, StepOutcome, TurnSummary, reshape};
-use crate::policy::TurnPlan;
+use crate::policy::{PolicyInput, TurnPlan};
 use crate::{Error, Result};
 
+/// A policy's plan, its worker found in the roster.
+#[derive(Debug, Clone)]
+pub(super) struct Planned {
+    /// The worker's position in the run's roster.
+    pub worker: usize,
+    pub assignment: Assignment,
+    pub budget: usize,
+    /// Run the workspace's gates after this turn whatever follows it.
+    pub gates: bool,
+}
+
 impl Engine {
+    /// The policy's next turn from `state` (`None` when the run is done), its worker
+    /// looked up in the session's roster.
+    pub(super) fn next_planned(
+        &self,
+        session: &Session,
+        state: &ExecutionState,
+    ) -> Result<Option<Planned>> {
+        let roster = &session.config.roster;
+        let input = PolicyInput::new(state, roster, &session.config.settings);
+        let Some(TurnPlan {
+            worker,
+            assignment,
+            budget,
+            gates,
+        }) = self.policy.next_turn(&input)
+        else {
+            return Ok(None);
+        };
+        // A policy may only pick a worker the run has: an id it made up is a bug in
+        // the policy, said as such rather than a panic on an index.
+        let Some(index) = roster.workers.iter().position(|w| w.id == worker) else {
+            return Err(Error::NoSuchWorker {
+                id: worker.to_string(),
+                known: roster
+                    .workers
+                    .iter()
+                    .map(|w| w.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        };
+        Ok(Some(Planned {
+            worker: index,
+            assignment,
+            budget,
+            gates,
+        }))
+    }
+
     /// Compiles the package `worker` would get for the next turn, without running it.
     pub fn preview(
         &self,
@@ -21,11 +71,7 @@ impl Engine {
         worker: Option<&str>,
         budget: Option<usize>,
     ) -> Result<HandoffPackage> {
-        let plan = self.policy.next_turn(
-            &session.state,
-            &session.config.roster,
-            &session.config.settings,
-        );
+        let plan = self.next_planned(session, &session.state)?;
         let (index, assignment, planned_budget) = match plan {
             Some(p) => (p.worker, p.assignment, p.budget),
             None => (
@@ -73,11 +119,7 @@ impl Engine {
                 session.run, session.run
             )));
         }
-        let Some(plan) = self.policy.next_turn(
-            &session.state,
-            &session.config.roster,
-            &session.config.settings,
-        ) else {
+        let Some(plan) = self.next_planned(session, &session.state)? else {
             let event = Event {
                 run_id: session.run.clone(),
                 turn: None,
@@ -157,11 +199,7 @@ impl Engine {
             doomed,
         } = self.run_turn(session, &plan)?;
         session.reshape = reshape::Reshape::default();
-        let next = self.policy.next_turn(
-            &session.state,
-            &session.config.roster,
-            &session.config.settings,
-        );
+        let next = self.next_planned(session, &session.state)?;
         let same_worker_next = next.as_ref().is_some_and(|n| n.worker == plan.worker);
         let worker = session.config.roster.workers[plan.worker].id.clone();
         let unreachable = match same_worker_next && summary.status == TurnStatus::Failed {
@@ -261,7 +299,7 @@ impl Engine {
     }
 
     /// Whether the plan has nothing left once `plan`'s turn commits.
-    pub(super) fn is_last_turn(&self, session: &Session, plan: &TurnPlan) -> bool {
+    pub(super) fn is_last_turn(&self, session: &Session, plan: &Planned) -> bool {
         let mut after = session.state.clone();
         if let Some(id) = &plan.assignment.step_id
             && let Some(step) = after.plan.iter_mut().find(|s| &s.id == id)
@@ -279,8 +317,7 @@ impl Engine {
             });
         }
         after.turns += 1;
-        self.policy
-            .next_turn(&after, &session.config.roster, &session.config.settings)
-            .is_none()
+        let input = PolicyInput::new(&after, &session.config.roster, &session.config.settings);
+        self.policy.next_turn(&input).is_none()
     }
 }

@@ -14,16 +14,16 @@ use baton_core::turn::{CallKind, TurnRecord, TurnStatus};
 use baton_store::{RunStatus, TurnCommit};
 
 use super::doomed::Doomed;
+use super::step::Planned;
 use super::{Engine, Session, TurnSummary, holds};
 use crate::audit;
 use crate::config::{Calls, WorkerConfig};
 use crate::hook::{HookOutcome, TurnFacts};
-use crate::policy::TurnPlan;
 use crate::{Error, Result};
 
 impl Engine {
     /// Runs and commits one turn.
-    pub(super) fn run_turn(&self, session: &mut Session, plan: &TurnPlan) -> Result<TurnEnd> {
+    pub(super) fn run_turn(&self, session: &mut Session, plan: &Planned) -> Result<TurnEnd> {
         let t0 = Instant::now();
         let turn = session.state.turns;
         let worker: WorkerConfig = session.config.roster.workers[plan.worker].clone();

@@ -5,6 +5,7 @@ mod failures;
 mod hardening;
 mod invariants;
 mod jobs;
+mod judge;
 mod providers;
 mod replay;
 // The gateway suite's wire-format server, shared rather than copied.
