@@ -530,15 +530,21 @@ pub fn outbox(ctx: &Context_, job: Option<&str>, json: bool) -> Result<ExitCode>
             println!("   drift: {d}");
         }
         if let Some(j) = &job.judgement {
-            let winner = j["winner_job"].as_str().unwrap_or("");
+            let j: engine_jobs::judge::Judgement = serde_json::from_value(j.clone())
+                .with_context(|| format!("the judgement recorded on job {}", job.id))?;
             println!(
-                "   judged: {}",
-                if winner == job.id {
+                "   judged: {} (by {}{})",
+                if j.winner_job == job.id {
                     "WINNER"
                 } else {
                     "not the winner"
-                }
+                },
+                j.judge,
+                judge_cost(&j)
             );
+            for c in &j.calls {
+                println!("   {}", crate::render::call_line(c).trim_start());
+            }
         }
         println!(
             "   record: `baton state {}`, `baton history {}`",
@@ -559,6 +565,20 @@ fn api_workers(roster: &Roster) -> String {
         " (the roster has none: add one to baton.toml)".to_string()
     } else {
         format!(" ({})", ids.join(", "))
+    }
+}
+
+/// The judge's calls in a few words: how many, and what they cost when priced.
+fn judge_cost(j: &engine_jobs::judge::Judgement) -> String {
+    let calls = match j.calls.len() {
+        // Recorded before the judge's calls were.
+        0 => return String::new(),
+        1 => "1 call".to_string(),
+        n => format!("{n} calls"),
+    };
+    match j.cost_micro_usd() {
+        Some(cost) => format!(", {calls}, {}", baton_engine::report::dollars(cost)),
+        None => format!(", {calls}"),
     }
 }
 
@@ -615,7 +635,15 @@ pub fn judge(ctx: &Context_, target: &str, judge: Option<&str>) -> Result<ExitCo
         &worker,
         gateway.as_ref(),
     )?;
-    println!("group {group}, judged by {} against: {}", j.judge, j.rubric);
+    println!(
+        "group {group}, judged by {}{} against: {}",
+        j.judge,
+        judge_cost(&j),
+        j.rubric
+    );
+    for c in &j.calls {
+        println!("{}", crate::render::call_line(c));
+    }
     for s in &j.verdict.scores {
         let job = j
             .labels
