@@ -54,3 +54,126 @@ impl<T> Station for Claims<T> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use baton_core::tokens::HeuristicEstimator;
+    use baton_gateway::{Gateway, ModelRequest, ModelResponse, Usage};
+    use serde_json::json;
+
+    use super::*;
+    use crate::clock::SystemClock;
+    use crate::config::WorkerConfig;
+    use crate::orchestrator::calls::{Caller, NoAnswer};
+    use crate::orchestrator::reshape::Reshape;
+
+    /// Answers from a list, and keeps the schema and user message of every request.
+    #[derive(Debug, Default)]
+    struct Scripted {
+        answers: Mutex<Vec<&'static str>>,
+        seen: Mutex<Vec<(Value, String)>>,
+    }
+
+    impl Gateway for Scripted {
+        fn complete(&self, request: &ModelRequest<'_>) -> baton_gateway::Result<ModelResponse> {
+            self.seen
+                .lock()
+                .unwrap()
+                .push((request.schema.clone(), request.user.to_string()));
+            Ok(ModelResponse {
+                text: self.answers.lock().unwrap().remove(0).into(),
+                usage: Usage::default(),
+            })
+        }
+    }
+
+    /// A station of its own: its schema, a reader that wants a number, its repair.
+    struct Numbers(Value);
+
+    impl Station for Numbers {
+        type Answer = u32;
+
+        fn schema(&self, _call: CallKind) -> &Value {
+            &self.0
+        }
+
+        fn read(&self, raw: &str) -> Result<u32, Unread> {
+            raw.trim().parse().map_err(|_| Unread {
+                problem: format!("\"{raw}\" is not a number"),
+                repairable: !raw.contains("never"),
+            })
+        }
+
+        fn repair_prompt(&self, asked: &Prompt, _raw: &str, problem: &str) -> Prompt {
+            Prompt {
+                system: asked.system.clone(),
+                user: format!("NUMBERS ONLY: {problem}"),
+            }
+        }
+    }
+
+    fn ask(gateway: &Scripted, repairs: u32) -> (Result<(u32, String), NoAnswer>, usize) {
+        let worker = WorkerConfig::mock("w", "m");
+        let (redactor, cancel, reshape) = (
+            baton_gateway::Redactor::default(),
+            baton_gateway::Cancel::new(),
+            Reshape::default(),
+        );
+        let caller = Caller {
+            worker: &worker,
+            gateway: Some(gateway),
+            estimator: &HeuristicEstimator,
+            system_tokens: 1,
+            redactor: &redactor,
+            cancel: &cancel,
+            clock: &SystemClock,
+            watcher: None,
+            observer: None,
+            reshape: &reshape,
+            workspace: None,
+            output: None,
+            repair_attempts: repairs,
+        };
+        let station = Numbers(json!({"type": "integer", "title": "numbers"}));
+        let prompt = Prompt {
+            system: "s".into(),
+            user: "How many?".into(),
+        };
+        let mut calls = Vec::new();
+        let out = caller.call_for_answer(
+            &station,
+            prompt,
+            CallKind::Execute,
+            0,
+            &mut calls,
+            &mut Vec::new(),
+        );
+        (out, calls.len())
+    }
+
+    #[test]
+    fn a_stations_schema_reader_and_repair_prompt_are_the_ones_the_call_uses() {
+        let gateway = Scripted::default();
+        *gateway.answers.lock().unwrap() = vec!["seven", "7"];
+        let (out, calls) = ask(&gateway, 1);
+        assert_eq!(out.unwrap().0, 7);
+        assert_eq!(calls, 2);
+        let seen = gateway.seen.lock().unwrap();
+        assert!(seen.iter().all(|(schema, _)| schema["title"] == "numbers"));
+        assert_eq!(seen[1].1, "NUMBERS ONLY: \"seven\" is not a number");
+    }
+
+    #[test]
+    fn an_answer_its_station_says_no_repair_fixes_is_not_repaired() {
+        let gateway = Scripted::default();
+        *gateway.answers.lock().unwrap() = vec!["never"];
+        let (out, calls) = ask(&gateway, 3);
+        assert!(
+            matches!(out, Err(NoAnswer::Unread { ref problem, .. }) if problem.contains("never")),
+            "{out:?}"
+        );
+        assert_eq!(calls, 1);
+    }
+}

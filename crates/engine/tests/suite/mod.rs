@@ -6,6 +6,7 @@ mod hardening;
 mod invariants;
 mod jobs;
 mod judge;
+mod policy;
 mod providers;
 mod replay;
 // The gateway suite's wire-format server, shared rather than copied.
