@@ -338,27 +338,35 @@ impl Caller<'_> {
         loop {
             let (record, out) = self.call(&current, kind, station.schema(kind), turn);
             calls.push(record);
-            let asked = current.clone();
-            prompts.push(current);
-            let raw = out.map_err(|failed| NoAnswer::Failed { kind, failed })?;
-            match station.read(&raw) {
-                Ok(read) => return Ok((read, raw)),
+            let raw = match out {
+                Ok(raw) => raw,
+                Err(failed) => {
+                    prompts.push(current);
+                    return Err(NoAnswer::Failed { kind, failed });
+                }
+            };
+            let (problem, repairable) = match station.read(&raw) {
+                Ok(read) => {
+                    prompts.push(current);
+                    return Ok((read, raw));
+                }
                 Err(Unread {
                     problem,
                     repairable,
-                }) => {
-                    if let Some(last) = calls.last_mut() {
-                        last.error = Some(problem.clone());
-                    }
-                    let repair = call.repair().filter(|_| repairable && repairs_left > 0);
-                    let Some(repair) = repair else {
-                        return Err(NoAnswer::Unread { kind, problem });
-                    };
-                    repairs_left -= 1;
-                    kind = repair;
-                    current = station.repair_prompt(&asked, &raw, &problem);
-                }
+                }) => (problem, repairable),
+            };
+            if let Some(last) = calls.last_mut() {
+                last.error = Some(problem.clone());
             }
+            let repair = call.repair().filter(|_| repairable && repairs_left > 0);
+            let Some(repair) = repair else {
+                prompts.push(current);
+                return Err(NoAnswer::Unread { kind, problem });
+            };
+            repairs_left -= 1;
+            kind = repair;
+            let next = station.repair_prompt(&current, &raw, &problem);
+            prompts.push(std::mem::replace(&mut current, next));
         }
     }
 }
