@@ -189,24 +189,12 @@ pub fn owner_is_dead(owner: &str) -> bool {
     let Some((pid, host)) = rest.split_once('@') else {
         return false;
     };
-    if host != hostname() || !std::path::Path::new("/proc/self").exists() {
+    if host != hostname() {
         return false;
     }
-    pid.parse::<u32>().map(process_is_gone).unwrap_or(false)
-}
-
-/// True when no process `pid` runs: none exists, or it is a zombie (it exited and
-/// waits only to be reaped; it will never renew a lease again).
-fn process_is_gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state is the first field after the command, which is in parentheses
-        // and may itself contain spaces and parentheses.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state == "Z" || state == "X"),
-        Err(_) => !std::path::Path::new(&format!("/proc/{pid}")).exists(),
-    }
+    pid.parse::<u32>()
+        .map(baton_gateway::process::is_gone)
+        .unwrap_or(false)
 }
 
 /// Takes the run's lease for this process, or says who holds it.
@@ -299,7 +287,7 @@ mod tests {
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let pid = child.id();
         let deadline = Instant::now() + Duration::from_secs(5);
-        while !process_is_gone(pid) && Instant::now() < deadline {
+        while !baton_gateway::process::is_gone(pid) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
         assert!(owner_is_dead(&format!("pid-{pid}@{}", hostname())));
