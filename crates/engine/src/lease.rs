@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 
 use baton_core::ids::RunId;
 use baton_gateway::Cancel;
-use baton_store::Store;
+use baton_store::{CancelTarget, Store};
 
+use crate::cancel_watch::CancelWatch;
 use crate::clock::Clock;
 use crate::{Error, Result};
 
@@ -142,6 +143,9 @@ pub struct RunLease {
     run: RunId,
     store: Arc<dyn Store>,
     heartbeat: Heartbeat,
+    /// Watches for `baton cancel` of the run (a foreground run; a job's run is
+    /// cancelled through its job).
+    watch: Option<CancelWatch>,
 }
 
 impl std::fmt::Debug for RunLease {
@@ -158,11 +162,36 @@ impl RunLease {
     pub fn lost(&self) -> Option<LeaseLoss> {
         self.heartbeat.lost()
     }
+
+    /// From now on, `baton cancel` of the run cancels `cancel` (within a
+    /// [`CANCEL_POLL`]); replaces an earlier watch.
+    ///
+    /// [`CANCEL_POLL`]: crate::cancel_watch::CANCEL_POLL
+    pub fn watch_cancel(&mut self, cancel: Cancel) {
+        self.watch = Some(CancelWatch::start(
+            self.store.clone(),
+            CancelTarget::Run(self.run.clone()),
+            Some(self.token.clone()),
+            cancel,
+        ));
+    }
+
+    /// Whether `baton cancel` asked this process to stop the run.
+    pub fn cancel_requested(&self) -> bool {
+        self.watch.as_ref().is_some_and(CancelWatch::requested)
+    }
 }
 
 impl Drop for RunLease {
     fn drop(&mut self) {
         self.heartbeat.stop();
+        if self.cancel_requested() {
+            // Honoured: the request names this lease only, and goes with it.
+            drop(self.watch.take());
+            let _ = self
+                .store
+                .clear_cancel(&CancelTarget::Run(self.run.clone()));
+        }
         // Best effort: an unreleased lease simply expires.
         let _ = self.store.release_run_lease(&self.run, &self.token);
     }
@@ -261,6 +290,7 @@ fn acquire_inner(
         run: run.clone(),
         store,
         heartbeat,
+        watch: None,
     })
 }
 

@@ -5,6 +5,7 @@
 
 pub mod audit;
 pub mod bench;
+pub mod cancel_watch;
 pub mod clock;
 pub mod config;
 pub mod demo;

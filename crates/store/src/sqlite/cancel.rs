@@ -19,6 +19,14 @@ pub(super) fn request(
             });
         }
         CancelTarget::Run(run) => {
+            // A job's run is stopped as its job is: the job's worker watches the job.
+            let job: Option<String> = tx
+                .prepare_cached("SELECT id FROM jobs WHERE run_id = ?1")?
+                .query_row([&run.0], |r| r.get(0))
+                .optional()?;
+            if let Some(job) = job {
+                return request(tx, &CancelTarget::Job(job), now);
+            }
             let lease: Option<(Option<String>, Option<String>, Option<i64>)> = tx
                 .prepare_cached(
                     "SELECT lease_token, lease_owner, lease_expires_at FROM runs WHERE id = ?1",
