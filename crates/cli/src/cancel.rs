@@ -38,7 +38,10 @@ pub(crate) fn cancel(ctx: &Context_, id: Option<&str>, process: Option<&str>) ->
                 CancelTarget::Job(job) => format!(
                     "the turn in flight is discarded and the job ends `cancelled`: `baton requeue {job}` continues it"
                 ),
-                CancelTarget::Process(_) => "its jobs' turns in flight are discarded and the jobs go back to the queue".to_string(),
+                CancelTarget::Process(_) => {
+                    "its jobs' turns in flight are discarded and the jobs go back to the queue"
+                        .to_string()
+                }
             };
             println!("asked {holder} to stop {target}; it stops within a second: {next}");
         }
@@ -65,10 +68,13 @@ fn resolve(store: &dyn Store, id: &str) -> Result<CancelTarget> {
     match (run, job) {
         (Ok(run), Err(baton_store::Error::JobNotFound { .. })) => Ok(CancelTarget::Run(run)),
         (Err(baton_store::Error::RunNotFound { .. }), Ok(job)) => Ok(CancelTarget::Job(job)),
-        (Ok(run), Ok(job)) => bail!(
-            "\"{id}\" matches run {run} and job {job}; type more of the id"
-        ),
-        (Err(baton_store::Error::RunNotFound { .. }), Err(baton_store::Error::JobNotFound { .. })) => {
+        (Ok(run), Ok(job)) => {
+            bail!("\"{id}\" matches run {run} and job {job}; type more of the id")
+        }
+        (
+            Err(baton_store::Error::RunNotFound { .. }),
+            Err(baton_store::Error::JobNotFound { .. }),
+        ) => {
             bail!("no run or job matches \"{id}\"; `baton runs` and `baton jobs` list them")
         }
         (Err(e), _) | (_, Err(e)) => Err(e.into()),

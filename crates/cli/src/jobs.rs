@@ -356,7 +356,10 @@ pub fn work(ctx: &Context_, concurrency: usize, lease_s: u64, follow: bool) -> R
         .filter(|r| r.status == JobStatus::Cancelled)
         .count();
     if cancelled > 0 {
-        let _ = write!(extra, ", {cancelled} cancelled (`baton requeue` continues one)");
+        let _ = write!(
+            extra,
+            ", {cancelled} cancelled (`baton requeue` continues one)"
+        );
     }
     println!(
         "ran {} job(s): {} in the outbox, {failed} failed{extra}. See `baton outbox`.",

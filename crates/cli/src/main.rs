@@ -123,7 +123,10 @@ pub enum Command {
     /// nothing half-done is committed
     Cancel {
         /// Run or job id (or unambiguous prefix)
-        #[arg(required_unless_present = "worker_process", conflicts_with = "worker_process")]
+        #[arg(
+            required_unless_present = "worker_process",
+            conflicts_with = "worker_process"
+        )]
         id: Option<String>,
         /// Stop a whole `baton work` process: the owner name its leases carry
         /// (`pid-<pid>@<host>`, shown by `baton jobs` and when `baton work` starts)

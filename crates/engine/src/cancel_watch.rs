@@ -52,8 +52,7 @@ impl CancelWatch {
                         if Instant::now() >= next {
                             // A failing read is retried at the next poll: the
                             // heartbeat is what stops work whose database is gone.
-                            if let Ok(true) = store.cancel_requested(&target, token.as_deref())
-                            {
+                            if let Ok(true) = store.cancel_requested(&target, token.as_deref()) {
                                 requested.store(true, Ordering::SeqCst);
                                 cancel.cancel();
                                 return;

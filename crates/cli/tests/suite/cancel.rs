@@ -86,7 +86,10 @@ fn baton_cancel_stops_a_step_waiting_on_a_model_that_never_answers() {
     assert!(err.contains("0 turn(s)"), "{err}");
     // Resumable: nothing holds the run now, and nothing of the turn is committed.
     let again = run_ok(dir.path(), &["cancel", &id]);
-    assert!(again.contains("not being advanced by any process"), "{again}");
+    assert!(
+        again.contains("not being advanced by any process"),
+        "{again}"
+    );
     let history = run_ok(dir.path(), &["history", &id, "--json"]);
     assert_eq!(
         serde_json::from_str::<serde_json::Value>(&history).unwrap(),

@@ -54,8 +54,7 @@ fn assert_all_gone(pids: &[u32]) {
     assert!(!pids.is_empty());
     // Killed, and reaped or re-parented: give the kernel a moment.
     let deadline = Instant::now() + Duration::from_secs(2);
-    while pids.iter().any(|p| !baton_gateway::process::is_gone(*p)) && Instant::now() < deadline
-    {
+    while pids.iter().any(|p| !baton_gateway::process::is_gone(*p)) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
     let left: Vec<_> = pids
@@ -160,7 +159,12 @@ fn a_cancel_abandons_an_http_call_that_never_answers_and_commits_nothing_of_it()
 }
 
 /// Enqueues one job of `worker` (and `gates`) on `repo`.
-fn queue(store: &dyn baton_store::Store, repo: &Path, worker: WorkerConfig, gates: Vec<GateSpec>) -> String {
+fn queue(
+    store: &dyn baton_store::Store,
+    repo: &Path,
+    worker: WorkerConfig,
+    gates: Vec<GateSpec>,
+) -> String {
     enqueue(
         store,
         &SystemClock,
@@ -220,7 +224,10 @@ fn work_and_cancel(
         (reports, asker.join().unwrap())
     });
     let stopped = stopped_at.lock().unwrap().expect("the job finished");
-    eprintln!("stopped {:?} after the request", stopped.duration_since(asked));
+    eprintln!(
+        "stopped {:?} after the request",
+        stopped.duration_since(asked)
+    );
     (stopped.duration_since(asked), reports)
 }
 
@@ -230,7 +237,10 @@ fn assert_cancelled_and_requeueable(store: &dyn baton_store::Store, job: &str) {
     assert_eq!(stored.status, JobStatus::Cancelled, "{stored:?}");
     assert!(stored.lease_expires_at.is_none(), "no lease left");
     let run = stored.run_id.unwrap();
-    assert!(store.turns(&run).unwrap().is_empty(), "the turn is discarded");
+    assert!(
+        store.turns(&run).unwrap().is_empty(),
+        "the turn is discarded"
+    );
     store.requeue_job(job, SystemClock.now()).unwrap();
     assert_eq!(store.job(job).unwrap().status, JobStatus::Queued);
 }
@@ -246,14 +256,28 @@ fn a_cancel_ends_a_thirty_minute_agent_and_its_process_tree_while_the_other_job_
         "sleep 1800 & echo $! >> {p}; echo $$ >> {p}; wait",
         p = pids.display()
     );
-    let slow = queue(store.as_ref(), &repo, sh_worker("slow", &script), Vec::new());
-    let quick = queue(store.as_ref(), &repo, sh_worker("quick", WRITE_AND_CLAIM), Vec::new());
+    let slow = queue(
+        store.as_ref(),
+        &repo,
+        sh_worker("slow", &script),
+        Vec::new(),
+    );
+    let quick = queue(
+        store.as_ref(),
+        &repo,
+        sh_worker("quick", WRITE_AND_CLAIM),
+        Vec::new(),
+    );
     let (took, reports) = work_and_cancel(dir.path(), &store, &slow, &pids);
     assert!(took < STOPPED_WITHIN, "stopped {took:?} after the request");
     assert_all_gone(&pids_in(&pids));
     let by_job = |id: &str| reports.iter().find(|r| r.job == id).unwrap().status;
     assert_eq!(by_job(&slow), JobStatus::Cancelled);
-    assert_eq!(by_job(&quick), JobStatus::Outbox, "the other job is untouched");
+    assert_eq!(
+        by_job(&quick),
+        JobStatus::Outbox,
+        "the other job is untouched"
+    );
     assert_cancelled_and_requeueable(store.as_ref(), &slow);
 }
 
@@ -271,7 +295,12 @@ fn a_cancel_ends_a_thirty_minute_gate_and_what_it_started() {
         ),
         timeout_s: 3600,
     };
-    let job = queue(store.as_ref(), &repo, sh_worker("w", WRITE_AND_CLAIM), vec![gate]);
+    let job = queue(
+        store.as_ref(),
+        &repo,
+        sh_worker("w", WRITE_AND_CLAIM),
+        vec![gate],
+    );
     let (took, _) = work_and_cancel(dir.path(), &store, &job, &pids);
     assert!(took < STOPPED_WITHIN, "stopped {took:?} after the request");
     assert_all_gone(&pids_in(&pids));
@@ -290,7 +319,10 @@ fn a_cancel_of_the_process_stops_an_idle_follower_and_a_stale_request_does_not()
     };
     // A request left for this owner name before the process started is not for it.
     store
-        .request_cancel(&CancelTarget::Process(options.owner.clone()), SystemClock.now())
+        .request_cancel(
+            &CancelTarget::Process(options.owner.clone()),
+            SystemClock.now(),
+        )
         .unwrap();
     let (reports, asked) = std::thread::scope(|s| {
         let asker = s.spawn(|| {

@@ -37,7 +37,12 @@ fn anthropic_worker(id: &str, server: &TestServer) -> WorkerConfig {
 }
 
 /// A Chat Completions answer carrying `claim`.
-pub(super) fn chat(claim: &Value, finish: &str, prompt_tokens: u64, completion_tokens: u64) -> Action {
+pub(super) fn chat(
+    claim: &Value,
+    finish: &str,
+    prompt_tokens: u64,
+    completion_tokens: u64,
+) -> Action {
     reply(
         200,
         &json!({

@@ -6,6 +6,9 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use crate::cancel::{CancelOutcome, CancelTarget};
 use crate::{Error, Result};
 
+/// A lease's token, owner and expiry, as stored (all `NULL` when nobody holds it).
+type Lease = (Option<String>, Option<String>, Option<i64>);
+
 pub(super) fn request(
     tx: &Transaction<'_>,
     target: &CancelTarget,
@@ -27,7 +30,7 @@ pub(super) fn request(
             if let Some(job) = job {
                 return request(tx, &CancelTarget::Job(job), now);
             }
-            let lease: Option<(Option<String>, Option<String>, Option<i64>)> = tx
+            let lease: Option<Lease> = tx
                 .prepare_cached(
                     "SELECT lease_token, lease_owner, lease_expires_at FROM runs WHERE id = ?1",
                 )?
@@ -48,17 +51,17 @@ pub(super) fn request(
             }
         }
         CancelTarget::Job(id) => {
-            let row: Option<(String, Option<String>, Option<String>, Option<i64>)> = tx
+            let row: Option<(String, Lease)> = tx
                 .prepare_cached(
                     "SELECT status, lease_token, lease_owner, lease_expires_at FROM jobs WHERE id = ?1",
                 )?
-                .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+                .query_row([id], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?))))
                 .optional()?;
             let Some(row) = row else {
                 return Err(Error::JobNotFound { prefix: id.clone() });
             };
             match row {
-                (status, Some(token), Some(owner), Some(until))
+                (status, (Some(token), Some(owner), Some(until)))
                     if status == "running" && until >= now.0 =>
                 {
                     (token, owner)

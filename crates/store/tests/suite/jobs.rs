@@ -352,7 +352,14 @@ pub fn cancel_requests_stop_the_lease_they_name_and_no_other(store: &dyn Store) 
         CancelOutcome::NotRunning { .. }
     ));
     store
-        .try_lease_run(&RunId("run-1".into()), "p1", "t1", Timestamp(100), 1_000, false)
+        .try_lease_run(
+            &RunId("run-1".into()),
+            "p1",
+            "t1",
+            Timestamp(100),
+            1_000,
+            false,
+        )
         .unwrap()
         .unwrap();
     assert!(!store.cancel_requested(&run, Some("t1")).unwrap());
@@ -364,9 +371,18 @@ pub fn cancel_requests_stop_the_lease_they_name_and_no_other(store: &dyn Store) 
     );
     assert!(store.cancel_requested(&run, Some("t1")).unwrap());
     // The next holder (`baton resume` after the stop) is not cancelled by it.
-    store.release_run_lease(&RunId("run-1".into()), "t1").unwrap();
     store
-        .try_lease_run(&RunId("run-1".into()), "p2", "t2", Timestamp(300), 1_000, false)
+        .release_run_lease(&RunId("run-1".into()), "t1")
+        .unwrap();
+    store
+        .try_lease_run(
+            &RunId("run-1".into()),
+            "p2",
+            "t2",
+            Timestamp(300),
+            1_000,
+            false,
+        )
         .unwrap()
         .unwrap();
     assert!(!store.cancel_requested(&run, Some("t2")).unwrap());
@@ -396,7 +412,13 @@ pub fn cancel_requests_stop_the_lease_they_name_and_no_other(store: &dyn Store) 
     assert!(store.cancel_requested(&job, Some("lt1")).unwrap());
     assert!(!store.cancel_requested(&job, Some("other")).unwrap());
     store
-        .finish_job(&fence, JobStatus::Cancelled, None, Some("cancelled"), Timestamp(900))
+        .finish_job(
+            &fence,
+            JobStatus::Cancelled,
+            None,
+            Some("cancelled"),
+            Timestamp(900),
+        )
         .unwrap();
     store.clear_cancel(&job).unwrap();
     assert!(!store.cancel_requested(&job, Some("lt1")).unwrap());
