@@ -44,6 +44,19 @@ pub fn signal_group(child: &Child, signal: Signal) {
     }
 }
 
+/// SIGKILL to one process by pid (one found by its mark, outside any group baton
+/// leads). One syscall and nothing else, so the watchdog's forked child may call it.
+pub fn kill_pid(pid: i32) {
+    #[cfg(unix)]
+    // SAFETY: plain syscall on a pid read from /proc a moment ago; one gone since
+    // gives ESRCH, ignored.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    }
+    #[cfg(not(unix))]
+    let _ = pid;
+}
+
 /// SIGTERM to the group, up to `grace` for the leader to exit, then SIGKILL to the
 /// group (what the leader started may outlive it); reaps the child.
 pub fn terminate(child: &mut Child, grace: Duration) {
