@@ -273,10 +273,11 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             let engine = ctx.engine(&store);
             let id = resolve_own_run(store.as_ref(), run.as_deref())?;
             let mut session = engine.open_with_keys(&id, None, ctx.keys())?;
-            engine.lease(&mut session, baton_engine::lease::DEFAULT_RUN_LEASE)?;
+            // Before the lease: `baton cancel` of the run cancels this token.
             session.cancel = baton_gateway::Cancel::on_interrupt();
+            engine.lease(&mut session, baton_engine::lease::DEFAULT_RUN_LEASE)?;
             let stepped = engine.step(&mut session);
-            if let Some(code) = interrupted(store.as_ref(), &id, &stepped) {
+            if let Some(code) = interrupted(store.as_ref(), &id, &stepped, &session) {
                 return Ok(code);
             }
             match stepped? {
@@ -440,6 +441,9 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         } => crate::jobs::work(&ctx, concurrency, lease_s, follow),
         Command::Jobs { json } => crate::jobs::list(&ctx, json),
         Command::Requeue { job, roster } => requeue(&ctx, &job, roster.as_deref()),
+        Command::Cancel { id, worker_process } => {
+            crate::cancel::cancel(&ctx, id.as_deref(), worker_process.as_deref())
+        }
         Command::Outbox { job, json } => crate::jobs::outbox(&ctx, job.as_deref(), json),
         Command::Judge { target, judge } => crate::jobs::judge(&ctx, &target, judge.as_deref()),
         Command::Gc {
@@ -500,7 +504,7 @@ fn resolve_own_run(store: &dyn Store, run: Option<&str>) -> Result<RunId> {
                     .map(|o| format!(" ({o})"))
                     .unwrap_or_default()
             ),
-            baton_store::JobStatus::Failed => format!(
+            baton_store::JobStatus::Failed | baton_store::JobStatus::Cancelled => format!(
                 "continue it with `baton requeue {}` (add --roster <file> to replace its roster), then `baton work`",
                 job.id
             ),
@@ -556,12 +560,13 @@ fn roster_from(path: &Path) -> Result<baton_engine::Roster> {
     })
 }
 
-/// When the process was interrupted: says what was kept and how to continue, and
-/// returns the exit status; `None` otherwise.
+/// When the process was interrupted, or stopped by `baton cancel`: says what was kept
+/// and how to continue, and returns the exit status; `None` otherwise.
 fn interrupted<T>(
     store: &dyn Store,
     id: &RunId,
     result: &baton_engine::Result<T>,
+    session: &baton_engine::Session,
 ) -> Option<ExitCode> {
     let what = match result {
         Err(baton_engine::Error::Cancelled { turn }) => {
@@ -572,11 +577,25 @@ fn interrupted<T>(
         }
         _ => return None,
     };
+    let (how, code) = match crate::signals::exit_code() {
+        Some(code) => ("interrupted", code),
+        None if session
+            .run_lease
+            .as_ref()
+            .is_some_and(|l| l.cancel_requested()) =>
+        {
+            (
+                "cancelled (`baton cancel`)",
+                ExitCode::from(crate::cancel::EXIT_CANCELLED),
+            )
+        }
+        None => return None,
+    };
     let turns = store.run_info(id).map(|i| i.turns).unwrap_or(0);
     eprintln!(
-        "interrupted: {what}; {turns} turn(s) of run {id} are committed and its lease is released. Continue with `baton resume {id}`."
+        "{how}: {what}; {turns} turn(s) of run {id} are committed and its lease is released. Continue with `baton resume {id}`."
     );
-    crate::signals::exit_code()
+    Some(code)
 }
 
 pub(crate) fn requeue(ctx: &Context_, job: &str, roster: Option<&Path>) -> Result<ExitCode> {
@@ -585,7 +604,10 @@ pub(crate) fn requeue(ctx: &Context_, job: &str, roster: Option<&Path>) -> Resul
     let info = store.job(&id)?;
     // Refused before anything changes: a running job's run must not get a roster its
     // worker never uses.
-    if info.status != baton_store::JobStatus::Failed {
+    if !matches!(
+        info.status,
+        baton_store::JobStatus::Failed | baton_store::JobStatus::Cancelled
+    ) {
         return Err(baton_store::Error::JobNotRequeueable {
             job: id,
             status: info.status.as_str(),
@@ -639,6 +661,8 @@ fn drive(
         Some(_) => engine.open_for_preview(id)?,
         None => engine.open_with_keys(id, None, ctx.keys())?,
     };
+    // Before the lease: `baton cancel` of the run cancels this token.
+    session.cancel = baton_gateway::Cancel::on_interrupt();
     engine.lease(&mut session, baton_engine::lease::DEFAULT_RUN_LEASE)?;
     if let Some(path) = roster {
         let keys = replace_roster(
@@ -648,11 +672,11 @@ fn drive(
             path,
             baton_engine::orchestrator::Place::Run,
         )?;
-        let lease = session.run_lease.take();
+        let (lease, cancel) = (session.run_lease.take(), session.cancel.clone());
         session = engine.open_with_keys(id, None, Some(&keys))?;
         session.run_lease = lease;
+        session.cancel = cancel;
     }
-    session.cancel = baton_gateway::Cancel::on_interrupt();
     if session.status == baton_store::RunStatus::Blocked {
         eprintln!("run {id} was blocked; resuming as asked");
         engine.unblock(&mut session)?;
@@ -667,7 +691,7 @@ fn drive(
     if let Some(path) = record {
         write_record(store, id, path)?;
     }
-    if let Some(code) = interrupted(store, id, &end) {
+    if let Some(code) = interrupted(store, id, &end, &session) {
         return Ok(code);
     }
     let end = end?;

@@ -225,6 +225,14 @@ pub fn work(ctx: &Context_, concurrency: usize, lease_s: u64, follow: bool) -> R
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let reader = store.clone();
+    let cancel = options.cancel.clone();
+    if follow {
+        // A process meant to run for long: say how to stop it from elsewhere.
+        eprintln!(
+            "baton work: following the queue as {owner}; `baton cancel --worker-process {owner}` stops it from another shell",
+            owner = options.owner
+        );
+    }
     let reports = engine_jobs::runner::work(store, clock, &options, &|p| match p {
         Progress::Claimed {
             job,
@@ -297,6 +305,17 @@ pub fn work(ctx: &Context_, concurrency: usize, lease_s: u64, follow: bool) -> R
         );
         return Ok(code);
     }
+    if cancel.is_cancelled() {
+        let released = reports
+            .iter()
+            .filter(|r| r.status == JobStatus::Queued)
+            .count();
+        println!(
+            "cancelled (`baton cancel --worker-process {}`): {released} job(s) given back to the queue; `baton work` continues them from their last committed turn",
+            options.owner
+        );
+        return Ok(ExitCode::from(crate::cancel::EXIT_CANCELLED));
+    }
     if reports.is_empty() {
         let running = ctx
             .store()?
@@ -330,6 +349,17 @@ pub fn work(ctx: &Context_, concurrency: usize, lease_s: u64, follow: bool) -> R
     }
     if lost > 0 {
         let _ = write!(extra, ", {lost} taken over by another worker");
+    }
+    let cancelled = reports
+        .iter()
+        .filter(mine)
+        .filter(|r| r.status == JobStatus::Cancelled)
+        .count();
+    if cancelled > 0 {
+        let _ = write!(
+            extra,
+            ", {cancelled} cancelled (`baton requeue` continues one)"
+        );
     }
     println!(
         "ran {} job(s): {} in the outbox, {failed} failed{extra}. See `baton outbox`.",

@@ -4,6 +4,7 @@
 #[macro_use]
 mod out;
 
+mod cancel;
 mod commands;
 mod input;
 mod jobs;
@@ -118,7 +119,22 @@ pub enum Command {
         #[arg(long)]
         roster: Option<PathBuf>,
     },
-    /// Put a failed job back on the queue; it continues from its last committed turn
+    /// Stop a run, a job or a whole `baton work` from another shell, within a second;
+    /// nothing half-done is committed
+    Cancel {
+        /// Run or job id (or unambiguous prefix)
+        #[arg(
+            required_unless_present = "worker_process",
+            conflicts_with = "worker_process"
+        )]
+        id: Option<String>,
+        /// Stop a whole `baton work` process: the owner name its leases carry
+        /// (`pid-<pid>@<host>`, shown by `baton jobs` and when `baton work` starts)
+        #[arg(long)]
+        worker_process: Option<String>,
+    },
+    /// Put a failed or cancelled job back on the queue; it continues from its last
+    /// committed turn
     Requeue {
         /// Job id or unambiguous prefix
         job: String,

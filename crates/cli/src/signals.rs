@@ -68,7 +68,7 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
     FIRST_AT_MS.store(now_ms(), std::sync::atomic::Ordering::SeqCst);
     cancel::interrupt(sig as u32);
-    const FIRST: &[u8] = b"\nbaton: stopping: ending agents and gates, discarding the turn in flight, releasing leases; a model call already on its way is waited for (press Ctrl-C again to stop at once)\n";
+    const FIRST: &[u8] = b"\nbaton: stopping: ending agents and gates, abandoning a model call in flight, discarding the turn in flight, releasing leases (press Ctrl-C again to stop at once)\n";
     // SAFETY: async-signal-safe.
     unsafe {
         libc::write(2, FIRST.as_ptr().cast(), FIRST.len());

@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 
 use baton_core::ids::RunId;
 use baton_gateway::Cancel;
-use baton_store::Store;
+use baton_store::{CancelTarget, Store};
 
+use crate::cancel_watch::CancelWatch;
 use crate::clock::Clock;
 use crate::{Error, Result};
 
@@ -142,6 +143,9 @@ pub struct RunLease {
     run: RunId,
     store: Arc<dyn Store>,
     heartbeat: Heartbeat,
+    /// Watches for `baton cancel` of the run (a foreground run; a job's run is
+    /// cancelled through its job).
+    watch: Option<CancelWatch>,
 }
 
 impl std::fmt::Debug for RunLease {
@@ -158,11 +162,36 @@ impl RunLease {
     pub fn lost(&self) -> Option<LeaseLoss> {
         self.heartbeat.lost()
     }
+
+    /// From now on, `baton cancel` of the run cancels `cancel` (within a
+    /// [`CANCEL_POLL`]); replaces an earlier watch.
+    ///
+    /// [`CANCEL_POLL`]: crate::cancel_watch::CANCEL_POLL
+    pub fn watch_cancel(&mut self, cancel: Cancel) {
+        self.watch = Some(CancelWatch::start(
+            self.store.clone(),
+            CancelTarget::Run(self.run.clone()),
+            Some(self.token.clone()),
+            cancel,
+        ));
+    }
+
+    /// Whether `baton cancel` asked this process to stop the run.
+    pub fn cancel_requested(&self) -> bool {
+        self.watch.as_ref().is_some_and(CancelWatch::requested)
+    }
 }
 
 impl Drop for RunLease {
     fn drop(&mut self) {
         self.heartbeat.stop();
+        if self.cancel_requested() {
+            // Honoured: the request names this lease only, and goes with it.
+            drop(self.watch.take());
+            let _ = self
+                .store
+                .clear_cancel(&CancelTarget::Run(self.run.clone()));
+        }
         // Best effort: an unreleased lease simply expires.
         let _ = self.store.release_run_lease(&self.run, &self.token);
     }
@@ -189,24 +218,12 @@ pub fn owner_is_dead(owner: &str) -> bool {
     let Some((pid, host)) = rest.split_once('@') else {
         return false;
     };
-    if host != hostname() || !std::path::Path::new("/proc/self").exists() {
+    if host != hostname() {
         return false;
     }
-    pid.parse::<u32>().map(process_is_gone).unwrap_or(false)
-}
-
-/// True when no process `pid` runs: none exists, or it is a zombie (it exited and
-/// waits only to be reaped; it will never renew a lease again).
-fn process_is_gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state is the first field after the command, which is in parentheses
-        // and may itself contain spaces and parentheses.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state == "Z" || state == "X"),
-        Err(_) => !std::path::Path::new(&format!("/proc/{pid}")).exists(),
-    }
+    pid.parse::<u32>()
+        .map(baton_gateway::process::is_gone)
+        .unwrap_or(false)
 }
 
 /// Takes the run's lease for this process, or says who holds it.
@@ -273,6 +290,7 @@ fn acquire_inner(
         run: run.clone(),
         store,
         heartbeat,
+        watch: None,
     })
 }
 
@@ -299,7 +317,7 @@ mod tests {
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let pid = child.id();
         let deadline = Instant::now() + Duration::from_secs(5);
-        while !process_is_gone(pid) && Instant::now() < deadline {
+        while !baton_gateway::process::is_gone(pid) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
         assert!(owner_is_dead(&format!("pid-{pid}@{}", hostname())));

@@ -5,6 +5,7 @@
 
 pub mod audit;
 pub mod bench;
+pub mod cancel_watch;
 pub mod clock;
 pub mod config;
 pub mod demo;
@@ -57,13 +58,15 @@ pub enum Error {
     JudgeAnswer { detail: String },
     #[error("{0}")]
     Conflict(String),
-    /// The turn in flight was stopped (an interrupt, a lost lease) and not committed;
+    /// The turn in flight was stopped (an interrupt, `baton cancel`, a lost lease) and
+    /// not committed;
     /// the run continues from its last committed turn.
     #[error(
         "turn {turn} was stopped before it committed; the run continues from its last committed turn"
     )]
     Cancelled { turn: u32 },
-    /// Stopped between turns (an interrupt): nothing was in flight, nothing is lost.
+    /// Stopped between turns (an interrupt, `baton cancel`): nothing was in flight,
+    /// nothing is lost.
     #[error("stopped before turn {next_turn} began")]
     Stopped { next_turn: u32 },
     #[error("{0}")]

@@ -1,6 +1,7 @@
 //! Stopping work in flight: an agent, a gate, a wait between retries.
 //!
-//! A [`Cancel`] is cancelled when its own flag is set (a job whose lease is lost), when
+//! A [`Cancel`] is cancelled when its own flag is set (a job whose lease is lost, a
+//! `baton cancel` from another process, which the engine polls the store for), when
 //! one of the tokens it was derived from is (the whole `baton work`), or, for tokens
 //! that [`Cancel::on_interrupt`] made, when the process was interrupted (Ctrl-C,
 //! SIGTERM). The interrupt flag is process-wide because signals are: the signal handler

@@ -129,10 +129,7 @@ fn kill_selected(select: Select<'_>) -> usize {
                 break;
             }
             for pid in &found {
-                // SAFETY: plain syscall on a pid read from /proc a moment ago.
-                unsafe {
-                    libc::kill(*pid, libc::SIGKILL);
-                }
+                crate::process::kill_pid(*pid);
             }
             killed += found.len();
         }

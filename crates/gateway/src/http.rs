@@ -3,14 +3,20 @@
 //! own error bodies) and maps transport failures to error classes.
 
 use std::io;
+use std::sync::mpsc;
 use std::time::Duration;
 
-use crate::{Error, Result};
+use crate::{Cancel, Error, Result};
+
+/// How often a cancellable call looks at its token: well inside the second a cancel
+/// must take.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
 
 /// Responses larger than this are refused rather than buffered; model answers are
 /// kilobytes, so hitting it means the server is not what we think it is.
 const MAX_BODY_BYTES: u64 = 64 * 1024 * 1024;
 
+#[derive(Clone)]
 pub(crate) struct Transport {
     agent: ureq::Agent,
     connect_timeout: Duration,
@@ -41,7 +47,68 @@ impl Transport {
         }
     }
 
-    pub fn post(&self, url: &str, headers: &[(&str, &str)], body: Vec<u8>) -> Result<Reply> {
+    /// A POST; with `cancel`, it returns [`Error::Cancelled`] within a poll of the
+    /// token being cancelled, whatever the server does meanwhile.
+    ///
+    /// ureq blocks and has no way to abort a call from another thread, so a
+    /// cancellable call runs on a thread of its own and is abandoned when cancelled:
+    /// its reply, should one still come, is dropped unread, and nothing waits for it
+    /// (the thread ends when the server answers or the call's own timeout passes).
+    pub fn post(
+        &self,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+        cancel: Option<&Cancel>,
+    ) -> Result<Reply> {
+        let Some(cancel) = cancel else {
+            return self.call(url, headers, body);
+        };
+        if cancel.is_cancelled() {
+            return Err(Error::Cancelled);
+        }
+        let me = self.clone();
+        let url = url.to_string();
+        let headers: Vec<(String, String)> = headers
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect();
+        let (tx, rx) = mpsc::sync_channel(1);
+        let host_of_url = host(&url).to_string();
+        let spawned = std::thread::Builder::new()
+            .name("baton-http".into())
+            .spawn(move || {
+                let headers: Vec<(&str, &str)> = headers
+                    .iter()
+                    .map(|(n, v)| (n.as_str(), v.as_str()))
+                    .collect();
+                // The receiver is gone when the call was abandoned: nobody wants it.
+                let _ = tx.send(me.call(&url, &headers, body));
+            });
+        if let Err(e) = spawned {
+            return Err(Error::Unreachable {
+                detail: format!("cannot start the call to {host_of_url}: {e}"),
+                sent: false,
+            });
+        }
+        loop {
+            match rx.recv_timeout(CANCEL_POLL) {
+                Ok(reply) => return reply,
+                Err(mpsc::RecvTimeoutError::Timeout) if cancel.is_cancelled() => {
+                    return Err(Error::Cancelled);
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(Error::Unreachable {
+                        detail: format!("the call to {host_of_url} ended without a result"),
+                        sent: true,
+                    });
+                }
+            }
+        }
+    }
+
+    fn call(&self, url: &str, headers: &[(&str, &str)], body: Vec<u8>) -> Result<Reply> {
         let mut request = self
             .agent
             .post(url)

@@ -26,6 +26,7 @@ mod credential;
 mod http;
 pub mod mock;
 mod options;
+pub mod process;
 pub mod providers;
 pub mod retry;
 pub mod retry_after;

@@ -19,6 +19,9 @@ pub enum JobStatus {
     Failed,
     /// Compared with its group's other candidates by the judge.
     Judged,
+    /// Stopped by `baton cancel`: not failed, and claimed by no worker until requeued,
+    /// when it continues from its last committed turn.
+    Cancelled,
 }
 
 impl JobStatus {
@@ -29,6 +32,7 @@ impl JobStatus {
             JobStatus::Outbox => "outbox",
             JobStatus::Failed => "failed",
             JobStatus::Judged => "judged",
+            JobStatus::Cancelled => "cancelled",
         }
     }
     pub fn parse(s: &str) -> Option<Self> {
@@ -38,6 +42,7 @@ impl JobStatus {
             JobStatus::Outbox,
             JobStatus::Failed,
             JobStatus::Judged,
+            JobStatus::Cancelled,
         ]
         .into_iter()
         .find(|j| j.as_str() == s)

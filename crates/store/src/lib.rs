@@ -15,10 +15,12 @@ use baton_core::turn::TurnRecord;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+pub mod cancel;
 pub mod jobs;
 mod location;
 pub mod sqlite;
 
+pub use cancel::{CancelOutcome, CancelTarget};
 pub use jobs::{ClaimOutcome, JobInfo, JobStatus, NewJob};
 pub use location::sqlite_path;
 
@@ -105,7 +107,7 @@ pub enum Error {
     )]
     RunLeaseLost { run: String, reason: String },
     #[error(
-        "job {job} is {status}, not failed: only a failed job can be requeued (`baton jobs` shows each job's state)"
+        "job {job} is {status}: only a failed or cancelled job can be requeued (`baton jobs` shows each job's state)"
     )]
     JobNotRequeueable { job: String, status: &'static str },
     // Not `source` (nor `from`): rusqlite's error is its own source, so anyhow would
@@ -365,4 +367,16 @@ pub trait Store: Send + Sync {
         judgement: &serde_json::Value,
         now: Timestamp,
     ) -> Result<()>;
+
+    /// Asks whoever holds `target` to stop it (see [`CancelOutcome`]). A run's or a
+    /// job's request is for the lease held now; a job nobody holds is cancelled here.
+    fn request_cancel(&self, target: &CancelTarget, now: Timestamp) -> Result<CancelOutcome>;
+
+    /// Whether `target` is asked to stop: for a run or a job, under the lease `token`
+    /// (a request for an earlier holder does not count); `None` for a process.
+    fn cancel_requested(&self, target: &CancelTarget, token: Option<&str>) -> Result<bool>;
+
+    /// Forgets the requests for `target` (the holder stopped; a process starting
+    /// under an owner name a dead process used must not stop at once).
+    fn clear_cancel(&self, target: &CancelTarget) -> Result<()>;
 }

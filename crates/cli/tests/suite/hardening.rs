@@ -472,7 +472,10 @@ fn a_failed_job_advice_to_requeue_it_works_as_written() {
     )
     .unwrap();
     let err = run_err(d, &["requeue", &job.id, "--roster", "other.toml"]);
-    assert!(err.contains("only a failed job can be requeued"), "{err}");
+    assert!(
+        err.contains("only a failed or cancelled job can be requeued"),
+        "{err}"
+    );
     let run = job.run_id.clone().unwrap();
     let export = run_ok(d, &["export", &run.0, "--format", "json"]);
     assert_eq!(export.matches("roster_changed").count(), 1, "{export}");

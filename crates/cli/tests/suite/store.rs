@@ -254,20 +254,20 @@ fn a_reading_command_upgrades_a_database_from_an_older_baton_once() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     run_ok(d, &["demo"]);
-    // Back to schema 3: runs had no lease columns before migration 4, and there were
-    // no provider holds before migration 5.
+    // Back to schema 3: runs had no lease columns before migration 4, there were no
+    // provider holds before migration 5 and no cancel requests before migration 6.
     let conn = rusqlite::Connection::open(db(d)).unwrap();
     conn.execute_batch(
         "ALTER TABLE runs DROP COLUMN lease_token; ALTER TABLE runs DROP COLUMN lease_owner;
          ALTER TABLE runs DROP COLUMN lease_expires_at; DROP TABLE worker_holds;
-         PRAGMA user_version = 3;",
+         DROP TABLE cancel_requests; PRAGMA user_version = 3;",
     )
     .unwrap();
     drop(conn);
     let out = baton(d).arg("runs").output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("from schema version 3 to 5"), "{err}");
+    assert!(err.contains("from schema version 3 to 6"), "{err}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("finished"));
     let out = baton(d).arg("runs").output().unwrap();
     assert!(out.stderr.is_empty(), "{}", text(&out));

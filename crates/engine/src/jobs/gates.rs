@@ -125,8 +125,8 @@ pub fn run_gate(
             Ok(Some(status)) => break Some(status),
             Ok(None) if Instant::now() >= deadline || cancel.is_some_and(Cancel::is_cancelled) => {
                 cancelled = Instant::now() < deadline;
-                kill_group(&mut child);
-                let _ = child.wait();
+                // Its output is discarded either way, so no grace: killed at once.
+                baton_gateway::process::kill_now(&mut child);
                 break None;
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
@@ -174,20 +174,6 @@ fn secrets_among(
         hide.contains(name) || SECRET_WORDS.iter().any(|w| upper.contains(w))
     })
     .collect()
-}
-
-/// Kills the gate and everything it started (its process group).
-fn kill_group(child: &mut std::process::Child) {
-    #[cfg(unix)]
-    {
-        // The group's id is the child's pid (`process_group(0)`); `kill -KILL -<pgid>`.
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{}", child.id())])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
-    let _ = child.kill();
 }
 
 fn read_tail(path: &Path) -> String {
@@ -273,15 +259,7 @@ mod tests {
             .trim()
             .parse()
             .unwrap();
-        let gone = |pid: i32| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
-                matches!(
-                    s.rsplit_once(')')
-                        .and_then(|(_, r)| r.split_whitespace().next()),
-                    Some("Z" | "X")
-                )
-            })
-        };
+        let gone = |pid: i32| baton_gateway::process::is_gone(pid as u32);
         let deadline = Instant::now() + Duration::from_secs(3);
         while !gone(pid) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));

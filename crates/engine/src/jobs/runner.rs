@@ -6,11 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use baton_gateway::Cancel;
-use baton_store::{ClaimOutcome, JobInfo, JobStatus, LeaseFence, Store};
+use baton_store::{CancelTarget, ClaimOutcome, JobInfo, JobStatus, LeaseFence, Store};
 use baton_workspace::{Repo, Workspace, WorkspaceSpec, branch_for_job};
 
 use super::git_hook::GitHook;
 use super::{JobSpec, Outbox, decode_spec, new_id};
+use crate::cancel_watch::CancelWatch;
 use crate::clock::Clock;
 use crate::config::Roster;
 use crate::lease::{Heartbeat, LeaseLoss};
@@ -123,6 +124,11 @@ pub fn work(
     options: &WorkOptions,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Vec<JobReport>> {
+    // `baton cancel --worker-process` of this process. A request left for the owner
+    // name by a process that is gone (pids are reused) is not for this one.
+    let process = CancelTarget::Process(options.owner.clone());
+    store.clear_cancel(&process)?;
+    let watch = CancelWatch::start(store.clone(), process.clone(), None, options.cancel.clone());
     let reports = std::sync::Mutex::new(Vec::new());
     let first_error: std::sync::Mutex<Option<Error>> = std::sync::Mutex::new(None);
     std::thread::scope(|s| {
@@ -197,6 +203,9 @@ pub fn work(
             });
         }
     });
+    if watch.requested() {
+        let _ = store.clear_cancel(&process);
+    }
     if let Some(e) = first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
         return Err(e);
     }
@@ -260,6 +269,13 @@ fn run_claimed(
             Box::new(move || store.renew_lease(&fence, clock.now(), lease_ms)),
         )
     };
+    // `baton cancel` of this job, under this lease.
+    let watch = CancelWatch::start(
+        store.clone(),
+        CancelTarget::Job(job.id.clone()),
+        Some(fence.token.clone()),
+        cancel.clone(),
+    );
     // A panic in a job is a failed job, and must stop the heartbeat: otherwise the
     // lease would be renewed forever for a job nobody runs.
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -332,19 +348,43 @@ fn run_claimed(
         Err(Error::Cancelled { .. }) if lost.is_some() => {
             lease_lost(lost.map(|l| l.to_string()).unwrap_or_default())
         }
+        // `baton cancel` of this job: it ends `cancelled` (not failed: nothing went
+        // wrong), claimed by no worker until `baton requeue`, which continues it from
+        // its last committed turn.
+        Err(e) if watch.requested() => {
+            let (_, what) = stopped_where(e);
+            let detail = format!("cancelled (`baton cancel`) {what}");
+            let done = store.finish_job(
+                fence,
+                JobStatus::Cancelled,
+                None,
+                Some(&detail),
+                clock.now(),
+            );
+            match done {
+                Ok(()) => {
+                    // Honoured; the request named this lease only.
+                    let _ = store.clear_cancel(&CancelTarget::Job(job.id.clone()));
+                    report(
+                        JobStatus::Cancelled,
+                        format!("{detail}; `baton requeue {}` continues it", job.id),
+                        None,
+                    )
+                }
+                Err(baton_store::Error::LeaseLost { reason, .. }) => lease_lost(reason),
+                Err(e) => report(
+                    JobStatus::Running,
+                    detail,
+                    Some(format!(
+                        "could not record the cancel ({e}); the job is reclaimed when its lease expires"
+                    )),
+                ),
+            }
+        }
         // Interrupted: whatever stopped the job (a turn cut short, or a git step the
         // interrupt reached), it goes back to the queue, never to `failed`.
         Err(e) if options.cancel.is_cancelled() => {
-            let (turn, what) = match e {
-                Error::Cancelled { turn } => (
-                    Some(turn),
-                    format!("during turn {turn}; that turn was discarded"),
-                ),
-                Error::Stopped { next_turn } => {
-                    (Some(next_turn), format!("before turn {next_turn}"))
-                }
-                other => (None, format!("({other}); the turn in flight was discarded")),
-            };
+            let (turn, what) = stopped_where(e);
             // Interrupted: give the job back now, so a restart continues it at once
             // instead of waiting out the lease.
             match store.release_job(fence, clock.now()) {
@@ -393,6 +433,18 @@ fn run_claimed(
                 }
             }
         }
+    }
+}
+
+/// Which turn a stopped job stopped at, and how to say so.
+fn stopped_where(e: Error) -> (Option<u32>, String) {
+    match e {
+        Error::Cancelled { turn } => (
+            Some(turn),
+            format!("during turn {turn}; that turn was discarded"),
+        ),
+        Error::Stopped { next_turn } => (Some(next_turn), format!("before turn {next_turn}")),
+        other => (None, format!("({other}); the turn in flight was discarded")),
     }
 }
 

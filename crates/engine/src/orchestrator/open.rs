@@ -236,17 +236,22 @@ impl Engine {
     }
 
     /// Takes the run's lease for this process (refused, before any model call, when
-    /// another live process advances the run); every turn is then fenced with it.
+    /// another live process advances the run); every turn is then fenced with it, and
+    /// `baton cancel` of the run cancels `session.cancel` within a second.
     pub fn lease(&self, session: &mut Session, lease: Duration) -> Result<()> {
         if session.run_lease.is_none() {
             let token = crate::jobs::new_id("run-lease-", &*self.clock, &session.run.0);
-            session.run_lease = Some(crate::lease::acquire(
+            let mut held = crate::lease::acquire(
                 self.store.clone(),
                 self.clock.clone(),
                 &session.run,
                 token,
                 lease,
-            )?);
+            )?;
+            // `baton cancel` of the run stops whatever the session waits on: set
+            // `session.cancel` before taking the lease.
+            held.watch_cancel(session.cancel.clone());
+            session.run_lease = Some(held);
         }
         Ok(())
     }

@@ -18,7 +18,7 @@ use baton_store::{ClaimOutcome, JobStatus};
 use super::jobs::git;
 use super::*;
 
-fn repo(dir: &Path) -> std::path::PathBuf {
+pub(super) fn repo(dir: &Path) -> std::path::PathBuf {
     let repo = dir.join("repo");
     std::fs::create_dir_all(&repo).unwrap();
     git(&repo, &["init", "-q", "-b", "main"]);
@@ -31,7 +31,7 @@ fn repo(dir: &Path) -> std::path::PathBuf {
 }
 
 /// A command worker running `sh -c SCRIPT` in the worktree.
-fn sh_worker(id: &str, script: &str) -> WorkerConfig {
+pub(super) fn sh_worker(id: &str, script: &str) -> WorkerConfig {
     let mut w = WorkerConfig::mock(id, id);
     w.model = format!("command/{id}");
     w.max_retries = 0;
@@ -44,7 +44,7 @@ fn sh_worker(id: &str, script: &str) -> WorkerConfig {
     w
 }
 
-fn shell_words(s: &str) -> String {
+pub(super) fn shell_words(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 
@@ -81,7 +81,7 @@ fn queue(
     queued.jobs[0].clone()
 }
 
-const WRITE_AND_CLAIM: &str = "echo done > out.txt; \
+pub(super) const WRITE_AND_CLAIM: &str = "echo done > out.txt; \
     printf '{\"summary\":\"wrote out.txt\",\"last_action\":\"wrote\",\"artifacts\":[{\"name\":\"out.txt\",\"description\":\"x\"}]}' > .baton/claim.json";
 
 /// The real clock, except that once armed it panics on its next reading (once).

@@ -1,5 +1,6 @@
 mod adversarial;
 mod calls;
+mod cancel;
 mod demo;
 mod failures;
 mod hardening;

@@ -16,7 +16,7 @@ use super::*;
 const OPENAI_KEY: &str = "sk-proj-TESTKEY-openai-0123456789";
 const ANTHROPIC_KEY: &str = "sk-ant-api03-TESTKEY-anthropic-0123456789";
 
-fn openai_worker(id: &str, server: &TestServer, max_retries: u32) -> WorkerConfig {
+pub(super) fn openai_worker(id: &str, server: &TestServer, max_retries: u32) -> WorkerConfig {
     let mut w = WorkerConfig::mock(id, "x");
     w.model = "openai/gpt-4.1-mini".into();
     w.family = "openai".into();
@@ -37,7 +37,12 @@ fn anthropic_worker(id: &str, server: &TestServer) -> WorkerConfig {
 }
 
 /// A Chat Completions answer carrying `claim`.
-fn chat(claim: &Value, finish: &str, prompt_tokens: u64, completion_tokens: u64) -> Action {
+pub(super) fn chat(
+    claim: &Value,
+    finish: &str,
+    prompt_tokens: u64,
+    completion_tokens: u64,
+) -> Action {
     reply(
         200,
         &json!({
@@ -51,7 +56,7 @@ fn chat(claim: &Value, finish: &str, prompt_tokens: u64, completion_tokens: u64)
 }
 
 /// OpenAI's 429 asking for `retry_after` seconds.
-fn rate_limited(retry_after: &str) -> Action {
+pub(super) fn rate_limited(retry_after: &str) -> Action {
     json_with(
         429,
         &[("retry-after", retry_after)],
@@ -91,7 +96,7 @@ fn message(claim: &Value) -> Action {
     )
 }
 
-fn one_worker_spec(worker: WorkerConfig) -> RunSpec {
+pub(super) fn one_worker_spec(worker: WorkerConfig) -> RunSpec {
     spec(
         &["Migrate the billing module"],
         Roster {
@@ -102,7 +107,7 @@ fn one_worker_spec(worker: WorkerConfig) -> RunSpec {
 
 /// The engine a fresh process would build on the same database, on the real clock
 /// (holds are wall-clock times).
-fn process(dir: &std::path::Path) -> (Arc<dyn baton_store::Store>, Engine) {
+pub(super) fn process(dir: &std::path::Path) -> (Arc<dyn baton_store::Store>, Engine) {
     let store = store_in(dir);
     let engine = Engine::new(store.clone());
     (store, engine)

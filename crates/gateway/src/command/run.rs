@@ -20,6 +20,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use crate::cancel::Cancel;
+use crate::process;
 
 /// Bytes kept in memory from the end of stdout: enough for any claim an agent prints
 /// last. The file on disk has everything.
@@ -228,7 +229,7 @@ fn run_marked(spec: &RunSpec<'_>, mark: &str) -> Result<Finished, Stopped> {
     let status = match outcome {
         Ok(status) => status,
         Err(stop) => {
-            terminate(&mut child);
+            process::terminate(&mut child, KILL_GRACE);
             finish_readers(readers, &done_rx, KILL_GRACE);
             return Err(stop);
         }
@@ -238,7 +239,7 @@ fn run_marked(spec: &RunSpec<'_>, mark: &str) -> Result<Finished, Stopped> {
     // started (one may hold its stdin without reading, and the briefing's writer would
     // wait on it forever).
     if !readers_finish_within(&done_rx, EXIT_GRACE) {
-        kill_group(&child, Signal::Kill);
+        process::signal_group(&child, process::Signal::Kill);
     }
     crate::contain::kill_marked(mark);
     let io_error = finish_readers(readers, &done_rx, KILL_GRACE);
@@ -591,51 +592,6 @@ fn finish_readers(
         }
     }
     first
-}
-
-#[derive(Clone, Copy)]
-enum Signal {
-    Term,
-    Kill,
-}
-
-/// SIGTERM to the group, a moment to exit, then SIGKILL; reaps the child.
-fn terminate(child: &mut Child) {
-    kill_group(child, Signal::Term);
-    let deadline = Instant::now() + KILL_GRACE;
-    while Instant::now() < deadline {
-        if let Ok(Some(_)) = child.try_wait() {
-            // The leader is gone; its group may not be.
-            kill_group(child, Signal::Kill);
-            return;
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
-    kill_group(child, Signal::Kill);
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-#[cfg(unix)]
-fn kill_group(child: &Child, signal: Signal) {
-    let Ok(pid) = libc::pid_t::try_from(child.id()) else {
-        return;
-    };
-    let sig = match signal {
-        Signal::Term => libc::SIGTERM,
-        Signal::Kill => libc::SIGKILL,
-    };
-    // SAFETY: plain syscall; the child leads its own process group (see
-    // `detach_from_terminal`), so `-pid` addresses exactly the agent and what it
-    // started.
-    unsafe {
-        libc::kill(-pid, sig);
-    }
-}
-
-#[cfg(not(unix))]
-fn kill_group(_child: &Child, _signal: Signal) {
-    // No process groups here: `terminate` falls back to killing the child alone.
 }
 
 /// The last line of `tail` when it looks like a question waiting for an answer.

@@ -60,7 +60,7 @@ fn ollama(g: &HttpGateway) -> Window {
     let body = json!({"model": g.settings.model}).to_string().into_bytes();
     let reply = g
         .transport
-        .post(&format!("{}/api/show", g.root), &[], body)
+        .post(&format!("{}/api/show", g.root), &[], body, None)
         .ok()?;
     let show: Value = serde_json::from_str(&reply.body).ok()?;
     // `num_ctx` is what it runs with when the model file sets it; else the model's

@@ -669,7 +669,7 @@ impl Gateway for HttpGateway {
         let headers: Vec<(&str, &str)> = owned.iter().map(|(n, v)| (*n, v.as_str())).collect();
         let reply: Reply = self
             .transport
-            .post(&self.settings.url, &headers, body)
+            .post(&self.settings.url, &headers, body, request.cancel)
             .map_err(|e| match e {
                 // Which endpoint, so a server not started or a wrong api_base shows.
                 Error::Unreachable { detail, sent } => Error::Unreachable {

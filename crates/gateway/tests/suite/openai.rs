@@ -398,6 +398,43 @@ fn a_slow_server_times_out() {
     assert!(started.elapsed() < Duration::from_secs(2));
 }
 
+/// Issue 10, item 3: a cancel reached a call only between retries, so a server that
+/// never answered held the turn for the whole call timeout (300 s). The blocked call
+/// is abandoned now, and a cancelled call is never sent.
+#[test]
+fn a_cancelled_call_returns_at_once_whatever_the_server_does() {
+    let server = TestServer::start(vec![Action::Delay(
+        Duration::from_secs(1800),
+        Box::new(success()),
+    )]);
+    let gw = gateway(
+        "openai/gpt-4.1-mini",
+        &server.base(),
+        Some(OPENAI_KEY),
+        json!({"timeout_s": 300}),
+    );
+    let cancel = baton_gateway::Cancel::new();
+    let user = briefing();
+    let mut req = request(&user);
+    req.cancel = Some(&cancel);
+    let (result, took) = std::thread::scope(|s| {
+        s.spawn(|| {
+            while server.requests().is_empty() {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            cancel.cancel();
+        });
+        let started = std::time::Instant::now();
+        let result = gw.complete(&req);
+        (result, started.elapsed())
+    });
+    assert!(matches!(result, Err(Error::Cancelled)), "{result:?}");
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    // Already cancelled: nothing goes out.
+    assert!(matches!(gw.complete(&req), Err(Error::Cancelled)));
+    assert_eq!(server.requests().len(), 1);
+}
+
 #[test]
 fn a_reset_connection_is_retryable_and_retried() {
     let server = TestServer::start(vec![

@@ -269,7 +269,7 @@ pub(super) fn release(tx: &Transaction<'_>, fence: &LeaseFence, now: Timestamp) 
 
 pub(super) fn requeue(tx: &Transaction<'_>, id: &str, now: Timestamp) -> Result<()> {
     let job = get(tx, id)?;
-    if job.status != JobStatus::Failed {
+    if !matches!(job.status, JobStatus::Failed | JobStatus::Cancelled) {
         return Err(Error::JobNotRequeueable {
             job: id.to_string(),
             status: job.status.as_str(),
@@ -278,7 +278,7 @@ pub(super) fn requeue(tx: &Transaction<'_>, id: &str, now: Timestamp) -> Result<
     tx.prepare_cached(
         "UPDATE jobs SET status = 'queued', error = NULL, outbox = NULL, lease_token = NULL,
                 lease_owner = NULL, lease_expires_at = NULL, updated_at = ?1
-         WHERE id = ?2 AND status = 'failed'",
+         WHERE id = ?2 AND status IN ('failed', 'cancelled')",
     )?
     .execute(params![now.0, id])?;
     Ok(())

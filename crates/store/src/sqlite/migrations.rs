@@ -130,6 +130,17 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (run_id, worker)
     ) STRICT;
     "#,
+    // 6: cancel requests from outside the process that holds the work (`baton cancel`).
+    // A run's or job's request names the lease it stops, so it never outlives it.
+    r#"
+    CREATE TABLE cancel_requests (
+        kind          TEXT NOT NULL,
+        target        TEXT NOT NULL,
+        lease_token   TEXT,
+        requested_at  INTEGER NOT NULL,
+        PRIMARY KEY (kind, target)
+    ) STRICT;
+    "#,
 ];
 
 /// The schema version this build writes.

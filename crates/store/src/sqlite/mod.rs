@@ -8,6 +8,7 @@
 //! The connection sits behind a `Mutex`: SQLite serialises writers anyway, and one
 //! connection keeps the prepared-statement cache warm.
 
+mod cancel;
 mod jobs;
 mod migrations;
 mod open;
@@ -346,6 +347,22 @@ impl Store for SqliteStore {
 
     fn prior_outputs(&self, run: &RunId, before_turn: u32) -> Result<Vec<String>> {
         self.read(|conn| read::prior_outputs(conn, run, before_turn))
+    }
+
+    fn request_cancel(
+        &self,
+        target: &crate::CancelTarget,
+        now: Timestamp,
+    ) -> Result<crate::CancelOutcome> {
+        self.write(|tx| cancel::request(tx, target, now))
+    }
+
+    fn cancel_requested(&self, target: &crate::CancelTarget, token: Option<&str>) -> Result<bool> {
+        self.read(|conn| cancel::requested(conn, target, token))
+    }
+
+    fn clear_cancel(&self, target: &crate::CancelTarget) -> Result<()> {
+        self.write(|tx| cancel::clear(tx, target))
     }
 }
 

@@ -339,3 +339,113 @@ pub fn job_runs_are_created_with_their_link_and_jobs_are_released_and_requeued(s
     assert_eq!(job.run_id, Some(info.id));
     assert!(claim(store, "w4", "t4", 210).is_some());
 }
+
+/// `baton cancel`: a request names the lease it stops and never outlives it; a job no
+/// worker holds is cancelled at once, claimed by nobody, and can be requeued.
+pub fn cancel_requests_stop_the_lease_they_name_and_no_other(store: &dyn Store) {
+    use baton_store::{CancelOutcome, CancelTarget};
+    fixtures::create(store, "run-1", 1);
+    let run = CancelTarget::Run(RunId("run-1".into()));
+    // Nobody advances the run: nothing to stop, and nothing recorded to stop a later one.
+    assert!(matches!(
+        store.request_cancel(&run, Timestamp(50)).unwrap(),
+        CancelOutcome::NotRunning { .. }
+    ));
+    store
+        .try_lease_run(
+            &RunId("run-1".into()),
+            "p1",
+            "t1",
+            Timestamp(100),
+            1_000,
+            false,
+        )
+        .unwrap()
+        .unwrap();
+    assert!(!store.cancel_requested(&run, Some("t1")).unwrap());
+    assert_eq!(
+        store.request_cancel(&run, Timestamp(200)).unwrap(),
+        CancelOutcome::Requested {
+            holder: "p1".into()
+        }
+    );
+    assert!(store.cancel_requested(&run, Some("t1")).unwrap());
+    // The next holder (`baton resume` after the stop) is not cancelled by it.
+    store
+        .release_run_lease(&RunId("run-1".into()), "t1")
+        .unwrap();
+    store
+        .try_lease_run(
+            &RunId("run-1".into()),
+            "p2",
+            "t2",
+            Timestamp(300),
+            1_000,
+            false,
+        )
+        .unwrap()
+        .unwrap();
+    assert!(!store.cancel_requested(&run, Some("t2")).unwrap());
+    assert!(matches!(
+        store.request_cancel(&CancelTarget::Run(RunId("nope".into())), Timestamp(300)),
+        Err(Error::RunNotFound { .. })
+    ));
+
+    // A queued job: cancelled now, claimed by nobody, requeued on request.
+    enqueue(store, "job-1", "g", 10);
+    let job = CancelTarget::Job("job-1".into());
+    assert_eq!(
+        store.request_cancel(&job, Timestamp(400)).unwrap(),
+        CancelOutcome::Cancelled
+    );
+    assert_eq!(store.job("job-1").unwrap().status, JobStatus::Cancelled);
+    assert!(claim(store, "w1", "lt1", 500).is_none());
+    store.requeue_job("job-1", Timestamp(600)).unwrap();
+    // A running job: asked of its holder, under its lease only.
+    let (_, fence, _) = claim(store, "w1", "lt1", 700).unwrap();
+    assert_eq!(
+        store.request_cancel(&job, Timestamp(800)).unwrap(),
+        CancelOutcome::Requested {
+            holder: "w1".into()
+        }
+    );
+    assert!(store.cancel_requested(&job, Some("lt1")).unwrap());
+    assert!(!store.cancel_requested(&job, Some("other")).unwrap());
+    store
+        .finish_job(
+            &fence,
+            JobStatus::Cancelled,
+            None,
+            Some("cancelled"),
+            Timestamp(900),
+        )
+        .unwrap();
+    store.clear_cancel(&job).unwrap();
+    assert!(!store.cancel_requested(&job, Some("lt1")).unwrap());
+    assert_eq!(
+        store.request_cancel(&job, Timestamp(950)).unwrap(),
+        CancelOutcome::NotRunning {
+            state: "cancelled".into()
+        }
+    );
+    // A running job whose worker stopped renewing: nobody would stop it, so it is
+    // cancelled here, and the old holder is fenced off.
+    store.requeue_job("job-1", Timestamp(1_000)).unwrap();
+    let (_, stale, _) = claim(store, "w2", "lt2", 1_100).unwrap();
+    assert_eq!(
+        store.request_cancel(&job, Timestamp(5_000)).unwrap(),
+        CancelOutcome::Cancelled
+    );
+    assert!(matches!(
+        store.renew_lease(&stale, Timestamp(5_001), 1_000),
+        Err(Error::LeaseLost { .. })
+    ));
+
+    // A whole process, by owner name, until cleared.
+    let process = CancelTarget::Process("pid-1@host".into());
+    assert!(!store.cancel_requested(&process, None).unwrap());
+    store.request_cancel(&process, Timestamp(6_000)).unwrap();
+    assert!(store.cancel_requested(&process, None).unwrap());
+    store.clear_cancel(&process).unwrap();
+    assert!(!store.cancel_requested(&process, None).unwrap());
+}

@@ -148,6 +148,12 @@ macro_rules! conformance_tests {
                 $new.store(),
             );
         }
+        #[test]
+        fn cancel_requests_stop_the_lease_they_name_and_no_other() {
+            $crate::suite::jobs::cancel_requests_stop_the_lease_they_name_and_no_other(
+                $new.store(),
+            );
+        }
     };
 }
 use conformance_tests;
