@@ -1,15 +1,27 @@
 //! API keys. A `Credential` is built from an environment variable (or a literal the
 //! caller already holds), handed to the gateway that needs it, and never leaves it
 //! (invariant 9): it has no `Serialize`, its `Debug` and `Display` print `[redacted]`,
-//! and provider error bodies are scrubbed of it before they become error messages.
+//! its memory is zeroed when dropped (`secrecy`), and provider error bodies are scrubbed
+//! of it before they become error messages. It is the one secret type: the engine holds
+//! a roster's literal keys in it too.
 
 use std::fmt;
+
+use secrecy::{ExposeSecret, SecretString};
 
 use crate::{Error, Options, Result, split_model};
 
 /// A provider secret. Only the HTTP layer of this crate reads it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Credential(String);
+#[derive(Clone)]
+pub struct Credential(SecretString);
+
+impl PartialEq for Credential {
+    fn eq(&self, other: &Self) -> bool {
+        self.secret() == other.secret()
+    }
+}
+
+impl Eq for Credential {}
 
 impl Credential {
     /// Wraps a secret. Surrounding whitespace (a newline pasted with the key) is dropped.
@@ -21,11 +33,11 @@ impl Credential {
                 message: "the API key is empty".into(),
             });
         }
-        Ok(Credential(trimmed.to_string()))
+        Ok(Credential(SecretString::from(trimmed)))
     }
 
     pub(crate) fn secret(&self) -> &str {
-        &self.0
+        self.0.expose_secret()
     }
 
     /// Replaces every occurrence of the secret in `text`, for error bodies that echo it.
@@ -33,8 +45,9 @@ impl Credential {
         // A dummy key of a few characters (local servers take anything) would turn every
         // occurrence of those letters into `[redacted]`, garbling the message and
         // spelling out the key by where it cut; real keys are long.
-        if self.0.len() >= MIN_SCRUB_LEN && text.contains(self.0.as_str()) {
-            text.replace(self.0.as_str(), "[redacted]")
+        let secret = self.secret();
+        if secret.len() >= MIN_SCRUB_LEN && text.contains(secret) {
+            text.replace(secret, "[redacted]")
         } else {
             text.to_string()
         }
@@ -42,7 +55,7 @@ impl Credential {
 
     /// The vendor whose keys look like this one, when the shape says so.
     pub(crate) fn family(&self) -> Option<KeyFamily> {
-        KeyFamily::of(&self.0)
+        KeyFamily::of(self.secret())
     }
 }
 

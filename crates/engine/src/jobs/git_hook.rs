@@ -14,7 +14,6 @@ use baton_workspace::{ChangeStatus, CommitOutcome, TurnCommitInfo, Workspace};
 use sha2::{Digest, Sha256};
 
 use super::gates::{GateSpec, run_gate};
-use crate::audit::hex;
 use crate::hook::{HookOutcome, TurnFacts, WorkspaceHook};
 use crate::{Error, Result};
 
@@ -309,7 +308,7 @@ impl Verifier for GitVerifier {
             let content_hash = match hash {
                 Some(h) => Some(h.clone()),
                 None => match self.workspace.file_at(&self.commit, &path) {
-                    Ok(Some(bytes)) => Some(hex(&Sha256::digest(&bytes))),
+                    Ok(Some(bytes)) => Some(hex::encode(Sha256::digest(&bytes))),
                     _ => None,
                 },
             };
@@ -344,7 +343,7 @@ impl Verifier for GitVerifier {
                 .file_at(&self.commit, &path)
                 .ok()
                 .flatten()
-                .map(|bytes| hex(&Sha256::digest(&bytes))),
+                .map(|bytes| hex::encode(Sha256::digest(&bytes))),
         }
     }
 

@@ -303,7 +303,7 @@ fn keys_of(
     let mut redactor = baton_gateway::Redactor::default();
     let mut add = |w: &WorkerConfig| {
         let key = match &w.api_key {
-            Some(secret) => baton_gateway::Credential::new(secret.expose()).ok(),
+            Some(key) => Some(key.clone()),
             None => baton_gateway::credential_for(&w.model, &w.gateway_options())
                 .ok()
                 .flatten(),

@@ -248,7 +248,7 @@ fn every_turn_is_a_commit_and_every_lie_is_caught() {
         &["show", &format!("{}:src/app.txt", ws0.commit)],
     );
     let expected =
-        baton_engine::audit::hex(&<sha2::Sha256 as sha2::Digest>::digest(bytes.as_bytes()));
+        hex::encode(<sha2::Sha256 as sha2::Digest>::digest(bytes.as_bytes()));
     assert_eq!(
         app.versions[0].content_hash.as_deref(),
         Some(expected.as_str())
@@ -451,7 +451,7 @@ fn four_concurrent_jobs_on_the_same_file_names_never_interfere_and_the_judge_is_
     let mut judge_worker = WorkerConfig::mock("judge", "referee");
     // A key that an agent wrote into its change (here: a path every patch holds)
     // reaches neither the judge nor the record.
-    judge_worker.api_key = Some(baton_engine::config::Secret::new("shared/file.txt"));
+    judge_worker.api_key = Some(baton_gateway::Credential::new("shared/file.txt").unwrap());
     let verdict = judge(
         store.as_ref(),
         &*clock(),

@@ -46,10 +46,7 @@ pub fn write(dir: &Path, rel: &str, content: &str) {
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(Sha256::digest(bytes))
 }
 
 pub struct Fixture {
