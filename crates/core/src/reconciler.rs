@@ -19,9 +19,7 @@ use crate::text::{normalize, same_statement};
 
 mod restate;
 
-use restate::{
-    DecisionAt, ForNext, merge, merge_decision, merge_failed_attempt, merge_resolution,
-};
+use restate::{DecisionAt, ForNext, merge, merge_decision, merge_failed_attempt, merge_resolution};
 
 mod step;
 pub use step::{StepEnd, WorkSeen, complete_step, failure_phrase, record_failed_turn};
@@ -160,12 +158,18 @@ pub fn reconcile(
 
     for (i, d) in result.decisions.iter().enumerate() {
         let path = format!("result.decisions[{i}]");
-        let claim = DecisionAt { claim: d, path: &path };
+        let claim = DecisionAt {
+            claim: d,
+            path: &path,
+        };
         merge_decision(state, ctx, &claim, &mut out, &mut next);
     }
     for (i, d) in report.decisions.iter().enumerate() {
         let path = format!("report.decisions[{i}]");
-        let claim = DecisionAt { claim: d, path: &path };
+        let claim = DecisionAt {
+            claim: d,
+            path: &path,
+        };
         merge_decision(state, ctx, &claim, &mut out, &mut next);
     }
 

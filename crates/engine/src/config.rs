@@ -7,7 +7,7 @@ use std::path::Path;
 use baton_core::compiler::WorkerProfile;
 use baton_core::ids::WorkerId;
 use baton_core::tokens::EstimatorKind;
-use baton_gateway::Credential;
+use baton_gateway::{Credential, Redactor};
 use serde::{Deserialize, Serialize};
 
 use crate::{Error, Result};
@@ -162,6 +162,18 @@ impl WorkerConfig {
         options
     }
 
+    /// The key this worker would be given, if any: its literal one, else the one its
+    /// options or provider name from the environment. For scrubbing, so an unreadable
+    /// variable is no key rather than an error.
+    pub fn credential(&self) -> Option<Credential> {
+        match &self.api_key {
+            Some(key) => Some(key.clone()),
+            None => baton_gateway::credential_for(&self.model, &self.gateway_options())
+                .ok()
+                .flatten(),
+        }
+    }
+
     /// Where this worker's key comes from, for `baton workers` (never the value).
     pub fn credential_status(&self) -> String {
         if self.api_key.is_some() {
@@ -193,6 +205,15 @@ impl WorkerConfig {
     pub fn provider(&self) -> &str {
         self.model.split_once('/').map(|(p, _)| p).unwrap_or("")
     }
+}
+
+/// Every key `workers` can be given, to scrub from what must not carry one.
+pub fn redactor_for<'w>(workers: impl IntoIterator<Item = &'w WorkerConfig>) -> Redactor {
+    let mut redactor = Redactor::default();
+    for key in workers.into_iter().filter_map(WorkerConfig::credential) {
+        redactor.add(&key);
+    }
+    redactor
 }
 
 /// The workers of a run, in rotation order.

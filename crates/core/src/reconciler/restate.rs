@@ -197,7 +197,13 @@ fn record_new<R: Restatable>(
 ) {
     let records = R::records_mut(state);
     let near: Vec<_> = near
-        .map(|(i, d)| (records[i].id().to_string(), records[i].text().to_string(), d))
+        .map(|(i, d)| {
+            (
+                records[i].id().to_string(),
+                records[i].text().to_string(),
+                d,
+            )
+        })
         .collect();
     let id = format!("{}{}", R::PREFIX, records.len() + 1);
     let record = R::create(id.clone(), text, claim, ctx, out);

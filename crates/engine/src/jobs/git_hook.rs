@@ -26,6 +26,8 @@ pub struct GitHook {
     pub gate_dir: PathBuf,
     /// Variables gates must not see (every worker's key variable).
     pub hide: Vec<String>,
+    /// Every worker's key, scrubbed from the gates' whole output.
+    pub keys: baton_gateway::Redactor,
     /// Proves this process still holds the job before anything is committed to git (a
     /// worker whose lease was taken over must not commit, to the store or the branch).
     pub fence: Option<Arc<dyn Fn() -> Result<()> + Send + Sync>>,
@@ -239,6 +241,7 @@ impl WorkspaceHook for GitHook {
                     &commit,
                     &self.gate_dir,
                     &self.hide,
+                    &self.keys,
                     Some(&self.cancel),
                 ));
             }

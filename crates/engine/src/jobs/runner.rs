@@ -586,6 +586,11 @@ fn run_job(
             .iter()
             .filter_map(|w| w.api_key_env.clone())
             .collect(),
+        // Literal keys come from the roster file, never from the stored spec.
+        keys: crate::config::redactor_for(&match options.keys.as_ref() {
+            Some(keys) => crate::orchestrator::with_keys(spec.roster.clone(), keys).workers,
+            None => spec.roster.workers.clone(),
+        }),
         // Renewing is the check: it fails unless this process still holds the job.
         fence: Some(Arc::new(move || {
             fence_store

@@ -6,8 +6,8 @@
 use baton_core::tokens::{HeuristicEstimator, TokenEstimator};
 use baton_core::turn::TurnStatus;
 use baton_engine::config::{Calls, Roster, WorkerConfig};
-use baton_gateway::Credential;
 use baton_engine::{Engine, RunEnd};
+use baton_gateway::Credential;
 use serde_json::{Value, json};
 
 use super::server::{Action, Captured, TestServer, json as reply};

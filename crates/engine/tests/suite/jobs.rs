@@ -247,8 +247,7 @@ fn every_turn_is_a_commit_and_every_lie_is_caught() {
         &outbox.worktree,
         &["show", &format!("{}:src/app.txt", ws0.commit)],
     );
-    let expected =
-        hex::encode(<sha2::Sha256 as sha2::Digest>::digest(bytes.as_bytes()));
+    let expected = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(bytes.as_bytes()));
     assert_eq!(
         app.versions[0].content_hash.as_deref(),
         Some(expected.as_str())
@@ -594,6 +593,7 @@ fn a_resumed_job_refuses_to_reset_over_hand_commits_and_keeps_stray_edits() {
         gate_each_turn: false,
         gate_dir: dir.path().join("gates"),
         hide: Vec::new(),
+        keys: Default::default(),
         fence: None,
         last_commit: Mutex::new(base.clone()),
         cancel: Default::default(),
@@ -688,6 +688,7 @@ fn a_worker_that_lost_its_lease_commits_nothing_to_the_branch() {
         gate_each_turn: false,
         gate_dir: dir.path().join("gates"),
         hide: Vec::new(),
+        keys: Default::default(),
         fence: Some(lost),
         last_commit: Mutex::new(base.clone()),
         cancel: Default::default(),

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use baton_core::turn::TurnStatus;
 use baton_engine::config::{Price, Roster, WorkerConfig};
-use baton_gateway::Credential;
 use baton_engine::{Engine, RunEnd, StepOutcome};
+use baton_gateway::Credential;
 use baton_store::RunStatus;
 use serde_json::{Value, json};
 
