@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use baton_gateway::Cancel;
 use baton_store::{ClaimOutcome, JobInfo, JobStatus, LeaseFence, Store};
-use baton_workspace::{Repo, Workspace, WorkspaceSpec, branch_for_job};
+use baton_workspace::{Exclusion, Repo, Workspace, WorkspaceSpec, branch_for_job};
 
 use super::git_hook::GitHook;
 use super::{JobSpec, Outbox, decode_spec, new_id};
@@ -397,9 +397,8 @@ fn run_claimed(
 }
 
 /// Lists baton's scratch directory, and the paths the roster's agents write for
-/// themselves (aider's `.aider*`), in the repository's shared exclude file, so neither
-/// the user's checkout nor any worktree ever commits them. The worktrees share that one
-/// file with the checkout: git has no exclude file of a worktree's own.
+/// themselves (aider's `.aider*`), in the repository's shared exclude file (see
+/// `Repo::exclude`), so neither the user's checkout nor any worktree ever commits them.
 pub(crate) fn exclude_scratch(repo: &Repo, roster: &Roster) -> Result<()> {
     let mut patterns = vec![".baton/".to_string()];
     for w in &roster.workers {
@@ -414,40 +413,17 @@ pub(crate) fn exclude_scratch(repo: &Repo, roster: &Roster) -> Result<()> {
             }
         }
     }
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(repo.workdir())
-        .args(["rev-parse", "--git-common-dir"])
-        .env_remove("GIT_DIR")
-        .output()
-        .map_err(|e| Error::Workspace(format!("cannot run git: {e}")))?;
-    let common = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let common = repo.workdir().join(common);
-    let info = common.join("info");
-    std::fs::create_dir_all(&info)?;
-    let path = info.join("exclude");
-    let existing = std::fs::read_to_string(&path).unwrap_or_default();
-    let missing: Vec<&String> = patterns
-        .iter()
-        .filter(|p| !existing.lines().any(|l| l.trim() == p.as_str()))
+    let wanted: Vec<Exclusion> = (patterns.into_iter())
+        .map(|pattern| Exclusion {
+            why: if pattern == ".baton/" {
+                "baton's scratch area (database, worktrees, agent output)".into()
+            } else {
+                "written by a coding agent for itself (baton's preset)".into()
+            },
+            pattern,
+        })
         .collect();
-    if missing.is_empty() {
-        return Ok(());
-    }
-    let mut text = existing;
-    if !text.is_empty() && !text.ends_with('\n') {
-        text.push('\n');
-    }
-    for p in missing {
-        if p == ".baton/" {
-            text.push_str("# baton's scratch area (database, worktrees, agent output)\n");
-        } else {
-            text.push_str("# written by a coding agent for itself (baton's preset)\n");
-        }
-        text.push_str(p);
-        text.push('\n');
-    }
-    std::fs::write(&path, text)?;
+    repo.exclude(&wanted).map_err(ws)?;
     Ok(())
 }
 
@@ -481,7 +457,7 @@ fn workspace_for(
             .map_err(ws)?;
         if old.is_dir() {
             let last = last_turn_commit(store, run, spec)?;
-            match super::git_hook::set_aside(
+            match baton_workspace::set_aside(
                 &old,
                 &job.id,
                 &last,

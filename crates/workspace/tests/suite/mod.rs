@@ -1,6 +1,7 @@
 mod commit;
 mod create;
 mod drift;
+mod exclude;
 mod gc;
 mod open;
 mod paths;
