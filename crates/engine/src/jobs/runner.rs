@@ -125,6 +125,13 @@ pub fn work(
 ) -> Result<Vec<JobReport>> {
     let reports = std::sync::Mutex::new(Vec::new());
     let first_error: std::sync::Mutex<Option<Error>> = std::sync::Mutex::new(None);
+    tracing::info!(
+        owner = %options.owner,
+        concurrency = options.concurrency.max(1),
+        follow = options.follow,
+        lease_ms = options.lease_ms(),
+        "work started"
+    );
     std::thread::scope(|s| {
         for _ in 0..options.concurrency.max(1) {
             s.spawn(|| {
@@ -138,6 +145,7 @@ pub fn work(
                         store.try_claim_job(&options.owner, &token, clock.now(), lease_ms);
                     match claimed {
                         Err(e) => {
+                            tracing::error!(error = %e, "claiming a job failed; this worker stops");
                             first_error
                                 .lock()
                                 .unwrap_or_else(|p| p.into_inner())
@@ -159,8 +167,10 @@ pub fn work(
                                 }
                             }
                             if !options.follow {
+                                tracing::debug!("no job to claim; this worker stops");
                                 return;
                             }
+                            tracing::trace!(poll = ?options.poll, "no job to claim; waiting");
                             options.cancel.sleep(options.poll);
                         }
                         Ok(ClaimOutcome::Claimed {
@@ -181,8 +191,15 @@ pub fn work(
                                 }
                                 (true, _) => Takeover::FromAnExpiredLease,
                             };
+                            tracing::info!(job = %job.id, takeover = ?taken, "job claimed");
                             let report =
                                 run_claimed(&store, &clock, options, &job, &fence, taken, progress);
+                            tracing::info!(
+                                job = %report.job,
+                                status = report.status.as_str(),
+                                detail = %report.detail,
+                                "job left"
+                            );
                             let stop = report.status == JobStatus::Queued;
                             reports
                                 .lock()
@@ -200,7 +217,9 @@ pub fn work(
     if let Some(e) = first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
         return Err(e);
     }
-    Ok(reports.into_inner().unwrap_or_else(|p| p.into_inner()))
+    let reports = reports.into_inner().unwrap_or_else(|p| p.into_inner());
+    tracing::info!(jobs = reports.len(), "work ended");
+    Ok(reports)
 }
 
 /// Leases of running jobs whose holder is a process on this machine that is gone
