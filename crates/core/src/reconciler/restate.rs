@@ -154,6 +154,28 @@ pub(super) trait Restatable: Sized {
     ) -> Self;
 }
 
+/// The accessors every restatable record has alike: the state's list of them, its id,
+/// its text, its reaffirmations.
+macro_rules! record_fields {
+    ($list:ident, $text:ident) => {
+        fn records(state: &ExecutionState) -> &[Self] {
+            &state.$list
+        }
+        fn records_mut(state: &mut ExecutionState) -> &mut Vec<Self> {
+            &mut state.$list
+        }
+        fn id(&self) -> &str {
+            &self.id
+        }
+        fn text(&self) -> &str {
+            &self.$text
+        }
+        fn reaffirmed(&mut self) -> &mut Vec<Reaffirmation> {
+            &mut self.reaffirmed
+        }
+    };
+}
+
 /// Merges one claim into the records of its kind: a restatement reaffirms the record it
 /// restates; anything else becomes a new record, with a warning naming the records it
 /// resembles but may contradict.
@@ -241,21 +263,7 @@ impl Restatable for Decision {
     const PREFIX: &'static str = "D";
     const SLOT: usize = SAME_DECISION;
 
-    fn records(state: &ExecutionState) -> &[Self] {
-        &state.decisions
-    }
-    fn records_mut(state: &mut ExecutionState) -> &mut Vec<Self> {
-        &mut state.decisions
-    }
-    fn id(&self) -> &str {
-        &self.id
-    }
-    fn text(&self) -> &str {
-        &self.text
-    }
-    fn reaffirmed(&mut self) -> &mut Vec<Reaffirmation> {
-        &mut self.reaffirmed
-    }
+    record_fields!(decisions, text);
     fn claimed<'c>(claim: &Self::Claim<'c>) -> &'c str {
         claim.claim.text.trim()
     }
@@ -311,21 +319,7 @@ impl Restatable for CompletedWork {
     const PREFIX: &'static str = "C";
     const SLOT: usize = SAME_COMPLETED;
 
-    fn records(state: &ExecutionState) -> &[Self] {
-        &state.completed
-    }
-    fn records_mut(state: &mut ExecutionState) -> &mut Vec<Self> {
-        &mut state.completed
-    }
-    fn id(&self) -> &str {
-        &self.id
-    }
-    fn text(&self) -> &str {
-        &self.text
-    }
-    fn reaffirmed(&mut self) -> &mut Vec<Reaffirmation> {
-        &mut self.reaffirmed
-    }
+    record_fields!(completed, text);
     fn claimed<'c>(claim: &Self::Claim<'c>) -> &'c str {
         claim.trim()
     }
@@ -384,21 +378,7 @@ impl Restatable for Issue {
     const PREFIX: &'static str = "I";
     const SLOT: usize = SAME_ISSUE;
 
-    fn records(state: &ExecutionState) -> &[Self] {
-        &state.issues
-    }
-    fn records_mut(state: &mut ExecutionState) -> &mut Vec<Self> {
-        &mut state.issues
-    }
-    fn id(&self) -> &str {
-        &self.id
-    }
-    fn text(&self) -> &str {
-        &self.title
-    }
-    fn reaffirmed(&mut self) -> &mut Vec<Reaffirmation> {
-        &mut self.reaffirmed
-    }
+    record_fields!(issues, title);
     fn claimed<'c>(claim: &Self::Claim<'c>) -> &'c str {
         claim.title.trim()
     }
@@ -452,21 +432,7 @@ impl Restatable for Assumption {
     const PREFIX: &'static str = "S";
     const SLOT: usize = SAME_ASSUMPTION;
 
-    fn records(state: &ExecutionState) -> &[Self] {
-        &state.assumptions
-    }
-    fn records_mut(state: &mut ExecutionState) -> &mut Vec<Self> {
-        &mut state.assumptions
-    }
-    fn id(&self) -> &str {
-        &self.id
-    }
-    fn text(&self) -> &str {
-        &self.text
-    }
-    fn reaffirmed(&mut self) -> &mut Vec<Reaffirmation> {
-        &mut self.reaffirmed
-    }
+    record_fields!(assumptions, text);
     fn claimed<'c>(claim: &Self::Claim<'c>) -> &'c str {
         claim.trim()
     }
@@ -699,21 +665,7 @@ impl Restatable for FailedAttempt {
     const PREFIX: &'static str = "F";
     const SLOT: usize = SAME_FAILED_WHAT;
 
-    fn records(state: &ExecutionState) -> &[Self] {
-        &state.failed_attempts
-    }
-    fn records_mut(state: &mut ExecutionState) -> &mut Vec<Self> {
-        &mut state.failed_attempts
-    }
-    fn id(&self) -> &str {
-        &self.id
-    }
-    fn text(&self) -> &str {
-        &self.what
-    }
-    fn reaffirmed(&mut self) -> &mut Vec<Reaffirmation> {
-        &mut self.reaffirmed
-    }
+    record_fields!(failed_attempts, what);
     fn claimed<'c>(claim: &Self::Claim<'c>) -> &'c str {
         claim.what
     }

@@ -229,32 +229,21 @@ fn sanitize(name: &str) -> String {
 mod tests {
     use super::*;
 
+    /// A gate run with nothing to hide and no key to scrub.
+    fn plain(gate: &GateSpec, dir: &Path, commit: &str, out_dir: &Path) -> GateResult {
+        run_gate(gate, dir, commit, out_dir, &[], &Redactor::default(), None)
+    }
+
     #[test]
     fn gates_pass_fail_time_out_and_keep_their_whole_output() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");
         let ok = GateSpec::parse("tests=printf 'all good'; exit 0");
-        let r = run_gate(
-            &ok,
-            dir.path(),
-            "abcdef1234567890",
-            &out,
-            &[],
-            &Redactor::default(),
-            None,
-        );
+        let r = plain(&ok, dir.path(), "abcdef1234567890", &out);
         assert!(r.passed && r.exit_code == Some(0), "{r:?}");
         assert_eq!(r.output_tail, "all good");
         let failing = GateSpec::parse("echo broken >&2; exit 3");
-        let r = run_gate(
-            &failing,
-            dir.path(),
-            "abcdef1234567890",
-            &out,
-            &[],
-            &Redactor::default(),
-            None,
-        );
+        let r = plain(&failing, dir.path(), "abcdef1234567890", &out);
         assert!(!r.passed);
         assert_eq!(r.exit_code, Some(3));
         assert_eq!(r.name, "echo");
@@ -264,15 +253,7 @@ mod tests {
             command: "sleep 5".into(),
             timeout_s: 0,
         };
-        let r = run_gate(
-            &slow,
-            dir.path(),
-            "abcdef1234567890",
-            &out,
-            &[],
-            &Redactor::default(),
-            None,
-        );
+        let r = plain(&slow, dir.path(), "abcdef1234567890", &out);
         assert!(
             !r.passed && r.exit_code.is_none() && r.output_tail.contains("timeout"),
             "{r:?}"
@@ -283,27 +264,11 @@ mod tests {
             command: "exit 0".into(),
             timeout_s: u64::MAX,
         };
-        let r = run_gate(
-            &patient,
-            dir.path(),
-            "abcdef1234567890",
-            &out,
-            &[],
-            &Redactor::default(),
-            None,
-        );
+        let r = plain(&patient, dir.path(), "abcdef1234567890", &out);
         assert!(r.passed, "{r:?}");
         // Large output is kept whole on disk, only its tail in the record.
         let big = GateSpec::parse("big=head -c 300000 /dev/zero | tr '\\\\0' x");
-        let r = run_gate(
-            &big,
-            dir.path(),
-            "abcdef1234567890",
-            &out,
-            &[],
-            &Redactor::default(),
-            None,
-        );
+        let r = plain(&big, dir.path(), "abcdef1234567890", &out);
         assert_eq!(
             std::fs::metadata(r.output_file.unwrap()).unwrap().len(),
             300_000
@@ -348,15 +313,7 @@ mod tests {
             "server=setsid sh -c 'echo $$ > daemon.pid; exec sleep 300' >/dev/null 2>&1 </dev/null & \
              while [ ! -s daemon.pid ]; do sleep 0.05; done; exit 0",
         );
-        let r = run_gate(
-            &gate,
-            dir.path(),
-            "0123456789ab",
-            dir.path(),
-            &[],
-            &Redactor::default(),
-            None,
-        );
+        let r = plain(&gate, dir.path(), "0123456789ab", dir.path());
         assert!(r.passed, "{r:?}");
         let pid: i32 = std::fs::read_to_string(dir.path().join("daemon.pid"))
             .unwrap()
@@ -418,15 +375,7 @@ mod tests {
         // (the test process has it, and setting variables would race other tests).
         let dir = tempfile::tempdir().unwrap();
         let gate = GateSpec::parse("env=/usr/bin/env");
-        let seen = run_gate(
-            &gate,
-            dir.path(),
-            "0123456789ab",
-            dir.path(),
-            &[],
-            &Redactor::default(),
-            None,
-        );
+        let seen = plain(&gate, dir.path(), "0123456789ab", dir.path());
         let all = std::fs::read_to_string(seen.output_file.unwrap()).unwrap();
         assert!(all.lines().any(|l| l.starts_with("HOME=")), "{all}");
         let hidden = run_gate(
