@@ -1097,3 +1097,52 @@ fn an_agent_that_commits_nothing_and_claims_nothing_does_not_complete_its_step()
     let state = store.load_state(&run).unwrap();
     assert_eq!(state.plan[0].done_at_turn, Some(1));
 }
+
+/// Issue 10: a gate that prints a roster worker's literal key (one an agent wrote into
+/// the tree) leaves it in neither the record nor the log file on disk.
+#[test]
+fn a_roster_key_a_gate_prints_reaches_neither_the_record_nor_its_log() {
+    const KEY: &str = "sk-proj-LITERAL-roster-key-0123456789";
+    let (dir, repo, agent) = repo();
+    std::fs::write(repo.join("leak.txt"), format!("{KEY}\n")).unwrap();
+    git(&repo, &["add", "."]);
+    git(
+        &repo,
+        &[
+            "commit",
+            "-q",
+            "-m",
+            "the key, written where it should not be",
+        ],
+    );
+    let store = store_in(dir.path());
+    let mut coder = agent_worker("coder", &agent);
+    // A command worker is handed its key under a variable of its own.
+    coder.api_key_env = Some("CODER_API_KEY".into());
+    let roster = Roster {
+        workers: vec![coder],
+    };
+    let mut req = request(&repo, &["write ok.txt"], vec![roster.clone()], false);
+    req.gates = vec![GateSpec::parse("tests=cat leak.txt && test -f ok.txt")];
+    let queued = enqueue(store.as_ref(), &*clock(), &req).unwrap();
+    // The key comes from the roster file, in memory only, as `baton work` passes it.
+    let mut keys = roster;
+    keys.workers[0].api_key = Some(baton_gateway::Credential::new(KEY).unwrap());
+    let options = WorkOptions {
+        keys: Some(keys),
+        ..WorkOptions::default()
+    };
+    let reports = work(store.clone(), clock(), &options, &|_| {}).unwrap();
+    assert_eq!(reports[0].status, JobStatus::Outbox, "{reports:?}");
+    let job = store.job(&queued.jobs[0]).unwrap();
+    let turns = store.turns(job.run_id.as_ref().unwrap()).unwrap();
+    let gate = &turns.last().unwrap().workspace.as_ref().unwrap().gates[0];
+    assert!(gate.passed, "{gate:?}");
+    assert!(
+        !gate.output_tail.contains("LITERAL"),
+        "{}",
+        gate.output_tail
+    );
+    let log = std::fs::read_to_string(gate.output_file.as_ref().unwrap()).unwrap();
+    assert_eq!(log, "[redacted]\n");
+}
