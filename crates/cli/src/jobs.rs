@@ -31,10 +31,9 @@ pub struct EnqueueArgs {
     /// the gates again); 0 ends the job with its gates failing
     #[arg(long, default_value_t = baton_engine::jobs::DEFAULT_FIX_TURNS)]
     fix_turns: u32,
-    /// A candidate: a roster worker id, or `a+b` for a team taking turns (repeat: one
-    /// job per candidate, judged blind against each other). A preset name (claude,
-    /// codex, gemini, opencode, aider, qwen) works without a roster entry.
-    #[arg(long = "worker", required = true)]
+    // The help names the gateway's presets: only the gateway knows the agents (so a
+    // preset added there is offered here without a second list to keep in step).
+    #[arg(long = "worker", required = true, help = worker_help())]
     workers: Vec<String>,
     /// Confine every command worker of these jobs: `bwrap` (bubblewrap: the worktree
     /// writable, the rest read-only, the checkout and baton's database hidden) or
@@ -55,6 +54,15 @@ pub struct EnqueueArgs {
     rubric: Option<String>,
     #[command(flatten)]
     budget: BudgetArgs,
+}
+
+fn worker_help() -> String {
+    format!(
+        "A candidate: a roster worker id, or `a+b` for a team taking turns (repeat: one job \
+         per candidate, judged blind against each other). A preset name ({}) works without \
+         a roster entry",
+        baton_gateway::command::preset_names()
+    )
 }
 
 /// A candidate's roster from `a` or `a+b`, by roster id or preset name.
@@ -643,7 +651,7 @@ pub fn judge(ctx: &Context_, target: &str, judge: Option<&str>) -> Result<ExitCo
             .cloned()
             .with_context(|| {
                 format!(
-                    "no judge: the roster ({note}) has no API model, and command workers cannot judge; add one to baton.toml (e.g. model = \"anthropic/claude-sonnet-4-5\") and pass --judge ID"
+                    "no judge: the roster ({note}) has no API model, and command workers cannot judge; add one to baton.toml (model = \"<provider>/<model>\", see `baton workers`) and pass --judge ID"
                 )
             })?,
     };

@@ -8,6 +8,7 @@ mod cancel;
 mod commands;
 mod input;
 mod jobs;
+mod logs;
 mod render;
 mod signals;
 mod waiting;
@@ -272,6 +273,7 @@ fn main() -> ExitCode {
         // Before any thread starts: the watchdog is a fork of this process, and kills
         // what the agents and gates started if baton dies without cleaning up.
         baton_gateway::contain::start_watchdog();
+        logs::init();
     }
     // `run` installs them itself once its input is read: an objective read from a
     // stdin that never ends must still stop at the first Ctrl-C.

@@ -46,35 +46,17 @@ impl fmt::Display for WorkerId {
 pub struct Timestamp(pub i64);
 
 impl fmt::Display for Timestamp {
-    /// RFC 3339 with milliseconds, e.g. `2026-11-30T13:22:13.123Z`.
+    /// RFC 3339 with milliseconds, e.g. `2026-11-30T13:22:13.123Z`. A reading outside
+    /// the calendar `jiff` knows (years -9999 to 9999: only a corrupt row holds one) is
+    /// shown as the number it is rather than as a made-up date.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let ms = self.0.rem_euclid(1000);
-        let secs = self.0.div_euclid(1000);
-        let days = secs.div_euclid(86_400);
-        let sod = secs.rem_euclid(86_400);
-        let (y, m, d) = civil_from_days(days);
-        write!(
-            f,
-            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z",
-            sod / 3600,
-            (sod % 3600) / 60,
-            sod % 60
-        )
+        let formatted = jiff::Timestamp::from_millisecond(self.0)
+            .and_then(|at| jiff::fmt::strtime::format("%Y-%m-%dT%H:%M:%S%.3fZ", at));
+        match formatted {
+            Ok(text) => f.write_str(&text),
+            Err(_) => write!(f, "{} ms after the Unix epoch", self.0),
+        }
     }
-}
-
-/// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian calendar).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
 #[cfg(test)]
@@ -87,6 +69,12 @@ mod tests {
         assert_eq!(
             Timestamp(1_796_044_933_123).to_string(),
             "2026-11-30T13:22:13.123Z"
+        );
+        assert_eq!(Timestamp(-1).to_string(), "1969-12-31T23:59:59.999Z");
+        // Outside input (a corrupt row) renders without a panic.
+        assert_eq!(
+            Timestamp(i64::MAX).to_string(),
+            "9223372036854775807 ms after the Unix epoch"
         );
     }
 }

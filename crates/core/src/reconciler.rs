@@ -12,17 +12,14 @@ use crate::claims::{HandoffReport, Refusal, WorkerResult};
 use crate::compiler::{Assignment, WorkerProfile};
 use crate::ids::Timestamp;
 use crate::state::{
-    Artifact, ArtifactVersion, ExecutionState, HandoffRecord, Issue, IssueStatus, Provenance,
-    Reaffirmation, RecordKind, ResolutionClaim, Stamped, WorkerRecord,
+    Artifact, ArtifactVersion, Assumption, CompletedWork, ExecutionState, HandoffRecord, Issue,
+    IssueStatus, Provenance, Reaffirmation, RecordKind, ResolutionClaim, Stamped, WorkerRecord,
 };
 use crate::text::{normalize, same_statement};
 
 mod restate;
 
-use restate::{
-    ForNext, merge_assumption, merge_completed, merge_decision, merge_failed_attempt, merge_issue,
-    merge_resolution,
-};
+use restate::{DecisionAt, ForNext, merge, merge_decision, merge_failed_attempt, merge_resolution};
 
 mod step;
 pub use step::{StepEnd, WorkSeen, complete_step, failure_phrase, record_failed_turn};
@@ -161,15 +158,23 @@ pub fn reconcile(
 
     for (i, d) in result.decisions.iter().enumerate() {
         let path = format!("result.decisions[{i}]");
-        merge_decision(state, ctx, d, &path, &mut out, &mut next);
+        let claim = DecisionAt {
+            claim: d,
+            path: &path,
+        };
+        merge_decision(state, ctx, &claim, &mut out, &mut next);
     }
     for (i, d) in report.decisions.iter().enumerate() {
         let path = format!("report.decisions[{i}]");
-        merge_decision(state, ctx, d, &path, &mut out, &mut next);
+        let claim = DecisionAt {
+            claim: d,
+            path: &path,
+        };
+        merge_decision(state, ctx, &claim, &mut out, &mut next);
     }
 
     for text in &result.completed {
-        merge_completed(state, ctx, text, &mut out, &mut next);
+        merge::<CompletedWork>(state, ctx, &text.as_str(), &mut out, &mut next);
     }
     // What the worker says it did is part of the record: with no `completed` list, its
     // summary is the step's completed work (models fill the one required field) —
@@ -181,20 +186,15 @@ pub fn reconcile(
         && step::summary_counts(result, report, ctx)
     {
         let first = result.summary.trim().split("\n\n").next().unwrap_or("");
-        merge_completed(
-            state,
-            ctx,
-            &clip(first, SUMMARY_AS_COMPLETED_CHARS),
-            &mut out,
-            &mut next,
-        );
+        let first = clip(first, SUMMARY_AS_COMPLETED_CHARS);
+        merge::<CompletedWork>(state, ctx, &first.as_str(), &mut out, &mut next);
     }
     check_step_claims(state, ctx, result, &mut out);
 
     merge_artifacts(state, ctx, result, report, verifier, &mut out);
 
     for issue in result.issues.iter().chain(&report.issues) {
-        merge_issue(state, ctx, issue, &mut out, &mut next);
+        merge::<Issue>(state, ctx, &issue, &mut out, &mut next);
     }
     let resolutions = result
         .resolved_issues
@@ -218,7 +218,7 @@ pub fn reconcile(
         merge_failed_attempt(state, ctx, &f.what, &f.why, &mut out, &mut next);
     }
     for a in result.assumptions.iter().chain(&report.assumptions) {
-        merge_assumption(state, ctx, a, &mut out, &mut next);
+        merge::<Assumption>(state, ctx, &a.as_str(), &mut out, &mut next);
     }
 
     merge_actions(state, ctx, result, report, &mut out);
@@ -307,12 +307,7 @@ fn leading_step_id<'a>(
 }
 
 fn content_hash(content: &str) -> String {
-    let digest = Sha256::digest(content.as_bytes());
-    let mut hex = String::with_capacity(64);
-    for b in digest {
-        hex.push_str(&format!("{b:02x}"));
-    }
-    hex
+    hex::encode(Sha256::digest(content.as_bytes()))
 }
 
 fn same_artifact_name(a: &str, b: &str) -> bool {

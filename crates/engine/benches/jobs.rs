@@ -115,6 +115,7 @@ fn command_turn(c: &mut Criterion) {
         gate_each_turn: false,
         gate_dir: dir.path().join("gates"),
         hide: Vec::new(),
+        keys: Default::default(),
         fence: None,
         last_commit: std::sync::Mutex::new(base),
         cancel: Default::default(),

@@ -21,17 +21,7 @@ pub fn request_hash(prompt: &Prompt) -> String {
     h.update(prompt.system.as_bytes());
     h.update([0u8]);
     h.update(prompt.user.as_bytes());
-    hex(&h.finalize())
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(DIGITS[(b >> 4) as usize] as char);
-        s.push(DIGITS[(b & 15) as usize] as char);
-    }
-    s
+    hex::encode(h.finalize())
 }
 
 const BASE: u64 = 0x0000_0100_0000_01b3;

@@ -7,6 +7,7 @@ use std::path::Path;
 use baton_core::compiler::WorkerProfile;
 use baton_core::ids::WorkerId;
 use baton_core::tokens::EstimatorKind;
+use baton_gateway::{Credential, Redactor};
 use serde::{Deserialize, Serialize};
 
 use crate::{Error, Result};
@@ -122,28 +123,9 @@ pub struct WorkerConfig {
     /// A literal key from the roster file, or one given in memory for one run. Never
     /// serialised, so it never reaches the store; `Debug` prints `[redacted]`.
     #[serde(skip)]
-    pub api_key: Option<Secret>,
+    pub api_key: Option<Credential>,
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub options: serde_json::Map<String, serde_json::Value>,
-}
-
-/// A key held in memory. It has no `Serialize`, and `Debug` does not print it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(value: impl Into<String>) -> Self {
-        Secret(value.into())
-    }
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("[redacted]")
-    }
 }
 
 impl WorkerConfig {
@@ -180,6 +162,18 @@ impl WorkerConfig {
         options
     }
 
+    /// The key this worker would be given, if any: its literal one, else the one its
+    /// options or provider name from the environment. For scrubbing, so an unreadable
+    /// variable is no key rather than an error.
+    pub fn credential(&self) -> Option<Credential> {
+        match &self.api_key {
+            Some(key) => Some(key.clone()),
+            None => baton_gateway::credential_for(&self.model, &self.gateway_options())
+                .ok()
+                .flatten(),
+        }
+    }
+
     /// Where this worker's key comes from, for `baton workers` (never the value).
     pub fn credential_status(&self) -> String {
         if self.api_key.is_some() {
@@ -211,6 +205,15 @@ impl WorkerConfig {
     pub fn provider(&self) -> &str {
         self.model.split_once('/').map(|(p, _)| p).unwrap_or("")
     }
+}
+
+/// Every key `workers` can be given, to scrub from what must not carry one.
+pub fn redactor_for<'w>(workers: impl IntoIterator<Item = &'w WorkerConfig>) -> Redactor {
+    let mut redactor = Redactor::default();
+    for key in workers.into_iter().filter_map(WorkerConfig::credential) {
+        redactor.add(&key);
+    }
+    redactor
 }
 
 /// The workers of a run, in rotation order.
@@ -454,13 +457,15 @@ pub fn parse_file(path: &str, text: &str) -> Result<FileConfig> {
         let workers = raw_workers
             .into_iter()
             .map(|w| {
+                let api_key = (w.api_key.map(Credential::new).transpose())
+                    .map_err(|e| bad(format!("worker {}: {e}", w.id)))?;
                 let family = w.family.unwrap_or_else(|| {
                     w.model
                         .split_once('/')
                         .map(|(p, _)| p.to_string())
                         .unwrap_or_default()
                 });
-                WorkerConfig {
+                Ok(WorkerConfig {
                     id: WorkerId::new(w.id),
                     model: w.model,
                     family,
@@ -474,11 +479,11 @@ pub fn parse_file(path: &str, text: &str) -> Result<FileConfig> {
                     enabled: w.enabled.unwrap_or(true),
                     price: w.price,
                     calls: w.calls,
-                    api_key: w.api_key.map(Secret::new),
+                    api_key,
                     options: w.options,
-                }
+                })
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let roster = Roster { workers };
         roster.validate().map_err(|e| bad(e.to_string()))?;
         Some(roster)

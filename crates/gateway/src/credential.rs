@@ -1,15 +1,30 @@
 //! API keys. A `Credential` is built from an environment variable (or a literal the
 //! caller already holds), handed to the gateway that needs it, and never leaves it
 //! (invariant 9): it has no `Serialize`, its `Debug` and `Display` print `[redacted]`,
-//! and provider error bodies are scrubbed of it before they become error messages.
+//! its memory is zeroed when dropped (`secrecy`), and provider error bodies are scrubbed
+//! of it before they become error messages. It is the one secret type: the engine holds
+//! a roster's literal keys in it too.
 
 use std::fmt;
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::Path;
+
+use secrecy::{ExposeSecret, SecretString};
 
 use crate::{Error, Options, Result, split_model};
 
 /// A provider secret. Only the HTTP layer of this crate reads it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Credential(String);
+#[derive(Clone)]
+pub struct Credential(SecretString);
+
+impl PartialEq for Credential {
+    fn eq(&self, other: &Self) -> bool {
+        self.secret() == other.secret()
+    }
+}
+
+impl Eq for Credential {}
 
 impl Credential {
     /// Wraps a secret. Surrounding whitespace (a newline pasted with the key) is dropped.
@@ -21,11 +36,11 @@ impl Credential {
                 message: "the API key is empty".into(),
             });
         }
-        Ok(Credential(trimmed.to_string()))
+        Ok(Credential(SecretString::from(trimmed)))
     }
 
     pub(crate) fn secret(&self) -> &str {
-        &self.0
+        self.0.expose_secret()
     }
 
     /// Replaces every occurrence of the secret in `text`, for error bodies that echo it.
@@ -33,16 +48,37 @@ impl Credential {
         // A dummy key of a few characters (local servers take anything) would turn every
         // occurrence of those letters into `[redacted]`, garbling the message and
         // spelling out the key by where it cut; real keys are long.
-        if self.0.len() >= MIN_SCRUB_LEN && text.contains(self.0.as_str()) {
-            text.replace(self.0.as_str(), "[redacted]")
+        let secret = self.secret();
+        if secret.len() >= MIN_SCRUB_LEN && text.contains(secret) {
+            text.replace(secret, "[redacted]")
         } else {
             text.to_string()
         }
     }
 
+    /// `scrub` for bytes that are not UTF-8.
+    fn scrub_bytes(&self, bytes: &[u8]) -> Vec<u8> {
+        let secret = self.secret().as_bytes();
+        if secret.len() < MIN_SCRUB_LEN {
+            return bytes.to_vec();
+        }
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i..].starts_with(secret) {
+                out.extend_from_slice(b"[redacted]");
+                i += secret.len();
+            } else {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+        out
+    }
+
     /// The vendor whose keys look like this one, when the shape says so.
     pub(crate) fn family(&self) -> Option<KeyFamily> {
-        KeyFamily::of(&self.0)
+        KeyFamily::of(self.secret())
     }
 }
 
@@ -74,6 +110,52 @@ impl Redactor {
             out = self.scrub_json_strings(&out);
         }
         out
+    }
+
+    /// Scrubs every known key from the file at `path` (a gate's whole log, of any size),
+    /// a line at a time so the file is never held whole. The scrubbed copy is written
+    /// beside it and renamed over it, so a reader never sees half of each; a file that
+    /// holds no key is left as it is. Returns whether anything was replaced.
+    pub fn scrub_file(&self, path: &Path) -> std::io::Result<bool> {
+        if self.keys.is_empty() {
+            return Ok(false);
+        }
+        let mut name = path.file_name().unwrap_or_default().to_os_string();
+        name.push(".scrubbing");
+        let tmp = path.with_file_name(name);
+        let result = self.scrub_into(path, &tmp);
+        match result {
+            Ok(true) => std::fs::rename(&tmp, path).map(|()| true),
+            other => {
+                let _ = std::fs::remove_file(&tmp);
+                other
+            }
+        }
+    }
+
+    fn scrub_into(&self, path: &Path, tmp: &Path) -> std::io::Result<bool> {
+        let mut reader = BufReader::new(File::open(path)?);
+        let mut out = BufWriter::new(File::create(tmp)?);
+        let mut line = Vec::new();
+        let mut changed = false;
+        loop {
+            line.clear();
+            if reader.read_until(b'\n', &mut line)? == 0 {
+                break;
+            }
+            let scrubbed = match std::str::from_utf8(&line) {
+                Ok(text) => self.scrub(text).into_bytes(),
+                // A log may hold any bytes; a key is text, so it is found byte-wise.
+                Err(_) => self
+                    .keys
+                    .iter()
+                    .fold(line.clone(), |bytes, key| key.scrub_bytes(&bytes)),
+            };
+            changed |= scrubbed != line;
+            out.write_all(&scrubbed)?;
+        }
+        out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        Ok(changed)
     }
 
     /// Every JSON string literal in `text` that decodes to something holding a key is
@@ -289,6 +371,30 @@ mod tests {
             "a [redacted] b [redacted] c"
         );
         assert!(!format!("{r:?}").contains("first"));
+    }
+
+    #[test]
+    fn a_file_is_scrubbed_whole_keeping_every_other_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gate.log");
+        let mut log = b"first line\nkey=sk-proj-first-0123456789 here\n".to_vec();
+        // Not UTF-8, and no newline at the end: both still scrubbed, nothing else lost.
+        log.extend_from_slice(b"\xff\xfe sk-ant-second-0123456789\n");
+        log.extend_from_slice(&b"x".repeat(100_000));
+        log.extend_from_slice(b"sk-proj-first-0123456789");
+        std::fs::write(&path, &log).unwrap();
+        let mut r = Redactor::default();
+        r.add(&Credential::new("sk-proj-first-0123456789").unwrap());
+        r.add(&Credential::new("sk-ant-second-0123456789").unwrap());
+        assert!(r.scrub_file(&path).unwrap());
+        let mut want = b"first line\nkey=[redacted] here\n\xff\xfe [redacted]\n".to_vec();
+        want.extend_from_slice(&b"x".repeat(100_000));
+        want.extend_from_slice(b"[redacted]");
+        assert!(std::fs::read(&path).unwrap() == want);
+        // Nothing left to scrub: untouched, and no scratch file stays behind.
+        assert!(!r.scrub_file(&path).unwrap());
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1);
     }
 
     #[test]

@@ -13,7 +13,7 @@
 //! The explicit forms come first: a reset header says when a bucket refills, which is
 //! only an upper bound on when a retry may succeed.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 /// The delay a failed response asks for, from its headers (names in any case) and body.
 /// `now` anchors absolute times (HTTP dates, RFC 3339 instants); one already past gives
@@ -237,98 +237,34 @@ pub fn bounded_seconds(secs: f64) -> Duration {
     Duration::from_secs_f64(secs.clamp(0.0, MAX_SECONDS))
 }
 
-/// IMF-fixdate, the HTTP-date form servers send: `Wed, 21 Oct 2015 07:28:00 GMT`.
+/// An HTTP-date (`Wed, 21 Oct 2015 07:28:00 GMT`, or the obsolete RFC 850 and asctime
+/// forms), as `httpdate` reads it: years 1970 to 9999, the weekday checked.
 fn parse_http_date(text: &str) -> Option<SystemTime> {
-    let mut parts = text.split_whitespace();
-    let _weekday = parts.next()?;
-    let day: u32 = parts.next()?.parse().ok()?;
-    let month = match parts.next()? {
-        "Jan" => 1,
-        "Feb" => 2,
-        "Mar" => 3,
-        "Apr" => 4,
-        "May" => 5,
-        "Jun" => 6,
-        "Jul" => 7,
-        "Aug" => 8,
-        "Sep" => 9,
-        "Oct" => 10,
-        "Nov" => 11,
-        "Dec" => 12,
-        _ => return None,
-    };
-    let year: i64 = parts.next()?.parse().ok()?;
-    let (h, m, s) = parse_hms(parts.next()?)?;
-    if parts.next()? != "GMT" {
-        return None;
-    }
-    epoch(year, month, day, h, m, s as f64)
+    httpdate::parse_http_date(text).ok()
 }
 
-/// RFC 3339: `2025-01-02T03:04:05Z`, `2025-01-02T03:04:05.123+01:00`.
+/// RFC 3339: `2025-01-02T03:04:05Z`, `2025-01-02T03:04:05.123+01:00`, as `jiff` reads
+/// it (years 1970 to 9999, offsets under a day; anything else is no instant).
 fn parse_rfc3339(text: &str) -> Option<SystemTime> {
-    let (date, time) = text.split_once(['T', 't', ' '])?;
-    let mut d = date.split('-');
-    let year: i64 = d.next()?.parse().ok()?;
-    let month: u32 = d.next()?.parse().ok()?;
-    let day: u32 = d.next()?.parse().ok()?;
-    let (clock, offset_secs) = if let Some(clock) = time.strip_suffix(['Z', 'z']) {
-        (clock, 0i64)
-    } else {
-        let i = time.rfind(['+', '-'])?;
-        let (clock, off) = time.split_at(i);
-        let sign = if off.starts_with('-') { -1 } else { 1 };
-        let (oh, om) = off[1..].split_once(':')?;
-        let oh: i64 = oh.parse().ok().filter(|h| (0..24).contains(h))?;
-        let om: i64 = om.parse().ok().filter(|m| (0..60).contains(m))?;
-        (clock, sign * (oh * 3600 + om * 60))
-    };
-    let (whole, frac) = clock.split_once('.').unwrap_or((clock, "0"));
-    let (h, m, s) = parse_hms(whole)?;
-    let frac: f64 = format!("0.{frac}")
-        .parse()
-        .ok()
-        .filter(|f: &f64| f.is_finite())?;
-    let local = epoch(year, month, day, h, m, s as f64 + frac)?;
-    let shift = Duration::from_secs(offset_secs.unsigned_abs());
-    if offset_secs >= 0 {
-        local.checked_sub(shift)
-    } else {
-        local.checked_add(shift)
-    }
-}
-
-fn parse_hms(text: &str) -> Option<(u32, u32, u32)> {
-    let mut t = text.split(':');
-    let h = t.next()?.parse().ok()?;
-    let m = t.next()?.parse().ok()?;
-    let s = t.next()?.parse().ok()?;
-    (h < 24 && m < 60 && s <= 60).then_some((h, m, s))
-}
-
-fn epoch(year: i64, month: u32, day: u32, h: u32, m: u32, s: f64) -> Option<SystemTime> {
-    // Years outside 1970..=9999 are no date a server means; bounding them keeps the
-    // day arithmetic below far from `i64` overflow.
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || !(1970..=9999).contains(&year) {
-        return None;
-    }
-    // Howard Hinnant's days_from_civil.
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (i64::from(month) + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + i64::from(day) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let secs = days * 86_400 + i64::from(h) * 3600 + i64::from(m) * 60;
-    let secs = u64::try_from(secs).ok()?;
-    UNIX_EPOCH
-        .checked_add(Duration::from_secs(secs))?
-        .checked_add(Duration::from_secs_f64(s))
+    let pieces = jiff::fmt::temporal::Pieces::parse(text).ok()?;
+    // An instant needs a time and an offset: a bare date or a local time names none.
+    let time = pieces.time()?;
+    let offset = pieces.offset()?.to_numeric_offset();
+    // Civil arithmetic rather than `jiff::Timestamp`, whose range ends a day before
+    // 9999-12-31 (it leaves room for any offset): the last instant a server can write
+    // still reads as a (clamped) delay.
+    let epoch = jiff::civil::date(1970, 1, 1).at(0, 0, 0, 0);
+    let since = (pieces.date().to_datetime(time).duration_since(epoch))
+        .checked_sub(offset.duration_since(jiff::tz::Offset::UTC))?;
+    let secs = u64::try_from(since.as_secs()).ok()?;
+    let nanos = u32::try_from(since.subsec_nanos()).ok()?;
+    std::time::UNIX_EPOCH.checked_add(Duration::new(secs, nanos))
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::UNIX_EPOCH;
+
     use super::*;
 
     const NONE: [(&str, &str); 0] = [];

@@ -533,18 +533,9 @@ fn read_batch(
         }
         let mut lf = [0u8; 1];
         reader.read_exact(&mut lf).map_err(io_err)?;
-        hashes.insert((*object).to_owned(), hex(&hasher.finalize()));
+        hashes.insert((*object).to_owned(), hex::encode(hasher.finalize()));
     }
     Ok(hashes)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(out, "{b:02x}");
-    }
-    out
 }
 
 #[cfg(test)]
@@ -619,10 +610,5 @@ mod tests {
         let err = ws.move_branch(&ws.git(), &info, &stale, &head).unwrap_err();
         assert!(matches!(err, Error::ConcurrentCommit { .. }), "{err}");
         assert_eq!(ws.head().unwrap(), head);
-    }
-
-    #[test]
-    fn hex_is_lowercase_and_padded() {
-        assert_eq!(hex(&[0x00, 0xab, 0x0f]), "00ab0f");
     }
 }

@@ -12,18 +12,22 @@
 mod commit;
 mod drift;
 mod error;
+mod exclude;
 mod gc;
 mod git;
+mod recover;
 mod repo;
 mod workspace;
 
 pub use commit::{ChangeStatus, ChangedFile, CommitOutcome, DiffStat, TurnCommitInfo};
 pub use drift::Drift;
 pub use error::{Error, Result};
+pub use exclude::Exclusion;
 pub use gc::{
     AGENT_OUTPUT_DIR, GcReport, KeepReason, KeptWorktree, RemovedWorktree, Retention,
     transcripts_dir,
 };
+pub use recover::set_aside;
 pub use repo::Repo;
 pub use workspace::{
     Workspace, WorkspaceSpec, attempt_dir, branch_for_job, split_attempt_dir, validate_job_id,

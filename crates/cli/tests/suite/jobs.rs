@@ -132,3 +132,48 @@ fn a_killed_worker_leaves_its_job_to_be_reclaimed_and_no_committed_turn_is_redon
         assert!(worktree.join(f).exists(), "{f}");
     }
 }
+
+#[test]
+fn work_logs_through_tracing_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = baton(dir.path()).arg("work").output().unwrap();
+    assert!(plain.status.success(), "{}", text(&plain));
+    let plain_err = String::from_utf8(plain.stderr).unwrap();
+    assert!(!plain_err.contains("baton_engine"), "{plain_err}");
+
+    let logged = baton(dir.path())
+        .arg("work")
+        .env("BATON_LOG", "baton_engine=debug")
+        .output()
+        .unwrap();
+    assert!(logged.status.success(), "{}", text(&logged));
+    // The user's output is the same; the logs come on stderr besides it.
+    assert_eq!(logged.stdout, plain.stdout);
+    let err = String::from_utf8(logged.stderr).unwrap();
+    for line in [
+        "INFO baton_engine::jobs::runner: work started",
+        "DEBUG baton_engine::jobs::runner: no job to claim",
+    ] {
+        assert!(err.contains(line), "{line:?} not in {err}");
+    }
+    assert!(err.contains(plain_err.trim()), "{err}");
+
+    // RUST_LOG when BATON_LOG is not set; BATON_LOG wins when both are.
+    let rust = baton(dir.path())
+        .arg("work")
+        .env("RUST_LOG", "info")
+        .output()
+        .unwrap();
+    let err = String::from_utf8(rust.stderr).unwrap();
+    assert!(
+        err.contains("work started") && !err.contains("DEBUG"),
+        "{err}"
+    );
+    let both = baton(dir.path())
+        .arg("work")
+        .env("RUST_LOG", "debug")
+        .env("BATON_LOG", "off")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8(both.stderr).unwrap(), plain_err);
+}

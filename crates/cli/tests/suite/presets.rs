@@ -454,3 +454,18 @@ fn verbose_work_streams_the_agents_lines_and_jobs_shows_elapsed_time_and_output(
         "{err}"
     );
 }
+
+#[test]
+fn enqueue_help_offers_exactly_the_gateways_presets() {
+    // Regression: the help listed the agents a second time, above the gateway (which
+    // alone knows them, invariant 10), and would have gone stale with a new preset.
+    let dir = tempfile::tempdir().unwrap();
+    let help = run_ok(dir.path(), &["enqueue", "--help"]);
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    let names = baton_gateway::command::PRESETS
+        .iter()
+        .map(|p| p.name)
+        .collect::<Vec<_>>()
+        .join(", ");
+    assert!(help.contains(&format!("A preset name ({names})")), "{help}");
+}

@@ -14,7 +14,7 @@
 use crate::claims::{DecisionClaim, IssueClaim};
 use crate::state::{
     Assumption, CompletedWork, Decision, ExecutionState, FailedAttempt, Issue, IssueStatus,
-    RecordKind, ResolutionClaim,
+    Reaffirmation, RecordKind, ResolutionClaim,
 };
 use crate::text::{
     Aspect, Difference, Likeness, ScoringCacheGuard, Statement, difference, normalize, overlap,
@@ -97,193 +97,359 @@ fn contradiction(new_id: &str, new_text: &str, near: &[(String, String, Differen
     )
 }
 
+/// A kind of record that a claim can restate. Decisions, completed work, issues and
+/// assumptions share one merge (`merge`), failed attempts its recording of a new record;
+/// each kind says only where it differs.
+pub(super) trait Restatable: Sized {
+    /// What a worker claims, from which the record is made.
+    type Claim<'c>;
+    const KIND: RecordKind;
+    /// The record ids' letter: D1, C1, I1, F1, S1.
+    const PREFIX: &'static str;
+    /// The scoring-cache slot of this kind's restatement check.
+    const SLOT: usize;
+
+    fn records(state: &ExecutionState) -> &[Self];
+    fn records_mut(state: &mut ExecutionState) -> &mut Vec<Self>;
+    fn id(&self) -> &str;
+    fn text(&self) -> &str;
+    fn reaffirmed(&mut self) -> &mut Vec<Reaffirmation>;
+
+    /// The claim's text, trimmed; an empty one is no claim.
+    fn claimed<'c>(claim: &Self::Claim<'c>) -> &'c str;
+
+    /// Whether a claim made in this turn may restate this record.
+    fn comparable(&self, _ctx: &TurnContext<'_>) -> bool {
+        true
+    }
+
+    /// Whether a record that resembles the claim but differs this way may contradict it.
+    fn contradicts(_d: &Difference) -> bool {
+        true
+    }
+
+    /// Folds a restatement into the record: by default one reaffirmation per worker
+    /// per turn.
+    fn restated(
+        &mut self,
+        ctx: &TurnContext<'_>,
+        _claim: &Self::Claim<'_>,
+        text: &str,
+        out: &mut ReconcileOutcome,
+        _next: &mut ForNext,
+    ) {
+        let r = ctx.reaffirmation(self.text(), text);
+        if push_reaffirmation(self.reaffirmed(), r) {
+            out.push(Self::KIND, self.id(), Action::Reaffirmed);
+        }
+    }
+
+    /// The new record, under the id the merge gave it.
+    fn create(
+        id: String,
+        text: &str,
+        claim: &Self::Claim<'_>,
+        ctx: &TurnContext<'_>,
+        out: &mut ReconcileOutcome,
+    ) -> Self;
+}
+
+/// The accessors every restatable record has alike: the state's list of them, its id,
+/// its text, its reaffirmations.
+macro_rules! record_fields {
+    ($list:ident, $text:ident) => {
+        fn records(state: &ExecutionState) -> &[Self] {
+            &state.$list
+        }
+        fn records_mut(state: &mut ExecutionState) -> &mut Vec<Self> {
+            &mut state.$list
+        }
+        fn id(&self) -> &str {
+            &self.id
+        }
+        fn text(&self) -> &str {
+            &self.$text
+        }
+        fn reaffirmed(&mut self) -> &mut Vec<Reaffirmation> {
+            &mut self.reaffirmed
+        }
+    };
+}
+
+/// Merges one claim into the records of its kind: a restatement reaffirms the record it
+/// restates; anything else becomes a new record, with a warning naming the records it
+/// resembles but may contradict.
+pub(super) fn merge<R: Restatable>(
+    state: &mut ExecutionState,
+    ctx: &TurnContext<'_>,
+    claim: &R::Claim<'_>,
+    out: &mut ReconcileOutcome,
+    next: &mut ForNext,
+) {
+    let text = R::claimed(claim);
+    if text.is_empty() {
+        return;
+    }
+    let stmt = Statement::new(text, &[]);
+    let found = {
+        let mut cache = state.scoring.lock();
+        let records = (R::records(state).iter().enumerate())
+            .filter(|(_, r)| r.comparable(ctx))
+            .map(|(i, r)| (i, r.text()));
+        find(&mut cache, R::SLOT, records, &stmt)
+    };
+    match found {
+        Found::Same(i) => R::records_mut(state)[i].restated(ctx, claim, text, out, next),
+        Found::New(near) => {
+            let near = near.into_iter().filter(|(_, d)| R::contradicts(d));
+            record_new::<R>(state, ctx, claim, text, near, out, next);
+        }
+    }
+}
+
+/// Records a claim as new and warns of the records in `near` it may contradict.
+fn record_new<R: Restatable>(
+    state: &mut ExecutionState,
+    ctx: &TurnContext<'_>,
+    claim: &R::Claim<'_>,
+    text: &str,
+    near: impl Iterator<Item = (usize, Difference)>,
+    out: &mut ReconcileOutcome,
+    next: &mut ForNext,
+) {
+    let records = R::records_mut(state);
+    let near: Vec<_> = near
+        .map(|(i, d)| {
+            (
+                records[i].id().to_string(),
+                records[i].text().to_string(),
+                d,
+            )
+        })
+        .collect();
+    let id = format!("{}{}", R::PREFIX, records.len() + 1);
+    let record = R::create(id.clone(), text, claim, ctx, out);
+    records.push(record);
+    out.push(R::KIND, &id, Action::Created);
+    if !near.is_empty() {
+        next.warn(out, contradiction(&id, text, &near));
+    }
+}
+
+/// A decision claim and where in the turn's answer it stands (for refusals and warnings).
+pub(super) struct DecisionAt<'c> {
+    pub(super) claim: &'c DecisionClaim,
+    pub(super) path: &'c str,
+}
+
+/// A decision with no text is refused (every other kind just skips an empty claim).
 pub(super) fn merge_decision(
     state: &mut ExecutionState,
     ctx: &TurnContext<'_>,
-    claim: &DecisionClaim,
-    path: &str,
+    claim: &DecisionAt<'_>,
     out: &mut ReconcileOutcome,
     next: &mut ForNext,
 ) {
-    let text = claim.text.trim();
-    if text.is_empty() {
-        out.refuse(path.to_string(), "a decision needs text".into());
+    if Decision::claimed(claim).is_empty() {
+        out.refuse(claim.path.to_string(), "a decision needs text".into());
         return;
     }
-    let claim_stmt = Statement::new(text, &[]);
-    let found = {
-        let mut cache = state.scoring.lock();
-        let records = (state.decisions.iter().enumerate()).map(|(i, d)| (i, d.text.as_str()));
-        find(&mut cache, SAME_DECISION, records, &claim_stmt)
-    };
-    let near = match found {
-        Found::Same(i) => {
-            let d = &mut state.decisions[i];
-            // A restatement may supply the reason the first statement lacked; the
-            // original text and provenance stay.
-            if d.reason.is_none()
-                && let Some(reason) = nonempty(claim.reason.as_deref())
-            {
-                d.reason = Some(reason.to_string());
-            }
-            let id = d.id.clone();
-            if push_reaffirmation(&mut d.reaffirmed, ctx.reaffirmation(&d.text, text)) {
-                out.push(RecordKind::Decision, &id, Action::Reaffirmed);
-            }
-            return;
-        }
-        Found::New(near) => near,
-    };
-    let reason = nonempty(claim.reason.as_deref()).map(str::to_string);
-    if reason.is_none() {
-        out.warnings.push(format!(
-            "decision \"{}\" was recorded without a reason ({path})",
-            clip(text, 80)
-        ));
+    merge::<Decision>(state, ctx, claim, out, next);
+}
+
+impl Restatable for Decision {
+    type Claim<'c> = DecisionAt<'c>;
+    const KIND: RecordKind = RecordKind::Decision;
+    const PREFIX: &'static str = "D";
+    const SLOT: usize = SAME_DECISION;
+
+    record_fields!(decisions, text);
+    fn claimed<'c>(claim: &Self::Claim<'c>) -> &'c str {
+        claim.claim.text.trim()
     }
-    let id = format!("D{}", state.decisions.len() + 1);
-    let near = named(near, |i| {
-        let d = &state.decisions[i];
-        (d.id.clone(), d.text.clone())
-    });
-    state.decisions.push(Decision {
-        id: id.clone(),
-        text: text.to_string(),
-        reason,
-        provenance: ctx.provenance(),
-        reaffirmed: Vec::new(),
-    });
-    out.push(RecordKind::Decision, &id, Action::Created);
-    if !near.is_empty() {
-        next.warn(out, contradiction(&id, text, &near));
+
+    fn restated(
+        &mut self,
+        ctx: &TurnContext<'_>,
+        claim: &DecisionAt<'_>,
+        text: &str,
+        out: &mut ReconcileOutcome,
+        _next: &mut ForNext,
+    ) {
+        // A restatement may supply the reason the first statement lacked; the
+        // original text and provenance stay.
+        if self.reason.is_none()
+            && let Some(reason) = nonempty(claim.claim.reason.as_deref())
+        {
+            self.reason = Some(reason.to_string());
+        }
+        if push_reaffirmation(&mut self.reaffirmed, ctx.reaffirmation(&self.text, text)) {
+            out.push(Self::KIND, &self.id, Action::Reaffirmed);
+        }
+    }
+
+    fn create(
+        id: String,
+        text: &str,
+        claim: &DecisionAt<'_>,
+        ctx: &TurnContext<'_>,
+        out: &mut ReconcileOutcome,
+    ) -> Self {
+        let reason = nonempty(claim.claim.reason.as_deref()).map(str::to_string);
+        if reason.is_none() {
+            out.warnings.push(format!(
+                "decision \"{}\" was recorded without a reason ({})",
+                clip(text, 80),
+                claim.path
+            ));
+        }
+        Decision {
+            id,
+            text: text.to_string(),
+            reason,
+            provenance: ctx.provenance(),
+            reaffirmed: Vec::new(),
+        }
     }
 }
 
-/// `near` with each record's id and text.
-fn named(
-    near: Vec<(usize, Difference)>,
-    record: impl Fn(usize) -> (String, String),
-) -> Vec<(String, String, Difference)> {
-    near.into_iter()
-        .map(|(i, d)| {
-            let (id, text) = record(i);
-            (id, text, d)
-        })
-        .collect()
-}
+impl Restatable for CompletedWork {
+    type Claim<'c> = &'c str;
+    const KIND: RecordKind = RecordKind::Completed;
+    const PREFIX: &'static str = "C";
+    const SLOT: usize = SAME_COMPLETED;
 
-pub(super) fn merge_completed(
-    state: &mut ExecutionState,
-    ctx: &TurnContext<'_>,
-    text: &str,
-    out: &mut ReconcileOutcome,
-    next: &mut ForNext,
-) {
-    let text = text.trim();
-    if text.is_empty() {
-        return;
+    record_fields!(completed, text);
+    fn claimed<'c>(claim: &Self::Claim<'c>) -> &'c str {
+        claim.trim()
     }
-    // Work done on one step never stands in for another step's: "wrote the tests" on T3
-    // and on T7 are two pieces of work.
-    let step = ctx.assignment.step_id.as_deref();
-    let claim = Statement::new(text, &[]);
-    let found = {
-        let mut cache = state.scoring.lock();
-        let records = (state.completed.iter().enumerate())
-            .filter(|(_, c)| c.step.as_deref() == step)
-            .map(|(i, c)| (i, c.text.as_str()));
-        find(&mut cache, SAME_COMPLETED, records, &claim)
-    };
-    let near = match found {
-        Found::Same(i) => {
-            let c = &mut state.completed[i];
-            let id = c.id.clone();
-            if push_reaffirmation(&mut c.reaffirmed, ctx.reaffirmation(&c.text, text)) {
-                out.push(RecordKind::Completed, &id, Action::Reaffirmed);
-            } else {
-                out.warnings.push(format!(
-                    "completed work \"{}\" repeats {id}, already restated this turn; recorded once",
-                    clip(text, 80)
-                ));
-            }
-            return;
+
+    /// Work done on one step never stands in for another step's: "wrote the tests" on
+    /// T3 and on T7 are two pieces of work.
+    fn comparable(&self, ctx: &TurnContext<'_>) -> bool {
+        self.step.as_deref() == ctx.assignment.step_id.as_deref()
+    }
+
+    /// Work that differs in a number or a name ("batch 3", "batch 4") is more work, not
+    /// a contradiction; one that reports the opposite ("tests pass", "tests fail") may be.
+    fn contradicts(d: &Difference) -> bool {
+        d.aspect == Aspect::Polarity
+    }
+
+    fn restated(
+        &mut self,
+        ctx: &TurnContext<'_>,
+        _claim: &&str,
+        text: &str,
+        out: &mut ReconcileOutcome,
+        _next: &mut ForNext,
+    ) {
+        if push_reaffirmation(&mut self.reaffirmed, ctx.reaffirmation(&self.text, text)) {
+            out.push(Self::KIND, &self.id, Action::Reaffirmed);
+        } else {
+            out.warnings.push(format!(
+                "completed work \"{}\" repeats {}, already restated this turn; recorded once",
+                clip(text, 80),
+                self.id
+            ));
         }
-        Found::New(near) => near,
-    };
-    // Work that differs in a number or a name ("batch 3", "batch 4") is more work, not a
-    // contradiction; one that reports the opposite ("tests pass", "tests fail") may be.
-    let near: Vec<_> = (near.into_iter())
-        .filter(|(_, d)| d.aspect == Aspect::Polarity)
-        .collect();
-    let id = format!("C{}", state.completed.len() + 1);
-    let near = named(near, |i| {
-        let c = &state.completed[i];
-        (c.id.clone(), c.text.clone())
-    });
-    state.completed.push(CompletedWork {
-        id: id.clone(),
-        text: text.to_string(),
-        step: ctx.assignment.step_id.clone(),
-        provenance: ctx.provenance(),
-        reaffirmed: Vec::new(),
-    });
-    out.push(RecordKind::Completed, &id, Action::Created);
-    if !near.is_empty() {
-        next.warn(out, contradiction(&id, text, &near));
+    }
+
+    fn create(
+        id: String,
+        text: &str,
+        _claim: &&str,
+        ctx: &TurnContext<'_>,
+        _out: &mut ReconcileOutcome,
+    ) -> Self {
+        CompletedWork {
+            id,
+            text: text.to_string(),
+            step: ctx.assignment.step_id.clone(),
+            provenance: ctx.provenance(),
+            reaffirmed: Vec::new(),
+        }
     }
 }
 
-pub(super) fn merge_issue(
-    state: &mut ExecutionState,
-    ctx: &TurnContext<'_>,
-    claim: &IssueClaim,
-    out: &mut ReconcileOutcome,
-    next: &mut ForNext,
-) {
-    let title = claim.title.trim();
-    if title.is_empty() {
-        return;
+impl Restatable for Issue {
+    type Claim<'c> = &'c IssueClaim;
+    const KIND: RecordKind = RecordKind::Issue;
+    const PREFIX: &'static str = "I";
+    const SLOT: usize = SAME_ISSUE;
+
+    record_fields!(issues, title);
+    fn claimed<'c>(claim: &Self::Claim<'c>) -> &'c str {
+        claim.title.trim()
     }
-    let claim_stmt = Statement::new(title, &[]);
-    let found = {
-        let mut cache = state.scoring.lock();
-        let records = (state.issues.iter().enumerate())
-            .filter(|(_, i)| i.status == IssueStatus::Open)
-            .map(|(n, i)| (n, i.title.as_str()));
-        find(&mut cache, SAME_ISSUE, records, &claim_stmt)
-    };
-    let near = match found {
-        Found::Same(n) => {
-            reaffirm_issue(&mut state.issues[n], ctx, claim, title, out, next);
-            return;
+
+    /// Only an open issue is restated; one raised again after it was resolved is new.
+    fn comparable(&self, _ctx: &TurnContext<'_>) -> bool {
+        self.status == IssueStatus::Open
+    }
+
+    fn restated(
+        &mut self,
+        ctx: &TurnContext<'_>,
+        claim: &&IssueClaim,
+        text: &str,
+        out: &mut ReconcileOutcome,
+        next: &mut ForNext,
+    ) {
+        reaffirm_issue(self, ctx, claim, text, out, next);
+    }
+
+    fn create(
+        id: String,
+        text: &str,
+        claim: &&IssueClaim,
+        ctx: &TurnContext<'_>,
+        _out: &mut ReconcileOutcome,
+    ) -> Self {
+        Issue {
+            id,
+            title: text.to_string(),
+            detail: claim.detail.clone().unwrap_or_default(),
+            severity: claim.severity,
+            status: IssueStatus::Open,
+            provenance: ctx.provenance(),
+            resolution_claimed_by: None,
+            verified_by: None,
+            gate: claim
+                .gate
+                .as_deref()
+                .map(str::trim)
+                .filter(|g| !g.is_empty())
+                .map(str::to_string),
+            reaffirmed: Vec::new(),
         }
-        Found::New(near) => near,
-    };
-    let id = format!("I{}", state.issues.len() + 1);
-    let near = named(near, |n| {
-        let i = &state.issues[n];
-        (i.id.clone(), i.title.clone())
-    });
-    state.issues.push(Issue {
-        id: id.clone(),
-        title: title.to_string(),
-        detail: claim.detail.clone().unwrap_or_default(),
-        severity: claim.severity,
-        status: IssueStatus::Open,
-        provenance: ctx.provenance(),
-        resolution_claimed_by: None,
-        verified_by: None,
-        gate: claim
-            .gate
-            .as_deref()
-            .map(str::trim)
-            .filter(|g| !g.is_empty())
-            .map(str::to_string),
-        reaffirmed: Vec::new(),
-    });
-    out.push(RecordKind::Issue, &id, Action::Created);
-    if !near.is_empty() {
-        next.warn(out, contradiction(&id, title, &near));
+    }
+}
+
+impl Restatable for Assumption {
+    type Claim<'c> = &'c str;
+    const KIND: RecordKind = RecordKind::Assumption;
+    const PREFIX: &'static str = "S";
+    const SLOT: usize = SAME_ASSUMPTION;
+
+    record_fields!(assumptions, text);
+    fn claimed<'c>(claim: &Self::Claim<'c>) -> &'c str {
+        claim.trim()
+    }
+
+    fn create(
+        id: String,
+        text: &str,
+        _claim: &&str,
+        ctx: &TurnContext<'_>,
+        _out: &mut ReconcileOutcome,
+    ) -> Self {
+        Assumption {
+            id,
+            text: text.to_string(),
+            provenance: ctx.provenance(),
+            reaffirmed: Vec::new(),
+        }
     }
 }
 
@@ -474,72 +640,49 @@ pub(super) fn merge_failed_attempt(
             }
         }
     }
+    let claim = FailedClaim {
+        what,
+        why: why.trim(),
+    };
     if let Some(f) = same.map(|i| &mut state.failed_attempts[i]) {
-        let id = f.id.clone();
-        if push_reaffirmation(&mut f.reaffirmed, ctx.reaffirmation(&f.what, what)) {
-            out.push(RecordKind::FailedAttempt, &id, Action::Reaffirmed);
-        }
+        f.restated(ctx, &claim, what, out, next);
         return;
     }
-    let id = format!("F{}", state.failed_attempts.len() + 1);
-    let near = named(near, |i| {
-        let f = &state.failed_attempts[i];
-        (f.id.clone(), f.what.clone())
-    });
-    state.failed_attempts.push(FailedAttempt {
-        id: id.clone(),
-        what: what.to_string(),
-        why: why.trim().to_string(),
-        provenance: ctx.provenance(),
-        reaffirmed: Vec::new(),
-    });
-    out.push(RecordKind::FailedAttempt, &id, Action::Created);
-    if !near.is_empty() {
-        next.warn(out, contradiction(&id, what, &near));
-    }
+    record_new::<FailedAttempt>(state, ctx, &claim, what, near.into_iter(), out, next);
 }
 
-pub(super) fn merge_assumption(
-    state: &mut ExecutionState,
-    ctx: &TurnContext<'_>,
-    text: &str,
-    out: &mut ReconcileOutcome,
-    next: &mut ForNext,
-) {
-    let text = text.trim();
-    if text.is_empty() {
-        return;
+/// A failed attempt as claimed: what was tried and why it failed.
+pub(super) struct FailedClaim<'c> {
+    what: &'c str,
+    why: &'c str,
+}
+
+/// Failed attempts are matched on what was tried *and* why it failed (see
+/// `merge_failed_attempt`), so only the recording of a new one is shared.
+impl Restatable for FailedAttempt {
+    type Claim<'c> = FailedClaim<'c>;
+    const KIND: RecordKind = RecordKind::FailedAttempt;
+    const PREFIX: &'static str = "F";
+    const SLOT: usize = SAME_FAILED_WHAT;
+
+    record_fields!(failed_attempts, what);
+    fn claimed<'c>(claim: &Self::Claim<'c>) -> &'c str {
+        claim.what
     }
-    let claim_stmt = Statement::new(text, &[]);
-    let found = {
-        let mut cache = state.scoring.lock();
-        let records = (state.assumptions.iter().enumerate()).map(|(i, a)| (i, a.text.as_str()));
-        find(&mut cache, SAME_ASSUMPTION, records, &claim_stmt)
-    };
-    let near = match found {
-        Found::Same(i) => {
-            let a = &mut state.assumptions[i];
-            let id = a.id.clone();
-            if push_reaffirmation(&mut a.reaffirmed, ctx.reaffirmation(&a.text, text)) {
-                out.push(RecordKind::Assumption, &id, Action::Reaffirmed);
-            }
-            return;
+
+    fn create(
+        id: String,
+        text: &str,
+        claim: &FailedClaim<'_>,
+        ctx: &TurnContext<'_>,
+        _out: &mut ReconcileOutcome,
+    ) -> Self {
+        FailedAttempt {
+            id,
+            what: text.to_string(),
+            why: claim.why.to_string(),
+            provenance: ctx.provenance(),
+            reaffirmed: Vec::new(),
         }
-        Found::New(near) => near,
-    };
-    let id = format!("S{}", state.assumptions.len() + 1);
-    let near = named(near, |i| {
-        let a = &state.assumptions[i];
-        (a.id.clone(), a.text.clone())
-    });
-    state.assumptions.push(Assumption {
-        id: id.clone(),
-        text: text.to_string(),
-        provenance: ctx.provenance(),
-        reaffirmed: Vec::new(),
-    });
-    out.push(RecordKind::Assumption, &id, Action::Created);
-    if !near.is_empty() {
-        next.warn(out, contradiction(&id, text, &near));
     }
 }

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use baton_core::turn::GateResult;
-use baton_gateway::{Cancel, contain};
+use baton_gateway::{Cancel, Credential, Redactor, contain};
 use serde::{Deserialize, Serialize};
 
 /// A configured gate.
@@ -56,13 +56,15 @@ const TAIL_BYTES: u64 = 4096;
 
 /// Runs one gate in `dir` against `commit`, its combined output going to a file under
 /// `out_dir` with no size ceiling. `hide` are environment variables the gate must not
-/// see (the workers' keys).
+/// see (the workers' keys); `keys` are the workers' keys themselves, scrubbed from the
+/// whole output file as well as from its tail in the record.
 pub fn run_gate(
     gate: &GateSpec,
     dir: &Path,
     commit: &str,
     out_dir: &Path,
     hide: &[String],
+    keys: &Redactor,
     cancel: Option<&Cancel>,
 ) -> GateResult {
     let started = Instant::now();
@@ -103,8 +105,12 @@ pub fn run_gate(
     // A gate runs code the agent wrote: it gets no key of any worker (named by the
     // roster, or looking like a secret), and what it prints is scrubbed of their values.
     let hidden = secret_variables(hide);
-    for (var, _) in &hidden {
+    let mut keys = keys.clone();
+    for (var, value) in &hidden {
         cmd.env_remove(var);
+        if let Ok(key) = Credential::new(value.as_str()) {
+            keys.add(&key);
+        }
     }
     let mut child = match cmd.spawn() {
         Ok(c) => c,
@@ -135,10 +141,16 @@ pub fn run_gate(
     };
     // A background job the gate started (a server for its tests) ends with the gate.
     contain::kill_marked(&mark);
-    let mut tail = read_tail(&path);
-    for (_, value) in hidden.iter().filter(|(_, v)| v.len() >= 8) {
-        tail = tail.replace(value.as_str(), "[redacted]");
-    }
+    // The key may still be found in what it printed: an agent can write a roster's
+    // literal key into the tree. The file outlives the run, so it is scrubbed whole; one
+    // that cannot be scrubbed is not kept.
+    let mut tail = match keys.scrub_file(&path) {
+        Ok(_) => keys.scrub(&read_tail(&path)),
+        Err(e) => {
+            let _ = std::fs::remove_file(&path);
+            format!("[baton: the output could not be scrubbed of keys ({e}); it was removed]")
+        }
+    };
     if cancelled {
         tail.push_str("\n[baton: stopped: the turn was cancelled]");
     } else if status.is_none() {
@@ -203,16 +215,21 @@ fn sanitize(name: &str) -> String {
 mod tests {
     use super::*;
 
+    /// A gate run with nothing to hide and no key to scrub.
+    fn plain(gate: &GateSpec, dir: &Path, commit: &str, out_dir: &Path) -> GateResult {
+        run_gate(gate, dir, commit, out_dir, &[], &Redactor::default(), None)
+    }
+
     #[test]
     fn gates_pass_fail_time_out_and_keep_their_whole_output() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");
         let ok = GateSpec::parse("tests=printf 'all good'; exit 0");
-        let r = run_gate(&ok, dir.path(), "abcdef1234567890", &out, &[], None);
+        let r = plain(&ok, dir.path(), "abcdef1234567890", &out);
         assert!(r.passed && r.exit_code == Some(0), "{r:?}");
         assert_eq!(r.output_tail, "all good");
         let failing = GateSpec::parse("echo broken >&2; exit 3");
-        let r = run_gate(&failing, dir.path(), "abcdef1234567890", &out, &[], None);
+        let r = plain(&failing, dir.path(), "abcdef1234567890", &out);
         assert!(!r.passed);
         assert_eq!(r.exit_code, Some(3));
         assert_eq!(r.name, "echo");
@@ -222,7 +239,7 @@ mod tests {
             command: "sleep 5".into(),
             timeout_s: 0,
         };
-        let r = run_gate(&slow, dir.path(), "abcdef1234567890", &out, &[], None);
+        let r = plain(&slow, dir.path(), "abcdef1234567890", &out);
         assert!(
             !r.passed && r.exit_code.is_none() && r.output_tail.contains("timeout"),
             "{r:?}"
@@ -233,16 +250,46 @@ mod tests {
             command: "exit 0".into(),
             timeout_s: u64::MAX,
         };
-        let r = run_gate(&patient, dir.path(), "abcdef1234567890", &out, &[], None);
+        let r = plain(&patient, dir.path(), "abcdef1234567890", &out);
         assert!(r.passed, "{r:?}");
         // Large output is kept whole on disk, only its tail in the record.
         let big = GateSpec::parse("big=head -c 300000 /dev/zero | tr '\\\\0' x");
-        let r = run_gate(&big, dir.path(), "abcdef1234567890", &out, &[], None);
+        let r = plain(&big, dir.path(), "abcdef1234567890", &out);
         assert_eq!(
             std::fs::metadata(r.output_file.unwrap()).unwrap().len(),
             300_000
         );
         assert_eq!(r.output_tail.len(), TAIL_BYTES as usize);
+    }
+
+    #[test]
+    fn a_roster_key_a_gate_prints_is_scrubbed_from_its_whole_log() {
+        // Regression: only the tail in the record was scrubbed, and only of keys held
+        // in variables; a literal roster key the agent wrote into the tree stayed in
+        // clear in the log file, which outlives the run.
+        let key = "sk-proj-ROSTER-literal-0123456789";
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("leak.txt"), key).unwrap();
+        let gate = GateSpec::parse(
+            "tests=cat leak.txt; echo; head -c 20000 /dev/zero | tr '\\0' x; echo; cat leak.txt",
+        );
+        let mut keys = Redactor::default();
+        keys.add(&Credential::new(key).unwrap());
+        let r = run_gate(
+            &gate,
+            dir.path(),
+            "0123456789ab",
+            dir.path(),
+            &[],
+            &keys,
+            None,
+        );
+        assert!(r.passed, "{r:?}");
+        let log = std::fs::read_to_string(r.output_file.unwrap()).unwrap();
+        assert!(!log.contains("ROSTER"), "the key is in the log file");
+        assert!(log.starts_with("[redacted]\nxxx"), "{}", &log[..40]);
+        assert_eq!(log.matches("[redacted]").count(), 2);
+        assert!(!r.output_tail.contains("ROSTER") && r.output_tail.ends_with("[redacted]"));
     }
 
     #[test]
@@ -252,7 +299,7 @@ mod tests {
             "server=setsid sh -c 'echo $$ > daemon.pid; exec sleep 300' >/dev/null 2>&1 </dev/null & \
              while [ ! -s daemon.pid ]; do sleep 0.05; done; exit 0",
         );
-        let r = run_gate(&gate, dir.path(), "0123456789ab", dir.path(), &[], None);
+        let r = plain(&gate, dir.path(), "0123456789ab", dir.path());
         assert!(r.passed, "{r:?}");
         let pid: i32 = std::fs::read_to_string(dir.path().join("daemon.pid"))
             .unwrap()
@@ -306,7 +353,7 @@ mod tests {
         // (the test process has it, and setting variables would race other tests).
         let dir = tempfile::tempdir().unwrap();
         let gate = GateSpec::parse("env=/usr/bin/env");
-        let seen = run_gate(&gate, dir.path(), "0123456789ab", dir.path(), &[], None);
+        let seen = plain(&gate, dir.path(), "0123456789ab", dir.path());
         let all = std::fs::read_to_string(seen.output_file.unwrap()).unwrap();
         assert!(all.lines().any(|l| l.starts_with("HOME=")), "{all}");
         let hidden = run_gate(
@@ -315,6 +362,7 @@ mod tests {
             "0123456789ac",
             dir.path(),
             &["HOME".into()],
+            &Redactor::default(),
             None,
         );
         let all = std::fs::read_to_string(hidden.output_file.unwrap()).unwrap();

@@ -14,7 +14,6 @@ use baton_workspace::{ChangeStatus, CommitOutcome, TurnCommitInfo, Workspace};
 use sha2::{Digest, Sha256};
 
 use super::gates::{GateSpec, run_gate};
-use crate::audit::hex;
 use crate::hook::{HookOutcome, TurnFacts, WorkspaceHook};
 use crate::{Error, Result};
 
@@ -27,6 +26,8 @@ pub struct GitHook {
     pub gate_dir: PathBuf,
     /// Variables gates must not see (every worker's key variable).
     pub hide: Vec<String>,
+    /// Every worker's key, scrubbed from the gates' whole output.
+    pub keys: baton_gateway::Redactor,
     /// Proves this process still holds the job before anything is committed to git (a
     /// worker whose lease was taken over must not commit, to the store or the branch).
     pub fence: Option<Arc<dyn Fn() -> Result<()> + Send + Sync>>,
@@ -49,9 +50,8 @@ impl GitHook {
     /// `.baton/` scratch area among them, stay.
     pub fn reset_to(&self, commit: &str, why: &str) -> Result<Option<String>> {
         let dir = &self.workspace.path;
-        let saved = set_aside(dir, &self.job_id, commit, why)?;
-        git(dir, &["reset", "--hard", "--quiet", commit])?;
-        git(dir, &["clean", "-fd", "--quiet"])?;
+        let saved = baton_workspace::set_aside(dir, &self.job_id, commit, why).map_err(ws_err)?;
+        self.workspace.reset_hard(commit).map_err(ws_err)?;
         *self.last_commit.lock().unwrap_or_else(|p| p.into_inner()) = commit.to_string();
         Ok(saved)
     }
@@ -62,77 +62,6 @@ impl GitHook {
             .unwrap_or_else(|p| p.into_inner())
             .clone()
     }
-}
-
-/// Saves what `dir` holds beyond `commit` — uncommitted edits, or commits after it — as
-/// a commit under `refs/baton/discarded/<job>/<time>`, whose name is returned (`None`
-/// when there is nothing beyond `commit`). Nothing in the worktree changes, except its
-/// index (which `git add -A` refreshes).
-pub fn set_aside(dir: &Path, job_id: &str, commit: &str, why: &str) -> Result<Option<String>> {
-    let head = git(dir, &["rev-parse", "HEAD"])?.trim().to_string();
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis())
-        .unwrap_or(0);
-    let name = format!("refs/baton/discarded/{job_id}/{stamp}");
-    if git(dir, &["status", "--porcelain"])?.trim().is_empty() {
-        // A clean worktree ahead of `commit`: a turn whose git commit was made but
-        // whose store commit never was (killed during its gates). Kept, by name.
-        if head == commit {
-            return Ok(None);
-        }
-        git(dir, &["update-ref", &name, &head])?;
-        return Ok(Some(name));
-    }
-    git(dir, &["add", "-A"])?;
-    let tree = git(dir, &["write-tree"])?.trim().to_string();
-    let message = format!("baton: {why} (job {job_id}), kept for recovery");
-    let sha = git(
-        dir,
-        &[
-            "-c",
-            "user.name=baton",
-            "-c",
-            "user.email=baton@localhost",
-            "commit-tree",
-            &tree,
-            "-p",
-            "HEAD",
-            "-m",
-            &message,
-        ],
-    )?
-    .trim()
-    .to_string();
-    git(dir, &["update-ref", &name, &sha])?;
-    Ok(Some(name))
-}
-
-fn git(dir: &Path, args: &[&str]) -> Result<String> {
-    let mut cmd = std::process::Command::new("git");
-    // Out of baton's process group: a terminal's Ctrl-C is baton's to handle (see
-    // `baton_workspace`'s git runner).
-    #[cfg(unix)]
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    let out = cmd
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .output()
-        .map_err(|e| Error::Workspace(format!("cannot run git: {e}")))?;
-    if !out.status.success() {
-        return Err(Error::Workspace(format!(
-            "git {} in {} failed: {}",
-            args.join(" "),
-            dir.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 impl WorkspaceHook for GitHook {
@@ -174,7 +103,7 @@ impl WorkspaceHook for GitHook {
         // its commits back into the index, so the turn's commit holds all of them and
         // carries the turn's trailers.
         if self.workspace.head().map_err(ws_err)? != last {
-            git(&self.workspace.path, &["reset", "--soft", "--quiet", &last])?;
+            self.workspace.reset_soft(&last).map_err(ws_err)?;
         }
         let task = match &facts.assignment.step_id {
             Some(id) => format!("{id} {}", facts.assignment.task),
@@ -240,6 +169,7 @@ impl WorkspaceHook for GitHook {
                     &commit,
                     &self.gate_dir,
                     &self.hide,
+                    &self.keys,
                     Some(&self.cancel),
                 ));
             }
@@ -309,7 +239,7 @@ impl Verifier for GitVerifier {
             let content_hash = match hash {
                 Some(h) => Some(h.clone()),
                 None => match self.workspace.file_at(&self.commit, &path) {
-                    Ok(Some(bytes)) => Some(hex(&Sha256::digest(&bytes))),
+                    Ok(Some(bytes)) => Some(hex::encode(Sha256::digest(&bytes))),
                     _ => None,
                 },
             };
@@ -344,7 +274,7 @@ impl Verifier for GitVerifier {
                 .file_at(&self.commit, &path)
                 .ok()
                 .flatten()
-                .map(|bytes| hex(&Sha256::digest(&bytes))),
+                .map(|bytes| hex::encode(Sha256::digest(&bytes))),
         }
     }
 

@@ -364,23 +364,11 @@ fn keys_of(
     group: &str,
     judge: &WorkerConfig,
 ) -> Result<baton_gateway::Redactor> {
-    let mut redactor = baton_gateway::Redactor::default();
-    let mut add = |w: &WorkerConfig| {
-        let key = match &w.api_key {
-            Some(secret) => baton_gateway::Credential::new(secret.expose()).ok(),
-            None => baton_gateway::credential_for(&w.model, &w.gateway_options())
-                .ok()
-                .flatten(),
-        };
-        if let Some(key) = key {
-            redactor.add(&key);
-        }
-    };
-    add(judge);
+    let mut workers = vec![judge.clone()];
     for (_, spec, _) in candidates(store, group)? {
-        spec.roster.workers.iter().for_each(&mut add);
+        workers.extend(spec.roster.workers);
     }
-    Ok(redactor)
+    Ok(crate::config::redactor_for(&workers))
 }
 
 /// Reads a verdict as judges write them: labels as "A", "Candidate A", "candidate_a",

@@ -133,7 +133,7 @@ pub(crate) fn new_id(prefix: &str, clock: &dyn Clock, salt: &str) -> String {
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
     h.update(nanos.to_le_bytes());
-    format!("{prefix}{}", crate::audit::hex(&h.finalize()[..5]))
+    format!("{prefix}{}", hex::encode(&h.finalize()[..5]))
 }
 
 pub fn enqueue(store: &dyn Store, clock: &dyn Clock, req: &EnqueueRequest) -> Result<Enqueued> {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use baton_gateway::Cancel;
 use baton_store::{CancelTarget, ClaimOutcome, JobInfo, JobStatus, LeaseFence, Store};
-use baton_workspace::{Repo, Workspace, WorkspaceSpec, branch_for_job};
+use baton_workspace::{Exclusion, Repo, Workspace, WorkspaceSpec, branch_for_job};
 
 use super::git_hook::GitHook;
 use super::{JobSpec, Outbox, decode_spec, new_id};
@@ -131,6 +131,13 @@ pub fn work(
     let watch = CancelWatch::start(store.clone(), process.clone(), None, options.cancel.clone());
     let reports = std::sync::Mutex::new(Vec::new());
     let first_error: std::sync::Mutex<Option<Error>> = std::sync::Mutex::new(None);
+    tracing::info!(
+        owner = %options.owner,
+        concurrency = options.concurrency.max(1),
+        follow = options.follow,
+        lease_ms = options.lease_ms(),
+        "work started"
+    );
     std::thread::scope(|s| {
         for _ in 0..options.concurrency.max(1) {
             s.spawn(|| {
@@ -144,6 +151,7 @@ pub fn work(
                         store.try_claim_job(&options.owner, &token, clock.now(), lease_ms);
                     match claimed {
                         Err(e) => {
+                            tracing::error!(error = %e, "claiming a job failed; this worker stops");
                             first_error
                                 .lock()
                                 .unwrap_or_else(|p| p.into_inner())
@@ -165,8 +173,10 @@ pub fn work(
                                 }
                             }
                             if !options.follow {
+                                tracing::debug!("no job to claim; this worker stops");
                                 return;
                             }
+                            tracing::trace!(poll = ?options.poll, "no job to claim; waiting");
                             options.cancel.sleep(options.poll);
                         }
                         Ok(ClaimOutcome::Claimed {
@@ -187,8 +197,15 @@ pub fn work(
                                 }
                                 (true, _) => Takeover::FromAnExpiredLease,
                             };
+                            tracing::info!(job = %job.id, takeover = ?taken, "job claimed");
                             let report =
                                 run_claimed(&store, &clock, options, &job, &fence, taken, progress);
+                            tracing::info!(
+                                job = %report.job,
+                                status = report.status.as_str(),
+                                detail = %report.detail,
+                                "job left"
+                            );
                             let stop = report.status == JobStatus::Queued;
                             reports
                                 .lock()
@@ -209,7 +226,9 @@ pub fn work(
     if let Some(e) = first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
         return Err(e);
     }
-    Ok(reports.into_inner().unwrap_or_else(|p| p.into_inner()))
+    let reports = reports.into_inner().unwrap_or_else(|p| p.into_inner());
+    tracing::info!(jobs = reports.len(), "work ended");
+    Ok(reports)
 }
 
 /// Leases of running jobs whose holder is a process on this machine that is gone
@@ -449,9 +468,8 @@ fn stopped_where(e: Error) -> (Option<u32>, String) {
 }
 
 /// Lists baton's scratch directory, and the paths the roster's agents write for
-/// themselves (aider's `.aider*`), in the repository's shared exclude file, so neither
-/// the user's checkout nor any worktree ever commits them. The worktrees share that one
-/// file with the checkout: git has no exclude file of a worktree's own.
+/// themselves (aider's `.aider*`), in the repository's shared exclude file (see
+/// `Repo::exclude`), so neither the user's checkout nor any worktree ever commits them.
 pub(crate) fn exclude_scratch(repo: &Repo, roster: &Roster) -> Result<()> {
     let mut patterns = vec![".baton/".to_string()];
     for w in &roster.workers {
@@ -466,40 +484,17 @@ pub(crate) fn exclude_scratch(repo: &Repo, roster: &Roster) -> Result<()> {
             }
         }
     }
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(repo.workdir())
-        .args(["rev-parse", "--git-common-dir"])
-        .env_remove("GIT_DIR")
-        .output()
-        .map_err(|e| Error::Workspace(format!("cannot run git: {e}")))?;
-    let common = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let common = repo.workdir().join(common);
-    let info = common.join("info");
-    std::fs::create_dir_all(&info)?;
-    let path = info.join("exclude");
-    let existing = std::fs::read_to_string(&path).unwrap_or_default();
-    let missing: Vec<&String> = patterns
-        .iter()
-        .filter(|p| !existing.lines().any(|l| l.trim() == p.as_str()))
+    let wanted: Vec<Exclusion> = (patterns.into_iter())
+        .map(|pattern| Exclusion {
+            why: if pattern == ".baton/" {
+                "baton's scratch area (database, worktrees, agent output)".into()
+            } else {
+                "written by a coding agent for itself (baton's preset)".into()
+            },
+            pattern,
+        })
         .collect();
-    if missing.is_empty() {
-        return Ok(());
-    }
-    let mut text = existing;
-    if !text.is_empty() && !text.ends_with('\n') {
-        text.push('\n');
-    }
-    for p in missing {
-        if p == ".baton/" {
-            text.push_str("# baton's scratch area (database, worktrees, agent output)\n");
-        } else {
-            text.push_str("# written by a coding agent for itself (baton's preset)\n");
-        }
-        text.push_str(p);
-        text.push('\n');
-    }
-    std::fs::write(&path, text)?;
+    repo.exclude(&wanted).map_err(ws)?;
     Ok(())
 }
 
@@ -533,7 +528,7 @@ fn workspace_for(
             .map_err(ws)?;
         if old.is_dir() {
             let last = last_turn_commit(store, run, spec)?;
-            match super::git_hook::set_aside(
+            match baton_workspace::set_aside(
                 &old,
                 &job.id,
                 &last,
@@ -638,6 +633,11 @@ fn run_job(
             .iter()
             .filter_map(|w| w.api_key_env.clone())
             .collect(),
+        // Literal keys come from the roster file, never from the stored spec.
+        keys: crate::config::redactor_for(&match options.keys.as_ref() {
+            Some(keys) => crate::orchestrator::with_keys(spec.roster.clone(), keys).workers,
+            None => spec.roster.workers.clone(),
+        }),
         // Renewing is the check: it fails unless this process still holds the job.
         fence: Some(Arc::new(move || {
             fence_store

@@ -15,7 +15,6 @@ use sha2::{Digest, Sha256};
 
 use super::roster::{Place, check_roster, with_keys};
 use super::{Engine, RunConfig, RunSpec, Session, reshape};
-use crate::audit;
 use crate::config::{Roster, WorkerConfig};
 use crate::{Error, Result};
 
@@ -33,7 +32,7 @@ impl Engine {
             .map(|d| d.subsec_nanos())
             .unwrap_or(0);
         h.update(nanos.to_le_bytes());
-        RunId(audit::hex(&h.finalize()[..6]))
+        RunId(hex::encode(&h.finalize()[..6]))
     }
 
     /// Creates a run (no turns yet) and returns its id.
@@ -274,7 +273,7 @@ pub(super) fn build_gateway_with_key(
     // A replay calls no model, so it needs no key.
     let credential = match &worker.api_key {
         _ if options.contains_key("replay") => None,
-        Some(secret) => Some(baton_gateway::Credential::new(secret.expose()).map_err(wrap)?),
+        Some(key) => Some(key.clone()),
         None => baton_gateway::credential_for(&worker.model, &options).map_err(wrap)?,
     };
     let gateway =

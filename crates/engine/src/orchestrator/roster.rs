@@ -133,7 +133,11 @@ pub fn check_roster(
                 // The key may come later; every other option is checked now, with a
                 // stand-in key that never leaves this function (no call is made).
                 let mut w = w.clone();
-                w.api_key = Some(crate::config::Secret::new("placeholder-key-for-checking"));
+                let stand_in = baton_gateway::Credential::new("placeholder-key-for-checking");
+                w.api_key = Some(stand_in.map_err(|error| Error::Gateway {
+                    worker: w.id.to_string(),
+                    error,
+                })?);
                 build_gateway(&w)?
             }
             other => other?,

@@ -5,8 +5,9 @@
 
 use baton_core::tokens::{HeuristicEstimator, TokenEstimator};
 use baton_core::turn::TurnStatus;
-use baton_engine::config::{Calls, Roster, Secret, WorkerConfig};
+use baton_engine::config::{Calls, Roster, WorkerConfig};
 use baton_engine::{Engine, RunEnd};
+use baton_gateway::Credential;
 use serde_json::{Value, json};
 
 use super::server::{Action, Captured, TestServer, json as reply};
@@ -17,7 +18,7 @@ fn worker(base: &str, max_retries: u32) -> WorkerConfig {
     w.model = "openai/gpt-4.1-mini".into();
     w.family = "openai".into();
     w.api_base = Some(format!("{base}/v1"));
-    w.api_key = Some(Secret::new("sk-proj-TESTKEY-calls-0123456789"));
+    w.api_key = Some(Credential::new("sk-proj-TESTKEY-calls-0123456789").unwrap());
     w.max_retries = max_retries;
     w
 }

@@ -247,8 +247,7 @@ fn every_turn_is_a_commit_and_every_lie_is_caught() {
         &outbox.worktree,
         &["show", &format!("{}:src/app.txt", ws0.commit)],
     );
-    let expected =
-        baton_engine::audit::hex(&<sha2::Sha256 as sha2::Digest>::digest(bytes.as_bytes()));
+    let expected = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(bytes.as_bytes()));
     assert_eq!(
         app.versions[0].content_hash.as_deref(),
         Some(expected.as_str())
@@ -451,7 +450,7 @@ fn four_concurrent_jobs_on_the_same_file_names_never_interfere_and_the_judge_is_
     let mut judge_worker = WorkerConfig::mock("judge", "referee");
     // A key that an agent wrote into its change (here: a path every patch holds)
     // reaches neither the judge nor the record.
-    judge_worker.api_key = Some(baton_engine::config::Secret::new("shared/file.txt"));
+    judge_worker.api_key = Some(baton_gateway::Credential::new("shared/file.txt").unwrap());
     let verdict = judge(
         store.as_ref(),
         &*clock(),
@@ -594,6 +593,7 @@ fn a_resumed_job_refuses_to_reset_over_hand_commits_and_keeps_stray_edits() {
         gate_each_turn: false,
         gate_dir: dir.path().join("gates"),
         hide: Vec::new(),
+        keys: Default::default(),
         fence: None,
         last_commit: Mutex::new(base.clone()),
         cancel: Default::default(),
@@ -688,6 +688,7 @@ fn a_worker_that_lost_its_lease_commits_nothing_to_the_branch() {
         gate_each_turn: false,
         gate_dir: dir.path().join("gates"),
         hide: Vec::new(),
+        keys: Default::default(),
         fence: Some(lost),
         last_commit: Mutex::new(base.clone()),
         cancel: Default::default(),
@@ -1095,4 +1096,53 @@ fn an_agent_that_commits_nothing_and_claims_nothing_does_not_complete_its_step()
     assert!(turns[1].workspace.as_ref().unwrap().changed);
     let state = store.load_state(&run).unwrap();
     assert_eq!(state.plan[0].done_at_turn, Some(1));
+}
+
+/// Issue 10: a gate that prints a roster worker's literal key (one an agent wrote into
+/// the tree) leaves it in neither the record nor the log file on disk.
+#[test]
+fn a_roster_key_a_gate_prints_reaches_neither_the_record_nor_its_log() {
+    const KEY: &str = "sk-proj-LITERAL-roster-key-0123456789";
+    let (dir, repo, agent) = repo();
+    std::fs::write(repo.join("leak.txt"), format!("{KEY}\n")).unwrap();
+    git(&repo, &["add", "."]);
+    git(
+        &repo,
+        &[
+            "commit",
+            "-q",
+            "-m",
+            "the key, written where it should not be",
+        ],
+    );
+    let store = store_in(dir.path());
+    let mut coder = agent_worker("coder", &agent);
+    // A command worker is handed its key under a variable of its own.
+    coder.api_key_env = Some("CODER_API_KEY".into());
+    let roster = Roster {
+        workers: vec![coder],
+    };
+    let mut req = request(&repo, &["write ok.txt"], vec![roster.clone()], false);
+    req.gates = vec![GateSpec::parse("tests=cat leak.txt && test -f ok.txt")];
+    let queued = enqueue(store.as_ref(), &*clock(), &req).unwrap();
+    // The key comes from the roster file, in memory only, as `baton work` passes it.
+    let mut keys = roster;
+    keys.workers[0].api_key = Some(baton_gateway::Credential::new(KEY).unwrap());
+    let options = WorkOptions {
+        keys: Some(keys),
+        ..WorkOptions::default()
+    };
+    let reports = work(store.clone(), clock(), &options, &|_| {}).unwrap();
+    assert_eq!(reports[0].status, JobStatus::Outbox, "{reports:?}");
+    let job = store.job(&queued.jobs[0]).unwrap();
+    let turns = store.turns(job.run_id.as_ref().unwrap()).unwrap();
+    let gate = &turns.last().unwrap().workspace.as_ref().unwrap().gates[0];
+    assert!(gate.passed, "{gate:?}");
+    assert!(
+        !gate.output_tail.contains("LITERAL"),
+        "{}",
+        gate.output_tail
+    );
+    let log = std::fs::read_to_string(gate.output_file.as_ref().unwrap()).unwrap();
+    assert_eq!(log, "[redacted]\n");
 }

@@ -7,7 +7,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use baton_core::turn::CallKind;
-use baton_engine::config::{Price, Secret};
+use baton_engine::config::Price;
+use baton_gateway::Credential;
 use baton_engine::jobs::judge::{Judgement, judge};
 use baton_engine::{Clock, SystemClock};
 use baton_store::{ClaimOutcome, JobStatus, LeaseFence, NewJob};
@@ -86,7 +87,7 @@ fn judge_worker(server: &TestServer, max_retries: u32) -> WorkerConfig {
     w.model = "openai/gpt-4.1-mini".into();
     w.family = "openai".into();
     w.api_base = Some(format!("{}/v1", server.base()));
-    w.api_key = Some(Secret::new(KEY));
+    w.api_key = Some(Credential::new(KEY).unwrap());
     w.max_retries = max_retries;
     w.price = Some(Price {
         input: 2.0,

@@ -5,8 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use baton_core::turn::TurnStatus;
-use baton_engine::config::{Price, Roster, Secret, WorkerConfig};
+use baton_engine::config::{Price, Roster, WorkerConfig};
 use baton_engine::{Engine, RunEnd, StepOutcome};
+use baton_gateway::Credential;
 use baton_store::RunStatus;
 use serde_json::{Value, json};
 
@@ -21,7 +22,7 @@ pub(super) fn openai_worker(id: &str, server: &TestServer, max_retries: u32) -> 
     w.model = "openai/gpt-4.1-mini".into();
     w.family = "openai".into();
     w.api_base = Some(format!("{}/v1", server.base()));
-    w.api_key = Some(Secret::new(OPENAI_KEY));
+    w.api_key = Some(Credential::new(OPENAI_KEY).unwrap());
     w.max_retries = max_retries;
     w
 }
@@ -31,7 +32,7 @@ fn anthropic_worker(id: &str, server: &TestServer) -> WorkerConfig {
     w.model = "anthropic/claude-sonnet-4-5".into();
     w.family = "anthropic".into();
     w.api_base = Some(server.base());
-    w.api_key = Some(Secret::new(ANTHROPIC_KEY));
+    w.api_key = Some(Credential::new(ANTHROPIC_KEY).unwrap());
     w.max_retries = 0;
     w
 }

@@ -12,82 +12,21 @@ pub(crate) const PLACEHOLDERS: &[&str] = &[
     "last_message_file",
 ];
 
-/// Splits a command line the way a POSIX shell splits words, without expansion:
-/// whitespace separates words; `'…'` is literal; inside `"…"` a backslash escapes `"`,
-/// `\`, `$` and `` ` `` (and is kept before anything else); outside quotes a backslash
-/// escapes the next character. `''` gives an empty argument.
+/// Splits a command line the way a POSIX shell splits words, without expansion
+/// (`shlex`): spaces, tabs and newlines separate words; `'…'` is literal; inside `"…"` a
+/// backslash escapes `"`, `\`, `$` and `` ` `` (and is kept before anything else);
+/// outside quotes a backslash escapes the next character; `''` gives an empty argument;
+/// a word that starts with `#` begins a comment.
 pub(crate) fn split(line: &str) -> Result<Vec<String>> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    // A word has started even when it is still empty (`''`).
-    let mut in_word = false;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            c if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(c) => word.push(c),
-                        None => return Err(unterminated(line, "single")),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(c @ ('"' | '\\' | '$' | '`')) => word.push(c),
-                            Some(c) => {
-                                word.push('\\');
-                                word.push(c);
-                            }
-                            None => return Err(unterminated(line, "double")),
-                        },
-                        Some(c) => word.push(c),
-                        None => return Err(unterminated(line, "double")),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                match chars.next() {
-                    Some(c) => word.push(c),
-                    None => {
-                        return Err(Error::Config(format!(
-                            "options.command ends with a lone backslash: {line}"
-                        )));
-                    }
-                }
-            }
-            c => {
-                in_word = true;
-                word.push(c);
-            }
-        }
-    }
-    if in_word {
-        words.push(word);
-    }
+    let words = shlex::split(line).ok_or_else(|| {
+        Error::Config(format!(
+            "options.command has an unterminated quote or ends with a lone backslash: {line}"
+        ))
+    })?;
     if words.is_empty() {
         return Err(Error::Config("options.command is empty".into()));
     }
     Ok(words)
-}
-
-fn unterminated(line: &str, kind: &str) -> Error {
-    Error::Config(format!(
-        "options.command has an unterminated {kind} quote: {line}"
-    ))
 }
 
 /// Refuses `{name}` placeholders this provider does not know (a typo such as
@@ -157,6 +96,7 @@ mod tests {
         );
         assert_eq!(s("  x\t\ty  "), ["x", "y"]);
         assert_eq!(s("--msg='hello world'"), ["--msg=hello world"]);
+        assert_eq!(s("agent --flag # a note"), ["agent", "--flag"]);
     }
 
     #[test]

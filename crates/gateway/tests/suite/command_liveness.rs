@@ -22,10 +22,7 @@ fn pattern(seed: u32, len: usize) -> Vec<u8> {
 }
 
 fn sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(Sha256::digest(bytes))
 }
 
 /// Regression: output at and around the pipe buffer size (64 KiB), and far past it,

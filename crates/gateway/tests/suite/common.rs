@@ -97,48 +97,15 @@ pub fn secs(s: f64) -> Duration {
     Duration::from_secs_f64(s)
 }
 
-fn civil(t: SystemTime) -> (i64, u32, u32, u64, u64, u64, u64) {
-    let secs = t.duration_since(UNIX_EPOCH).unwrap().as_secs();
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let weekday = ((days + 4).rem_euclid(7)) as u64; // 1970-01-01 was a Thursday
-    (
-        year,
-        month,
-        day,
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60,
-        weekday,
-    )
-}
-
 pub fn rfc3339(t: SystemTime) -> String {
-    let (y, mo, d, h, mi, s, _) = civil(t);
-    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
+    let secs = t.duration_since(UNIX_EPOCH).unwrap().as_secs();
+    jiff::Timestamp::from_second(secs as i64)
+        .unwrap()
+        .to_string()
 }
 
 pub fn http_date(t: SystemTime) -> String {
-    const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let (y, mo, d, h, mi, s, wd) = civil(t);
-    format!(
-        "{}, {d:02} {} {y} {h:02}:{mi:02}:{s:02} GMT",
-        DAYS[wd as usize],
-        MONTHS[mo as usize - 1]
-    )
+    httpdate::fmt_http_date(t)
 }
 
 #[test]

@@ -1,6 +1,7 @@
 mod commit;
 mod create;
 mod drift;
+mod exclude;
 mod gc;
 mod open;
 mod paths;
@@ -46,10 +47,7 @@ pub fn write(dir: &Path, rel: &str, content: &str) {
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(Sha256::digest(bytes))
 }
 
 pub struct Fixture {
