@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use baton_core::ErrorClass;
 use baton_core::claims::Refusal;
 use baton_core::compiler::{self, Assignment, HandoffPackage};
 use baton_core::events::{Event, EventKind};
@@ -37,10 +38,6 @@ mod window;
 
 pub use roster::{Place, check_roster, with_keys};
 use turn::TurnEnd;
-
-/// The gateway failure class of a provider nothing answered for (see
-/// `baton_gateway::Error::class`).
-const UNREACHABLE: &str = "unreachable";
 
 /// Failed turns in a row after which the run stops and asks a human.
 pub const MAX_CONSECUTIVE_FAILURES: u32 = 3;
@@ -689,7 +686,7 @@ impl Engine {
         Ok(record
             .calls
             .last()
-            .filter(|c| c.error_class.as_deref() == Some(UNREACHABLE))
+            .filter(|c| c.error_class == Some(ErrorClass::Unreachable))
             .and_then(|c| c.error.clone()))
     }
 

@@ -715,7 +715,7 @@ mod tests {
             json!({"command": "x {nope}"}),
         ] {
             let err = CommandGateway::new("a", &options(bad.clone()), None).unwrap_err();
-            assert_eq!(err.class(), "config", "{bad}: {err}");
+            assert_eq!(err.class(), crate::ErrorClass::Config, "{bad}: {err}");
         }
         let key = Credential::new("sk-secret").unwrap();
         let err =
