@@ -38,7 +38,7 @@ pub struct GitHook {
 }
 
 fn ws_err(e: baton_workspace::Error) -> Error {
-    Error::Workspace(e.to_string())
+    Error::Workspace(e)
 }
 
 impl GitHook {
@@ -123,14 +123,13 @@ fn git(dir: &Path, args: &[&str]) -> Result<String> {
         .env_remove("GIT_WORK_TREE")
         .env_remove("GIT_INDEX_FILE")
         .output()
-        .map_err(|e| Error::Workspace(format!("cannot run git: {e}")))?;
+        .map_err(|source| Error::Workspace(baton_workspace::Error::GitUnavailable { source }))?;
     if !out.status.success() {
-        return Err(Error::Workspace(format!(
-            "git {} in {} failed: {}",
-            args.join(" "),
-            dir.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
+        return Err(Error::Workspace(baton_workspace::Error::Git {
+            command: format!("git -C {} {}", dir.display(), args.join(" ")),
+            code: out.status.code(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        }));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
