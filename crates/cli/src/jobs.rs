@@ -73,11 +73,11 @@ fn candidate(ctx: &Context_, spec: &str) -> Result<Roster> {
             w.options.insert("handoff".into(), "derive".into());
             workers.push(w);
         } else {
-            bail!(
+            return Err(crate::exit::config(format!(
                 "no worker \"{id}\" in the roster ({}) and it is not a preset ({}); add it to baton.toml",
                 roster.ids(),
                 baton_gateway::command::preset_names()
-            );
+            )));
         }
     }
     if workers.is_empty() {
@@ -204,7 +204,9 @@ pub fn enqueue(ctx: &Context_, args: EnqueueArgs) -> Result<ExitCode> {
 
 pub fn work(ctx: &Context_, concurrency: usize, lease_s: u64, follow: bool) -> Result<ExitCode> {
     if lease_s < 3 {
-        bail!("--lease-s must be at least 3 (the heartbeat renews at a third of it)");
+        return Err(crate::exit::usage(
+            "--lease-s must be at least 3 (the heartbeat renews at a third of it)",
+        ));
     }
     let store = ctx.store()?;
     let options = WorkOptions {

@@ -5,6 +5,7 @@
 mod out;
 
 mod commands;
+mod exit;
 mod input;
 mod jobs;
 mod render;
@@ -265,11 +266,20 @@ fn main() -> ExitCode {
     ) {
         signals::install();
     }
-    match commands::dispatch(cli) {
-        Ok(code) => code,
-        Err(e) => {
+    // A panic is a bug: its own exit status, after the panic message.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| commands::dispatch(cli)));
+    match result {
+        Ok(Ok(code)) => code,
+        Ok(Err(e)) => {
             eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            match exit::of(&e) {
+                // Stopped by Ctrl-C or SIGTERM: the status a shell gives that signal.
+                exit::Exit::Cancelled => {
+                    signals::exit_code().unwrap_or(exit::Exit::Cancelled.into())
+                }
+                other => other.into(),
+            }
         }
+        Err(_) => exit::Exit::Internal.into(),
     }
 }

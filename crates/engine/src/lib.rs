@@ -96,6 +96,16 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+impl Error {
+    /// The gateway's failure class, when a worker's gateway failed.
+    pub fn class(&self) -> Option<baton_core::ErrorClass> {
+        match self {
+            Error::Gateway { error, .. } => Some(error.class()),
+            _ => None,
+        }
+    }
+}
+
 impl From<baton_workspace::Error> for Error {
     fn from(e: baton_workspace::Error) -> Self {
         Error::Workspace(e)

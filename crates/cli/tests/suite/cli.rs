@@ -274,3 +274,48 @@ fn settings_follow_file_then_environment_then_flags() {
         serde_json::from_str(&run_ok(d, &["compile", id.trim(), "--json"])).unwrap();
     assert_eq!(package["budget"], 900);
 }
+
+/// Each kind of failure has its own exit status (README, "Exit codes"), decided by the
+/// error's type: a script can tell a wrong command line from a wrong roster.
+#[test]
+fn exit_statuses_tell_usage_and_configuration_failures_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let code = |args: &[&str]| {
+        let out = baton(d).args(args).output().unwrap();
+        (out.status.code(), text(&out))
+    };
+    // Usage: clap's own refusals, and the ones baton finds in the arguments.
+    let (status, out) = code(&["runs", "--no-such-flag"]);
+    assert_eq!(status, Some(2), "{out}");
+    let (status, out) = code(&[
+        "run",
+        "--objective",
+        "o",
+        "--task",
+        "t",
+        "--step-budget",
+        "500",
+        "--step-budget",
+        "600",
+    ]);
+    assert_eq!(status, Some(2), "{out}");
+    assert!(out.contains("give at most one per --task"), "{out}");
+    // Configuration: a configuration file that is not there, a misspelt option.
+    let (status, out) = code(&["--config", "missing.toml", "workers"]);
+    assert_eq!(status, Some(5), "{out}");
+    std::fs::write(
+        d.join("baton.toml"),
+        "[[workers]]\nid = \"gpt\"\nmodel = \"openai/gpt-4.1-mini\"\noptions = { timeuot_s = 10 }\n",
+    )
+    .unwrap();
+    for args in [
+        &["workers"][..],
+        &["run", "--objective", "o", "--task", "t", "--create-only"],
+    ] {
+        let (status, out) = code(args);
+        assert_eq!(status, Some(5), "{args:?}: {out}");
+        assert!(out.contains("timeuot_s"), "{out}");
+    }
+    assert!(!db(d).exists(), "a refused roster creates no database");
+}
