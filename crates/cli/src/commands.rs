@@ -14,7 +14,7 @@ use baton_engine::{Engine, RunEnd, RunSpec, StepOutcome, TurnSummary, demo, expo
 use baton_store::{SqliteStore, Store};
 
 use crate::exit::{self, Exit};
-use crate::{BudgetArgs, Cli, Command};
+use crate::{BudgetArgs, Cli, Command, Estimator, ExportFormat};
 use crate::{render, signals};
 
 const DEFAULT_DB: &str = ".baton/baton.db";
@@ -158,7 +158,7 @@ impl Context_ {
             total_budget: flags.total_budget.or(self.file.total_budget),
             estimator: flags
                 .estimator
-                .clone()
+                .map(|e| e.name().to_string())
                 .or_else(|| self.file.estimator.clone())
                 .unwrap_or(d.estimator),
             repair_attempts: self.file.repair_attempts.unwrap_or(d.repair_attempts),
@@ -399,11 +399,10 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Export { run, format, out } => {
             let store = ctx.reader()?;
             let id = resolve(store.as_ref(), run.as_deref())?;
-            let text = match format.as_str() {
-                "json" => export::json(store.as_ref(), &id)?,
-                "md" | "markdown" => export::markdown(store.as_ref(), &id)?,
-                "script" | "jsonl" => export::script(store.as_ref(), &id)?,
-                other => bail!("unknown export format \"{other}\"; use json, md or script"),
+            let text = match format {
+                ExportFormat::Json => export::json(store.as_ref(), &id)?,
+                ExportFormat::Md => export::markdown(store.as_ref(), &id)?,
+                ExportFormat::Script => export::script(store.as_ref(), &id)?,
             };
             match out {
                 Some(path) => {
@@ -423,10 +422,10 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             fidelity: true,
             estimator,
             ..
-        } => bench_fidelity(&estimator),
+        } => bench_fidelity(estimator),
         Command::Bench {
             turns, estimator, ..
-        } => bench(&turns, &estimator),
+        } => bench(&turns, estimator),
         Command::Enqueue(args) => crate::jobs::enqueue(&ctx, args),
         Command::Work {
             concurrency,
@@ -842,7 +841,7 @@ fn workers(ctx: &Context_, run: Option<&str>, verify: bool) -> Result<ExitCode> 
     Ok(failed.map_or(ExitCode::SUCCESS, ExitCode::from))
 }
 
-fn bench(turns: &[u32], estimator: &str) -> Result<ExitCode> {
+fn bench(turns: &[u32], estimator: Estimator) -> Result<ExitCode> {
     let dir = tempfile_dir()?;
     let mut rows = Vec::new();
     for &n in turns {
@@ -850,18 +849,15 @@ fn bench(turns: &[u32], estimator: &str) -> Result<ExitCode> {
             bail!("--turns values must be at least 1");
         }
         eprintln!("running {n} turns…");
-        rows.push(baton_engine::bench::run_one(&dir, n, estimator)?);
+        rows.push(baton_engine::bench::run_one(&dir, n, estimator.name())?);
     }
     let _ = std::fs::remove_dir_all(&dir);
-    print!("{}", render::bench(&rows, estimator));
+    print!("{}", render::bench(&rows, estimator.name()));
     Ok(ExitCode::SUCCESS)
 }
 
-fn bench_fidelity(estimator: &str) -> Result<ExitCode> {
-    let Some(kind) = baton_core::tokens::EstimatorKind::parse(estimator) else {
-        bail!("unknown estimator \"{estimator}\"; use \"bpe\" or \"heuristic\"");
-    };
-    let est = kind.build();
+fn bench_fidelity(estimator: Estimator) -> Result<ExitCode> {
+    let est = estimator.kind().build();
     let mut rows = Vec::new();
     for case in baton_core::fidelity::standard_cases() {
         eprintln!(

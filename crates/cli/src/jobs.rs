@@ -39,8 +39,8 @@ pub struct EnqueueArgs {
     /// Confine every command worker of these jobs: `bwrap` (bubblewrap: the worktree
     /// writable, the rest read-only, the checkout and baton's database hidden) or
     /// `none`; a worker's own `options.sandbox` wins
-    #[arg(long, value_parser = ["bwrap", "none"])]
-    sandbox: Option<String>,
+    #[arg(long, value_enum)]
+    sandbox: Option<Sandbox>,
     /// The repository [default: the current directory]
     #[arg(long, default_value = ".")]
     repo: PathBuf,
@@ -55,6 +55,25 @@ pub struct EnqueueArgs {
     rubric: Option<String>,
     #[command(flatten)]
     budget: BudgetArgs,
+}
+
+/// How `--sandbox` confines command workers (the values of `options.sandbox`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Sandbox {
+    /// bubblewrap
+    Bwrap,
+    /// no confinement
+    #[value(name = "none")]
+    Unconfined,
+}
+
+impl Sandbox {
+    fn name(self) -> &'static str {
+        match self {
+            Sandbox::Bwrap => "bwrap",
+            Sandbox::Unconfined => "none",
+        }
+    }
 }
 
 /// A candidate's roster from `a` or `a+b`, by roster id or preset name.
@@ -158,7 +177,7 @@ pub fn enqueue(ctx: &Context_, args: EnqueueArgs) -> Result<ExitCode> {
         .map(|w| candidate(ctx, w))
         .collect::<Result<Vec<_>>>()?;
     for roster in &mut candidates {
-        confine(ctx, roster, args.sandbox.as_deref());
+        confine(ctx, roster, args.sandbox.map(Sandbox::name));
     }
     let mut unconfined: Vec<String> = Vec::new();
     for roster in &candidates {

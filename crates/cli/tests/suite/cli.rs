@@ -149,7 +149,9 @@ fn exports_cover_the_whole_record() {
     let script = run_ok(d, &["export", "--format", "script"]);
     assert_eq!(script.lines().count(), 5, "one call per turn");
     let err = run_err(d, &["export", "--format", "pdf"]);
-    assert!(err.contains("use json, md or script"), "{err}");
+    assert!(err.contains("[possible values: json, md, script]"), "{err}");
+    // The old spellings still work.
+    assert_eq!(run_ok(d, &["export", "--format", "jsonl"]), script);
 
     // The script replays the demo exactly.
     std::fs::write(d.join("demo.jsonl"), &script).unwrap();
@@ -318,4 +320,63 @@ fn exit_statuses_tell_usage_and_configuration_failures_apart() {
         assert!(out.contains("timeuot_s"), "{out}");
     }
     assert!(!db(d).exists(), "a refused roster creates no database");
+}
+
+/// An enumerated flag refuses a value outside its set before anything runs, listing
+/// the ones it takes (a usage error, exit 2) — from the flag, or from its variable.
+#[test]
+fn enumerated_flags_refuse_other_values_and_list_the_allowed_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cases: [(&[&str], &[(&str, &str)], &str); 5] = [
+        (&["export", "--format", "pdf"], &[], "json, md, script"),
+        (&["bench", "--estimator", "words"], &[], "bpe, heuristic"),
+        (
+            &[
+                "run",
+                "--objective",
+                "o",
+                "--task",
+                "t",
+                "--estimator",
+                "words",
+            ],
+            &[],
+            "bpe, heuristic",
+        ),
+        (
+            &["run", "--objective", "o", "--task", "t"],
+            &[("BATON_ESTIMATOR", "words")],
+            "bpe, heuristic",
+        ),
+        (
+            &[
+                "enqueue",
+                "--objective",
+                "o",
+                "--task",
+                "t",
+                "--worker",
+                "w",
+                "--sandbox",
+                "docker",
+            ],
+            &[],
+            "bwrap, none",
+        ),
+    ];
+    for (args, env, allowed) in cases {
+        let out = baton(d)
+            .args(args)
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("invalid value") && err.contains(&format!("[possible values: {allowed}]")),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!db(d).exists(), "a refused command line creates nothing");
 }
