@@ -480,16 +480,15 @@ pub fn for_model_with_credential(
         options,
         &[options::known_options(model)?, &[options::REPLAY]].concat(),
     )?;
-    if let Some(replay) = options.get(options::REPLAY) {
-        let path = replay.as_str().ok_or_else(|| {
-            Error::Config(format!("options.replay must be a file path, got {replay}"))
-        })?;
-        return Ok(Arc::new(ScriptedGateway::open(std::path::Path::new(path))?));
+    if let Some(path) = options::replay(options)? {
+        return Ok(Arc::new(ScriptedGateway::open(std::path::Path::new(
+            &path,
+        ))?));
     }
     match provider {
         "mock" => Ok(Arc::new(MockGateway::from_options(options)?)),
         "scripted" => Ok(Arc::new(ScriptedGateway::open(std::path::Path::new(
-            scripted::script_path(model, options)?,
+            &scripted::script_path(model, options)?,
         ))?)),
         "command" => Ok(Arc::new(CommandGateway::new(name, options, credential)?)),
         other => match providers::ProviderKind::from_prefix(other) {

@@ -117,18 +117,29 @@ impl ScriptedError {
 }
 
 /// The options a `scripted/…` worker reads.
-pub(crate) const KNOWN_OPTIONS: &[&str] = &["script"];
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ScriptedOptions {
+    /// The JSONL file to replay.
+    script: Option<String>,
+}
+
+impl crate::options::ProviderOptions for ScriptedOptions {
+    fn expects(_key: &str) -> &'static str {
+        "a file path"
+    }
+}
 
 /// The script a `scripted/…` worker replays: `options.script`, a path.
-pub(crate) fn script_path<'a>(model: &str, options: &'a crate::Options) -> Result<&'a str> {
-    options
-        .get("script")
-        .and_then(|v| v.as_str())
-        .ok_or_else(|| {
-            Error::Config(format!(
-                "model \"{model}\" needs options.script = \"path/to/run.jsonl\""
-            ))
-        })
+pub(crate) fn script_path(model: &str, options: &crate::Options) -> Result<String> {
+    match crate::options::parse::<ScriptedOptions>("scripted", options) {
+        Ok(ScriptedOptions { script: Some(path) }) => Ok(path),
+        Err(e @ Error::UnknownOption { .. }) => Err(e),
+        // Missing, or not a path: the same advice.
+        _ => Err(Error::Config(format!(
+            "model \"{model}\" needs options.script = \"path/to/run.jsonl\""
+        ))),
+    }
 }
 
 #[derive(Debug)]
