@@ -328,7 +328,9 @@ fn exit_statuses_tell_usage_and_configuration_failures_apart() {
 fn enumerated_flags_refuse_other_values_and_list_the_allowed_ones() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let cases: [(&[&str], &[(&str, &str)], &str); 5] = [
+    // The arguments, the environment, and the values the refusal lists.
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let cases: [Case; 5] = [
         (&["export", "--format", "pdf"], &[], "json, md, script"),
         (&["bench", "--estimator", "words"], &[], "bpe, heuristic"),
         (
