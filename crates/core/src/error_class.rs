@@ -128,4 +128,19 @@ mod tests {
         // Not a string at all is still an error, with serde's context.
         assert!(serde_json::from_str::<ErrorClass>("3").is_err());
     }
+
+    #[test]
+    fn its_schema_lists_the_names_and_allows_an_unknown_one() {
+        let schema = serde_json::to_string(&schemars::schema_for!(ErrorClass)).unwrap();
+        for class in ALL {
+            assert!(
+                schema.contains(&format!("\"{}\"", class.as_str())),
+                "{schema}"
+            );
+        }
+        assert!(
+            schema.contains("\"string\""),
+            "Other is any string: {schema}"
+        );
+    }
 }
