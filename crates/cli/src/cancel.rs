@@ -11,7 +11,7 @@ use baton_store::{CancelOutcome, CancelTarget, Store};
 use crate::commands::Context_;
 
 /// Exit status of a command stopped by `baton cancel` (README, "Exit codes").
-pub(crate) const EXIT_CANCELLED: u8 = 5;
+pub(crate) const EXIT_CANCELLED: u8 = crate::exit::Exit::Cancelled as u8;
 
 pub(crate) fn cancel(ctx: &Context_, id: Option<&str>, process: Option<&str>) -> Result<ExitCode> {
     let store = ctx.existing_store()?;

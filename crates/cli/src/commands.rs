@@ -13,17 +13,12 @@ use baton_engine::config::{self, FileConfig, Roster, RunSettings};
 use baton_engine::{Engine, RunEnd, RunSpec, StepOutcome, TurnSummary, demo, export};
 use baton_store::{SqliteStore, Store};
 
-use crate::{BudgetArgs, Cli, Command};
+use crate::exit::{self, Exit};
+use crate::{BudgetArgs, Cli, Command, Estimator, ExportFormat};
 use crate::{render, signals};
 
 const DEFAULT_DB: &str = ".baton/baton.db";
 const DEFAULT_CONFIG: &str = "baton.toml";
-
-/// Exit status when the run is blocked and a human must answer (README, "Exit codes").
-const EXIT_BLOCKED: u8 = 3;
-/// Exit status when the last turn ran and failed: recorded, the run can continue, but a
-/// script must be able to tell (README, "Exit codes").
-const EXIT_TURN_FAILED: u8 = 4;
 
 /// Resolved global settings: defaults < file < environment < flags.
 pub(crate) struct Context_ {
@@ -37,11 +32,11 @@ fn context(cli: &Cli) -> Result<Context_> {
     let config_path = match &cli.config {
         Some(p) => {
             if !p.exists() {
-                bail!(
+                return Err(exit::config(format!(
                     "configuration file {} does not exist; create one with `baton init --path {}`",
                     p.display(),
                     p.display()
-                );
+                )));
             }
             Some(p.clone())
         }
@@ -163,7 +158,7 @@ impl Context_ {
             total_budget: flags.total_budget.or(self.file.total_budget),
             estimator: flags
                 .estimator
-                .clone()
+                .map(|e| e.name().to_string())
                 .or_else(|| self.file.estimator.clone())
                 .unwrap_or(d.estimator),
             repair_attempts: self.file.repair_attempts.unwrap_or(d.repair_attempts),
@@ -226,11 +221,11 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
                 with_replay(&mut roster, path)?;
             }
             if step_budgets.len() > tasks.len() {
-                bail!(
+                return Err(exit::usage(format!(
                     "{} --step-budget values for {} tasks; give at most one per --task",
                     step_budgets.len(),
                     tasks.len()
-                );
+                )));
             }
             let spec = RunSpec {
                 objective,
@@ -288,7 +283,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
                         if let Ok(StepOutcome::Blocked { question }) = engine.step(&mut session) {
                             eprintln!("run {id} is blocked: {question}");
                         }
-                        return Ok(ExitCode::from(EXIT_BLOCKED));
+                        return Ok(Exit::Blocked.into());
                     }
                     Ok(turn_exit(&id, Some(&summary)))
                 }
@@ -300,7 +295,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
                 }
                 StepOutcome::Blocked { question } => {
                     println!("run {id} is blocked: {question}");
-                    Ok(ExitCode::from(EXIT_BLOCKED))
+                    Ok(Exit::Blocked.into())
                 }
             }
         }
@@ -405,11 +400,10 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Export { run, format, out } => {
             let store = ctx.reader()?;
             let id = resolve(store.as_ref(), run.as_deref())?;
-            let text = match format.as_str() {
-                "json" => export::json(store.as_ref(), &id)?,
-                "md" | "markdown" => export::markdown(store.as_ref(), &id)?,
-                "script" | "jsonl" => export::script(store.as_ref(), &id)?,
-                other => bail!("unknown export format \"{other}\"; use json, md or script"),
+            let text = match format {
+                ExportFormat::Json => export::json(store.as_ref(), &id)?,
+                ExportFormat::Md => export::markdown(store.as_ref(), &id)?,
+                ExportFormat::Script => export::script(store.as_ref(), &id)?,
             };
             match out {
                 Some(path) => {
@@ -429,10 +423,10 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             fidelity: true,
             estimator,
             ..
-        } => bench_fidelity(&estimator),
+        } => bench_fidelity(estimator),
         Command::Bench {
             turns, estimator, ..
-        } => bench(&turns, &estimator),
+        } => bench(&turns, estimator),
         Command::Enqueue(args) => crate::jobs::enqueue(&ctx, args),
         Command::Work {
             concurrency,
@@ -711,7 +705,7 @@ fn drive(
         }
         RunEnd::Blocked { question } => {
             println!("\nrun blocked — a human is needed: {question}");
-            ExitCode::from(EXIT_BLOCKED)
+            Exit::Blocked.into()
         }
     })
 }
@@ -722,18 +716,20 @@ fn turn_exit(id: &RunId, last: Option<&TurnSummary>) -> ExitCode {
     match last {
         Some(turn) if turn.status == TurnStatus::Failed => {
             eprintln!(
-                "turn {} failed (recorded; exit status {EXIT_TURN_FAILED}): `baton history {id}` shows why; `baton step {id}` or `baton resume {id}` tries again",
-                turn.turn
+                "turn {} failed (recorded; exit status {}): `baton history {id}` shows why; `baton step {id}` or `baton resume {id}` tries again",
+                turn.turn,
+                Exit::TurnFailed as u8
             );
-            ExitCode::from(EXIT_TURN_FAILED)
+            Exit::TurnFailed.into()
         }
         Some(turn) if turn.step_left_open => {
             eprintln!(
-                "turn {} left step {} open: no evidence of work (recorded; exit status {EXIT_TURN_FAILED}): `baton history {id}` shows what the worker said; `baton step {id}` or `baton resume {id}` tries again",
+                "turn {} left step {} open: no evidence of work (recorded; exit status {}): `baton history {id}` shows what the worker said; `baton step {id}` or `baton resume {id}` tries again",
                 turn.turn,
-                turn.assignment.step_id.as_deref().unwrap_or("?")
+                turn.assignment.step_id.as_deref().unwrap_or("?"),
+                Exit::TurnFailed as u8
             );
-            ExitCode::from(EXIT_TURN_FAILED)
+            Exit::TurnFailed.into()
         }
         _ => ExitCode::SUCCESS,
     }
@@ -753,11 +749,11 @@ fn write_record(store: &dyn Store, id: &RunId, path: &Path) -> Result<()> {
 /// Points every worker at a recorded script.
 fn with_replay(roster: &mut Roster, path: &Path) -> Result<()> {
     if !path.exists() {
-        bail!(
+        return Err(exit::config(format!(
             "replay file {} does not exist; record one with `baton export RUN --format script --out {}`",
             path.display(),
             path.display()
-        );
+        )));
     }
     for w in &mut roster.workers {
         w.options.insert(
@@ -850,26 +846,26 @@ fn workers(ctx: &Context_, run: Option<&str>, verify: bool) -> Result<ExitCode> 
         return Ok(ExitCode::SUCCESS);
     }
     println!("\nverifying (one tiny call per enabled worker):");
-    let mut failed = 0;
+    // The worst failure decides the status: a configuration fault before a provider's.
+    let mut failed: Option<Exit> = None;
     let budget = ctx.settings(&BudgetArgs::default()).budget;
     for w in roster.workers.iter().filter(|w| w.enabled) {
         let verdict = baton_engine::verify::verify_worker(w, budget);
-        if !verdict.ok {
-            failed += 1;
+        if let Some(class) = &verdict.class {
+            let this = exit::class(class);
+            if failed != Some(Exit::Config) {
+                failed = Some(this);
+            }
         }
         println!("  {:<16} {}", w.id.as_str(), verdict.message);
         if let Some(context) = verdict.context {
             println!("  {:<16} {context}", "");
         }
     }
-    Ok(if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(failed.map_or(ExitCode::SUCCESS, ExitCode::from))
 }
 
-fn bench(turns: &[u32], estimator: &str) -> Result<ExitCode> {
+fn bench(turns: &[u32], estimator: Estimator) -> Result<ExitCode> {
     let dir = tempfile_dir()?;
     let mut rows = Vec::new();
     for &n in turns {
@@ -877,18 +873,15 @@ fn bench(turns: &[u32], estimator: &str) -> Result<ExitCode> {
             bail!("--turns values must be at least 1");
         }
         eprintln!("running {n} turns…");
-        rows.push(baton_engine::bench::run_one(&dir, n, estimator)?);
+        rows.push(baton_engine::bench::run_one(&dir, n, estimator.name())?);
     }
     let _ = std::fs::remove_dir_all(&dir);
-    print!("{}", render::bench(&rows, estimator));
+    print!("{}", render::bench(&rows, estimator.name()));
     Ok(ExitCode::SUCCESS)
 }
 
-fn bench_fidelity(estimator: &str) -> Result<ExitCode> {
-    let Some(kind) = baton_core::tokens::EstimatorKind::parse(estimator) else {
-        bail!("unknown estimator \"{estimator}\"; use \"bpe\" or \"heuristic\"");
-    };
-    let est = kind.build();
+fn bench_fidelity(estimator: Estimator) -> Result<ExitCode> {
+    let est = estimator.kind().build();
     let mut rows = Vec::new();
     for case in baton_core::fidelity::standard_cases() {
         eprintln!(

@@ -43,9 +43,9 @@ impl WorkText {
             .filter(|p| is_stdin(p))
             .count();
         if stdin_uses > 1 {
-            bail!(
+            return Err(crate::exit::usage(format!(
                 "standard input (`-`) is given {stdin_uses} times, but it can be read only once; put the other texts in files"
-            );
+            )));
         }
         let objective = match (self.objective, self.objective_file) {
             (Some(text), _) => text,

@@ -38,8 +38,8 @@ pub struct EnqueueArgs {
     /// Confine every command worker of these jobs: `bwrap` (bubblewrap: the worktree
     /// writable, the rest read-only, the checkout and baton's database hidden) or
     /// `none`; a worker's own `options.sandbox` wins
-    #[arg(long, value_parser = ["bwrap", "none"])]
-    sandbox: Option<String>,
+    #[arg(long, value_enum)]
+    sandbox: Option<Sandbox>,
     /// The repository [default: the current directory]
     #[arg(long, default_value = ".")]
     repo: PathBuf,
@@ -65,6 +65,25 @@ fn worker_help() -> String {
     )
 }
 
+/// How `--sandbox` confines command workers (the values of `options.sandbox`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Sandbox {
+    /// bubblewrap
+    Bwrap,
+    /// no confinement
+    #[value(name = "none")]
+    Unconfined,
+}
+
+impl Sandbox {
+    fn name(self) -> &'static str {
+        match self {
+            Sandbox::Bwrap => "bwrap",
+            Sandbox::Unconfined => "none",
+        }
+    }
+}
+
 /// A candidate's roster from `a` or `a+b`, by roster id or preset name.
 fn candidate(ctx: &Context_, spec: &str) -> Result<Roster> {
     let (roster, _) = ctx.roster();
@@ -81,11 +100,11 @@ fn candidate(ctx: &Context_, spec: &str) -> Result<Roster> {
             w.options.insert("handoff".into(), "derive".into());
             workers.push(w);
         } else {
-            bail!(
+            return Err(crate::exit::config(format!(
                 "no worker \"{id}\" in the roster ({}) and it is not a preset ({}); add it to baton.toml",
                 roster.ids(),
                 baton_gateway::command::preset_names()
-            );
+            )));
         }
     }
     if workers.is_empty() {
@@ -166,7 +185,7 @@ pub fn enqueue(ctx: &Context_, args: EnqueueArgs) -> Result<ExitCode> {
         .map(|w| candidate(ctx, w))
         .collect::<Result<Vec<_>>>()?;
     for roster in &mut candidates {
-        confine(ctx, roster, args.sandbox.as_deref());
+        confine(ctx, roster, args.sandbox.map(Sandbox::name));
     }
     let mut unconfined: Vec<String> = Vec::new();
     for roster in &candidates {
@@ -212,7 +231,9 @@ pub fn enqueue(ctx: &Context_, args: EnqueueArgs) -> Result<ExitCode> {
 
 pub fn work(ctx: &Context_, concurrency: usize, lease_s: u64, follow: bool) -> Result<ExitCode> {
     if lease_s < 3 {
-        bail!("--lease-s must be at least 3 (the heartbeat renews at a third of it)");
+        return Err(crate::exit::usage(
+            "--lease-s must be at least 3 (the heartbeat renews at a third of it)",
+        ));
     }
     let store = ctx.store()?;
     let options = WorkOptions {

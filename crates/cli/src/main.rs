@@ -6,6 +6,7 @@ mod out;
 
 mod cancel;
 mod commands;
+mod exit;
 mod input;
 mod jobs;
 mod logs;
@@ -16,7 +17,7 @@ mod waiting;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -48,7 +49,43 @@ pub struct BudgetArgs {
     pub total_budget: Option<usize>,
     /// Token estimator: bpe (real o200k tokenizer, offline) or heuristic
     #[arg(long, env = "BATON_ESTIMATOR")]
-    pub estimator: Option<String>,
+    pub estimator: Option<Estimator>,
+}
+
+/// A token estimator, by the name settings and the record use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Estimator {
+    Bpe,
+    Heuristic,
+}
+
+impl Estimator {
+    pub fn name(self) -> &'static str {
+        match self {
+            Estimator::Bpe => "bpe",
+            Estimator::Heuristic => "heuristic",
+        }
+    }
+
+    pub fn kind(self) -> baton_core::tokens::EstimatorKind {
+        match self {
+            Estimator::Bpe => baton_core::tokens::EstimatorKind::Bpe,
+            Estimator::Heuristic => baton_core::tokens::EstimatorKind::Heuristic,
+        }
+    }
+}
+
+/// What `baton export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// The whole record
+    Json,
+    /// A readable report
+    #[value(alias = "markdown")]
+    Md,
+    /// A JSONL replay script
+    #[value(alias = "jsonl")]
+    Script,
 }
 
 #[derive(Subcommand, Debug)]
@@ -193,8 +230,8 @@ pub enum Command {
     /// Export a run: json (the whole record), md (a readable report) or script (JSONL replay)
     Export {
         run: Option<String>,
-        #[arg(long, default_value = "json")]
-        format: String,
+        #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
+        format: ExportFormat,
         /// Write to this file instead of standard output
         #[arg(long)]
         out: Option<PathBuf>,
@@ -255,8 +292,8 @@ pub enum Command {
         #[arg(long, value_delimiter = ',', default_value = "5,20,100")]
         turns: Vec<u32>,
         /// Token estimator for the measurement (the default is the runs' default)
-        #[arg(long, default_value = "bpe")]
-        estimator: String,
+        #[arg(long, value_enum, default_value_t = Estimator::Bpe)]
+        estimator: Estimator,
         /// Measure handoff fidelity instead: 100-turn offline runs (plans of 10 and 40
         /// steps, budgets 300 to 3,000, up to 10,000 records) and the share of relevant
         /// records each briefing delivered, per category
@@ -283,11 +320,20 @@ fn main() -> ExitCode {
     ) {
         signals::install();
     }
-    match commands::dispatch(cli) {
-        Ok(code) => code,
-        Err(e) => {
+    // A panic is a bug: its own exit status, after the panic message.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| commands::dispatch(cli)));
+    match result {
+        Ok(Ok(code)) => code,
+        Ok(Err(e)) => {
             eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            match exit::of(&e) {
+                // Stopped by Ctrl-C or SIGTERM: the status a shell gives that signal.
+                exit::Exit::Cancelled => {
+                    signals::exit_code().unwrap_or(exit::Exit::Cancelled.into())
+                }
+                other => other.into(),
+            }
         }
+        Err(_) => exit::Exit::Internal.into(),
     }
 }

@@ -10,6 +10,7 @@ pub mod agent;
 pub mod claims;
 pub mod compiler;
 pub mod error;
+pub mod error_class;
 pub mod events;
 pub mod fidelity;
 pub mod ids;
@@ -22,3 +23,4 @@ pub mod tokens;
 pub mod turn;
 
 pub use error::{Error, Result};
+pub use error_class::ErrorClass;

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::compiler::{Assignment, HandoffPackage};
+use crate::error_class::ErrorClass;
 use crate::ids::{RunId, Timestamp, WorkerId};
 use crate::reconciler::ReconcileOutcome;
 
@@ -62,7 +63,7 @@ pub struct ReportedUsage {
 pub struct AttemptRecord {
     /// The failure class, or `None` for the attempt that succeeded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    pub error: Option<ErrorClass>,
     /// The delay the provider asked for, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_ms: Option<u64>,
@@ -94,7 +95,7 @@ pub struct CallRecord {
     pub error: Option<String>,
     /// The gateway's failure class (`auth`, `rate_limited`, …) when the call failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error_class: Option<String>,
+    pub error_class: Option<ErrorClass>,
     /// The failure in the gateway's own words, without the class and attempt count
     /// `error` begins with: what an exported script replays word for word.
     #[serde(default, skip_serializing_if = "Option::is_none")]

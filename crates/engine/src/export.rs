@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use baton_core::ErrorClass;
 use baton_core::ids::RunId;
 use baton_core::state::{ExecutionState, IssueStatus};
 use baton_core::turn::{TurnRecord, TurnStatus};
@@ -71,8 +72,7 @@ pub fn script(store: &dyn Store, run: &RunId) -> Result<String> {
                                 .split([':', ' '])
                                 .next()
                                 .filter(|c| !c.is_empty())
-                                .unwrap_or("server_error")
-                                .to_string(),
+                                .map_or(ErrorClass::ServerError, ErrorClass::from_name),
                             message: err.clone(),
                             verbatim: false,
                         },

@@ -270,11 +270,11 @@ fn acquire_inner(
         taken = store.try_lease_run(run, &owner, &token, clock.now(), lease_ms, true)?;
     }
     if let Err(holder) = taken {
-        return Err(Error::Conflict(format!(
-            "run {run} is being advanced by {} (its lease runs until {}); wait for it to finish — \
-             if that process died on another machine, `baton resume {run}` works once the lease expires",
-            holder.owner, holder.expires_at
-        )));
+        return Err(Error::RunBusy {
+            run: run.to_string(),
+            owner: holder.owner,
+            until: holder.expires_at.to_string(),
+        });
     }
     let heartbeat = {
         let (store, run, token) = (store.clone(), run.clone(), token.clone());
@@ -408,7 +408,7 @@ mod tests {
         let mut second = engine.open(&run, None).unwrap();
         let taken = engine.lease(&mut second, Duration::from_secs(30));
         assert!(
-            matches!(taken, Err(Error::Conflict(_))),
+            matches!(taken, Err(Error::RunBusy { .. })),
             "the first lease still holds: {taken:?}"
         );
     }

@@ -50,14 +50,38 @@ pub enum Error {
     },
     #[error("no worker \"{id}\" in the roster (workers: {known})")]
     NoSuchWorker { id: String, known: String },
+    // Not `source`, for the same reason as `Gateway`.
     #[error("workspace: {0}")]
-    Workspace(String),
+    Workspace(baton_workspace::Error),
+    /// A job's worktree or branch was changed outside baton; baton will not reset over
+    /// someone's work. The message says how to put it right.
+    #[error("{0}")]
+    Drift(String),
     /// The judge answered, but not with a verdict baton could read, even after a
     /// repair call.
     #[error("the judge's answer could not be used: {detail}")]
     JudgeAnswer { detail: String },
     #[error("{0}")]
     Conflict(String),
+    /// Another process holds the run's lease: it advances the run now.
+    #[error(
+        "run {run} is being advanced by {owner} (its lease runs until {until}); wait for it to finish — \
+         if that process died on another machine, `baton resume {run}` works once the lease expires"
+    )]
+    RunBusy {
+        run: String,
+        owner: String,
+        until: String,
+    },
+    /// This process lost the run's lease between turns (taken over, or it could not be
+    /// renewed). Not a job's lease: that is `Store(LeaseLost)`.
+    #[error(
+        "run {run} lost its lease ({reason}); no further turn was started. `baton resume {run}` continues it"
+    )]
+    RunLeaseLost { run: String, reason: String },
+    /// A bug in baton (a panic inside a job, a record of its own it cannot encode).
+    #[error("baton failed inside {place} (a bug; please report it): {detail}")]
+    Internal { place: &'static str, detail: String },
     /// The turn in flight was stopped (an interrupt, `baton cancel`, a lost lease) and
     /// not committed;
     /// the run continues from its last committed turn.
@@ -74,3 +98,19 @@ pub enum Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// The gateway's failure class, when a worker's gateway failed.
+    pub fn class(&self) -> Option<baton_core::ErrorClass> {
+        match self {
+            Error::Gateway { error, .. } => Some(error.class()),
+            _ => None,
+        }
+    }
+}
+
+impl From<baton_workspace::Error> for Error {
+    fn from(e: baton_workspace::Error) -> Self {
+        Error::Workspace(e)
+    }
+}

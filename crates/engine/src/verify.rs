@@ -22,6 +22,8 @@ static SCHEMA: LazyLock<Value> = LazyLock::new(|| {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verdict {
     pub ok: bool,
+    /// The failure's class, when the check failed.
+    pub class: Option<baton_core::ErrorClass>,
     /// "OK …" or exactly what went wrong, in the provider's words where it gave any.
     pub message: String,
     /// The model's context window where the server tells it, and a warning when a
@@ -91,6 +93,7 @@ pub fn verify_worker(worker: &WorkerConfig, budget: usize) -> Verdict {
         Err(e) => {
             return Verdict {
                 ok: false,
+                class: Some(e.class().unwrap_or(baton_core::ErrorClass::Config)),
                 message: format!("FAILED before calling: {e}"),
                 context: None,
             };
@@ -120,6 +123,7 @@ pub fn verify_worker(worker: &WorkerConfig, budget: usize) -> Verdict {
                 .context_window()
                 .map(|(window, source)| context_line(worker, budget, window, &source)),
             ok: true,
+            class: None,
             message: format!(
                 "OK: {} answered in {} ms ({} tokens in, {} out)",
                 worker.model,
@@ -130,6 +134,7 @@ pub fn verify_worker(worker: &WorkerConfig, budget: usize) -> Verdict {
         },
         Err(e) => Verdict {
             ok: false,
+            class: Some(e.class()),
             message: format!("FAILED ({}): {e}", e.class()),
             context: None,
         },

@@ -400,7 +400,7 @@ mod tests {
     #[test]
     fn a_missing_variable_is_named_and_no_value_is_shown() {
         let err = resolve_credential(Some("BATON_TEST_SURELY_UNSET_VAR"), None).unwrap_err();
-        assert_eq!(err.class(), "auth");
+        assert_eq!(err.class(), crate::ErrorClass::Auth);
         assert!(
             err.to_string().contains("BATON_TEST_SURELY_UNSET_VAR"),
             "{err}"

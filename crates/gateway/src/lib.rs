@@ -16,6 +16,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use baton_core::ErrorClass;
 use baton_core::turn::CallKind;
 use thiserror::Error;
 
@@ -343,33 +344,33 @@ impl Error {
         }
     }
 
-    /// A short class name for records and summaries.
-    pub fn class(&self) -> &'static str {
+    /// The failure class records store and the engine decides on.
+    pub fn class(&self) -> ErrorClass {
         match self {
-            Error::RateLimited { .. } => "rate_limited",
-            Error::Overloaded { .. } => "overloaded",
-            Error::Auth { .. } => "auth",
-            Error::QuotaExhausted { .. } => "quota_exhausted",
-            Error::ContextTooLong { .. } => "context_too_long",
-            Error::BadRequest { .. } => "bad_request",
-            Error::UnknownModel { .. } => "unknown_model",
-            Error::Server { .. } => "server_error",
+            Error::RateLimited { .. } => ErrorClass::RateLimited,
+            Error::Overloaded { .. } => ErrorClass::Overloaded,
+            Error::Auth { .. } => ErrorClass::Auth,
+            Error::QuotaExhausted { .. } => ErrorClass::QuotaExhausted,
+            Error::ContextTooLong { .. } => ErrorClass::ContextTooLong,
+            Error::BadRequest { .. } => ErrorClass::BadRequest,
+            Error::UnknownModel { .. } => ErrorClass::UnknownModel,
+            Error::Server { .. } => ErrorClass::ServerError,
             Error::Timeout(_) | Error::AgentSilent { .. } | Error::AgentTimedOut { .. } => {
-                "timeout"
+                ErrorClass::Timeout
             }
-            Error::AgentExited { .. } => "agent_exited",
-            Error::AgentWaitingForInput { .. } => "interactive",
-            Error::Cancelled => "cancelled",
+            Error::AgentExited { .. } => ErrorClass::AgentExited,
+            Error::AgentWaitingForInput { .. } => ErrorClass::Interactive,
+            Error::Cancelled => ErrorClass::Cancelled,
             Error::Replayed { inner, .. } => inner.class(),
-            Error::Truncated { .. } => "truncated",
-            Error::Unparseable { .. } => "unparseable",
-            Error::EmptyReply { .. } => "empty_reply",
-            Error::Unreachable { .. } => "unreachable",
-            Error::ScriptExhausted { .. } | Error::BadScript { .. } => "script",
+            Error::Truncated { .. } => ErrorClass::Truncated,
+            Error::Unparseable { .. } => ErrorClass::Unparseable,
+            Error::EmptyReply { .. } => ErrorClass::EmptyReply,
+            Error::Unreachable { .. } => ErrorClass::Unreachable,
+            Error::ScriptExhausted { .. } | Error::BadScript { .. } => ErrorClass::Script,
             Error::UnknownProvider { .. }
             | Error::MissingProvider { .. }
             | Error::Config(_)
-            | Error::UnknownOption { .. } => "config",
+            | Error::UnknownOption { .. } => ErrorClass::Config,
         }
     }
 }
@@ -480,16 +481,15 @@ pub fn for_model_with_credential(
         options,
         &[options::known_options(model)?, &[options::REPLAY]].concat(),
     )?;
-    if let Some(replay) = options.get(options::REPLAY) {
-        let path = replay.as_str().ok_or_else(|| {
-            Error::Config(format!("options.replay must be a file path, got {replay}"))
-        })?;
-        return Ok(Arc::new(ScriptedGateway::open(std::path::Path::new(path))?));
+    if let Some(path) = options::replay(options)? {
+        return Ok(Arc::new(ScriptedGateway::open(std::path::Path::new(
+            &path,
+        ))?));
     }
     match provider {
         "mock" => Ok(Arc::new(MockGateway::from_options(options)?)),
         "scripted" => Ok(Arc::new(ScriptedGateway::open(std::path::Path::new(
-            scripted::script_path(model, options)?,
+            &scripted::script_path(model, options)?,
         ))?)),
         "command" => Ok(Arc::new(CommandGateway::new(name, options, credential)?)),
         other => match providers::ProviderKind::from_prefix(other) {

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::{Error, Gateway, ModelRequest, ModelResponse, Result, Usage};
+use crate::{Error, ErrorClass, Gateway, ModelRequest, ModelResponse, Result, Usage};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RetryPolicy {
@@ -82,7 +82,7 @@ pub struct Attempt {
     /// 1-based.
     pub number: u32,
     /// The failure's [`Error::class`], or `None` for the call that succeeded.
-    pub error_class: Option<&'static str>,
+    pub error_class: Option<ErrorClass>,
     /// The delay the provider asked for, if any.
     pub retry_after: Option<Duration>,
     /// How long we waited before the next attempt; `None` when there was none.

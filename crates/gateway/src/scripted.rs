@@ -21,7 +21,7 @@ use std::path::Path;
 use baton_core::turn::CallKind;
 use serde::{Deserialize, Serialize};
 
-use crate::{Error, Gateway, ModelRequest, ModelResponse, Result, Usage};
+use crate::{Error, ErrorClass, Gateway, ModelRequest, ModelResponse, Result, Usage};
 
 /// One line of a script.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -52,10 +52,11 @@ pub struct ScriptedUsage {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptedError {
-    /// `rate_limited`, `overloaded`, `auth`, `quota_exhausted`, `context_too_long`,
-    /// `bad_request`, `unknown_model`, `server_error`, `timeout`, `truncated`,
-    /// `unparseable` or `unreachable` (the classes of [`Error::class`]).
-    pub class: String,
+    /// The failure's class ([`Error::class`]). The classes a provider call has
+    /// (`rate_limited` … `unreachable`) replay as that failure; the rest (an agent's,
+    /// a script's, one this build does not know) as a server error: what matters on
+    /// replay is that the call failed.
+    pub class: ErrorClass,
     #[serde(default)]
     pub message: String,
     /// `message` is the error exactly as the original run recorded it (an exported
@@ -78,35 +79,35 @@ impl ScriptedError {
 
     fn typed(&self) -> Error {
         let message = self.message.clone();
-        match self.class.as_str() {
-            "rate_limited" => Error::RateLimited {
+        match &self.class {
+            ErrorClass::RateLimited => Error::RateLimited {
                 retry_after: None,
                 message,
             },
-            "overloaded" => Error::Overloaded {
+            ErrorClass::Overloaded => Error::Overloaded {
                 message,
                 retry_after: None,
             },
-            "auth" => Error::Auth { message },
-            "quota_exhausted" => Error::QuotaExhausted { message },
-            "context_too_long" => Error::ContextTooLong { message },
-            "bad_request" => Error::BadRequest { message },
-            "unknown_model" => Error::UnknownModel {
+            ErrorClass::Auth => Error::Auth { message },
+            ErrorClass::QuotaExhausted => Error::QuotaExhausted { message },
+            ErrorClass::ContextTooLong => Error::ContextTooLong { message },
+            ErrorClass::BadRequest => Error::BadRequest { message },
+            ErrorClass::UnknownModel => Error::UnknownModel {
                 model: String::new(),
                 message,
             },
-            "timeout" => Error::Timeout(std::time::Duration::from_secs(0)),
-            "truncated" => Error::Truncated {
+            ErrorClass::Timeout => Error::Timeout(std::time::Duration::from_secs(0)),
+            ErrorClass::Truncated => Error::Truncated {
                 message,
                 usage: crate::Usage::default(),
                 partial: String::new(),
             },
-            "empty_reply" => Error::EmptyReply {
+            ErrorClass::EmptyReply => Error::EmptyReply {
                 detail: message,
                 usage: crate::Usage::default(),
             },
-            "unparseable" => Error::Unparseable { detail: message },
-            "unreachable" => Error::Unreachable {
+            ErrorClass::Unparseable => Error::Unparseable { detail: message },
+            ErrorClass::Unreachable => Error::Unreachable {
                 detail: message,
                 sent: true,
             },
@@ -115,41 +116,30 @@ impl ScriptedError {
     }
 }
 
-/// The failure classes a script can replay.
-pub const ERROR_CLASSES: &[&str] = &[
-    "rate_limited",
-    "overloaded",
-    "auth",
-    "quota_exhausted",
-    "context_too_long",
-    "bad_request",
-    "unknown_model",
-    "server_error",
-    "timeout",
-    "truncated",
-    "empty_reply",
-    "unparseable",
-    "unreachable",
-    // Replayed as a server error: what matters on replay is that the call failed.
-    "agent_exited",
-    "interactive",
-    "script",
-    "config",
-];
-
 /// The options a `scripted/…` worker reads.
-pub(crate) const KNOWN_OPTIONS: &[&str] = &["script"];
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ScriptedOptions {
+    /// The JSONL file to replay.
+    script: Option<String>,
+}
+
+impl crate::options::ProviderOptions for ScriptedOptions {
+    fn expects(_key: &str) -> &'static str {
+        "a file path"
+    }
+}
 
 /// The script a `scripted/…` worker replays: `options.script`, a path.
-pub(crate) fn script_path<'a>(model: &str, options: &'a crate::Options) -> Result<&'a str> {
-    options
-        .get("script")
-        .and_then(|v| v.as_str())
-        .ok_or_else(|| {
-            Error::Config(format!(
-                "model \"{model}\" needs options.script = \"path/to/run.jsonl\""
-            ))
-        })
+pub(crate) fn script_path(model: &str, options: &crate::Options) -> Result<String> {
+    match crate::options::parse::<ScriptedOptions>("scripted", options) {
+        Ok(ScriptedOptions { script: Some(path) }) => Ok(path),
+        Err(e @ Error::UnknownOption { .. }) => Err(e),
+        // Missing, or not a path: the same advice.
+        _ => Err(Error::Config(format!(
+            "model \"{model}\" needs options.script = \"path/to/run.jsonl\""
+        ))),
+    }
 }
 
 #[derive(Debug)]

@@ -13,7 +13,7 @@ use super::*;
 /// Generous for a loaded two-core machine.
 const STOPPED_WITHIN: Duration = Duration::from_secs(2);
 /// `baton cancel`'s own exit status for the stopped command (README, "Exit codes").
-const EXIT_CANCELLED: i32 = 5;
+const EXIT_CANCELLED: i32 = 10;
 
 fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(30);

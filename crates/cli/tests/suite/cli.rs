@@ -149,7 +149,9 @@ fn exports_cover_the_whole_record() {
     let script = run_ok(d, &["export", "--format", "script"]);
     assert_eq!(script.lines().count(), 5, "one call per turn");
     let err = run_err(d, &["export", "--format", "pdf"]);
-    assert!(err.contains("use json, md or script"), "{err}");
+    assert!(err.contains("[possible values: json, md, script]"), "{err}");
+    // The old spellings still work.
+    assert_eq!(run_ok(d, &["export", "--format", "jsonl"]), script);
 
     // The script replays the demo exactly.
     std::fs::write(d.join("demo.jsonl"), &script).unwrap();
@@ -273,4 +275,110 @@ fn settings_follow_file_then_environment_then_flags() {
     let package: serde_json::Value =
         serde_json::from_str(&run_ok(d, &["compile", id.trim(), "--json"])).unwrap();
     assert_eq!(package["budget"], 900);
+}
+
+/// Each kind of failure has its own exit status (README, "Exit codes"), decided by the
+/// error's type: a script can tell a wrong command line from a wrong roster.
+#[test]
+fn exit_statuses_tell_usage_and_configuration_failures_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let code = |args: &[&str]| {
+        let out = baton(d).args(args).output().unwrap();
+        (out.status.code(), text(&out))
+    };
+    // Usage: clap's own refusals, and the ones baton finds in the arguments.
+    let (status, out) = code(&["runs", "--no-such-flag"]);
+    assert_eq!(status, Some(2), "{out}");
+    let (status, out) = code(&[
+        "run",
+        "--objective",
+        "o",
+        "--task",
+        "t",
+        "--step-budget",
+        "500",
+        "--step-budget",
+        "600",
+    ]);
+    assert_eq!(status, Some(2), "{out}");
+    assert!(out.contains("give at most one per --task"), "{out}");
+    // Configuration: a configuration file that is not there, a misspelt option.
+    let (status, out) = code(&["--config", "missing.toml", "workers"]);
+    assert_eq!(status, Some(5), "{out}");
+    std::fs::write(
+        d.join("baton.toml"),
+        "[[workers]]\nid = \"gpt\"\nmodel = \"openai/gpt-4.1-mini\"\noptions = { timeuot_s = 10 }\n",
+    )
+    .unwrap();
+    for args in [
+        &["workers"][..],
+        &["run", "--objective", "o", "--task", "t", "--create-only"],
+    ] {
+        let (status, out) = code(args);
+        assert_eq!(status, Some(5), "{args:?}: {out}");
+        assert!(out.contains("timeuot_s"), "{out}");
+    }
+    assert!(!db(d).exists(), "a refused roster creates no database");
+}
+
+/// An enumerated flag refuses a value outside its set before anything runs, listing
+/// the ones it takes (a usage error, exit 2) — from the flag, or from its variable.
+#[test]
+fn enumerated_flags_refuse_other_values_and_list_the_allowed_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // The arguments, the environment, and the values the refusal lists.
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let cases: [Case; 5] = [
+        (&["export", "--format", "pdf"], &[], "json, md, script"),
+        (&["bench", "--estimator", "words"], &[], "bpe, heuristic"),
+        (
+            &[
+                "run",
+                "--objective",
+                "o",
+                "--task",
+                "t",
+                "--estimator",
+                "words",
+            ],
+            &[],
+            "bpe, heuristic",
+        ),
+        (
+            &["run", "--objective", "o", "--task", "t"],
+            &[("BATON_ESTIMATOR", "words")],
+            "bpe, heuristic",
+        ),
+        (
+            &[
+                "enqueue",
+                "--objective",
+                "o",
+                "--task",
+                "t",
+                "--worker",
+                "w",
+                "--sandbox",
+                "docker",
+            ],
+            &[],
+            "bwrap, none",
+        ),
+    ];
+    for (args, env, allowed) in cases {
+        let out = baton(d)
+            .args(args)
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("invalid value") && err.contains(&format!("[possible values: {allowed}]")),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!db(d).exists(), "a refused command line creates nothing");
 }

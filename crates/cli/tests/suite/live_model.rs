@@ -327,7 +327,7 @@ impl Tally {
                         "turn {} {} [{}]: {}",
                         turn.turn,
                         call.call.as_str(),
-                        call.error_class.as_deref().unwrap_or("-"),
+                        call.error_class.as_ref().map(|c| c.as_str()).unwrap_or("-"),
                         short(e)
                     )),
                 }
@@ -679,7 +679,7 @@ fn live_briefing_larger_than_the_context_is_named_too_long() {
     // Regression: llama.cpp's `exceed_context_size_error` was classified `bad_request`,
     // so the run blocked at once instead of shrinking the briefing.
     assert_eq!(
-        first.error_class.as_deref(),
+        first.error_class.as_ref().map(|c| c.as_str()),
         Some("context_too_long"),
         "llama.cpp's exceed_context_size_error must be classified as too long for the context: {message}"
     );
@@ -693,7 +693,7 @@ fn live_briefing_larger_than_the_context_is_named_too_long() {
     );
     assert!(next.package.budget < 2048, "budget {}", next.package.budget);
     assert_ne!(
-        next.calls[0].error_class.as_deref(),
+        next.calls[0].error_class.as_ref().map(|c| c.as_str()),
         Some("context_too_long"),
         "{:?}",
         next.calls[0].error

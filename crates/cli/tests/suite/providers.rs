@@ -404,7 +404,8 @@ fn workers_shows_credential_status_and_verify_reports_what_each_provider_said() 
         .output()
         .unwrap();
     let report = String::from_utf8(out.stdout).unwrap();
-    assert!(!out.status.success());
+    // The provider's refusal has its own exit status (README, "Exit codes").
+    assert_eq!(out.status.code(), Some(6), "{report}");
     assert!(
         report.contains("FAILED (auth)") && report.contains("invalid x-api-key"),
         "{report}"

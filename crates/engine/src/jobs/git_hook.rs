@@ -39,7 +39,7 @@ pub struct GitHook {
 }
 
 fn ws_err(e: baton_workspace::Error) -> Error {
-    Error::Workspace(e.to_string())
+    Error::Workspace(e)
 }
 
 impl GitHook {

@@ -352,7 +352,10 @@ pub fn judge(
         request,
         calls,
     };
-    let value = serde_json::to_value(&judgement).map_err(|e| Error::Config(e.to_string()))?;
+    let value = serde_json::to_value(&judgement).map_err(|e| Error::Internal {
+        place: "the judgement's record",
+        detail: e.to_string(),
+    })?;
     store.record_judgement(group, &value, clock.now())?;
     Ok(judgement)
 }

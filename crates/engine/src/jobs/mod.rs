@@ -158,7 +158,7 @@ pub fn enqueue(store: &dyn Store, clock: &dyn Clock, req: &EnqueueRequest) -> Re
         // Every option now, not when a worker claims the job and fails it for good.
         crate::orchestrator::check_roster(c, None, false, crate::orchestrator::Place::Job)?;
     }
-    let ws = |e: baton_workspace::Error| Error::Workspace(e.to_string());
+    let ws = Error::Workspace;
     let repo = Repo::open(&req.repo).map_err(ws)?;
     let base_rev = req.base.clone().unwrap_or_else(|| "HEAD".into());
     let base = repo.resolve(&base_rev).map_err(ws)?;

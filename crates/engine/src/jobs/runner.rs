@@ -306,9 +306,10 @@ fn run_claimed(
             .map(|s| s.to_string())
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown panic".into());
-        Err(Error::Conflict(format!(
-            "baton failed inside the job (a bug; please report it): {what}"
-        )))
+        Err(Error::Internal {
+            place: "the job",
+            detail: what,
+        })
     });
     heartbeat.stop();
     let lost = heartbeat.lost();
@@ -499,7 +500,7 @@ pub(crate) fn exclude_scratch(repo: &Repo, roster: &Roster) -> Result<()> {
 }
 
 fn ws(e: baton_workspace::Error) -> Error {
-    Error::Workspace(e.to_string())
+    Error::Workspace(e)
 }
 
 /// The worktree for a job: created on the first claim, re-opened afterwards, and made
@@ -794,7 +795,7 @@ fn drift_notes(repo: &Repo, workspace: &Workspace, spec: &JobSpec) -> Result<Vec
         .drift(workspace, spec.base_branch.as_deref())
         .map_err(ws)?;
     if let Some(branch) = &d.branch_changed {
-        return Err(Error::Workspace(format!(
+        return Err(Error::Drift(format!(
             "the worktree {} is on {branch}, not {}: it was switched outside baton; switch it back, then `baton work` again",
             workspace.path.display(),
             workspace.branch
@@ -802,7 +803,7 @@ fn drift_notes(repo: &Repo, workspace: &Workspace, spec: &JobSpec) -> Result<Vec
     }
     if !d.commits_outside_baton.is_empty() {
         let list: Vec<&str> = d.commits_outside_baton.iter().map(|c| short(c)).collect();
-        return Err(Error::Workspace(format!(
+        return Err(Error::Drift(format!(
             "someone committed on {} outside baton ({}); baton will not reset over that work. \
              Move it to a branch of your own (e.g. `git branch keep {}`), reset {} to its last baton commit, then `baton work` again",
             workspace.branch,

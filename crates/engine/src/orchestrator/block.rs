@@ -1,15 +1,12 @@
 //! Stopping a run to ask a human, and what the question says.
 
+use baton_core::ErrorClass;
 use baton_core::events::{Event, EventKind};
 use baton_core::state::AttemptOutcome;
 use baton_store::RunStatus;
 
 use super::{Engine, Session};
 use crate::Result;
-
-/// The gateway failure class of a provider nothing answered for (see
-/// `baton_gateway::Error::class`).
-const UNREACHABLE: &str = "unreachable";
 
 impl Engine {
     /// The error of `turn`'s last call, when its provider could not be reached at all
@@ -21,7 +18,7 @@ impl Engine {
         Ok(record
             .calls
             .last()
-            .filter(|c| c.error_class.as_deref() == Some(UNREACHABLE))
+            .filter(|c| c.error_class == Some(ErrorClass::Unreachable))
             .and_then(|c| c.error.clone()))
     }
 

@@ -213,7 +213,7 @@ impl Caller<'_> {
                 watch(CallWait::Done);
                 let tries = attempts.len();
                 if let Err(e) = &result {
-                    error_class = Some(e.class().to_string());
+                    error_class = Some(e.class());
                     error_message = Some(self.redactor.scrub(&e.to_string()));
                     partial_output = e.partial_output().map(|p| self.redactor.scrub(p));
                     retry_after = e.retry_after();
@@ -303,7 +303,7 @@ impl Caller<'_> {
                 attempts
                     .iter()
                     .map(|a| AttemptRecord {
-                        error: a.error_class.map(str::to_string),
+                        error: a.error_class.clone(),
                         retry_after_ms: a.retry_after.map(|d| d.as_millis() as u64),
                         waited_ms: a.delay.map(|d| d.as_millis() as u64),
                     })

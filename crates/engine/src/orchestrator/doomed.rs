@@ -4,6 +4,7 @@
 //! request the next turn would send byte-identical is not sent at all: the run
 //! blocks with a question that names the budget.
 
+use baton_core::ErrorClass;
 use baton_core::compiler;
 use baton_core::prompt;
 use baton_core::turn::{CallKind, CallRecord, TurnRecord, TurnStatus};
@@ -13,11 +14,6 @@ use super::{Engine, Session};
 use crate::Result;
 use crate::audit;
 use crate::config::MIN_BUDGET;
-
-/// Gateway failure classes (see `baton_gateway::Error::class`) that the same request
-/// meets again.
-const BAD_REQUEST: &str = "bad_request";
-const CONTEXT_TOO_LONG: &str = "context_too_long";
 
 /// A turn whose execute call failed in a way the same request fails again.
 #[derive(Debug, Clone)]
@@ -41,12 +37,14 @@ impl Doomed {
         let call = calls
             .first()
             .filter(|c| matches!(c.call, CallKind::Execute | CallKind::Combined))?;
-        let class = call.error_class.as_deref()?;
-        if class != BAD_REQUEST && class != CONTEXT_TOO_LONG {
-            return None;
-        }
+        // The failure classes the same request meets again.
+        let too_long = match call.error_class.as_ref()? {
+            ErrorClass::ContextTooLong => true,
+            ErrorClass::BadRequest => false,
+            _ => return None,
+        };
         Some(Doomed {
-            too_long: class == CONTEXT_TOO_LONG,
+            too_long,
             turn,
             error: call.error.clone().unwrap_or_default(),
             request_hash: call.request_hash.clone(),

@@ -6,6 +6,7 @@
 //! (the next step's first answer runs as long as the one that was cut). A repair call at temperature 0 returned the
 //! rejected answer byte for byte: repairs sample at a higher temperature.
 
+use baton_core::ErrorClass;
 use baton_core::prompt::Prompt;
 use baton_core::turn::{CallKind, CallRecord};
 use serde_json::Value;
@@ -137,7 +138,7 @@ fn required_fields(schema: &Value) -> String {
 
 impl Cut {
     fn of(turn: u32, call: &CallRecord) -> Option<Cut> {
-        if call.error_class.as_deref() != Some(TRUNCATED) {
+        if call.error_class != Some(ErrorClass::Truncated) {
             return None;
         }
         let usage = call.usage.unwrap_or_default();
@@ -153,9 +154,6 @@ impl Cut {
         })
     }
 }
-
-/// The gateway failure class of an answer cut off at the output limit.
-const TRUNCATED: &str = "truncated";
 
 impl Engine {
     /// How the calls of the turn `worker` takes next differ from those of its last

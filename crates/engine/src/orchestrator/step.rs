@@ -114,10 +114,10 @@ impl Engine {
             });
         }
         if let Some(loss) = session.run_lease.as_ref().and_then(|l| l.lost()) {
-            return Err(Error::Conflict(format!(
-                "run {} lost its lease ({loss}); no further turn was started. `baton resume {}` continues it",
-                session.run, session.run
-            )));
+            return Err(Error::RunLeaseLost {
+                run: session.run.to_string(),
+                reason: loss.to_string(),
+            });
         }
         let Some(plan) = self.next_planned(session, &session.state)? else {
             let event = Event {

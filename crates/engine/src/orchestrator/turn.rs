@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use baton_core::ErrorClass;
 use baton_core::agent;
 use baton_core::claims::{self, ArtifactClaim, Parsed};
 use baton_core::compiler;
@@ -184,7 +185,7 @@ impl Engine {
         // stopped. (One whose calls all finished commits as usual, cancel or not.)
         if calls
             .iter()
-            .any(|c| c.error_class.as_deref() == Some("cancelled"))
+            .any(|c| c.error_class == Some(ErrorClass::Cancelled))
         {
             // A delay the provider asked for before the interrupt outlives the turn.
             let holds = holds::left_by(&worker.id, &calls, self.clock.now());
@@ -394,9 +395,9 @@ impl Engine {
         };
         let new_outputs: Vec<String> = calls.iter().filter_map(|c| c.output.clone()).collect();
         let fatal = calls.iter().rev().find_map(|c| {
-            let class = c.error_class.as_deref()?;
-            let agent_fatal = is_agent && AGENT_FATAL_CLASSES.contains(&class);
-            (FATAL_CLASSES.contains(&class) || agent_fatal).then(|| Fatal {
+            let class = c.error_class.as_ref()?;
+            let agent_fatal = is_agent && AGENT_FATAL_CLASSES.contains(class);
+            (FATAL_CLASSES.contains(class) || agent_fatal).then(|| Fatal {
                 error: c.error.clone().unwrap_or_default(),
                 agent: agent_fatal,
             })
@@ -494,11 +495,20 @@ pub(super) struct Fatal {
 }
 
 /// Gateway failure classes that the same worker will meet again on the next try.
-const FATAL_CLASSES: &[&str] = &["auth", "config", "unknown_model", "quota_exhausted"];
+const FATAL_CLASSES: &[ErrorClass] = &[
+    ErrorClass::Auth,
+    ErrorClass::Config,
+    ErrorClass::UnknownModel,
+    ErrorClass::QuotaExhausted,
+];
 
 /// How an agent's run fails again when the same agent is run on the same briefing: a
 /// hang costs its whole timeout each time, a question nobody answers is asked again,
 /// a rejected flag or a missing login fails the same way. Not repeated with the same
 /// agent: a team's next worker takes the turn, and a lone agent's job stops and says
 /// why.
-const AGENT_FATAL_CLASSES: &[&str] = &["timeout", "interactive", "agent_exited"];
+const AGENT_FATAL_CLASSES: &[ErrorClass] = &[
+    ErrorClass::Timeout,
+    ErrorClass::Interactive,
+    ErrorClass::AgentExited,
+];

@@ -115,7 +115,8 @@ fn a_failure_no_retry_can_fix_blocks_at_once_when_the_same_worker_is_next() {
     assert_eq!(
         store.turn(&id, 0).unwrap().unwrap().calls[0]
             .error_class
-            .as_deref(),
+            .as_ref()
+            .map(|c| c.as_str()),
         Some("auth")
     );
 }

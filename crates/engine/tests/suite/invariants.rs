@@ -178,6 +178,37 @@ fn a_second_process_is_refused_the_run_before_it_spends_anything() {
     }
 }
 
+/// A run lease lost between turns (another process took the run over) is reported
+/// as the run's lease, never as a job's, and no further turn starts.
+#[test]
+fn a_run_lease_taken_over_stops_the_run_as_a_run_lease_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let engine = engine(&store);
+    let id = engine.create_run(&demo::spec()).unwrap();
+    let mut first = engine.open(&id, None).unwrap();
+    // Renewed every 200 ms, so the take-over is noticed quickly.
+    engine
+        .lease(&mut first, std::time::Duration::from_millis(600))
+        .unwrap();
+    let taken = store
+        .try_lease_run(&id, "pid-other", "other-token", Timestamp(0), 60_000, true)
+        .unwrap();
+    assert!(taken.is_ok());
+    std::thread::sleep(std::time::Duration::from_millis(900));
+    let err = engine.step(&mut first).unwrap_err();
+    match &err {
+        baton_engine::Error::RunLeaseLost { run, .. } => assert_eq!(run, &id.0),
+        other => panic!("not a run lease lost: {other:?}"),
+    }
+    assert!(
+        err.to_string()
+            .contains(&format!("run {id} lost its lease")),
+        "{err}"
+    );
+    assert!(store.turns(&id).unwrap().is_empty());
+}
+
 /// Regression (issue 9, item 2): on the mock's 100-turn run (the `baton bench` plan:
 /// "Refine part N of the plan…" steps whose completion claims differ only in N),
 /// completed-work claims that resembled an earlier step's were discarded without a

@@ -499,6 +499,23 @@ fn four_concurrent_jobs_on_the_same_file_names_never_interfere_and_the_judge_is_
     let seen = prose.seen.lock().unwrap();
     assert_eq!(seen.len(), 2);
     assert!(seen[1].contains("It could not be used") && seen[1].contains("no JSON object"));
+
+    // Prose twice: the judge's answer is its own error, not "invalid configuration".
+    let hopeless = RecordingJudge::default();
+    *hopeless.answers.lock().unwrap() = vec!["C is best.", "Still C, truly."];
+    let err = judge(
+        store.as_ref(),
+        &*clock(),
+        &queued.group,
+        &judge_worker,
+        &hopeless,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, baton_engine::Error::JudgeAnswer { .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("after one repair"), "{err}");
 }
 
 #[test]

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use baton_core::turn::CallKind;
 use baton_engine::config::Price;
-use baton_gateway::Credential;
 use baton_engine::jobs::judge::{Judgement, judge};
 use baton_engine::{Clock, SystemClock};
+use baton_gateway::Credential;
 use baton_store::{ClaimOutcome, JobStatus, LeaseFence, NewJob};
 
 use super::server::{Action, TestServer, json as reply, json_with};

@@ -444,7 +444,8 @@ fn anthropic_low_credit_stops_the_run_as_a_spent_quota() {
     assert_eq!(
         store.turn(&id, 0).unwrap().unwrap().calls[0]
             .error_class
-            .as_deref(),
+            .as_ref()
+            .map(|c| c.as_str()),
         Some("quota_exhausted")
     );
 }
@@ -479,7 +480,10 @@ fn rejected_replies_count_the_tokens_and_cost_the_provider_billed() {
     assert_eq!(end, RunEnd::Finished);
     let turns = store.turns(&id).unwrap();
     let truncated = &turns[0].calls[0];
-    assert_eq!(truncated.error_class.as_deref(), Some("truncated"));
+    assert_eq!(
+        truncated.error_class.as_ref().map(|c| c.as_str()),
+        Some("truncated")
+    );
     let usage = truncated.usage.unwrap();
     assert_eq!((usage.input_tokens, usage.output_tokens), (1900, 64));
     assert_eq!(truncated.cost_micro_usd, Some(1900 * 2 + 64 * 8));
@@ -645,7 +649,10 @@ fn a_truncated_request_is_not_sent_again_unchanged() {
         "{warnings:?}"
     );
     let turns = engine.store().turns(&id).unwrap();
-    assert_eq!(turns[0].calls[0].error_class.as_deref(), Some("truncated"));
+    assert_eq!(
+        turns[0].calls[0].error_class.as_ref().map(|c| c.as_str()),
+        Some("truncated")
+    );
     assert_eq!(turns[1].status, TurnStatus::Committed);
     // Recorded with the turn (`baton history` shows it), not only printed.
     assert!(
@@ -1032,7 +1039,7 @@ fn after_a_briefing_did_not_fit_the_next_fits_the_window_the_server_tells() {
     let turns = store.turns(&id).unwrap();
     assert_eq!(turns.len(), 2, "one refused turn, then one that fits");
     assert_eq!(
-        turns[0].calls[0].error_class.as_deref(),
+        turns[0].calls[0].error_class.as_ref().map(|c| c.as_str()),
         Some("context_too_long")
     );
     assert_eq!(turns[1].status, TurnStatus::Committed);

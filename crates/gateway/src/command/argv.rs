@@ -102,7 +102,11 @@ mod tests {
     #[test]
     fn bad_templates_are_config_errors() {
         for bad in ["", "   ", "a 'b", "a \"b", "a \\"] {
-            assert_eq!(split(bad).unwrap_err().class(), "config", "{bad:?}");
+            assert_eq!(
+                split(bad).unwrap_err().class(),
+                crate::ErrorClass::Config,
+                "{bad:?}"
+            );
         }
     }
 

@@ -73,31 +73,17 @@ use crate::{Credential, Error, Gateway, ModelRequest, ModelResponse, Options, Re
 
 mod argv;
 mod claim;
+mod options;
 mod presets;
 mod run;
 mod sandbox;
 
 use claim::Lookup;
+pub(crate) use options::CommandOptions;
+use options::SandboxMode;
 use run::{Limits, OutputPaths, RunSpec, Stopped};
 
 pub use presets::{PRESETS, Preset, preset, preset_names};
-
-/// The options a command worker reads.
-pub(crate) const KNOWN_OPTIONS: &[&str] = &[
-    "command",
-    "preset",
-    "timeout_s",
-    "silence_s",
-    "prompt_silence_s",
-    "env",
-    "pass_env",
-    "api_key_env",
-    "output_dir",
-    "handoff",
-    "scratch",
-    "sandbox",
-    "sandbox_hide",
-];
 
 /// Variables every agent gets from baton's environment when they are set.
 const BASE_ENV: &[&str] = &["PATH", "HOME", "LANG", "TMPDIR"];
@@ -144,8 +130,8 @@ impl CommandGateway {
         credential: Option<Credential>,
         find_sandbox: bool,
     ) -> Result<Self> {
-        crate::options::refuse_unknown("command", options, KNOWN_OPTIONS)?;
-        let preset = match string(options, "preset")? {
+        let read: CommandOptions = crate::options::parse("command", options)?;
+        let preset = match read.preset.as_deref() {
             Some(name) => Some(preset(name).ok_or_else(|| {
                 Error::Config(format!(
                     "unknown options.preset \"{name}\"; known: {}",
@@ -154,7 +140,7 @@ impl CommandGateway {
             })?),
             None => None,
         };
-        let template = match (string(options, "command")?, preset) {
+        let template = match (read.command.as_deref(), preset) {
             (Some(command), _) => command.to_string(),
             (None, Some(preset)) => preset.command.to_string(),
             (None, None) => {
@@ -166,11 +152,10 @@ impl CommandGateway {
         };
         let argv = argv::split(&template)?;
         argv::check_placeholders(&argv)?;
-        let seconds = |key: &str, default: u64| -> Result<Duration> {
-            match options.get(key) {
+        let seconds = |key: &str, value: Option<f64>, default: u64| -> Result<Duration> {
+            match value {
                 None => Ok(Duration::from_secs(default)),
-                Some(v) => v
-                    .as_f64()
+                Some(v) => Some(v)
                     .filter(|s| s.is_finite() && *s > 0.0)
                     .map(crate::retry_after::bounded_seconds)
                     .ok_or_else(|| {
@@ -180,56 +165,36 @@ impl CommandGateway {
                     }),
             }
         };
-        let silence = seconds("silence_s", 300)?;
+        let silence = seconds("silence_s", read.silence_s, 300)?;
         let limits = Limits {
-            total: seconds("timeout_s", 1800)?,
+            total: seconds("timeout_s", read.timeout_s, 1800)?,
             silence,
             // A question must be recognised before plain silence would kill the agent,
             // or it is reported as "no output" instead of "waiting for input".
-            prompt_silence: seconds("prompt_silence_s", 20)?.min(silence.mul_f64(0.8)),
+            prompt_silence: seconds("prompt_silence_s", read.prompt_silence_s, 20)?
+                .min(silence.mul_f64(0.8)),
         };
-        let pass_env = match options.get("pass_env") {
-            None => Vec::new(),
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|v| v.as_str().map(str::to_string).and_then(valid_var))
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| {
-                    Error::Config("options.pass_env must be a list of variable names".into())
-                })?,
-            Some(v) => {
-                return Err(Error::Config(format!(
-                    "options.pass_env must be a list of variable names, got {v}"
-                )));
-            }
-        };
-        let env = match options.get("env") {
-            None => Vec::new(),
-            Some(Value::Object(table)) => table
-                .iter()
-                .map(|(k, v)| {
-                    let value = match v {
-                        Value::String(s) => s.clone(),
-                        Value::Number(n) => n.to_string(),
-                        Value::Bool(b) => b.to_string(),
-                        _ => return None,
-                    };
-                    valid_var(k.clone()).map(|k| (k, value))
-                })
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| {
-                    Error::Config(
-                        "options.env must map variable names to strings, numbers or booleans"
-                            .into(),
-                    )
-                })?,
-            Some(v) => {
-                return Err(Error::Config(format!(
-                    "options.env must be a table of variables, got {v}"
-                )));
-            }
-        };
-        let key_var = match string(options, "api_key_env")? {
+        let pass_env = read
+            .pass_env
+            .unwrap_or_default()
+            .into_iter()
+            .map(valid_var)
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| {
+                Error::Config("options.pass_env must be a list of variable names".into())
+            })?;
+        let env = read
+            .env
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| valid_var(k).map(|k| (k, v.into_string())))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| {
+                Error::Config(
+                    "options.env must map variable names to strings, numbers or booleans".into(),
+                )
+            })?;
+        let key_var = match read.api_key_env.as_deref() {
             Some(var) => Some(valid_var(var.to_string()).ok_or_else(|| {
                 Error::Config(format!(
                     "options.api_key_env \"{var}\" is not a variable name"
@@ -248,7 +213,7 @@ impl CommandGateway {
             }
             (None, _) => None,
         };
-        match string(options, "handoff")? {
+        match read.handoff.as_deref() {
             None | Some("derive") => {}
             Some(other) => {
                 return Err(Error::Config(format!(
@@ -259,57 +224,25 @@ impl CommandGateway {
         let mut scratch: Vec<String> = preset
             .map(|p| p.scratch.iter().map(|s| s.to_string()).collect())
             .unwrap_or_default();
-        match options.get("scratch") {
-            None => {}
-            Some(Value::Array(items)) => {
-                for item in items {
-                    match item.as_str().map(str::trim) {
-                        Some(path) if !path.is_empty() && !path.starts_with(':') => {
-                            scratch.push(path.to_string())
-                        }
-                        _ => {
-                            return Err(Error::Config(format!(
-                                "options.scratch must be a list of paths relative to the worktree (globs allowed), got {item}"
-                            )));
-                        }
-                    }
+        for item in read.scratch.unwrap_or_default() {
+            match item.trim() {
+                path if !path.is_empty() && !path.starts_with(':') => {
+                    scratch.push(path.to_string())
                 }
-            }
-            Some(v) => {
-                return Err(Error::Config(format!(
-                    "options.scratch must be a list of paths relative to the worktree, got {v}"
-                )));
+                _ => {
+                    return Err(Error::Config(format!(
+                        "options.scratch must be a list of paths relative to the worktree (globs allowed), got {}",
+                        Value::String(item)
+                    )));
+                }
             }
         }
-        let sandbox = match string(options, "sandbox")? {
-            None | Some("none") => None,
-            Some("bwrap") => {
-                let hide = match options.get("sandbox_hide") {
-                    None => Vec::new(),
-                    Some(Value::Array(items)) => items
-                        .iter()
-                        .map(|v| v.as_str().map(std::path::PathBuf::from))
-                        .collect::<Option<Vec<_>>>()
-                        .ok_or_else(|| {
-                            Error::Config("options.sandbox_hide must be a list of paths".into())
-                        })?,
-                    Some(v) => {
-                        return Err(Error::Config(format!(
-                            "options.sandbox_hide must be a list of paths, got {v}"
-                        )));
-                    }
-                };
-                if find_sandbox {
-                    Some(sandbox::Sandbox::new(hide)?)
-                } else {
-                    None
-                }
-            }
-            Some(other) => {
-                return Err(Error::Config(format!(
-                    "unknown options.sandbox \"{other}\"; known: none, bwrap"
-                )));
-            }
+        let sandbox = match read.sandbox {
+            None | Some(SandboxMode::None) => None,
+            Some(SandboxMode::Bwrap) if find_sandbox => Some(sandbox::Sandbox::new(
+                read.sandbox_hide.unwrap_or_default(),
+            )?),
+            Some(SandboxMode::Bwrap) => None,
         };
         Ok(CommandGateway {
             name: name.to_string(),
@@ -323,9 +256,9 @@ impl CommandGateway {
             pass_env,
             env,
             credential,
-            output_dir: string(options, "output_dir")?
-                .unwrap_or(DEFAULT_OUTPUT_DIR)
-                .to_string(),
+            output_dir: read
+                .output_dir
+                .unwrap_or_else(|| DEFAULT_OUTPUT_DIR.to_string()),
         })
     }
 
@@ -656,16 +589,6 @@ fn describe_status(status: std::process::ExitStatus) -> String {
     status.to_string()
 }
 
-fn string<'a>(options: &'a Options, key: &str) -> Result<Option<&'a str>> {
-    match options.get(key) {
-        None => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.as_str())),
-        Some(v) => Err(Error::Config(format!(
-            "options.{key} must be a string, got {v}"
-        ))),
-    }
-}
-
 fn valid_var(name: String) -> Option<String> {
     (!name.is_empty() && !name.contains(['=', '\0'])).then_some(name)
 }
@@ -715,7 +638,7 @@ mod tests {
             json!({"command": "x {nope}"}),
         ] {
             let err = CommandGateway::new("a", &options(bad.clone()), None).unwrap_err();
-            assert_eq!(err.class(), "config", "{bad}: {err}");
+            assert_eq!(err.class(), crate::ErrorClass::Config, "{bad}: {err}");
         }
         let key = Credential::new("sk-secret").unwrap();
         let err =

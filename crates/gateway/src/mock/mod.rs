@@ -11,7 +11,7 @@ use std::time::Duration;
 use baton_core::turn::CallKind;
 use serde_json::{Value, json};
 
-use crate::{Error, Gateway, ModelRequest, ModelResponse, Options, Result, Usage};
+use crate::{Gateway, ModelRequest, ModelResponse, Options, Result, Usage};
 
 pub mod demo;
 
@@ -28,21 +28,26 @@ impl MockGateway {
 
     /// Options: `delay_ms` (integer, simulated latency per call).
     pub fn from_options(options: &Options) -> Result<Self> {
-        crate::options::refuse_unknown("mock", options, KNOWN_OPTIONS)?;
-        let delay = match options.get("delay_ms") {
-            None => Duration::ZERO,
-            Some(v) => Duration::from_millis(v.as_u64().ok_or_else(|| {
-                Error::Config(format!(
-                    "mock option delay_ms must be a non-negative integer, got {v}"
-                ))
-            })?),
-        };
-        Ok(MockGateway { delay })
+        let read: MockOptions = crate::options::parse("mock", options)?;
+        Ok(MockGateway {
+            delay: Duration::from_millis(read.delay_ms.unwrap_or(0)),
+        })
     }
 }
 
 /// The options the mock reads.
-pub(crate) const KNOWN_OPTIONS: &[&str] = &["delay_ms"];
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct MockOptions {
+    /// Milliseconds each call waits before it answers (to watch a run go by).
+    delay_ms: Option<u64>,
+}
+
+impl crate::options::ProviderOptions for MockOptions {
+    fn expects(_key: &str) -> &'static str {
+        "a non-negative integer"
+    }
+}
 
 impl Gateway for MockGateway {
     fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelResponse> {

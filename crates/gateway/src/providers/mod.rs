@@ -78,8 +78,9 @@ pub(crate) enum Wire {
     GenerateContent,
 }
 
-/// How the answer's shape is enforced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How the answer's shape is enforced (`options.structured`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Structured {
     /// The provider's schema-constrained output (OpenAI `json_schema`, Anthropic forced
     /// tool use, Gemini `responseSchema`).
@@ -241,15 +242,32 @@ impl fmt::Debug for HttpGateway {
 }
 
 /// The options an HTTP provider reads (`replay` is taken before any provider is).
-pub(crate) const KNOWN_OPTIONS: &[&str] = &[
-    "api_base",
-    "api_key_env",
-    "structured",
-    "strict_schema",
-    "max_tokens",
-    "connect_timeout_s",
-    "timeout_s",
-];
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct HttpOptions {
+    api_base: Option<String>,
+    /// Read by the credential lookup, before the gateway is built.
+    #[allow(dead_code)]
+    api_key_env: Option<String>,
+    structured: Option<Structured>,
+    strict_schema: Option<bool>,
+    max_tokens: Option<u32>,
+    connect_timeout_s: Option<f64>,
+    timeout_s: Option<f64>,
+}
+
+impl crate::options::ProviderOptions for HttpOptions {
+    fn expects(key: &str) -> &'static str {
+        match key {
+            "api_base" => "an http:// or https:// URL",
+            "api_key_env" => "the name of an environment variable",
+            "structured" => "\"schema\", \"json_object\" or \"instructions\"",
+            "strict_schema" => "true or false",
+            "max_tokens" => "a positive integer",
+            _ => "a positive number of seconds",
+        }
+    }
+}
 
 impl HttpGateway {
     /// Validates the options and the credential; no request is made. A provider that
@@ -288,54 +306,31 @@ impl HttpGateway {
     ) -> Result<Self> {
         // An option nobody reads is a typo or a misplaced setting (`max_retries` belongs
         // on the worker, not in its options): refused, naming what is known.
-        crate::options::refuse_unknown(kind.prefix(), options, KNOWN_OPTIONS)?;
-        let api_base = match options.get("api_base") {
+        let read: HttpOptions = crate::options::parse(kind.prefix(), options)?;
+        let api_base = match read.api_base {
             None => kind.default_api_base().to_string(),
-            Some(Value::String(s)) if s.starts_with("http://") || s.starts_with("https://") => {
-                normalize_api_base(kind.wire(), s)
+            Some(s) if s.starts_with("http://") || s.starts_with("https://") => {
+                normalize_api_base(kind.wire(), &s)
             }
-            Some(v) => {
+            Some(s) => {
                 return Err(Error::Config(format!(
-                    "options.api_base must be an http:// or https:// URL, got {v}"
+                    "options.api_base must be an http:// or https:// URL, got {}",
+                    Value::String(s)
                 )));
             }
         };
-        let structured = match options.get("structured") {
-            None => kind.default_structured(),
-            Some(v) => match v.as_str() {
-                Some("schema") => Structured::Schema,
-                Some("json_object") => Structured::JsonObject,
-                Some("instructions") => Structured::Instructions,
-                _ => {
-                    return Err(Error::Config(format!(
-                        "options.structured must be \"schema\", \"json_object\" or \"instructions\", got {v}"
-                    )));
-                }
-            },
+        let structured = read.structured.unwrap_or(kind.default_structured());
+        let strict_schema = read.strict_schema;
+        let max_tokens = match read.max_tokens {
+            Some(0) => {
+                return Err(Error::Config(
+                    "options.max_tokens must be a positive integer, got 0".into(),
+                ));
+            }
+            n => n,
         };
-        let strict_schema = match options.get("strict_schema") {
-            None => None,
-            Some(v) => Some(v.as_bool().ok_or_else(|| {
-                Error::Config(format!(
-                    "options.strict_schema must be true or false, got {v}"
-                ))
-            })?),
-        };
-        let max_tokens = match options.get("max_tokens") {
-            None => None,
-            Some(v) => Some(
-                v.as_u64()
-                    .and_then(|n| u32::try_from(n).ok())
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| {
-                        Error::Config(format!(
-                            "options.max_tokens must be a positive integer, got {v}"
-                        ))
-                    })?,
-            ),
-        };
-        let connect_timeout = seconds_option(options, "connect_timeout_s", 10.0)?;
-        let timeout = seconds_option(options, "timeout_s", DEFAULT_TIMEOUT_S)?;
+        let connect_timeout = seconds_option("connect_timeout_s", read.connect_timeout_s, 10.0)?;
+        let timeout = seconds_option("timeout_s", read.timeout_s, DEFAULT_TIMEOUT_S)?;
         let model = model.to_string();
         let url = match kind.wire() {
             Wire::ChatCompletions => format!("{api_base}/chat/completions"),
@@ -775,11 +770,10 @@ pub(crate) fn unparseable(provider: ProviderKind, what: &str, body: &str) -> Err
     }
 }
 
-fn seconds_option(options: &Options, key: &str, default: f64) -> Result<Duration> {
-    let secs = match options.get(key) {
+fn seconds_option(key: &str, value: Option<f64>, default: f64) -> Result<Duration> {
+    let secs = match value {
         None => default,
-        Some(v) => v
-            .as_f64()
+        Some(v) => Some(v)
             .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e7)
             .ok_or_else(|| {
                 Error::Config(format!(

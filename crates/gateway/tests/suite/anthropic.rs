@@ -3,6 +3,7 @@
 use std::time::{Duration, SystemTime};
 
 use baton_gateway::Error;
+use baton_gateway::ErrorClass;
 use serde_json::json;
 
 use super::common::*;
@@ -219,9 +220,9 @@ fn unknown_model_and_server_errors() {
     ]);
     let gw = anthropic(&server);
     let err = gw.complete(&request("hi")).unwrap_err();
-    assert_eq!(err.class(), "unknown_model", "{err}");
+    assert_eq!(err.class(), ErrorClass::UnknownModel, "{err}");
     let err = gw.complete(&request("hi")).unwrap_err();
-    assert_eq!(err.class(), "server_error", "{err}");
+    assert_eq!(err.class(), ErrorClass::ServerError, "{err}");
     assert!(err.is_retryable());
 }
 
@@ -237,7 +238,7 @@ fn credit_balance_too_low_is_quota_exhausted_not_a_bad_request() {
     let r = run(anthropic(&server).as_ref(), "hi");
     let err = r.result.unwrap_err();
     assert!(matches!(err, Error::QuotaExhausted { .. }), "{err:?}");
-    assert_eq!(err.class(), "quota_exhausted");
+    assert_eq!(err.class(), ErrorClass::QuotaExhausted);
     assert!(
         err.to_string().contains("credit balance is too low"),
         "{err}"

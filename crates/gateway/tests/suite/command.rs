@@ -9,6 +9,7 @@ use std::sync::Arc;
 use baton_core::agent::parse_agent_output;
 use baton_core::claims::WorkerResult;
 use baton_core::turn::CallKind;
+use baton_gateway::ErrorClass;
 use baton_gateway::{
     Credential, Gateway, ModelRequest, ModelResponse, Options, for_model_with_credential,
     validate_model,
@@ -106,7 +107,7 @@ fn output_dir(ws: &Path, call: &str) -> PathBuf {
 fn the_provider_is_known_and_needs_a_command() {
     validate_model("command/claude").unwrap();
     let err = for_model_with_credential("command/x", &Options::new(), None).unwrap_err();
-    assert_eq!(err.class(), "config");
+    assert_eq!(err.class(), ErrorClass::Config);
     assert!(err.to_string().contains("options.command"), "{err}");
 }
 
@@ -188,7 +189,7 @@ fn without_a_workspace_it_is_a_config_error_and_nothing_runs() {
         .gateway(&cmd, json!({}))
         .complete(&request(CallKind::Execute, None))
         .unwrap_err();
-    assert_eq!(err.class(), "config");
+    assert_eq!(err.class(), ErrorClass::Config);
     assert!(err.to_string().contains("needs a workspace"), "{err}");
     assert!(!marker.exists(), "the agent must not run anywhere");
     assert!(!std::env::current_dir().unwrap().join(".baton").exists());
@@ -322,7 +323,7 @@ fn a_claude_style_result_envelope_is_unwrapped_with_its_usage() {
     let err = f
         .call(&*f.gateway(&cmd, json!({})), CallKind::Execute)
         .unwrap_err();
-    assert_eq!(err.class(), "agent_exited");
+    assert_eq!(err.class(), ErrorClass::AgentExited);
     assert!(err.to_string().contains("hit the turn limit"), "{err}");
 }
 
@@ -395,7 +396,7 @@ fn handoff_prompt_is_refused_with_the_reason_and_derive_still_accepted() {
     options.insert("command".into(), "agent".into());
     options.insert("handoff".into(), "prompt".into());
     let err = for_model_with_credential("command/a", &options, None).unwrap_err();
-    assert_eq!(err.class(), "config");
+    assert_eq!(err.class(), ErrorClass::Config);
     assert!(err.to_string().contains("runs once per turn"), "{err}");
     let g = f.gateway("agent", json!({"handoff": "derive"}));
     assert!(g.needs_workspace());

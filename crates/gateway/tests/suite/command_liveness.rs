@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use baton_core::turn::CallKind;
 use baton_gateway::Error;
+use baton_gateway::ErrorClass;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
@@ -103,7 +104,7 @@ fn the_total_time_limit_kills_the_agent_and_what_it_started() {
         "the path is named: {err}"
     );
     assert!(err.to_string().contains(output.as_str()), "{err}");
-    assert_eq!(err.class(), "timeout");
+    assert_eq!(err.class(), ErrorClass::Timeout);
     assert!(
         started.elapsed() < Duration::from_secs(6),
         "{:?}",
@@ -126,7 +127,7 @@ fn silence_beyond_silence_s_is_killed_but_slow_progress_is_not() {
         panic!("{err:?}")
     };
     assert!(*silent_for >= Duration::from_millis(500) && *silent_for < Duration::from_secs(2));
-    assert_eq!(err.class(), "timeout");
+    assert_eq!(err.class(), ErrorClass::Timeout);
     assert!(err.to_string().contains("no output for 0."), "{err}");
     assert!(
         started.elapsed() < Duration::from_secs(5),
@@ -162,7 +163,7 @@ fn an_agent_waiting_at_a_prompt_is_failed_with_the_prompt() {
             CallKind::Execute,
         )
         .unwrap_err();
-    assert_eq!(err.class(), "interactive");
+    assert_eq!(err.class(), ErrorClass::Interactive);
     assert!(!err.is_retryable());
     let text = err.to_string();
     assert!(
@@ -201,7 +202,7 @@ fn an_agent_asking_on_its_closed_stdin_just_fails() {
     let err = f
         .call(&*f.gateway(&cmd, json!({})), CallKind::Execute)
         .unwrap_err();
-    assert_eq!(err.class(), "agent_exited");
+    assert_eq!(err.class(), ErrorClass::AgentExited);
     assert!(err.to_string().contains("EOFError"), "{err}");
 }
 
@@ -221,7 +222,7 @@ fn a_failed_agent_that_reports_its_error_on_stdout_is_heard() {
         .call(&*f.gateway(&cmd, json!({})), CallKind::Execute)
         .unwrap_err();
     let text = err.to_string();
-    assert_eq!(err.class(), "agent_exited");
+    assert_eq!(err.class(), ErrorClass::AgentExited);
     assert!(text.contains("exit code 1"), "{text}");
     assert!(text.contains("Not logged in"), "{text}");
     assert!(
@@ -254,7 +255,7 @@ fn a_crash_reports_its_exit_code_and_the_tail_of_stderr() {
     let err = f
         .call(&*f.gateway(&cmd, json!({})), CallKind::Execute)
         .unwrap_err();
-    assert_eq!(err.class(), "agent_exited");
+    assert_eq!(err.class(), ErrorClass::AgentExited);
     assert!(
         !err.is_retryable(),
         "a crashed agent is not retried by default"
@@ -273,7 +274,7 @@ fn a_crash_reports_its_exit_code_and_the_tail_of_stderr() {
             CallKind::Execute,
         )
         .unwrap_err();
-    assert_eq!(err.class(), "config");
+    assert_eq!(err.class(), ErrorClass::Config);
     assert!(
         err.to_string().contains("surely-not-an-installed-agent"),
         "{err}"

@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use baton_core::turn::CallKind;
+use baton_gateway::ErrorClass;
 use baton_gateway::{
     Attempt, Credential, Gateway, ModelRequest, ModelResponse, Options, RetryPolicy,
     complete_with_retry, for_model_with_credential,
@@ -89,8 +90,12 @@ pub fn run(gateway: &dyn Gateway, user: &str) -> Run {
     }
 }
 
-pub fn classes(attempts: &[Attempt]) -> Vec<Option<&'static str>> {
-    attempts.iter().map(|a| a.error_class).collect()
+/// Each attempt's class by its stored name.
+pub fn classes(attempts: &[Attempt]) -> Vec<Option<&str>> {
+    attempts
+        .iter()
+        .map(|a| a.error_class.as_ref().map(ErrorClass::as_str))
+        .collect()
 }
 
 pub fn secs(s: f64) -> Duration {

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use baton_core::turn::CallKind;
 use baton_gateway::Cancel;
+use baton_gateway::ErrorClass;
 use serde_json::json;
 
 use super::command::{CLAIM, Fixture, request};
@@ -75,7 +76,7 @@ fn what_an_agent_started_ends_with_its_turn_when_it_fails() {
     let err = f
         .call(&*f.gateway(&cmd, json!({})), CallKind::Execute)
         .unwrap_err();
-    assert_eq!(err.class(), "agent_exited", "{err}");
+    assert_eq!(err.class(), ErrorClass::AgentExited, "{err}");
     assert_all_ended(f.ws(), "failure");
 }
 
@@ -89,7 +90,7 @@ fn what_an_agent_started_ends_with_its_turn_when_it_times_out() {
             CallKind::Execute,
         )
         .unwrap_err();
-    assert_eq!(err.class(), "timeout", "{err}");
+    assert_eq!(err.class(), ErrorClass::Timeout, "{err}");
     assert_all_ended(f.ws(), "timeout");
 }
 

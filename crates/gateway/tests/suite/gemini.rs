@@ -1,6 +1,7 @@
 //! Gemini generateContent.
 
 use baton_gateway::Error;
+use baton_gateway::ErrorClass;
 use serde_json::json;
 
 use super::common::*;
@@ -187,7 +188,7 @@ fn overloaded_unavailable_and_unknown_model() {
     let err = gw.complete(&request("hi")).unwrap_err();
     assert!(matches!(err, Error::Overloaded { .. }), "{err:?}");
     let err = gw.complete(&request("hi")).unwrap_err();
-    assert_eq!(err.class(), "unknown_model", "{err}");
+    assert_eq!(err.class(), ErrorClass::UnknownModel, "{err}");
 }
 
 /// Every schema node uses only keywords of Gemini's subset (property names are free).

@@ -4,6 +4,7 @@ use std::net::TcpListener;
 use std::time::{Duration, SystemTime};
 
 use baton_gateway::Error;
+use baton_gateway::ErrorClass;
 use serde_json::json;
 
 use super::common::*;
@@ -152,7 +153,7 @@ fn local_servers_need_no_key_and_get_instructions_only() {
 #[test]
 fn a_missing_key_fails_before_any_request() {
     let err = baton_gateway::for_model("openai/gpt-4.1", &Default::default()).unwrap_err();
-    assert_eq!(err.class(), "auth");
+    assert_eq!(err.class(), ErrorClass::Auth);
     assert!(err.to_string().contains("OPENAI_API_KEY"), "{err}");
 }
 
@@ -447,12 +448,12 @@ fn a_reset_connection_is_retryable_and_retried() {
     let r = run(openai(&server).as_ref(), &briefing());
     assert!(r.result.is_ok(), "{:?}", r.result);
     assert_eq!(r.attempts.len(), 3, "{:?}", r.attempts);
-    assert_eq!(r.attempts[0].error_class, Some("unreachable"));
+    assert_eq!(r.attempts[0].error_class, Some(ErrorClass::Unreachable));
     // Cut off after the headers: the client sees a body that ended early.
     assert!(
         matches!(
             r.attempts[1].error_class,
-            Some("unparseable" | "unreachable")
+            Some(ErrorClass::Unparseable | ErrorClass::Unreachable)
         ),
         "{:?}",
         r.attempts

@@ -138,3 +138,43 @@ fn events_and_committed_turns_cannot_be_rewritten_or_deleted() {
         );
     }
 }
+
+/// A turn row as a baton from before `ErrorClass` wrote it (classes as bare strings,
+/// one this build does not know) loads: the known names as their classes, the
+/// unknown one kept word for word rather than making the run unreadable.
+#[test]
+fn call_records_with_class_strings_from_older_rows_load_typed() {
+    use baton_core::ErrorClass;
+    let backend = Sqlite::new();
+    let store = backend.store();
+    let state = super::fixtures::create(store, "run-1", 1);
+    let (_, commit) = super::fixtures::next_turn(&state);
+    store.commit_turn(&commit).unwrap();
+    let number = commit.record.turn;
+    let conn = backend.raw();
+    conn.execute_batch("DROP TRIGGER IF EXISTS turns_never_change;")
+        .unwrap();
+    let changed = conn
+        .execute(
+            "UPDATE turns SET record = json_set(record,
+                 '$.calls[0].error_class', 'context_too_long',
+                 '$.calls[0].attempts', json('[{\"error\":\"rate_limited\",\"waited_ms\":5},{\"error\":\"melted\"}]'))
+             WHERE run_id = 'run-1'",
+            [],
+        )
+        .unwrap();
+    assert_eq!(changed, 1);
+    let turn = backend
+        .reopen()
+        .turn(&RunId("run-1".into()), number)
+        .unwrap()
+        .unwrap();
+    let call = &turn.calls[0];
+    assert_eq!(call.error_class, Some(ErrorClass::ContextTooLong));
+    assert_eq!(call.attempts[0].error, Some(ErrorClass::RateLimited));
+    assert_eq!(call.attempts[0].waited_ms, Some(5));
+    assert_eq!(
+        call.attempts[1].error,
+        Some(ErrorClass::Other("melted".into()))
+    );
+}
