@@ -1,6 +1,6 @@
 //! Scripted workers that try to get around the reconciler. Each attempt is contained.
 
-use baton_core::events::EventKind;
+use baton_protocol::EventKind;
 use baton_core::state::IssueStatus;
 use baton_core::turn::TurnStatus;
 use serde_json::json;

@@ -1,0 +1,240 @@
+//! The one human rendering of the event stream: the CLI prints it live, `baton export
+//! --format events` prints it from the store, and both are this code, so they say the
+//! same thing.
+
+use std::fmt::Write as _;
+
+use crate::events::CallDetail;
+use crate::{EventKind, EventMsg};
+
+/// 12345 -> "12,345".
+pub fn n(v: impl Into<u64>) -> String {
+    let s = v.into().to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// What a turn said so far, for its one progress line at `TurnCommitted`.
+#[derive(Debug, Default)]
+struct Pending {
+    turn: u32,
+    worker: String,
+    model: String,
+    label: String,
+    tokens: usize,
+    budget: usize,
+    refused: usize,
+    warnings: usize,
+}
+
+/// Turns events into lines. Stateful: a turn's progress line is written when the
+/// turn commits, from what its earlier events said.
+#[derive(Debug, Default)]
+pub struct Renderer {
+    /// Also a line per model call (`--verbose`).
+    pub verbose: bool,
+    pending: Option<Pending>,
+}
+
+impl Renderer {
+    pub fn new(verbose: bool) -> Self {
+        Renderer {
+            verbose,
+            pending: None,
+        }
+    }
+
+    /// The lines `e` adds (often none: most events only feed the turn's line).
+    pub fn feed(&mut self, e: &EventMsg) -> Vec<String> {
+        let mut out = Vec::new();
+        match &e.kind {
+            EventKind::TurnStarted {
+                worker,
+                model,
+                assignment,
+                task,
+            } => {
+                let label = match task {
+                    Some(task) if assignment != "continuation" => {
+                        format!("{assignment} {}", baton_core::reconciler::clip(task, 44))
+                    }
+                    _ => assignment.clone(),
+                };
+                self.pending = Some(Pending {
+                    turn: e.turn.unwrap_or(0),
+                    worker: worker.to_string(),
+                    model: model.clone(),
+                    label,
+                    ..Pending::default()
+                });
+            }
+            EventKind::PackageCompiled { tokens, budget, .. } => {
+                if let Some(p) = &mut self.pending {
+                    p.tokens = *tokens;
+                    p.budget = *budget;
+                }
+            }
+            EventKind::ClaimRefused { .. } => {
+                if let Some(p) = &mut self.pending {
+                    p.refused += 1;
+                }
+            }
+            EventKind::Warning { .. } => {
+                if let Some(p) = &mut self.pending {
+                    p.warnings += 1;
+                }
+            }
+            EventKind::ModelCalled {
+                call,
+                worker,
+                ok,
+                tokens_sent,
+                detail:
+                    CallDetail {
+                        model,
+                        duration_ms,
+                        usage,
+                        cost_micro_usd,
+                        attempts,
+                        error,
+                    },
+                ..
+            } if self.verbose => {
+                let mut line = format!(
+                    "  call {call} · {worker} ({model}) · {duration_ms} ms · sent {} tokens",
+                    n(*tokens_sent as u64)
+                );
+                if let Some([input, cached, output]) = usage {
+                    let _ = write!(
+                        line,
+                        " · provider: {input} in ({cached} cached), {output} out"
+                    );
+                }
+                if let Some(cost) = cost_micro_usd {
+                    let _ = write!(line, " · {}", dollars(*cost));
+                }
+                if *attempts > 0 {
+                    let _ = write!(line, " · {attempts} attempts");
+                }
+                match (error, ok) {
+                    (Some(e), _) => {
+                        let _ = write!(line, " · ERROR {e}");
+                    }
+                    (None, false) => line.push_str(" · ERROR"),
+                    (None, true) => line.push_str(" · ok"),
+                }
+                out.push(line);
+            }
+            EventKind::RetryWaiting {
+                worker,
+                after_attempt,
+                delay_ms,
+            } if *delay_ms >= 2000 => out.push(format!(
+                "  … {worker}: attempt {after_attempt} failed; the next goes out in {} s (Ctrl-C stops)",
+                delay_ms / 1000
+            )),
+            EventKind::TurnCommitted {
+                status,
+                error,
+                step_left_open,
+                steps,
+                ..
+            } => {
+                let p = self.pending.take().unwrap_or_default();
+                let status = match (status.as_str(), step_left_open) {
+                    ("committed", true) => format!(
+                        "committed, but {} stays open: no evidence of work",
+                        p.label.split(' ').next().unwrap_or("the step")
+                    ),
+                    ("committed", false) => "committed".to_string(),
+                    _ => format!("FAILED: {}", error.as_deref().unwrap_or("unknown error")),
+                };
+                let mut line = format!(
+                    "turn {:>3} · {} ({}) · {} · briefing {}/{} tokens{} · {status}",
+                    p.turn,
+                    p.worker,
+                    p.model,
+                    p.label,
+                    n(p.tokens as u64),
+                    n(p.budget as u64),
+                    if p.tokens > p.budget {
+                        " (OVER BUDGET: the task and objective alone do not fit)"
+                    } else {
+                        ""
+                    },
+                );
+                if let Some((done, total)) = steps {
+                    let _ = write!(line, " · steps {done}/{total}");
+                }
+                if p.refused > 0 {
+                    let _ = write!(line, " · {} refused", p.refused);
+                }
+                if p.warnings > 0 {
+                    let _ = write!(line, " · {} warnings", p.warnings);
+                }
+                out.push(line);
+            }
+            EventKind::TurnAbandoned { reason } => {
+                self.pending = None;
+                out.push(format!("turn not committed: {reason}"));
+            }
+            EventKind::JobClaimed { job, owner, attempt } => {
+                out.push(format!("job {job} claimed by {owner} (attempt {attempt})"))
+            }
+            EventKind::GateStarted { name, command } => {
+                out.push(format!("  gate {name}: {command}"))
+            }
+            EventKind::GateFinished {
+                name,
+                passed,
+                duration_ms,
+            } => out.push(format!(
+                "  gate {name}: {} in {duration_ms} ms",
+                if *passed { "passed" } else { "FAILED" }
+            )),
+            EventKind::LeaseLost { what, id, reason } => {
+                out.push(format!("lost the lease on {what} {id}: {reason}"))
+            }
+            EventKind::RunBlocked { question } => {
+                out.push(format!("run {} is blocked: {question}", e.run_id))
+            }
+            EventKind::Judged {
+                group,
+                candidates,
+                winner,
+            } => out.push(format!(
+                "group {group}: judged {candidates} candidates{}",
+                winner
+                    .as_ref()
+                    .map(|w| format!("; {w} wins"))
+                    .unwrap_or_default()
+            )),
+            _ => {}
+        }
+        out
+    }
+}
+
+/// Micro-dollars as "$0.012345".
+pub fn dollars(micro: u64) -> String {
+    format!("${}.{:06}", micro / 1_000_000, micro % 1_000_000)
+}
+
+/// Every line a stream of events renders to, one per line.
+pub fn lines<'a>(events: impl IntoIterator<Item = &'a EventMsg>, verbose: bool) -> String {
+    let mut r = Renderer::new(verbose);
+    let mut out = String::new();
+    for e in events {
+        for line in r.feed(e) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out
+}
