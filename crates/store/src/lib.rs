@@ -263,6 +263,10 @@ pub trait Store: Send + Sync {
     /// Returns the `seq` each event was given.
     fn update_run(&self, run: &RunId, status: RunStatus, events: &[Event]) -> Result<Vec<u64>>;
 
+    /// Appends events about a run that change nothing else (a job claimed, a lease
+    /// lost). Returns the `seq` each was given.
+    fn append_events(&self, run: &RunId, events: &[Event]) -> Result<Vec<u64>>;
+
     /// Replaces the configuration a run is opened with (its roster and settings), with
     /// the events that record the change, in one transaction.
     fn set_run_config(

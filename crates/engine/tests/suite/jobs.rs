@@ -713,6 +713,7 @@ fn a_worker_that_lost_its_lease_commits_nothing_to_the_branch() {
             assignment: &assignment,
             result: Some(&result),
             last: false,
+            emit: &|_| {},
         })
         .err()
         .expect("fenced off");

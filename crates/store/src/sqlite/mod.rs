@@ -202,6 +202,11 @@ impl Store for SqliteStore {
         self.write(|tx| write::update_run(tx, run, status, &events))
     }
 
+    fn append_events(&self, run: &RunId, events: &[Event]) -> Result<Vec<u64>> {
+        let events = write::encode_events(events)?;
+        self.write(|tx| write::append_events(tx, run, &events))
+    }
+
     fn set_run_config(
         &self,
         run: &RunId,

@@ -267,6 +267,20 @@ pub(super) fn update_run(
     insert_events(tx, events)
 }
 
+pub(super) fn append_events(
+    tx: &Transaction<'_>,
+    run: &RunId,
+    events: &[EncodedEvent],
+) -> Result<Vec<u64>> {
+    if let Some(e) = events.iter().find(|e| e.run_id != run.0) {
+        return Err(Error::Corrupt {
+            what: format!("event for run {run}"),
+            detail: format!("it names run {}", e.run_id),
+        });
+    }
+    insert_events(tx, events)
+}
+
 pub(super) fn set_run_config(
     tx: &Transaction<'_>,
     run: &RunId,

@@ -399,6 +399,18 @@ pub fn events_of_a_run_are_numbered_without_gaps(store: &dyn Store) {
             std::slice::from_ref(&blocked),
         )
         .unwrap();
+    assert_eq!(
+        store
+            .append_events(&a.run_id, std::slice::from_ref(&blocked))
+            .unwrap(),
+        vec![next + 2]
+    );
+    // An event for a run that does not exist is refused, and takes no number.
+    let stray = Event {
+        run_id: run_id("nope"),
+        ..blocked.clone()
+    };
+    assert!(store.append_events(&stray.run_id, &[stray.clone()]).is_err());
     run_turns(store, after, 1);
     let seqs: Vec<u64> = store
         .events(&a.run_id, 0)
