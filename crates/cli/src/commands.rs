@@ -140,15 +140,12 @@ impl Context_ {
         }
     }
 
-    /// An engine over the store, printing every call on stderr with `--verbose`.
+    /// An engine over the store whose events are printed on stderr as they happen
+    /// (every model call too with `--verbose`).
     fn engine(&self, store: &Arc<dyn Store>) -> Engine {
-        let engine = Engine::new(store.clone()).with_watcher(crate::waiting::watcher());
-        if !self.verbose {
-            return engine;
-        }
-        engine.with_observer(Arc::new(|call: &baton_core::turn::CallRecord| {
-            eprintln!("{}", render::call_line(call));
-        }))
+        let engine = Engine::new(store.clone());
+        engine.subscribe(crate::live::progress(self.verbose));
+        engine
     }
 
     /// Literal keys from the configuration file's roster, which runs never store.

@@ -7,9 +7,9 @@ mod out;
 mod commands;
 mod input;
 mod jobs;
+mod live;
 mod render;
 mod signals;
-mod waiting;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

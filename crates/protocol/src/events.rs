@@ -159,6 +159,12 @@ pub enum EventKind {
         job: String,
         owner: String,
         attempt: u32,
+        /// The candidate the job is (its group's label for it).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        candidate: String,
+        /// Taken over from a worker that died or stopped renewing its lease.
+        #[serde(default, skip_serializing_if = "is_false")]
+        reclaimed: bool,
     },
     /// A gate (a mechanical check: tests, lint) started on the turn's commit.
     GateStarted {

@@ -2,6 +2,7 @@
 //! --format events` prints it from the store, and both are this code, so they say the
 //! same thing.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::events::CallDetail;
@@ -34,25 +35,42 @@ struct Pending {
 }
 
 /// Turns events into lines. Stateful: a turn's progress line is written when the
-/// turn commits, from what its earlier events said.
+/// turn commits, from what its earlier events said (per run: the turns of concurrent
+/// jobs interleave).
 #[derive(Debug, Default)]
 pub struct Renderer {
     /// Also a line per model call (`--verbose`).
     pub verbose: bool,
-    pending: Option<Pending>,
+    pending: BTreeMap<String, Pending>,
+    /// The job each run belongs to, once it was claimed: its lines say so.
+    jobs: BTreeMap<String, String>,
 }
 
 impl Renderer {
     pub fn new(verbose: bool) -> Self {
         Renderer {
             verbose,
-            pending: None,
+            ..Renderer::default()
         }
     }
 
     /// The lines `e` adds (often none: most events only feed the turn's line).
     pub fn feed(&mut self, e: &EventMsg) -> Vec<String> {
+        let mut lines = self.lines(e);
+        if let Some(job) = self.jobs.get(&e.run_id.0) {
+            for line in &mut lines {
+                if !line.starts_with("job ") {
+                    *line = format!("job {job}: {}", line.trim_start());
+                }
+            }
+        }
+        lines
+    }
+
+    fn lines(&mut self, e: &EventMsg) -> Vec<String> {
         let mut out = Vec::new();
+        let run = &e.run_id.0;
+        let pending = self.pending.get_mut(run);
         match &e.kind {
             EventKind::TurnStarted {
                 worker,
@@ -66,7 +84,7 @@ impl Renderer {
                     }
                     _ => assignment.clone(),
                 };
-                self.pending = Some(Pending {
+                self.pending.insert(run.clone(), Pending {
                     turn: e.turn.unwrap_or(0),
                     worker: worker.to_string(),
                     model: model.clone(),
@@ -75,18 +93,18 @@ impl Renderer {
                 });
             }
             EventKind::PackageCompiled { tokens, budget, .. } => {
-                if let Some(p) = &mut self.pending {
+                if let Some(p) = pending {
                     p.tokens = *tokens;
                     p.budget = *budget;
                 }
             }
             EventKind::ClaimRefused { .. } => {
-                if let Some(p) = &mut self.pending {
+                if let Some(p) = pending {
                     p.refused += 1;
                 }
             }
             EventKind::Warning { .. } => {
-                if let Some(p) = &mut self.pending {
+                if let Some(p) = pending {
                     p.warnings += 1;
                 }
             }
@@ -146,7 +164,7 @@ impl Renderer {
                 steps,
                 ..
             } => {
-                let p = self.pending.take().unwrap_or_default();
+                let p = self.pending.remove(run).unwrap_or_default();
                 let status = match (status.as_str(), step_left_open) {
                     ("committed", true) => format!(
                         "committed, but {} stays open: no evidence of work",
@@ -181,11 +199,24 @@ impl Renderer {
                 out.push(line);
             }
             EventKind::TurnAbandoned { reason } => {
-                self.pending = None;
+                self.pending.remove(run);
                 out.push(format!("turn not committed: {reason}"));
             }
-            EventKind::JobClaimed { job, owner, attempt } => {
-                out.push(format!("job {job} claimed by {owner} (attempt {attempt})"))
+            EventKind::JobClaimed {
+                job,
+                candidate,
+                reclaimed,
+                ..
+            } => {
+                self.jobs.insert(run.clone(), job.clone());
+                out.push(format!(
+                    "job {job} ({candidate}) claimed{}",
+                    if *reclaimed {
+                        " — taken over (its previous worker died or stopped renewing its lease); it continues from its last committed turn"
+                    } else {
+                        ""
+                    }
+                ));
             }
             EventKind::GateStarted { name, command } => {
                 out.push(format!("  gate {name}: {command}"))
@@ -199,7 +230,7 @@ impl Renderer {
                 if *passed { "passed" } else { "FAILED" }
             )),
             EventKind::LeaseLost { what, id, reason } => {
-                out.push(format!("lost the lease on {what} {id}: {reason}"))
+                out.push(format!("{what} {id}: lease lost ({reason})"))
             }
             EventKind::RunBlocked { question } => {
                 out.push(format!("run {} is blocked: {question}", e.run_id))

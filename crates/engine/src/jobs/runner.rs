@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use baton_gateway::Cancel;
+use baton_protocol::{EventKind, EventMsg};
 use baton_store::{ClaimOutcome, JobInfo, JobStatus, LeaseFence, Store};
 use baton_workspace::{Repo, Workspace, WorkspaceSpec, branch_for_job};
 
@@ -16,6 +17,7 @@ use crate::config::Roster;
 use crate::lease::{Heartbeat, LeaseLoss};
 use crate::orchestrator::{Engine, RunEnd, RunSpec, TurnSummary};
 use crate::policy::{GateFixPolicy, RotatingPolicy, failing_gates, fix_turns_taken};
+use crate::publish::Publisher;
 use crate::{Error, Result};
 
 #[derive(Clone)]
@@ -36,6 +38,9 @@ pub struct WorkOptions {
     /// Gets every agent's output lines as they come, with the job's id
     /// (`baton -v work`).
     pub agent_output: Option<AgentOutput>,
+    /// Where every job's events are published as they happen (job claimed, each
+    /// turn's events, gates, a lost lease).
+    pub publisher: Publisher,
 }
 
 /// Receives `(job, line)`.
@@ -74,6 +79,7 @@ impl Default for WorkOptions {
             keys: None,
             cancel: Cancel::new(),
             agent_output: None,
+            publisher: Publisher::default(),
         }
     }
 }
@@ -301,6 +307,24 @@ fn run_claimed(
             _ => "another worker continues it".to_string(),
         };
         let reason = format!("{reason}; its agent was stopped and {next}");
+        // Durable in the job's run too, so whoever follows the run sees why this
+        // process stopped (best effort: the store may be what failed).
+        if let Some(run) = store.job(&job.id).ok().and_then(|j| j.run_id) {
+            let event = EventMsg {
+                run_id: run.clone(),
+                turn: None,
+                at: clock.now(),
+                kind: EventKind::LeaseLost {
+                    what: "job".into(),
+                    id: job.id.clone(),
+                    reason: reason.clone(),
+                },
+            };
+            match store.append_events(&run, std::slice::from_ref(&event)) {
+                Ok(seqs) => options.publisher.stored(&seqs, std::slice::from_ref(&event)),
+                Err(_) => options.publisher.live(&event),
+            }
+        }
         progress(Progress::LeaseLost {
             job: job.id.clone(),
             reason: reason.clone(),
@@ -541,6 +565,7 @@ fn run_job(
     )?;
     let engine = Engine::new(store.clone())
         .with_clock(clock.clone())
+        .with_publisher(options.publisher.clone())
         .with_policy(Arc::new(GateFixPolicy {
             inner: RotatingPolicy,
             fix_turns: spec.fix_turns,
@@ -558,6 +583,20 @@ fn run_job(
             fence,
         )?,
     };
+    let claimed = EventMsg {
+        run_id: run.clone(),
+        turn: None,
+        at: clock.now(),
+        kind: EventKind::JobClaimed {
+            job: job.id.clone(),
+            owner: options.owner.clone(),
+            attempt: job.attempts,
+            candidate: spec.candidate.clone(),
+            reclaimed: taken != Takeover::No,
+        },
+    };
+    let seqs = store.append_events(&run, std::slice::from_ref(&claimed))?;
+    options.publisher.stored(&seqs, std::slice::from_ref(&claimed));
     let gate_dir = spec.worktree_root.join(format!("{}-gates", job.id));
     let gate_dir = if gate_dir.is_absolute() {
         gate_dir
