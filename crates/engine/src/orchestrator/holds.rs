@@ -97,7 +97,7 @@ impl Engine {
             hold.asked_ms / 1000,
             max_wait.as_secs(),
             hold.not_before,
-            super::continue_hint(session, false)
+            super::block::continue_hint(session, false)
         ))
     }
 }

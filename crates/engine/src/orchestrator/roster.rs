@@ -3,7 +3,8 @@
 use baton_core::events::{Event, EventKind};
 use baton_core::ids::RunId;
 
-use super::{Engine, RunConfig, build_gateway};
+use super::open::build_gateway;
+use super::{Engine, RunConfig};
 use crate::config::{Roster, WorkerConfig};
 use crate::{Error, Result};
 

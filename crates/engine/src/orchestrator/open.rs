@@ -1,0 +1,279 @@
+//! Opening a run: creating it from a spec, reading it back with its configuration,
+//! keys and gateways, and taking its lease.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use baton_core::events::{Event, EventKind};
+use baton_core::ids::RunId;
+use baton_core::prompt;
+use baton_core::state::ExecutionState;
+use baton_gateway::Gateway;
+use baton_store::{RunInfo, RunStatus};
+use sha2::{Digest, Sha256};
+
+use super::roster::{Place, check_roster, with_keys};
+use super::{Engine, RunConfig, RunSpec, Session, reshape};
+use crate::audit;
+use crate::config::{Roster, WorkerConfig};
+use crate::{Error, Result};
+
+static RUN_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+impl Engine {
+    /// A new run id: 12 hex digits, unique per process and time.
+    fn new_run_id(&self) -> RunId {
+        let mut h = Sha256::new();
+        h.update(self.clock.now().0.to_le_bytes());
+        h.update(std::process::id().to_le_bytes());
+        h.update(RUN_COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        h.update(nanos.to_le_bytes());
+        RunId(audit::hex(&h.finalize()[..6]))
+    }
+
+    /// Creates a run (no turns yet) and returns its id.
+    pub fn create_run(&self, spec: &RunSpec) -> Result<RunId> {
+        let (info, state, events) = self.new_run(spec, Place::Run)?;
+        self.store.create_run(&info, &state, &events)?;
+        Ok(info.id)
+    }
+
+    /// Creates a job's run and links it to the job in one transaction (fenced).
+    pub fn create_job_run(&self, spec: &RunSpec, fence: &baton_store::LeaseFence) -> Result<RunId> {
+        let (info, state, events) = self.new_run(spec, Place::Job)?;
+        self.store.create_job_run(fence, &info, &state, &events)?;
+        Ok(info.id)
+    }
+
+    /// Everything a new run is made of, validated: nothing is created on a bad spec.
+    fn new_run(
+        &self,
+        spec: &RunSpec,
+        place: Place,
+    ) -> Result<(RunInfo, ExecutionState, Vec<Event>)> {
+        if spec.objective.trim().is_empty() {
+            return Err(Error::Config(
+                "the objective is empty; pass --objective \"…\"".into(),
+            ));
+        }
+        if let Some(i) = spec.tasks.iter().position(|t| t.trim().is_empty()) {
+            return Err(Error::Config(format!(
+                "task {} is blank; every --task needs text (the plan has {} tasks)",
+                i + 1,
+                spec.tasks.len()
+            )));
+        }
+        if spec.tasks.is_empty() {
+            return Err(Error::Config(
+                "the plan has no steps; pass at least one --task \"…\"".into(),
+            ));
+        }
+        spec.roster.validate()?;
+        spec.settings.validate()?;
+        // Every worker's options, before anything exists that a bad one would strand
+        // (credentials are checked when the run is opened: they may come later).
+        check_roster(&spec.roster, None, false, place)?;
+        let id = self.new_run_id();
+        let tasks: Vec<String> = spec
+            .tasks
+            .iter()
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty())
+            .collect();
+        if let Some(b) = spec
+            .step_budgets
+            .iter()
+            .flatten()
+            .find(|b| **b < crate::config::MIN_BUDGET)
+        {
+            return Err(Error::Config(format!(
+                "step budget {b} is too small to brief anyone; use at least {} tokens",
+                crate::config::MIN_BUDGET
+            )));
+        }
+        let mut state = ExecutionState::new(id.clone(), spec.objective.trim(), &tasks);
+        for (step, budget) in state.plan.iter_mut().zip(&spec.step_budgets) {
+            step.budget = *budget;
+        }
+        let estimator = spec.settings.estimator_kind()?.build();
+        crate::policy::check_budgets(&state, &spec.settings, &spec.roster, &*estimator)?;
+        let now = self.clock.now();
+        let config = RunConfig {
+            roster: spec.roster.clone(),
+            settings: spec.settings.clone(),
+        };
+        let info = RunInfo {
+            id: id.clone(),
+            objective: state.objective.clone(),
+            status: RunStatus::Active,
+            turns: 0,
+            created_at: now,
+            updated_at: now,
+            config: serde_json::to_value(&config).map_err(|e| Error::Config(e.to_string()))?,
+        };
+        let event = Event {
+            run_id: id.clone(),
+            turn: None,
+            at: now,
+            kind: EventKind::RunCreated {
+                objective: state.objective.clone(),
+                steps: state.plan.len(),
+            },
+        };
+        Ok((info, state, vec![event]))
+    }
+
+    /// Opens a run from its last committed turn. `roster` replaces the stored roster
+    /// (e.g. a roster file edited since); otherwise the run's own roster is used.
+    pub fn open(&self, run: &RunId, roster: Option<Roster>) -> Result<Session> {
+        self.open_with_keys(run, roster, None)
+    }
+
+    /// `open`, taking in-memory keys (literal keys from a roster file, which are never
+    /// stored) from `keys` for workers with the same id that have none.
+    pub fn open_with_keys(
+        &self,
+        run: &RunId,
+        roster: Option<Roster>,
+        keys: Option<&Roster>,
+    ) -> Result<Session> {
+        self.open_inner(run, roster, keys, true)
+    }
+
+    /// Opens a run to read and compile, without building its workers' gateways (so no
+    /// credentials are needed): `preview` works, `step` does not.
+    pub fn open_for_preview(&self, run: &RunId) -> Result<Session> {
+        self.open_inner(run, None, None, false)
+    }
+
+    fn open_inner(
+        &self,
+        run: &RunId,
+        roster: Option<Roster>,
+        keys: Option<&Roster>,
+        with_gateways: bool,
+    ) -> Result<Session> {
+        let info = self.store.run_info(run)?;
+        let mut config: RunConfig = serde_json::from_value(info.config.clone()).map_err(|e| {
+            baton_store::Error::Corrupt {
+                what: format!("configuration of run {run}"),
+                detail: e.to_string(),
+            }
+        })?;
+        if let Some(r) = roster {
+            r.validate()?;
+            config.roster = r;
+        }
+        if let Some(keys) = keys {
+            config.roster = with_keys(config.roster, keys);
+        }
+        let state = self.store.load_state(run)?;
+        let estimator = config.settings.estimator_kind()?.build();
+        let system_tokens = estimator.count(prompt::SYSTEM_PROMPT);
+        let mut gateways = Vec::with_capacity(config.roster.workers.len());
+        let mut redactor = baton_gateway::Redactor::default();
+        for w in &config.roster.workers {
+            gateways.push(if w.enabled && with_gateways {
+                let (gateway, key) = build_gateway_with_key(w)?;
+                if let Some(key) = &key {
+                    redactor.add(key);
+                }
+                Some(gateway)
+            } else {
+                None
+            });
+        }
+        let (fallen_back, fallback_notices) =
+            self.restore_fallbacks(run, &config.roster, &gateways)?;
+        Ok(Session {
+            fallen_back,
+            fallback_notices,
+            lease: None,
+            workspace: None,
+            run_lease: None,
+            cancel: baton_gateway::Cancel::new(),
+            agent_output: None,
+            // Why a blocked run stopped, as it said then (a provider's hold, a doomed
+            // request), not a generic guess.
+            blocked: if info.status == RunStatus::Blocked {
+                self.store
+                    .events(run, 0)?
+                    .into_iter()
+                    .rev()
+                    .find_map(|e| match e.event.kind {
+                        EventKind::RunBlocked { question } => Some(question),
+                        _ => None,
+                    })
+            } else {
+                None
+            },
+            run: run.clone(),
+            prior_outputs: self.store.prior_outputs(run, state.turns)?,
+            holds: self.store.worker_holds(run)?,
+            windows: config
+                .roster
+                .workers
+                .iter()
+                .map(|_| std::sync::OnceLock::new())
+                .collect(),
+            reshape: reshape::Reshape::default(),
+            remembered_cuts: vec![reshape::Reshape::default(); config.roster.workers.len()],
+            window_noticed: vec![false; config.roster.workers.len()],
+            notices: Vec::new(),
+            state,
+            status: info.status,
+            config,
+            gateways,
+            redactor,
+            estimator,
+            system_tokens,
+        })
+    }
+
+    /// Takes the run's lease for this process (refused, before any model call, when
+    /// another live process advances the run); every turn is then fenced with it.
+    pub fn lease(&self, session: &mut Session, lease: Duration) -> Result<()> {
+        if session.run_lease.is_none() {
+            let token = crate::jobs::new_id("run-lease-", &*self.clock, &session.run.0);
+            session.run_lease = Some(crate::lease::acquire(
+                self.store.clone(),
+                self.clock.clone(),
+                &session.run,
+                token,
+                lease,
+            )?);
+        }
+        Ok(())
+    }
+}
+
+/// The worker's gateway, with only its own credential (invariant 9).
+pub fn build_gateway(worker: &WorkerConfig) -> Result<Arc<dyn Gateway>> {
+    build_gateway_with_key(worker).map(|(gateway, _)| gateway)
+}
+
+/// [`build_gateway`], and the key it was given, for scrubbing model output.
+pub(super) fn build_gateway_with_key(
+    worker: &WorkerConfig,
+) -> Result<(Arc<dyn Gateway>, Option<baton_gateway::Credential>)> {
+    let wrap = |error| Error::Gateway {
+        worker: worker.id.to_string(),
+        error,
+    };
+    let options = worker.gateway_options();
+    // A replay calls no model, so it needs no key.
+    let credential = match &worker.api_key {
+        _ if options.contains_key("replay") => None,
+        Some(secret) => Some(baton_gateway::Credential::new(secret.expose()).map_err(wrap)?),
+        None => baton_gateway::credential_for(&worker.model, &options).map_err(wrap)?,
+    };
+    let gateway =
+        baton_gateway::for_model_with_credential(&worker.model, &options, credential.clone())
+            .map_err(wrap)?;
+    Ok((gateway, credential))
+}

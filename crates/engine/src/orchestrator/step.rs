@@ -1,0 +1,286 @@
+//! One step of a run: which turn comes next, what stops it before it starts, and
+//! what its end means for the run.
+
+use baton_core::compiler::{self, Assignment, HandoffPackage};
+use baton_core::events::{Event, EventKind};
+use baton_core::state::StepStatus;
+use baton_core::turn::TurnStatus;
+use baton_store::RunStatus;
+
+use super::block::{blocked_question, continue_hint};
+use super::turn::TurnEnd;
+use super::{Engine, MAX_CONSECUTIVE_FAILURES, RunEnd, Session, StepOutcome, TurnSummary, reshape};
+use crate::policy::TurnPlan;
+use crate::{Error, Result};
+
+impl Engine {
+    /// Compiles the package `worker` would get for the next turn, without running it.
+    pub fn preview(
+        &self,
+        session: &Session,
+        worker: Option<&str>,
+        budget: Option<usize>,
+    ) -> Result<HandoffPackage> {
+        let plan = self.policy.next_turn(
+            &session.state,
+            &session.config.roster,
+            &session.config.settings,
+        );
+        let (index, assignment, planned_budget) = match plan {
+            Some(p) => (p.worker, p.assignment, p.budget),
+            None => (
+                0,
+                Assignment {
+                    kind: baton_core::compiler::AssignmentKind::Continuation,
+                    step_id: None,
+                    task: "The run is finished: review the record.".into(),
+                },
+                session.config.settings.budget,
+            ),
+        };
+        let worker = match worker {
+            Some(id) => session.config.roster.find(id)?,
+            None => &session.config.roster.workers[index],
+        };
+        Ok(compiler::compile(
+            &session.state,
+            &assignment,
+            &worker.profile(),
+            budget.unwrap_or(planned_budget),
+            &*session.estimator,
+        ))
+    }
+
+    /// Runs exactly one turn (or reports that the run is finished or blocked).
+    pub fn step(&self, session: &mut Session) -> Result<StepOutcome> {
+        match session.status {
+            RunStatus::Finished => return Ok(StepOutcome::Finished),
+            RunStatus::Blocked => {
+                return Ok(StepOutcome::Blocked {
+                    question: blocked_question(session),
+                });
+            }
+            RunStatus::Active => {}
+        }
+        if session.cancel.is_cancelled() {
+            return Err(Error::Stopped {
+                next_turn: session.state.turns,
+            });
+        }
+        if let Some(loss) = session.run_lease.as_ref().and_then(|l| l.lost()) {
+            return Err(Error::Conflict(format!(
+                "run {} lost its lease ({loss}); no further turn was started. `baton resume {}` continues it",
+                session.run, session.run
+            )));
+        }
+        let Some(plan) = self.policy.next_turn(
+            &session.state,
+            &session.config.roster,
+            &session.config.settings,
+        ) else {
+            let event = Event {
+                run_id: session.run.clone(),
+                turn: None,
+                at: self.clock.now(),
+                kind: EventKind::RunFinished {
+                    turns: session.state.turns,
+                },
+            };
+            self.store
+                .update_run(&session.run, RunStatus::Finished, &[event])?;
+            session.status = RunStatus::Finished;
+            return Ok(StepOutcome::Finished);
+        };
+        // A provider that asked for a delay (in an earlier turn or process) is not
+        // called before it has passed; one that asked for too long blocks the run.
+        if let Some(question) = self.wait_for_hold(session, plan.worker) {
+            self.block(session, question.clone())?;
+            return Ok(StepOutcome::Blocked { question });
+        }
+        if session.cancel.is_cancelled() {
+            return Err(Error::Stopped {
+                next_turn: session.state.turns,
+            });
+        }
+        // A bad request this worker made a few (failed) turns ago, about to be sent again
+        // unchanged because other workers failed in between: stop instead.
+        if let Some(d) = self.last_bad_request(session, &plan)?
+            && self.sends_again(session, &plan, &d)?
+        {
+            let worker = session.config.roster.workers[plan.worker].id.clone();
+            let question = d.question(worker.as_str(), &continue_hint(session, true), true);
+            self.block(session, question.clone())?;
+            return Ok(StepOutcome::Blocked { question });
+        }
+        // A context window too small for any briefing is said before anything is sent.
+        let fit = self.window_fit(session, plan.worker, false);
+        if let Some(fit) = fit
+            .as_ref()
+            .filter(|f| f.budget < crate::config::MIN_BUDGET)
+        {
+            let worker = &session.config.roster.workers[plan.worker].id;
+            let question = format!(
+                "worker {worker}'s model cannot take a turn: {}, less than the {} tokens baton                  needs to brief anyone, so nothing was sent. Lower the worker's max_tokens, or                  give the model a larger context (llama-server -c 8192, Ollama num_ctx) and                  set the worker's context_window to it, then {}.",
+                fit.explain(),
+                crate::config::MIN_BUDGET,
+                continue_hint(session, true)
+            );
+            self.block(session, question.clone())?;
+            return Ok(StepOutcome::Blocked { question });
+        }
+        let window_notice = fit
+            .filter(|f| f.budget < plan.budget && !session.window_noticed[plan.worker])
+            .map(|f| {
+                session.window_noticed[plan.worker] = true;
+                format!(
+                    "worker {}'s briefings are compiled at a budget of {} tokens instead of {}: {}",
+                    session.config.roster.workers[plan.worker].id,
+                    f.budget,
+                    plan.budget,
+                    f.explain()
+                )
+            });
+        let fresh = self.reshape(session, plan.worker)?;
+        session.reshape = if fresh.is_empty() {
+            session.remembered_cuts[plan.worker].clone()
+        } else {
+            session.remembered_cuts[plan.worker] = fresh.remembered();
+            fresh
+        };
+        let mut notices = session.reshape.notices().to_vec();
+        notices.extend(Self::fallback_notices(session, plan.worker));
+        notices.extend(window_notice);
+        session.notices = notices;
+        let TurnEnd {
+            mut summary,
+            fatal,
+            doomed,
+        } = self.run_turn(session, &plan)?;
+        session.reshape = reshape::Reshape::default();
+        let next = self.policy.next_turn(
+            &session.state,
+            &session.config.roster,
+            &session.config.settings,
+        );
+        let same_worker_next = next.as_ref().is_some_and(|n| n.worker == plan.worker);
+        let worker = session.config.roster.workers[plan.worker].id.clone();
+        let unreachable = match same_worker_next && summary.status == TurnStatus::Failed {
+            true => self.unreachable(session, summary.turn)?,
+            false => None,
+        };
+        if let (Some(f), Some(n), false) = (&fatal, &next, same_worker_next)
+            && f.agent
+        {
+            summary.warnings.push(format!(
+                "agent {worker} is not run again on this briefing; worker {} takes the next turn",
+                session.config.roster.workers[n.worker].id
+            ));
+        }
+        if let (true, Some(fatal)) = (same_worker_next, &fatal) {
+            // A failure no retry can fix (a bad key, an unknown model, a hung agent),
+            // about to be met again by the same worker: stop now instead of failing the
+            // same way twice more.
+            let error = &fatal.error;
+            let question = if fatal.agent {
+                format!(
+                    "agent {worker} failed: {error}. baton did not run it again: the same agent \
+                     on the same briefing fails the same way (a hang costs its whole timeout \
+                     each time). Look at its output, then fix its command or preset, raise its \
+                     options.timeout_s, or add another worker to the roster, and {}.",
+                    continue_hint(session, true)
+                )
+            } else {
+                format!(
+                    "worker {worker} cannot work: {error}. Fix its key in the environment, or its \
+                     model, provider or base URL in the roster file, then {} \
+                     (a run keeps the roster it was created with until you replace it).",
+                    continue_hint(session, true)
+                )
+            };
+            self.block(session, question)?;
+        } else if let Some(error) = unreachable {
+            // Nothing answers (a server not started, a wrong api_base): the next turn
+            // would fail the same way within milliseconds, using up turn numbers.
+            let retries = session.config.roster.workers[plan.worker].max_retries;
+            let question = format!(
+                "worker {worker} cannot reach its model: {error}. baton stopped rather than                  fail the next turns the same way (each call is tried {} time{}: max_retries =                  {retries}). Start the server, or fix the worker's api_base in the roster                  file, then {}.",
+                retries + 1,
+                if retries == 0 { "" } else { "s" },
+                continue_hint(session, true)
+            );
+            self.block(session, question)?;
+        } else if let (Some(d), Some(next)) = (&doomed, next.as_ref().filter(|_| same_worker_next))
+            && self.sends_again(session, next, d)?
+        {
+            let question = d.question(worker.as_str(), &continue_hint(session, true), true);
+            self.block(session, question)?;
+        } else if (summary.status == TurnStatus::Failed || summary.step_left_open)
+            && session.state.consecutive_failures >= MAX_CONSECUTIVE_FAILURES
+            && session
+                .state
+                .consecutive_failures
+                .is_multiple_of(MAX_CONSECUTIVE_FAILURES)
+        {
+            let question = match &doomed {
+                Some(d) if d.is_too_long() => {
+                    d.question(worker.as_str(), &continue_hint(session, true), false)
+                }
+                _ => blocked_question(session),
+            };
+            self.block(session, question)?;
+        }
+        Ok(StepOutcome::Turn(Box::new(summary)))
+    }
+
+    /// Runs turns until the run finishes or blocks, or `max_turns` have run.
+    pub fn run(
+        &self,
+        session: &mut Session,
+        max_turns: Option<u32>,
+        progress: &mut dyn FnMut(&TurnSummary, &Session),
+    ) -> Result<RunEnd> {
+        let mut ran = 0;
+        loop {
+            if max_turns.is_some_and(|m| ran >= m) {
+                return Ok(RunEnd::Paused);
+            }
+            match self.step(session)? {
+                StepOutcome::Turn(summary) => {
+                    ran += 1;
+                    progress(&summary, session);
+                    if session.status == RunStatus::Blocked {
+                        return Ok(RunEnd::Blocked {
+                            question: blocked_question(session),
+                        });
+                    }
+                }
+                StepOutcome::Finished => return Ok(RunEnd::Finished),
+                StepOutcome::Blocked { question } => return Ok(RunEnd::Blocked { question }),
+            }
+        }
+    }
+
+    /// Whether the plan has nothing left once `plan`'s turn commits.
+    pub(super) fn is_last_turn(&self, session: &Session, plan: &TurnPlan) -> bool {
+        let mut after = session.state.clone();
+        if let Some(id) = &plan.assignment.step_id
+            && let Some(step) = after.plan.iter_mut().find(|s| &s.id == id)
+        {
+            step.status = StepStatus::Done;
+        }
+        // Participation as the reconciler would record it.
+        let worker = &session.config.roster.workers[plan.worker];
+        if !after.workers.iter().any(|w| w.id == worker.id) {
+            after.workers.push(baton_core::state::WorkerRecord {
+                id: worker.id.clone(),
+                model: worker.model.clone(),
+                family: worker.family.clone(),
+                turns: vec![after.turns],
+            });
+        }
+        after.turns += 1;
+        self.policy
+            .next_turn(&after, &session.config.roster, &session.config.settings)
+            .is_none()
+    }
+}
