@@ -277,13 +277,10 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
                 return Ok(code);
             }
             match stepped? {
+                // The turn's line, and the question of a run it blocked, were said by
+                // the event stream as they happened (see `live`).
                 StepOutcome::Turn(summary) => {
-                    eprintln!("{}", render::progress_line(&summary, &session));
                     if session.status == baton_store::RunStatus::Blocked {
-                        // A blocked run's next step only says why, and what to do.
-                        if let Ok(StepOutcome::Blocked { question }) = engine.step(&mut session) {
-                            eprintln!("run {id} is blocked: {question}");
-                        }
                         return Ok(ExitCode::from(EXIT_BLOCKED));
                     }
                     Ok(turn_exit(&id, Some(&summary)))
@@ -656,8 +653,8 @@ fn drive(
     }
     let started = Instant::now();
     let mut last = None;
-    let end = engine.run(&mut session, max_turns, &mut |summary, s| {
-        eprintln!("{}", render::progress_line(summary, s));
+    // Each turn's line is said by the event stream (see `live`).
+    let end = engine.run(&mut session, max_turns, &mut |summary, _| {
         last = Some(summary.clone());
     });
     // Record what ran even when the run stopped on an error.

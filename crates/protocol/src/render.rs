@@ -21,6 +21,14 @@ pub fn n(v: impl Into<u64>) -> String {
     out
 }
 
+/// A turn's assignment as its lines name it: the step and the start of its task.
+pub fn assignment_label(step: Option<&String>, task: &str) -> String {
+    match step {
+        Some(id) => format!("{id} {}", baton_core::reconciler::clip(task, 44)),
+        None => "continuation".into(),
+    }
+}
+
 /// What a turn said so far, for its one progress line at `TurnCommitted`.
 #[derive(Debug, Default)]
 struct Pending {
@@ -80,7 +88,7 @@ impl Renderer {
             } => {
                 let label = match task {
                     Some(task) if assignment != "continuation" => {
-                        format!("{assignment} {}", baton_core::reconciler::clip(task, 44))
+                        assignment_label(Some(assignment), task)
                     }
                     _ => assignment.clone(),
                 };

@@ -1,6 +1,6 @@
 //! Stopping a run to ask a human, and what the question says.
 
-use baton_core::events::{Event, EventKind};
+use baton_protocol::{EventMsg as Event, EventKind};
 use baton_core::state::AttemptOutcome;
 use baton_store::RunStatus;
 
@@ -35,8 +35,12 @@ impl Engine {
                 question: question.clone(),
             },
         };
-        self.store
-            .update_run(&session.run, RunStatus::Blocked, &[event])?;
+        let seqs = self.store.update_run(
+            &session.run,
+            RunStatus::Blocked,
+            std::slice::from_ref(&event),
+        )?;
+        self.published(&seqs, std::slice::from_ref(&event));
         session.status = RunStatus::Blocked;
         session.blocked = Some(question);
         Ok(())

@@ -9,7 +9,9 @@ use baton_core::prompt::{self, Prompt};
 use baton_core::turn::{AttemptRecord, CallKind, CallRecord, ReportedUsage};
 use baton_gateway::{ModelRequest, RetryPolicy, complete_with_retry};
 
-use super::{CallWait, Engine, Session};
+use baton_protocol::{CallDetail, EventKind};
+
+use super::{Engine, Session};
 use crate::audit;
 
 impl Engine {
@@ -61,36 +63,36 @@ impl Engine {
         let (outcome, attempts) = match &session.gateways[worker_index] {
             None => (Err(format!("worker {} is disabled", worker.id)), Vec::new()),
             Some(gateway) => {
-                let watch = |w: CallWait| {
-                    if let Some(watcher) = &self.watcher {
-                        watcher(w);
-                    }
-                };
-                let sent = |attempt: u32| CallWait::Sent {
-                    worker: worker.id.to_string(),
+                let sent = |attempt: u32| EventKind::CallSent {
+                    call: call.as_str().into(),
+                    worker: worker.id.clone(),
                     model: worker.model.clone(),
-                    call,
-                    turn,
                     attempt,
                     attempts: retry.max_retries + 1,
-                    timeout: gateway.call_timeout(),
+                    timeout_ms: gateway
+                        .call_timeout()
+                        .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
                 };
-                watch(sent(1));
+                self.emit(session, turn, started_at, sent(1));
                 let mut attempt = 1;
                 // A wait the provider asked for ends early on an interrupt.
                 let mut sleep = |d: std::time::Duration| {
-                    watch(CallWait::Backoff {
-                        worker: worker.id.to_string(),
-                        after_attempt: attempt,
-                        delay: d,
-                    });
+                    self.emit(
+                        session,
+                        turn,
+                        self.clock.now(),
+                        EventKind::RetryWaiting {
+                            worker: worker.id.clone(),
+                            after_attempt: attempt,
+                            delay_ms: u64::try_from(d.as_millis()).unwrap_or(u64::MAX),
+                        },
+                    );
                     session.cancel.sleep(d);
                     attempt += 1;
-                    watch(sent(attempt));
+                    self.emit(session, turn, self.clock.now(), sent(attempt));
                 };
                 let (result, attempts) =
                     complete_with_retry(&**gateway, &request, &retry, &mut sleep);
-                watch(CallWait::Done);
                 let tries = attempts.len();
                 if let Err(e) = &result {
                     error_class = Some(e.class().to_string());
@@ -188,9 +190,28 @@ impl Engine {
             },
             retry_after_ms: retry_after.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         };
-        if let Some(observer) = &self.observer {
-            observer(&record);
-        }
+        self.emit(
+            session,
+            turn,
+            record.started_at,
+            EventKind::ModelCalled {
+                call: record.call.as_str().into(),
+                worker: record.worker.clone(),
+                ok: record.error.is_none(),
+                tokens_sent: record.tokens_sent,
+                tokens_received: record.tokens_received,
+                detail: CallDetail {
+                    model: record.model.clone(),
+                    duration_ms: record.duration_ms,
+                    usage: record
+                        .usage
+                        .map(|u| [u.input_tokens, u.cached_tokens, u.output_tokens]),
+                    cost_micro_usd: record.cost_micro_usd,
+                    attempts: record.attempts.len() as u64,
+                    error: record.error.clone(),
+                },
+            },
+        );
         (record, outcome.map(|r| r.text))
     }
 

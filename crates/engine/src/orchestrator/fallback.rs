@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use baton_core::events::{Event, EventKind};
+use baton_protocol::{EventMsg as Event, EventKind};
 use baton_core::ids::{RunId, Timestamp};
 use baton_gateway::Gateway;
 

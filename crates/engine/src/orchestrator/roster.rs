@@ -1,6 +1,6 @@
 //! Changing a run's roster after the fact, and checking a roster before a run exists.
 
-use baton_core::events::{Event, EventKind};
+use baton_protocol::{EventMsg as Event, EventKind};
 use baton_core::ids::RunId;
 
 use super::open::build_gateway;

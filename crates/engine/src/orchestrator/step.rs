@@ -2,7 +2,7 @@
 //! what its end means for the run.
 
 use baton_core::compiler::{self, Assignment, HandoffPackage};
-use baton_core::events::{Event, EventKind};
+use baton_protocol::{EventMsg as Event, EventKind};
 use baton_core::state::StepStatus;
 use baton_core::turn::TurnStatus;
 use baton_store::RunStatus;
@@ -86,8 +86,12 @@ impl Engine {
                     turns: session.state.turns,
                 },
             };
-            self.store
-                .update_run(&session.run, RunStatus::Finished, &[event])?;
+            let seqs = self.store.update_run(
+                &session.run,
+                RunStatus::Finished,
+                std::slice::from_ref(&event),
+            )?;
+            self.published(&seqs, std::slice::from_ref(&event));
             session.status = RunStatus::Finished;
             return Ok(StepOutcome::Finished);
         };
@@ -155,7 +159,11 @@ impl Engine {
             mut summary,
             fatal,
             doomed,
-        } = self.run_turn(session, &plan)?;
+        } = self.run_turn(session, &plan).inspect_err(|e| {
+            // Whatever stopped the turn (a cancel, a fence, a failed write), nothing of
+            // it was committed: its live events are void, and subscribers are told.
+            self.abandon_turn(session, session.state.turns, e.to_string());
+        })?;
         session.reshape = reshape::Reshape::default();
         let next = self.policy.next_turn(
             &session.state,
