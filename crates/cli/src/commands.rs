@@ -402,7 +402,11 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
                 "json" => export::json(store.as_ref(), &id)?,
                 "md" | "markdown" => export::markdown(store.as_ref(), &id)?,
                 "script" | "jsonl" => export::script(store.as_ref(), &id)?,
-                other => bail!("unknown export format \"{other}\"; use json, md or script"),
+                "events" => export::events(store.as_ref(), &id, ctx.verbose)?,
+                "events-jsonl" => export::events_jsonl(store.as_ref(), &id)?,
+                other => bail!(
+                    "unknown export format \"{other}\"; use json, md, script, events or events-jsonl"
+                ),
             };
             match out {
                 Some(path) => {

@@ -173,7 +173,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Export a run: json (the whole record), md (a readable report) or script (JSONL replay)
+    /// Export a run: json (the whole record), md (a readable report), script (JSONL replay),
+    /// events (its event stream as `baton run` printed it; with -v every call too) or
+    /// events-jsonl (the stream, one event a line)
     Export {
         run: Option<String>,
         #[arg(long, default_value = "json")]

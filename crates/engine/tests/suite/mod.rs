@@ -1,6 +1,7 @@
 mod adversarial;
 mod calls;
 mod demo;
+mod events;
 mod failures;
 mod hardening;
 mod invariants;
