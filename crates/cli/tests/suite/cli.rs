@@ -149,7 +149,7 @@ fn exports_cover_the_whole_record() {
     let script = run_ok(d, &["export", "--format", "script"]);
     assert_eq!(script.lines().count(), 5, "one call per turn");
     let err = run_err(d, &["export", "--format", "pdf"]);
-    assert!(err.contains("use json, md or script"), "{err}");
+    assert!(err.contains("use json, md, script, events"), "{err}");
 
     // The script replays the demo exactly.
     std::fs::write(d.join("demo.jsonl"), &script).unwrap();
@@ -273,4 +273,34 @@ fn settings_follow_file_then_environment_then_flags() {
     let package: serde_json::Value =
         serde_json::from_str(&run_ok(d, &["compile", id.trim(), "--json"])).unwrap();
     assert_eq!(package["budget"], 900);
+}
+
+/// What `baton run` prints as it goes is its event stream, rendered: `export --format
+/// events` renders the stored stream with the same renderer and says the same.
+#[test]
+fn run_progress_is_the_event_stream_that_export_shows() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = baton(d)
+        .args(["-v", "run", "--objective", "o", "--task", "draft", "--task", "polish"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let (created, progress) = stderr.split_once('\n').unwrap();
+    assert!(created.contains("created"), "{stderr}");
+    let exported = run_ok(d, &["-v", "export", "--format", "events"]);
+    assert_eq!(progress, exported);
+    assert!(exported.contains("turn   0 · worker-1 (mock/model-1) · T1 draft"), "{exported}");
+    assert!(exported.contains("  call combined · worker-1"), "{exported}");
+    // Without -v, the turn lines only, as `baton run` prints them.
+    let quiet = run_ok(d, &["export", "--format", "events"]);
+    assert!(!quiet.contains("  call "), "{quiet}");
+    assert_eq!(quiet.lines().count(), 5);
+    // And the stream itself, one envelope a line, numbered 1, 2, 3 …
+    let jsonl = run_ok(d, &["export", "--format", "events-jsonl"]);
+    for (i, line) in jsonl.lines().enumerate() {
+        let e: baton_protocol::Envelope = serde_json::from_str(line).unwrap();
+        assert_eq!(e.seq, Some(i as u64 + 1));
+    }
 }

@@ -1097,3 +1097,55 @@ fn an_agent_that_commits_nothing_and_claims_nothing_does_not_complete_its_step()
     let state = store.load_state(&run).unwrap();
     assert_eq!(state.plan[0].done_at_turn, Some(1));
 }
+
+/// A job's stream, as `baton work` prints it: its claim, each turn with its gates, as
+/// they happen, and exactly what the store keeps and export renders.
+#[test]
+fn a_jobs_live_stream_has_its_claim_turns_and_gates_and_equals_the_stored_one() {
+    let (dir, repo, agent) = repo();
+    let store = store_in(dir.path());
+    let roster = Roster {
+        workers: vec![agent_worker("a", &agent), agent_worker("b", &agent)],
+    };
+    let queued = enqueue(
+        store.as_ref(),
+        &*clock(),
+        &request(&repo, &["LIE-tests", "write ok.txt"], vec![roster], true),
+    )
+    .unwrap();
+    let recorder = baton_engine::publish::Recorder::new();
+    let options = WorkOptions::default();
+    options.publisher.subscribe(recorder.clone());
+    work(store.clone(), clock(), &options, &|_| {}).unwrap();
+    let run = store.job(&queued.jobs[0]).unwrap().run_id.unwrap();
+
+    let stored: Vec<_> = store
+        .events(&run, 0)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.event)
+        .collect();
+    assert_eq!(recorder.durable(), stored);
+    let names: Vec<&str> = stored.iter().map(|e| e.kind.name()).collect();
+    let first = |n: &str| names.iter().position(|x| *x == n).unwrap_or_else(|| panic!("no {n}: {names:?}"));
+    assert!(first("job_claimed") < first("turn_started"));
+    assert!(first("model_called") < first("gate_started"));
+    assert!(first("gate_started") < first("gate_finished"));
+    assert!(first("gate_finished") < first("turn_committed"));
+    // Turn 0's gate failed, turn 1's passed: the stream says which.
+    let gates: Vec<bool> = stored
+        .iter()
+        .filter_map(|e| match &e.kind {
+            baton_protocol::EventKind::GateFinished { passed, .. } => Some(*passed),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(gates[..2], [false, true]);
+    let live = baton_protocol::render::lines(recorder.events().iter().map(|e| &e.event), false);
+    assert_eq!(
+        live,
+        baton_engine::export::events(store.as_ref(), &run, false).unwrap()
+    );
+    assert!(live.contains(&format!("job {} (", queued.jobs[0])), "{live}");
+    assert!(live.contains("gate tests: FAILED"), "{live}");
+}
