@@ -588,6 +588,13 @@ pub fn judge(ctx: &Context_, target: &str, judge: Option<&str>) -> Result<ExitCo
         &worker,
         gateway.as_ref(),
     )?;
+    // Into every candidate's event stream (not printed: the verdict follows in full).
+    engine_jobs::judged::announce(
+        store.as_ref(),
+        &SystemClock,
+        &baton_engine::publish::Publisher::default(),
+        &j,
+    )?;
     println!("group {group}, judged by {} against: {}", j.judge, j.rubric);
     for s in &j.verdict.scores {
         let job = j

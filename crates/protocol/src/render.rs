@@ -277,3 +277,111 @@ pub fn lines<'a>(events: impl IntoIterator<Item = &'a EventMsg>, verbose: bool) 
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use baton_core::ids::{RunId, Timestamp, WorkerId};
+
+    use super::*;
+
+    fn ev(run: &str, turn: Option<u32>, kind: EventKind) -> EventMsg {
+        EventMsg {
+            run_id: RunId(run.into()),
+            turn,
+            at: Timestamp(0),
+            kind,
+        }
+    }
+
+    fn turn(run: &str, n: u32, committed: EventKind) -> Vec<EventMsg> {
+        let w = WorkerId::new("w1");
+        vec![
+            ev(
+                run,
+                Some(n),
+                EventKind::TurnStarted {
+                    worker: w.clone(),
+                    model: "mock/m".into(),
+                    assignment: "T1".into(),
+                    task: Some("write the parser".into()),
+                },
+            ),
+            ev(
+                run,
+                Some(n),
+                EventKind::PackageCompiled {
+                    tokens: 1234,
+                    budget: 2000,
+                    sections_included: 13,
+                    sections_omitted: vec![],
+                    items_dropped: 0,
+                },
+            ),
+            ev(
+                run,
+                Some(n),
+                EventKind::Warning {
+                    worker: w,
+                    text: "x".into(),
+                },
+            ),
+            ev(run, Some(n), committed),
+        ]
+    }
+
+    fn committed(status: &str, error: Option<&str>) -> EventKind {
+        EventKind::TurnCommitted {
+            worker: WorkerId::new("w1"),
+            status: status.into(),
+            changes: 3,
+            error: error.map(str::to_string),
+            step_left_open: false,
+            steps: Some((1, 2)),
+        }
+    }
+
+    #[test]
+    fn a_turn_renders_as_one_progress_line_when_it_commits() {
+        let out = lines(&turn("r", 0, committed("committed", None)), false);
+        assert_eq!(
+            out,
+            "turn   0 · w1 (mock/m) · T1 write the parser · briefing 1,234/2,000 tokens · committed · steps 1/2 · 1 warnings\n"
+        );
+        let failed = lines(&turn("r", 4, committed("failed", Some("timeout"))), false);
+        assert!(failed.contains("· FAILED: timeout · steps 1/2"), "{failed}");
+    }
+
+    /// Two jobs' turns interleave in `baton work`: each line is its own run's, and says
+    /// its job.
+    #[test]
+    fn interleaved_runs_keep_their_own_turns_and_jobs_are_named() {
+        let claim = |run: &str, job: &str| {
+            ev(
+                run,
+                None,
+                EventKind::JobClaimed {
+                    job: job.into(),
+                    owner: "host:1".into(),
+                    attempt: 1,
+                    candidate: "A".into(),
+                    reclaimed: false,
+                },
+            )
+        };
+        let (a, b) = (
+            turn("ra", 0, committed("committed", None)),
+            turn("rb", 0, committed("committed", None)),
+        );
+        let mut events = vec![claim("ra", "job-a"), claim("rb", "job-b")];
+        for (x, y) in a.into_iter().zip(b) {
+            events.push(x);
+            events.push(y);
+        }
+        let out = lines(&events, false);
+        let got: Vec<&str> = out.lines().collect();
+        assert_eq!(got[0], "job job-a (A) claimed");
+        assert!(got[2].starts_with("job job-a: turn   0 · w1"), "{out}");
+        assert!(got[3].starts_with("job job-b: turn   0 · w1"), "{out}");
+        assert_eq!(got.len(), 4);
+    }
+}

@@ -10,6 +10,7 @@
 pub mod gates;
 pub mod git_hook;
 pub mod judge;
+pub mod judged;
 pub mod runner;
 
 use std::path::PathBuf;

@@ -460,6 +460,18 @@ fn four_concurrent_jobs_on_the_same_file_names_never_interfere_and_the_judge_is_
         &gateway,
     )
     .unwrap();
+    // Every candidate's run says it was judged, live and stored.
+    let recorder = baton_engine::publish::Recorder::new();
+    let publisher = baton_engine::publish::Publisher::default();
+    publisher.subscribe(recorder.clone());
+    baton_engine::jobs::judged::announce(store.as_ref(), &*clock(), &publisher, &verdict)
+        .unwrap();
+    assert_eq!(recorder.events().len(), verdict.labels.len());
+    for e in recorder.events() {
+        let stored = store.events(&e.event.run_id, 0).unwrap();
+        assert_eq!(stored.last().map(|s| (s.seq, &s.event)), Some((e.seq.unwrap(), &e.event)));
+        assert!(matches!(&e.event.kind, baton_protocol::EventKind::Judged { winner: Some(w), .. } if *w == verdict.winner_job));
+    }
     let seen = gateway.seen.lock().unwrap().join("\n");
     for n in names {
         assert!(!seen.contains(n), "the judge saw \"{n}\"");
