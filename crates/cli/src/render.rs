@@ -7,9 +7,9 @@ use std::time::Duration;
 use baton_core::compiler::{DropReason, HandoffPackage};
 use baton_core::state::{ExecutionState, IssueStatus, StepStatus};
 use baton_core::turn::{TurnRecord, TurnStatus};
+use baton_engine::Roster;
 use baton_engine::bench::BenchRow;
 use baton_engine::report::{RunReport, unverified_resolutions};
-use baton_engine::Roster;
 use baton_store::RunInfo;
 
 pub use baton_protocol::render::{assignment_label, n};

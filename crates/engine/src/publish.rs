@@ -49,7 +49,9 @@ impl Publisher {
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<dyn Subscriber>>> {
-        self.subscribers.read().unwrap_or_else(PoisonError::into_inner)
+        self.subscribers
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// An event of a turn in flight: provisional until its turn commits.

@@ -282,7 +282,16 @@ fn run_progress_is_the_event_stream_that_export_shows() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let out = baton(d)
-        .args(["-v", "run", "--objective", "o", "--task", "draft", "--task", "polish"])
+        .args([
+            "-v",
+            "run",
+            "--objective",
+            "o",
+            "--task",
+            "draft",
+            "--task",
+            "polish",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
@@ -291,8 +300,14 @@ fn run_progress_is_the_event_stream_that_export_shows() {
     assert!(created.contains("created"), "{stderr}");
     let exported = run_ok(d, &["-v", "export", "--format", "events"]);
     assert_eq!(progress, exported);
-    assert!(exported.contains("turn   0 · worker-1 (mock/model-1) · T1 draft"), "{exported}");
-    assert!(exported.contains("  call combined · worker-1"), "{exported}");
+    assert!(
+        exported.contains("turn   0 · worker-1 (mock/model-1) · T1 draft"),
+        "{exported}"
+    );
+    assert!(
+        exported.contains("  call combined · worker-1"),
+        "{exported}"
+    );
     // Without -v, the turn lines only, as `baton run` prints them.
     let quiet = run_ok(d, &["export", "--format", "events"]);
     assert!(!quiet.contains("  call "), "{quiet}");

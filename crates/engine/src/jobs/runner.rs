@@ -321,7 +321,9 @@ fn run_claimed(
                 },
             };
             match store.append_events(&run, std::slice::from_ref(&event)) {
-                Ok(seqs) => options.publisher.stored(&seqs, std::slice::from_ref(&event)),
+                Ok(seqs) => options
+                    .publisher
+                    .stored(&seqs, std::slice::from_ref(&event)),
                 Err(_) => options.publisher.live(&event),
             }
         }
@@ -596,7 +598,9 @@ fn run_job(
         },
     };
     let seqs = store.append_events(&run, std::slice::from_ref(&claimed))?;
-    options.publisher.stored(&seqs, std::slice::from_ref(&claimed));
+    options
+        .publisher
+        .stored(&seqs, std::slice::from_ref(&claimed));
     let gate_dir = spec.worktree_root.join(format!("{}-gates", job.id));
     let gate_dir = if gate_dir.is_absolute() {
         gate_dir

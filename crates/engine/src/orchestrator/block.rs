@@ -1,7 +1,7 @@
 //! Stopping a run to ask a human, and what the question says.
 
-use baton_protocol::{EventMsg as Event, EventKind};
 use baton_core::state::AttemptOutcome;
+use baton_protocol::{EventKind, EventMsg as Event};
 use baton_store::RunStatus;
 
 use super::{Engine, Session};

@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use baton_protocol::{EventMsg as Event, EventKind};
 use baton_core::ids::RunId;
 use baton_core::prompt;
 use baton_core::state::ExecutionState;
 use baton_gateway::Gateway;
+use baton_protocol::{EventKind, EventMsg as Event};
 use baton_store::{RunInfo, RunStatus};
 use sha2::{Digest, Sha256};
 

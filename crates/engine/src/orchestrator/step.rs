@@ -2,9 +2,9 @@
 //! what its end means for the run.
 
 use baton_core::compiler::{self, Assignment, HandoffPackage};
-use baton_protocol::{EventMsg as Event, EventKind};
 use baton_core::state::StepStatus;
 use baton_core::turn::TurnStatus;
+use baton_protocol::{EventKind, EventMsg as Event};
 use baton_store::RunStatus;
 
 use super::block::{blocked_question, continue_hint};

@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 use baton_core::agent;
 use baton_core::claims::{self, ArtifactClaim, Parsed};
 use baton_core::compiler;
-use baton_protocol::{EventMsg as Event, EventKind};
 use baton_core::prompt::{self, Prompt};
 use baton_core::reconciler::{self, ReconcileOutcome, StepEnd, TurnContext, Verifier, WorkSeen};
 use baton_core::turn::{CallKind, TurnRecord, TurnStatus};
+use baton_protocol::{EventKind, EventMsg as Event};
 use baton_store::{RunStatus, TurnCommit};
 
 use super::doomed::Doomed;

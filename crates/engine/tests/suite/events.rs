@@ -48,7 +48,10 @@ fn a_subscriber_sees_what_the_store_keeps_and_export_renders_as_it_happens() {
     assert!(!sent.is_empty());
     for s in &sent {
         let (turn, committed) = s.split_once(':').unwrap();
-        assert_eq!(turn, committed, "turn {turn}'s call went out after it was committed");
+        assert_eq!(
+            turn, committed,
+            "turn {turn}'s call went out after it was committed"
+        );
     }
     // Provisional until the turn commits; what carries a seq is that stored event.
     let by_seq = store.events(&run, 0).unwrap();
@@ -105,7 +108,11 @@ fn a_turn_that_is_not_committed_is_abandoned_live_and_stores_nothing() {
     let err = engine.step(&mut stale).unwrap_err();
     assert!(err.to_string().contains("another baton process"), "{err}");
 
-    assert_eq!(stored(store.as_ref(), &run), before, "nothing of it was stored");
+    assert_eq!(
+        stored(store.as_ref(), &run),
+        before,
+        "nothing of it was stored"
+    );
     let events = recorder.events();
     let last = events.last().unwrap();
     assert!(

@@ -464,13 +464,17 @@ fn four_concurrent_jobs_on_the_same_file_names_never_interfere_and_the_judge_is_
     let recorder = baton_engine::publish::Recorder::new();
     let publisher = baton_engine::publish::Publisher::default();
     publisher.subscribe(recorder.clone());
-    baton_engine::jobs::judged::announce(store.as_ref(), &*clock(), &publisher, &verdict)
-        .unwrap();
+    baton_engine::jobs::judged::announce(store.as_ref(), &*clock(), &publisher, &verdict).unwrap();
     assert_eq!(recorder.events().len(), verdict.labels.len());
     for e in recorder.events() {
         let stored = store.events(&e.event.run_id, 0).unwrap();
-        assert_eq!(stored.last().map(|s| (s.seq, &s.event)), Some((e.seq.unwrap(), &e.event)));
-        assert!(matches!(&e.event.kind, baton_protocol::EventKind::Judged { winner: Some(w), .. } if *w == verdict.winner_job));
+        assert_eq!(
+            stored.last().map(|s| (s.seq, &s.event)),
+            Some((e.seq.unwrap(), &e.event))
+        );
+        assert!(
+            matches!(&e.event.kind, baton_protocol::EventKind::Judged { winner: Some(w), .. } if *w == verdict.winner_job)
+        );
     }
     let seen = gateway.seen.lock().unwrap().join("\n");
     for n in names {
@@ -1139,7 +1143,12 @@ fn a_jobs_live_stream_has_its_claim_turns_and_gates_and_equals_the_stored_one() 
         .collect();
     assert_eq!(recorder.durable(), stored);
     let names: Vec<&str> = stored.iter().map(|e| e.kind.name()).collect();
-    let first = |n: &str| names.iter().position(|x| *x == n).unwrap_or_else(|| panic!("no {n}: {names:?}"));
+    let first = |n: &str| {
+        names
+            .iter()
+            .position(|x| *x == n)
+            .unwrap_or_else(|| panic!("no {n}: {names:?}"))
+    };
     assert!(first("job_claimed") < first("turn_started"));
     assert!(first("model_called") < first("gate_started"));
     assert!(first("gate_started") < first("gate_finished"));
@@ -1158,6 +1167,9 @@ fn a_jobs_live_stream_has_its_claim_turns_and_gates_and_equals_the_stored_one() 
         live,
         baton_engine::export::events(store.as_ref(), &run, false).unwrap()
     );
-    assert!(live.contains(&format!("job {} (", queued.jobs[0])), "{live}");
+    assert!(
+        live.contains(&format!("job {} (", queued.jobs[0])),
+        "{live}"
+    );
     assert!(live.contains("gate tests: FAILED"), "{live}");
 }

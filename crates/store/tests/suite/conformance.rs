@@ -410,7 +410,11 @@ pub fn events_of_a_run_are_numbered_without_gaps(store: &dyn Store) {
         run_id: run_id("nope"),
         ..blocked.clone()
     };
-    assert!(store.append_events(&stray.run_id, &[stray.clone()]).is_err());
+    assert!(
+        store
+            .append_events(&stray.run_id, std::slice::from_ref(&stray))
+            .is_err()
+    );
     run_turns(store, after, 1);
     let seqs: Vec<u64> = store
         .events(&a.run_id, 0)
