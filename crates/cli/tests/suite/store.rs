@@ -254,12 +254,13 @@ fn a_reading_command_upgrades_a_database_from_an_older_baton_once() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     run_ok(d, &["demo"]);
-    // Back to schema 3: runs had no lease columns before migration 4, and there were
-    // no provider holds before migration 5.
+    // Back to schema 3: runs had no lease columns before migration 4, there were no
+    // provider holds before migration 5, and events had no per-run number before 6.
     let conn = rusqlite::Connection::open(db(d)).unwrap();
     conn.execute_batch(
         "ALTER TABLE runs DROP COLUMN lease_token; ALTER TABLE runs DROP COLUMN lease_owner;
          ALTER TABLE runs DROP COLUMN lease_expires_at; DROP TABLE worker_holds;
+         DROP INDEX events_by_run_seq; ALTER TABLE events DROP COLUMN run_seq;
          PRAGMA user_version = 3;",
     )
     .unwrap();
@@ -267,8 +268,21 @@ fn a_reading_command_upgrades_a_database_from_an_older_baton_once() {
     let out = baton(d).arg("runs").output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("from schema version 3 to 5"), "{err}");
+    assert!(err.contains("from schema version 3 to 6"), "{err}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("finished"));
+    // The old events were numbered in the order they were written, from 1.
+    let jsonl = run_ok(d, &["export", "--format", "events-jsonl"]);
+    let seqs: Vec<u64> = jsonl
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<baton_protocol::Envelope>(l)
+                .unwrap()
+                .seq
+                .unwrap()
+        })
+        .collect();
+    assert!(seqs.len() > 20);
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
     let out = baton(d).arg("runs").output().unwrap();
     assert!(out.stderr.is_empty(), "{}", text(&out));
 }
