@@ -589,7 +589,7 @@ pub fn judge(ctx: &Context_, target: &str, judge: Option<&str>) -> Result<ExitCo
         gateway.as_ref(),
     )?;
     // Into every candidate's event stream (not printed: the verdict follows in full).
-    engine_jobs::judged::announce(
+    engine_jobs::events::announce(
         store.as_ref(),
         &SystemClock,
         &baton_engine::publish::Publisher::default(),

@@ -7,10 +7,10 @@
 //! whose lease was taken over cannot commit. A killed worker's job is reclaimed once its
 //! lease expires and resumes from its last committed turn.
 
+pub mod events;
 pub mod gates;
 pub mod git_hook;
 pub mod judge;
-pub mod judged;
 pub mod runner;
 
 use std::path::PathBuf;

@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use baton_gateway::Cancel;
-use baton_protocol::{EventKind, EventMsg};
+use baton_protocol::EventKind;
 use baton_store::{ClaimOutcome, JobInfo, JobStatus, LeaseFence, Store};
 use baton_workspace::{Repo, Workspace, WorkspaceSpec, branch_for_job};
 
+use super::events;
 use super::git_hook::GitHook;
 use super::{JobSpec, Outbox, decode_spec, new_id};
 use crate::clock::Clock;
@@ -310,22 +311,12 @@ fn run_claimed(
         // Durable in the job's run too, so whoever follows the run sees why this
         // process stopped (best effort: the store may be what failed).
         if let Some(run) = store.job(&job.id).ok().and_then(|j| j.run_id) {
-            let event = EventMsg {
-                run_id: run.clone(),
-                turn: None,
-                at: clock.now(),
-                kind: EventKind::LeaseLost {
-                    what: "job".into(),
-                    id: job.id.clone(),
-                    reason: reason.clone(),
-                },
+            let lost = EventKind::LeaseLost {
+                what: "job".into(),
+                id: job.id.clone(),
+                reason: reason.clone(),
             };
-            match store.append_events(&run, std::slice::from_ref(&event)) {
-                Ok(seqs) => options
-                    .publisher
-                    .stored(&seqs, std::slice::from_ref(&event)),
-                Err(_) => options.publisher.live(&event),
-            }
+            let _ = events::record(&**store, &**clock, &options.publisher, &run, lost);
         }
         progress(Progress::LeaseLost {
             job: job.id.clone(),
@@ -585,22 +576,14 @@ fn run_job(
             fence,
         )?,
     };
-    let claimed = EventMsg {
-        run_id: run.clone(),
-        turn: None,
-        at: clock.now(),
-        kind: EventKind::JobClaimed {
-            job: job.id.clone(),
-            owner: options.owner.clone(),
-            attempt: job.attempts,
-            candidate: spec.candidate.clone(),
-            reclaimed: taken != Takeover::No,
-        },
+    let claimed = EventKind::JobClaimed {
+        job: job.id.clone(),
+        owner: options.owner.clone(),
+        attempt: job.attempts,
+        candidate: spec.candidate.clone(),
+        reclaimed: taken != Takeover::No,
     };
-    let seqs = store.append_events(&run, std::slice::from_ref(&claimed))?;
-    options
-        .publisher
-        .stored(&seqs, std::slice::from_ref(&claimed));
+    events::record(&**store, &**clock, &options.publisher, &run, claimed)?;
     let gate_dir = spec.worktree_root.join(format!("{}-gates", job.id));
     let gate_dir = if gate_dir.is_absolute() {
         gate_dir

@@ -464,7 +464,7 @@ fn four_concurrent_jobs_on_the_same_file_names_never_interfere_and_the_judge_is_
     let recorder = baton_engine::publish::Recorder::new();
     let publisher = baton_engine::publish::Publisher::default();
     publisher.subscribe(recorder.clone());
-    baton_engine::jobs::judged::announce(store.as_ref(), &*clock(), &publisher, &verdict).unwrap();
+    baton_engine::jobs::events::announce(store.as_ref(), &*clock(), &publisher, &verdict).unwrap();
     assert_eq!(recorder.events().len(), verdict.labels.len());
     for e in recorder.events() {
         let stored = store.events(&e.event.run_id, 0).unwrap();

@@ -1,7 +1,8 @@
-//! The judge's verdict as an event of every candidate's run, so whoever follows a
-//! candidate's run (the CLI, export, later the dashboard) sees it was judged and who
-//! won.
+//! What happens to a job outside its turns, as events of its run: claimed, its lease
+//! lost, judged (every candidate's run), so whoever follows a run (the CLI, export,
+//! later the dashboard) sees it.
 
+use baton_core::ids::RunId;
 use baton_protocol::{EventKind, EventMsg};
 use baton_store::Store;
 
@@ -36,4 +37,31 @@ pub fn announce(
         publisher.stored(&seqs, std::slice::from_ref(&event));
     }
     Ok(())
+}
+
+/// Stores `kind` as an event of `run` and publishes it with its `seq`.
+pub(crate) fn record(
+    store: &dyn Store,
+    clock: &dyn Clock,
+    publisher: &Publisher,
+    run: &RunId,
+    kind: EventKind,
+) -> Result<()> {
+    let event = EventMsg {
+        run_id: run.clone(),
+        turn: None,
+        at: clock.now(),
+        kind,
+    };
+    match store.append_events(run, std::slice::from_ref(&event)) {
+        Ok(seqs) => {
+            publisher.stored(&seqs, std::slice::from_ref(&event));
+            Ok(())
+        }
+        // Still said live: the store may be what failed.
+        Err(e) => {
+            publisher.live(&event);
+            Err(e.into())
+        }
+    }
 }
