@@ -135,15 +135,12 @@ impl Context_ {
         }
     }
 
-    /// An engine over the store, printing every call on stderr with `--verbose`.
+    /// An engine over the store whose events are printed on stderr as they happen
+    /// (every model call too with `--verbose`).
     fn engine(&self, store: &Arc<dyn Store>) -> Engine {
-        let engine = Engine::new(store.clone()).with_watcher(crate::waiting::watcher());
-        if !self.verbose {
-            return engine;
-        }
-        engine.with_observer(Arc::new(|call: &baton_core::turn::CallRecord| {
-            eprintln!("{}", render::call_line(call));
-        }))
+        let engine = Engine::new(store.clone());
+        engine.subscribe(crate::live::progress(self.verbose));
+        engine
     }
 
     /// Literal keys from the configuration file's roster, which runs never store.
@@ -276,13 +273,10 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
                 return Ok(code);
             }
             match stepped? {
+                // The turn's line, and the question of a run it blocked, were said by
+                // the event stream as they happened (see `live`).
                 StepOutcome::Turn(summary) => {
-                    eprintln!("{}", render::progress_line(&summary, &session));
                     if session.status == baton_store::RunStatus::Blocked {
-                        // A blocked run's next step only says why, and what to do.
-                        if let Ok(StepOutcome::Blocked { question }) = engine.step(&mut session) {
-                            eprintln!("run {id} is blocked: {question}");
-                        }
                         return Ok(Exit::Blocked.into());
                     }
                     Ok(turn_exit(&id, Some(&summary)))
@@ -404,6 +398,8 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
                 ExportFormat::Json => export::json(store.as_ref(), &id)?,
                 ExportFormat::Md => export::markdown(store.as_ref(), &id)?,
                 ExportFormat::Script => export::script(store.as_ref(), &id)?,
+                ExportFormat::Events => export::events(store.as_ref(), &id, ctx.verbose)?,
+                ExportFormat::EventsJsonl => export::events_jsonl(store.as_ref(), &id)?,
             };
             match out {
                 Some(path) => {
@@ -677,8 +673,8 @@ fn drive(
     }
     let started = Instant::now();
     let mut last = None;
-    let end = engine.run(&mut session, max_turns, &mut |summary, s| {
-        eprintln!("{}", render::progress_line(summary, s));
+    // Each turn's line is said by the event stream (see `live`).
+    let end = engine.run(&mut session, max_turns, &mut |summary, _| {
         last = Some(summary.clone());
     });
     // Record what ran even when the run stopped on an error.

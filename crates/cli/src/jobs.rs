@@ -252,6 +252,10 @@ pub fn work(ctx: &Context_, concurrency: usize, lease_s: u64, follow: bool) -> R
         }),
         ..WorkOptions::default()
     };
+    // Every job's turns, gates and lease as they happen, rendered from the event stream.
+    options
+        .publisher
+        .subscribe(crate::live::progress(ctx.verbose));
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let reader = store.clone();
     let cancel = options.cancel.clone();
@@ -263,53 +267,22 @@ pub fn work(ctx: &Context_, concurrency: usize, lease_s: u64, follow: bool) -> R
         );
     }
     let reports = engine_jobs::runner::work(store, clock, &options, &|p| match p {
-        Progress::Claimed {
-            job,
-            candidate,
-            reclaimed,
-        } => {
-            eprintln!(
-                "job {job} ({candidate}) claimed{}",
-                if reclaimed {
-                    " — taken over (its previous worker died or stopped renewing its lease); it continues from its last committed turn"
-                } else {
-                    ""
-                }
-            );
+        // The claim itself is said by the event stream (see `live`).
+        Progress::Claimed { job, .. } => {
             if let Ok(info) = reader.job(&job)
                 && let Ok(spec) = engine_jobs::decode_spec(&info)
             {
                 warn_root(&unconfined_as_root(&spec.roster), &format!("in job {job}"));
             }
         }
-        Progress::Turn { job, summary } => eprintln!(
-            "job {job}: turn {} · {} · {} · {}",
-            summary.turn,
-            summary.worker,
-            summary
-                .assignment
-                .step_id
-                .as_deref()
-                .unwrap_or("continuation"),
-            match &summary.error {
-                Some(e) => format!("FAILED: {e}"),
-                None => format!(
-                    "committed ({} refused, {} warnings)",
-                    summary.refusals.len(),
-                    summary.warnings.len()
-                ),
-            }
-        ),
+        // Said by the event stream (see `live`).
+        Progress::Turn { .. } => {}
         Progress::Finished {
             job,
             status,
             detail,
         } => eprintln!("job {job}: {} — {detail}", status.as_str()),
-        Progress::LeaseLost { job, reason } => {
-            eprintln!(
-                "job {job}: lease lost ({reason}); its agent was stopped and another worker continues the job"
-            )
-        }
+        Progress::LeaseLost { .. } => {}
         Progress::Released { job, turn } => eprintln!(
             "job {job}: interrupted{}; the job is queued again",
             turn.map(|t| format!(" (turn {t} discarded, nothing of it committed)"))
@@ -693,6 +666,13 @@ pub fn judge(ctx: &Context_, target: &str, judge: Option<&str>) -> Result<ExitCo
         &group,
         &worker,
         gateway.as_ref(),
+    )?;
+    // Into every candidate's event stream (not printed: the verdict follows in full).
+    engine_jobs::events::announce(
+        store.as_ref(),
+        &SystemClock,
+        &baton_engine::publish::Publisher::default(),
+        &j,
     )?;
     println!(
         "group {group}, judged by {}{} against: {}",

@@ -9,10 +9,10 @@ mod commands;
 mod exit;
 mod input;
 mod jobs;
+mod live;
 mod logs;
 mod render;
 mod signals;
-mod waiting;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -86,6 +86,10 @@ pub enum ExportFormat {
     /// A JSONL replay script
     #[value(alias = "jsonl")]
     Script,
+    /// The run's event stream, rendered as the CLI shows it live (`-v` adds call lines)
+    Events,
+    /// The run's event stream, one JSON event per line
+    EventsJsonl,
 }
 
 #[derive(Subcommand, Debug)]
@@ -227,7 +231,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Export a run: json (the whole record), md (a readable report) or script (JSONL replay)
+    /// Export a run: json (the whole record), md (a readable report), script (JSONL replay),
+    /// events (its event stream as `baton run` printed it; with -v every call too) or
+    /// events-jsonl (the stream, one event a line)
     Export {
         run: Option<String>,
         #[arg(long, value_enum, default_value_t = ExportFormat::Json)]

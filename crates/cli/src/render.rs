@@ -7,68 +7,15 @@ use std::time::Duration;
 use baton_core::compiler::{DropReason, HandoffPackage};
 use baton_core::state::{ExecutionState, IssueStatus, StepStatus};
 use baton_core::turn::{TurnRecord, TurnStatus};
+use baton_engine::Roster;
 use baton_engine::bench::BenchRow;
 use baton_engine::report::{RunReport, unverified_resolutions};
-use baton_engine::{Roster, Session, TurnSummary};
 use baton_store::RunInfo;
 
-/// 12345 -> "12,345".
-pub fn n(v: impl Into<u64>) -> String {
-    let s = v.into().to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
+pub use baton_protocol::render::{assignment_label, n};
 
 fn clip(s: &str, max: usize) -> String {
     baton_core::reconciler::clip(s, max)
-}
-
-fn assignment_label(step: Option<&String>, task: &str) -> String {
-    match step {
-        Some(id) => format!("{id} {}", clip(task, 44)),
-        None => "continuation".into(),
-    }
-}
-
-pub fn progress_line(s: &TurnSummary, session: &Session) -> String {
-    let total = session.state.plan.len();
-    let mut line = format!(
-        "turn {:>3} · {} ({}) · {} · briefing {}/{} tokens{} · {}",
-        s.turn,
-        s.worker,
-        s.model,
-        assignment_label(s.assignment.step_id.as_ref(), &s.assignment.task),
-        n(s.package_tokens as u64),
-        n(s.budget as u64),
-        if s.package_tokens > s.budget {
-            " (OVER BUDGET: the task and objective alone do not fit)"
-        } else {
-            ""
-        },
-        match s.status {
-            TurnStatus::Committed if s.step_left_open => format!(
-                "committed, but {} stays open: no evidence of work",
-                s.assignment.step_id.as_deref().unwrap_or("the step")
-            ),
-            TurnStatus::Committed => "committed".to_string(),
-            TurnStatus::Failed =>
-                format!("FAILED: {}", s.error.as_deref().unwrap_or("unknown error")),
-        }
-    );
-    let _ = write!(line, " · steps {}/{total}", session.state.steps_done());
-    if !s.refusals.is_empty() {
-        let _ = write!(line, " · {} refused", s.refusals.len());
-    }
-    if !s.warnings.is_empty() {
-        let _ = write!(line, " · {} warnings", s.warnings.len());
-    }
-    line
 }
 
 pub fn runs(runs: &[RunInfo]) -> String {
@@ -378,36 +325,18 @@ pub fn package(p: &HandoffPackage, turn: Option<&TurnRecord>, with_text: bool) -
     out
 }
 
-/// One model call, for `--verbose`.
+/// One line for a model call recorded outside a turn's stream (the judge's), as the
+/// stream's renderer shows every call with `-v`.
 pub fn call_line(c: &baton_core::turn::CallRecord) -> String {
-    let mut line = format!(
-        "  call {} · {} ({}) · {} ms · sent {} tokens",
-        c.call.as_str(),
-        c.worker,
-        c.model,
-        c.duration_ms,
-        n(c.tokens_sent as u64)
-    );
-    if let Some(u) = c.usage {
-        let _ = write!(
-            line,
-            " · provider: {} in ({} cached), {} out",
-            u.input_tokens, u.cached_tokens, u.output_tokens
-        );
-    }
-    if let Some(cost) = c.cost_micro_usd {
-        let _ = write!(line, " · {}", baton_engine::report::dollars(cost));
-    }
-    if !c.attempts.is_empty() {
-        let _ = write!(line, " · {} attempts", c.attempts.len());
-    }
-    match &c.error {
-        Some(e) => {
-            let _ = write!(line, " · ERROR {e}");
-        }
-        None => line.push_str(" · ok"),
-    }
-    line
+    let event = baton_protocol::EventMsg {
+        run_id: baton_core::ids::RunId(String::new()),
+        turn: None,
+        at: c.started_at,
+        kind: baton_engine::orchestrator::model_called(c),
+    };
+    baton_protocol::render::Renderer::new(true)
+        .feed(&event)
+        .join("\n")
 }
 
 pub fn workers(roster: &Roster, state: Option<&ExecutionState>, note: &str) -> String {

@@ -1,6 +1,7 @@
 //! baton's pure core: the typed record of the work (`state`), what models may claim
-//! (`claims`), the briefing compiler (`compiler`), the reconciler that is the only write
-//! path into state (`reconciler`), and the one `Event` type every consumer shares.
+//! (`claims`), the briefing compiler (`compiler`) and the reconciler that is the only
+//! write path into state (`reconciler`). The events every consumer shares live one
+//! crate up, in `baton-protocol`.
 //!
 //! Nothing here does I/O: no files, no clock, no network. Time and identity are passed in
 //! by the engine, which is what makes provenance engine-stamped (invariant 5) and
@@ -11,7 +12,6 @@ pub mod claims;
 pub mod compiler;
 pub mod error;
 pub mod error_class;
-pub mod events;
 pub mod fidelity;
 pub mod ids;
 pub mod prompt;

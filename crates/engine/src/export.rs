@@ -37,6 +37,32 @@ pub fn json(store: &dyn Store, run: &RunId) -> Result<String> {
         .map_err(|e| Error::Config(format!("cannot serialise run: {e}")))
 }
 
+/// The run's stored event stream, rendered as the CLI renders the live one (the same
+/// renderer): what `baton run` printed as the run went, model calls too with `verbose`.
+pub fn events(store: &dyn Store, run: &RunId, verbose: bool) -> Result<String> {
+    let events = store.events(run, 0)?;
+    Ok(baton_protocol::render::lines(
+        events.iter().map(|e| &e.event),
+        verbose,
+    ))
+}
+
+/// The run's stored events, one JSON `Envelope` a line (the shape a live subscriber
+/// receives).
+pub fn events_jsonl(store: &dyn Store, run: &RunId) -> Result<String> {
+    let mut out = String::new();
+    for e in store.events(run, 0)? {
+        let envelope = baton_protocol::Envelope {
+            seq: Some(e.seq),
+            event: e.event,
+        };
+        let line = serde_json::to_string(&envelope).map_err(|e| Error::Config(e.to_string()))?;
+        out.push_str(&line);
+        out.push('\n');
+    }
+    Ok(out)
+}
+
 /// One line per model call that returned output or a classified error.
 pub fn script(store: &dyn Store, run: &RunId) -> Result<String> {
     let mut out = String::new();

@@ -15,7 +15,7 @@ use crate::Result;
 use crate::config::WorkerConfig;
 
 /// What the engine knows about a turn when its calls are done.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct TurnFacts<'a> {
     pub run: &'a RunId,
     pub turn: u32,
@@ -25,6 +25,9 @@ pub struct TurnFacts<'a> {
     pub result: Option<&'a WorkerResult>,
     /// True when, if this turn commits, the plan has nothing left (gates run at the end).
     pub last: bool,
+    /// Says what the hook does as it does it (a gate started, a gate finished): the
+    /// engine stamps the event, publishes it live and commits it with the turn.
+    pub emit: &'a (dyn Fn(baton_protocol::EventKind) + Sync),
 }
 
 /// What the workspace made of the turn.

@@ -15,6 +15,7 @@ pub mod jobs;
 pub mod lease;
 pub mod orchestrator;
 pub mod policy;
+pub mod publish;
 pub mod report;
 pub mod verify;
 

@@ -8,10 +8,10 @@
 //! Backends live in their own modules with their own SQL and migrations: `sqlite` now,
 //! PostgreSQL in a later issue.
 
-use baton_core::events::Event;
 use baton_core::ids::{RunId, Timestamp, WorkerId};
 use baton_core::state::{ExecutionState, RecordChange, StateHeader};
 use baton_core::turn::TurnRecord;
+use baton_protocol::EventMsg as Event;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -216,8 +216,28 @@ pub struct LeaseHolder {
 /// A stored event with its position in the run's append-only log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StoredEvent {
-    pub seq: i64,
+    /// The event's number in its run: 1, 2, 3 … with no gaps, assigned in the
+    /// transaction that wrote it (so a backend whose global counters skip values, as
+    /// PostgreSQL's sequences do on rollback, still numbers each run densely).
+    pub seq: u64,
     pub event: Event,
+}
+
+/// A position in the store's whole event log, across runs: `events_since` returns what
+/// was committed after it. Opaque to callers (a backend chooses what it holds); 0 is
+/// the start.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(transparent)]
+pub struct EventCursor(pub i64);
+
+/// One page of `events_since`: the events, and the cursor to ask from next.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventPage {
+    pub events: Vec<StoredEvent>,
+    /// Where the next read starts (the cursor given, when the page is empty).
+    pub next: EventCursor,
 }
 
 /// The durable store. Object-safe: the engine holds `Arc<dyn Store>`.
@@ -238,11 +258,16 @@ pub trait Store: Send + Sync {
 
     /// Commits one turn atomically. Fenced: succeeds only if `record.turn` equals the
     /// number of turns committed so far; otherwise `Error::TurnConflict` and nothing
-    /// is written.
-    fn commit_turn(&self, commit: &TurnCommit) -> Result<()>;
+    /// is written. Returns the `seq` each of `commit.events` was given.
+    fn commit_turn(&self, commit: &TurnCommit) -> Result<Vec<u64>>;
 
     /// Appends events outside a turn (run finished, blocked) and sets the run status.
-    fn update_run(&self, run: &RunId, status: RunStatus, events: &[Event]) -> Result<()>;
+    /// Returns the `seq` each event was given.
+    fn update_run(&self, run: &RunId, status: RunStatus, events: &[Event]) -> Result<Vec<u64>>;
+
+    /// Appends events about a run that change nothing else (a job claimed, a lease
+    /// lost). Returns the `seq` each was given.
+    fn append_events(&self, run: &RunId, events: &[Event]) -> Result<Vec<u64>>;
 
     /// Replaces the configuration a run is opened with (its roster and settings), with
     /// the events that record the change, in one transaction.
@@ -262,8 +287,12 @@ pub trait Store: Send + Sync {
     /// The state changes a turn made (its per-turn snapshot, as a delta).
     fn turn_changes(&self, run: &RunId, turn: u32) -> Result<Vec<RecordChange>>;
 
-    /// Events with `seq > after`, in order.
-    fn events(&self, run: &RunId, after: i64) -> Result<Vec<StoredEvent>>;
+    /// The run's events with `seq > after`, in order.
+    fn events(&self, run: &RunId, after: u64) -> Result<Vec<StoredEvent>>;
+
+    /// At most `limit` events of every run, committed after `cursor`, in the order they
+    /// were committed (a live feed: an SSE stream, a dashboard, a follower).
+    fn events_since(&self, cursor: EventCursor, limit: usize) -> Result<EventPage>;
 
     /// The latest hold of every worker of the run that has one (see `WorkerHold`).
     fn worker_holds(&self, run: &RunId) -> Result<Vec<WorkerHold>>;

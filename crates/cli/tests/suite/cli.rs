@@ -149,7 +149,10 @@ fn exports_cover_the_whole_record() {
     let script = run_ok(d, &["export", "--format", "script"]);
     assert_eq!(script.lines().count(), 5, "one call per turn");
     let err = run_err(d, &["export", "--format", "pdf"]);
-    assert!(err.contains("[possible values: json, md, script]"), "{err}");
+    assert!(
+        err.contains("[possible values: json, md, script, events, events-jsonl]"),
+        "{err}"
+    );
     // The old spellings still work.
     assert_eq!(run_ok(d, &["export", "--format", "jsonl"]), script);
 
@@ -331,7 +334,11 @@ fn enumerated_flags_refuse_other_values_and_list_the_allowed_ones() {
     // The arguments, the environment, and the values the refusal lists.
     type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
     let cases: [Case; 5] = [
-        (&["export", "--format", "pdf"], &[], "json, md, script"),
+        (
+            &["export", "--format", "pdf"],
+            &[],
+            "json, md, script, events, events-jsonl",
+        ),
         (&["bench", "--estimator", "words"], &[], "bpe, heuristic"),
         (
             &[
@@ -381,4 +388,49 @@ fn enumerated_flags_refuse_other_values_and_list_the_allowed_ones() {
         );
     }
     assert!(!db(d).exists(), "a refused command line creates nothing");
+}
+
+/// What `baton run` prints as it goes is its event stream, rendered: `export --format
+/// events` renders the stored stream with the same renderer and says the same.
+#[test]
+fn run_progress_is_the_event_stream_that_export_shows() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = baton(d)
+        .args([
+            "-v",
+            "run",
+            "--objective",
+            "o",
+            "--task",
+            "draft",
+            "--task",
+            "polish",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let (created, progress) = stderr.split_once('\n').unwrap();
+    assert!(created.contains("created"), "{stderr}");
+    let exported = run_ok(d, &["-v", "export", "--format", "events"]);
+    assert_eq!(progress, exported);
+    assert!(
+        exported.contains("turn   0 · worker-1 (mock/model-1) · T1 draft"),
+        "{exported}"
+    );
+    assert!(
+        exported.contains("  call combined · worker-1"),
+        "{exported}"
+    );
+    // Without -v, the turn lines only, as `baton run` prints them.
+    let quiet = run_ok(d, &["export", "--format", "events"]);
+    assert!(!quiet.contains("  call "), "{quiet}");
+    assert_eq!(quiet.lines().count(), 5);
+    // And the stream itself, one envelope a line, numbered 1, 2, 3 …
+    let jsonl = run_ok(d, &["export", "--format", "events-jsonl"]);
+    for (i, line) in jsonl.lines().enumerate() {
+        let e: baton_protocol::Envelope = serde_json::from_str(line).unwrap();
+        assert_eq!(e.seq, Some(i as u64 + 1));
+    }
 }

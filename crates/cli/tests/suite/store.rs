@@ -255,12 +255,15 @@ fn a_reading_command_upgrades_a_database_from_an_older_baton_once() {
     let d = dir.path();
     run_ok(d, &["demo"]);
     // Back to schema 3: runs had no lease columns before migration 4, there were no
-    // provider holds before migration 5 and no cancel requests before migration 6.
+    // provider holds before migration 5, no cancel requests before 6, and events had no
+    // per-run number before 7.
     let conn = rusqlite::Connection::open(db(d)).unwrap();
     conn.execute_batch(
         "ALTER TABLE runs DROP COLUMN lease_token; ALTER TABLE runs DROP COLUMN lease_owner;
          ALTER TABLE runs DROP COLUMN lease_expires_at; DROP TABLE worker_holds;
-         DROP TABLE cancel_requests; PRAGMA user_version = 3;",
+         DROP TABLE cancel_requests;
+         DROP INDEX events_by_run_seq; ALTER TABLE events DROP COLUMN run_seq;
+         PRAGMA user_version = 3;",
     )
     .unwrap();
     drop(conn);
@@ -269,6 +272,19 @@ fn a_reading_command_upgrades_a_database_from_an_older_baton_once() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("from schema version 3 to 6"), "{err}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("finished"));
+    // The old events were numbered in the order they were written, from 1.
+    let jsonl = run_ok(d, &["export", "--format", "events-jsonl"]);
+    let seqs: Vec<u64> = jsonl
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<baton_protocol::Envelope>(l)
+                .unwrap()
+                .seq
+                .unwrap()
+        })
+        .collect();
+    assert!(seqs.len() > 20);
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
     let out = baton(d).arg("runs").output().unwrap();
     assert!(out.stderr.is_empty(), "{}", text(&out));
 }

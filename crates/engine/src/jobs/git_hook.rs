@@ -13,6 +13,8 @@ use baton_core::turn::WorkspaceTurn;
 use baton_workspace::{ChangeStatus, CommitOutcome, TurnCommitInfo, Workspace};
 use sha2::{Digest, Sha256};
 
+use baton_protocol::EventKind;
+
 use super::gates::{GateSpec, run_gate};
 use crate::hook::{HookOutcome, TurnFacts, WorkspaceHook};
 use crate::{Error, Result};
@@ -163,7 +165,11 @@ impl WorkspaceHook for GitHook {
         let mut warnings = Vec::new();
         if facts.last || self.gate_each_turn {
             for gate in &self.gates {
-                gates.push(run_gate(
+                (facts.emit)(EventKind::GateStarted {
+                    name: gate.name.clone(),
+                    command: gate.command.clone(),
+                });
+                let result = run_gate(
                     gate,
                     &self.workspace.path,
                     &commit,
@@ -171,7 +177,13 @@ impl WorkspaceHook for GitHook {
                     &self.hide,
                     &self.keys,
                     Some(&self.cancel),
-                ));
+                );
+                (facts.emit)(EventKind::GateFinished {
+                    name: result.name.clone(),
+                    passed: result.passed,
+                    duration_ms: result.duration_ms,
+                });
+                gates.push(result);
             }
             // What the gates wrote is not the next worker's turn.
             let why = format!("files the gates changed after turn {}", facts.turn);

@@ -7,6 +7,7 @@
 //! whose lease was taken over cannot commit. A killed worker's job is reclaimed once its
 //! lease expires and resumes from its last committed turn.
 
+pub mod events;
 pub mod gates;
 pub mod git_hook;
 pub mod judge;

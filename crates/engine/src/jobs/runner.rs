@@ -6,9 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use baton_gateway::Cancel;
+use baton_protocol::EventKind;
 use baton_store::{CancelTarget, ClaimOutcome, JobInfo, JobStatus, LeaseFence, Store};
 use baton_workspace::{Exclusion, Repo, Workspace, WorkspaceSpec, branch_for_job};
 
+use super::events;
 use super::git_hook::GitHook;
 use super::{JobSpec, Outbox, decode_spec, new_id};
 use crate::cancel_watch::CancelWatch;
@@ -17,6 +19,7 @@ use crate::config::Roster;
 use crate::lease::{Heartbeat, LeaseLoss};
 use crate::orchestrator::{Engine, RunEnd, RunSpec, TurnSummary};
 use crate::policy::{GateFixPolicy, RotatingPolicy, failing_gates, fix_turns_taken};
+use crate::publish::Publisher;
 use crate::{Error, Result};
 
 #[derive(Clone)]
@@ -37,6 +40,9 @@ pub struct WorkOptions {
     /// Gets every agent's output lines as they come, with the job's id
     /// (`baton -v work`).
     pub agent_output: Option<AgentOutput>,
+    /// Where every job's events are published as they happen (job claimed, each
+    /// turn's events, gates, a lost lease).
+    pub publisher: Publisher,
 }
 
 /// Receives `(job, line)`.
@@ -75,6 +81,7 @@ impl Default for WorkOptions {
             keys: None,
             cancel: Cancel::new(),
             agent_output: None,
+            publisher: Publisher::default(),
         }
     }
 }
@@ -337,6 +344,16 @@ fn run_claimed(
             _ => "another worker continues it".to_string(),
         };
         let reason = format!("{reason}; its agent was stopped and {next}");
+        // Durable in the job's run too, so whoever follows the run sees why this
+        // process stopped (best effort: the store may be what failed).
+        if let Some(run) = store.job(&job.id).ok().and_then(|j| j.run_id) {
+            let lost = EventKind::LeaseLost {
+                what: "job".into(),
+                id: job.id.clone(),
+                reason: reason.clone(),
+            };
+            let _ = events::record(&**store, &**clock, &options.publisher, &run, lost);
+        }
         progress(Progress::LeaseLost {
             job: job.id.clone(),
             reason: reason.clone(),
@@ -589,6 +606,7 @@ fn run_job(
     )?;
     let engine = Engine::new(store.clone())
         .with_clock(clock.clone())
+        .with_publisher(options.publisher.clone())
         .with_policy(Arc::new(GateFixPolicy {
             inner: RotatingPolicy,
             fix_turns: spec.fix_turns,
@@ -606,6 +624,14 @@ fn run_job(
             fence,
         )?,
     };
+    let claimed = EventKind::JobClaimed {
+        job: job.id.clone(),
+        owner: options.owner.clone(),
+        attempt: job.attempts,
+        candidate: spec.candidate.clone(),
+        reclaimed: taken != Takeover::No,
+    };
+    events::record(&**store, &**clock, &options.publisher, &run, claimed)?;
     let gate_dir = spec.worktree_root.join(format!("{}-gates", job.id));
     let gate_dir = if gate_dir.is_absolute() {
         gate_dir

@@ -1,8 +1,8 @@
 //! Stopping a run to ask a human, and what the question says.
 
 use baton_core::ErrorClass;
-use baton_core::events::{Event, EventKind};
 use baton_core::state::AttemptOutcome;
+use baton_protocol::{EventKind, EventMsg as Event};
 use baton_store::RunStatus;
 
 use super::{Engine, Session};
@@ -32,8 +32,12 @@ impl Engine {
                 question: question.clone(),
             },
         };
-        self.store
-            .update_run(&session.run, RunStatus::Blocked, &[event])?;
+        let seqs = self.store.update_run(
+            &session.run,
+            RunStatus::Blocked,
+            std::slice::from_ref(&event),
+        )?;
+        self.published(&seqs, std::slice::from_ref(&event));
         session.status = RunStatus::Blocked;
         session.blocked = Some(question);
         Ok(())

@@ -13,12 +13,16 @@ use baton_core::turn::{AttemptRecord, CallKind, CallRecord, ReportedUsage};
 use baton_gateway::{Gateway, ModelRequest, RetryPolicy, complete_with_retry};
 use serde_json::Value;
 
+use baton_core::ids::{RunId, Timestamp};
+use baton_protocol::{CallDetail, EventKind, EventMsg};
+
 use super::reshape::Reshape;
 use super::station::{Station, Unread};
-use super::{CallObserver, CallWait, CallWatcher, Engine, Session};
+use super::{Engine, Session};
 use crate::audit;
 use crate::clock::Clock;
 use crate::config::WorkerConfig;
+use crate::publish::Publisher;
 
 /// Everything a model call needs besides its prompt: whose call it is, through which
 /// gateway, how its tokens are counted and what is scrubbed from its answer.
@@ -32,14 +36,40 @@ pub(crate) struct Caller<'a> {
     pub redactor: &'a baton_gateway::Redactor,
     pub cancel: &'a baton_gateway::Cancel,
     pub clock: &'a dyn Clock,
-    pub watcher: Option<&'a CallWatcher>,
-    pub observer: Option<&'a CallObserver>,
+    /// Where the call's live events go (call sent, retry waiting, call returned):
+    /// the turn's stream, or nowhere for a call that has none.
+    pub events: Option<TurnStream<'a>>,
     /// How this call differs from one that failed before (see `reshape`).
     pub reshape: &'a Reshape,
     pub workspace: Option<&'a Path>,
     pub output: Option<&'a baton_gateway::OutputSink>,
     /// Repair calls allowed after an answer that cannot be read.
     pub repair_attempts: u32,
+}
+
+/// A turn's event stream, as a call sees it: each event is published live at once and
+/// kept for the turn's commit (see `events.rs`).
+#[derive(Clone, Copy)]
+pub(crate) struct TurnStream<'a> {
+    pub publisher: &'a Publisher,
+    pub run: &'a RunId,
+    pub kept: &'a std::sync::Mutex<Vec<EventMsg>>,
+}
+
+impl TurnStream<'_> {
+    pub(crate) fn emit(&self, turn: u32, at: Timestamp, kind: EventKind) {
+        let event = EventMsg {
+            run_id: self.run.clone(),
+            turn: Some(turn),
+            at,
+            kind,
+        };
+        self.publisher.live(&event);
+        self.kept
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(event);
+    }
 }
 
 /// A call that got no answer after its retries: what its record says, and the
@@ -83,8 +113,11 @@ impl Engine {
             redactor: &session.redactor,
             cancel: &session.cancel,
             clock: &*self.clock,
-            watcher: self.watcher.as_ref(),
-            observer: self.observer.as_ref(),
+            events: Some(TurnStream {
+                publisher: &self.publisher,
+                run: &session.run,
+                kept: &session.turn_events,
+            }),
             reshape: &session.reshape,
             workspace: session.workspace.as_ref().map(|w| w.path()),
             output: session.agent_output.as_ref(),
@@ -129,6 +162,12 @@ impl Engine {
 }
 
 impl Caller<'_> {
+    fn emit(&self, turn: u32, at: Timestamp, kind: EventKind) {
+        if let Some(stream) = &self.events {
+            stream.emit(turn, at, kind);
+        }
+    }
+
     /// One call of `call`'s kind, retried as the worker's policy says, and its record.
     pub(crate) fn call(
         &self,
@@ -182,35 +221,34 @@ impl Caller<'_> {
                 Vec::new(),
             ),
             Some(gateway) => {
-                let watch = |w: CallWait| {
-                    if let Some(watcher) = self.watcher {
-                        watcher(w);
-                    }
-                };
-                let sent = |attempt: u32| CallWait::Sent {
-                    worker: worker.id.to_string(),
+                let sent = |attempt: u32| EventKind::CallSent {
+                    call: call.as_str().into(),
+                    worker: worker.id.clone(),
                     model: worker.model.clone(),
-                    call,
-                    turn,
                     attempt,
                     attempts: retry.max_retries + 1,
-                    timeout: gateway.call_timeout(),
+                    timeout_ms: gateway
+                        .call_timeout()
+                        .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
                 };
-                watch(sent(1));
+                self.emit(turn, started_at, sent(1));
                 let mut attempt = 1;
                 // A wait the provider asked for ends early on an interrupt.
                 let mut sleep = |d: std::time::Duration| {
-                    watch(CallWait::Backoff {
-                        worker: worker.id.to_string(),
-                        after_attempt: attempt,
-                        delay: d,
-                    });
+                    self.emit(
+                        turn,
+                        self.clock.now(),
+                        EventKind::RetryWaiting {
+                            worker: worker.id.clone(),
+                            after_attempt: attempt,
+                            delay_ms: u64::try_from(d.as_millis()).unwrap_or(u64::MAX),
+                        },
+                    );
                     self.cancel.sleep(d);
                     attempt += 1;
-                    watch(sent(attempt));
+                    self.emit(turn, self.clock.now(), sent(attempt));
                 };
                 let (result, attempts) = complete_with_retry(gateway, &request, &retry, &mut sleep);
-                watch(CallWait::Done);
                 let tries = attempts.len();
                 if let Err(e) = &result {
                     error_class = Some(e.class());
@@ -313,9 +351,7 @@ impl Caller<'_> {
             },
             retry_after_ms: retry_after.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         };
-        if let Some(observer) = self.observer {
-            observer(&record);
-        }
+        self.emit(turn, record.started_at, model_called(&record));
         (record, outcome.map(|r| r.text))
     }
 
@@ -377,5 +413,27 @@ pub(super) fn schema_of(call: CallKind) -> &'static serde_json::Value {
         CallKind::Execute | CallKind::ExecuteRepair => claims::worker_result_schema(),
         CallKind::Handoff | CallKind::HandoffRepair => claims::handoff_report_schema(),
         CallKind::Combined | CallKind::CombinedRepair => claims::turn_answer_schema(),
+    }
+}
+
+/// The event of a call that returned (or failed after its retries): what the stream
+/// and every renderer of it show of the call's record.
+pub fn model_called(record: &CallRecord) -> EventKind {
+    EventKind::ModelCalled {
+        call: record.call.as_str().into(),
+        worker: record.worker.clone(),
+        ok: record.error.is_none(),
+        tokens_sent: record.tokens_sent,
+        tokens_received: record.tokens_received,
+        detail: CallDetail {
+            model: record.model.clone(),
+            duration_ms: record.duration_ms,
+            usage: record
+                .usage
+                .map(|u| [u.input_tokens, u.cached_tokens, u.output_tokens]),
+            cost_micro_usd: record.cost_micro_usd,
+            attempts: record.attempts.len() as u64,
+            error: record.error.clone(),
+        },
     }
 }

@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
-use baton_core::events::{Event, EventKind};
 use baton_core::ids::{RunId, Timestamp};
 use baton_gateway::Gateway;
+use baton_protocol::{EventKind, EventMsg as Event};
 
 use super::{Engine, Session};
 use crate::Result;

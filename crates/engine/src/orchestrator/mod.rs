@@ -14,7 +14,7 @@ use baton_core::ids::{RunId, WorkerId};
 use baton_core::reconciler::{NoVerifier, Verifier};
 use baton_core::state::ExecutionState;
 use baton_core::tokens::TokenEstimator;
-use baton_core::turn::{CallRecord, TurnStatus};
+use baton_core::turn::TurnStatus;
 use baton_gateway::Gateway;
 use baton_store::{RunStatus, Store};
 use serde::{Deserialize, Serialize};
@@ -23,10 +23,12 @@ use crate::clock::{Clock, SystemClock};
 use crate::config::{Roster, RunSettings};
 use crate::hook::WorkspaceHook;
 use crate::policy::{RotatingPolicy, SwitchPolicy};
+use crate::publish::Publisher;
 
 mod block;
 pub(crate) mod calls;
 mod doomed;
+mod events;
 mod fallback;
 mod holds;
 mod open;
@@ -38,6 +40,7 @@ mod stepping_clock;
 mod turn;
 mod window;
 
+pub use calls::model_called;
 pub use open::build_gateway;
 pub use roster::{Place, check_roster, with_keys};
 pub use stepping_clock::SteppingClock;
@@ -109,6 +112,9 @@ pub struct Session {
     /// short answer asked for, a fallback mode, a smaller budget): recorded as the
     /// turn's warnings.
     notices: Vec<String>,
+    /// The events of the turn under way, published live as they happen and committed
+    /// with the turn (a Mutex: the calls see the session shared).
+    turn_events: std::sync::Mutex<Vec<baton_protocol::EventMsg>>,
 }
 
 impl Session {
@@ -166,43 +172,13 @@ pub enum StepOutcome {
     Blocked { question: String },
 }
 
-/// Sees every model call as it is recorded (for `--verbose` output).
-pub type CallObserver = Arc<dyn Fn(&CallRecord) + Send + Sync>;
-
-/// A model call while it is under way, for a live "waiting" line.
-#[derive(Debug, Clone)]
-pub enum CallWait {
-    /// An attempt went out (`attempt` of at most `attempts`).
-    Sent {
-        worker: String,
-        model: String,
-        call: baton_core::turn::CallKind,
-        turn: u32,
-        attempt: u32,
-        attempts: u32,
-        /// The gateway's limit on one attempt, when it has one.
-        timeout: Option<std::time::Duration>,
-    },
-    /// Waiting before the next attempt, as the provider asked or by backoff.
-    Backoff {
-        worker: String,
-        after_attempt: u32,
-        delay: std::time::Duration,
-    },
-    /// The call ended (answered or failed).
-    Done,
-}
-
-/// Receives [`CallWait`]s as a call goes.
-pub type CallWatcher = Arc<dyn Fn(CallWait) + Send + Sync>;
-
 pub struct Engine {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     verifier: Arc<dyn Verifier>,
     policy: Arc<dyn SwitchPolicy>,
-    observer: Option<CallObserver>,
-    watcher: Option<CallWatcher>,
+    /// Where every event is published as it happens (see `crate::publish`).
+    publisher: Publisher,
 }
 
 impl Engine {
@@ -212,20 +188,24 @@ impl Engine {
             clock: Arc::new(SystemClock),
             verifier: Arc::new(NoVerifier),
             policy: Arc::new(RotatingPolicy),
-            observer: None,
-            watcher: None,
+            publisher: Publisher::default(),
         }
     }
 
-    /// Tells `watcher` when each attempt of a call goes out and when the call ends.
-    pub fn with_watcher(mut self, watcher: CallWatcher) -> Self {
-        self.watcher = Some(watcher);
+    /// Publishes through `publisher` (shared with whoever else holds it, e.g. every
+    /// job of a `baton work`).
+    pub fn with_publisher(mut self, publisher: Publisher) -> Self {
+        self.publisher = publisher;
         self
     }
 
-    pub fn with_observer(mut self, observer: CallObserver) -> Self {
-        self.observer = Some(observer);
-        self
+    /// Adds a subscriber to this engine's live event stream.
+    pub fn subscribe(&self, subscriber: Arc<dyn crate::publish::Subscriber>) {
+        self.publisher.subscribe(subscriber);
+    }
+
+    pub fn publisher(&self) -> &Publisher {
+        &self.publisher
     }
 
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {

@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use baton_core::events::{Event, EventKind};
 use baton_core::ids::RunId;
 use baton_core::prompt;
 use baton_core::state::ExecutionState;
 use baton_gateway::Gateway;
+use baton_protocol::{EventKind, EventMsg as Event};
 use baton_store::{RunInfo, RunStatus};
 use sha2::{Digest, Sha256};
 
@@ -39,6 +39,7 @@ impl Engine {
     pub fn create_run(&self, spec: &RunSpec) -> Result<RunId> {
         let (info, state, events) = self.new_run(spec, Place::Run)?;
         self.store.create_run(&info, &state, &events)?;
+        self.published(&first_seqs(&events), &events);
         Ok(info.id)
     }
 
@@ -46,6 +47,7 @@ impl Engine {
     pub fn create_job_run(&self, spec: &RunSpec, fence: &baton_store::LeaseFence) -> Result<RunId> {
         let (info, state, events) = self.new_run(spec, Place::Job)?;
         self.store.create_job_run(fence, &info, &state, &events)?;
+        self.published(&first_seqs(&events), &events);
         Ok(info.id)
     }
 
@@ -224,6 +226,7 @@ impl Engine {
             remembered_cuts: vec![reshape::Reshape::default(); config.roster.workers.len()],
             window_noticed: vec![false; config.roster.workers.len()],
             notices: Vec::new(),
+            turn_events: Default::default(),
             state,
             status: info.status,
             config,
@@ -280,4 +283,9 @@ pub(super) fn build_gateway_with_key(
         baton_gateway::for_model_with_credential(&worker.model, &options, credential.clone())
             .map_err(wrap)?;
     Ok((gateway, credential))
+}
+
+/// A new run's events are its first: numbered from 1 by the store.
+fn first_seqs(events: &[Event]) -> Vec<u64> {
+    (1..=events.len() as u64).collect()
 }

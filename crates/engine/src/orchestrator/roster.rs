@@ -1,7 +1,7 @@
 //! Changing a run's roster after the fact, and checking a roster before a run exists.
 
-use baton_core::events::{Event, EventKind};
 use baton_core::ids::RunId;
+use baton_protocol::{EventKind, EventMsg as Event};
 
 use super::open::build_gateway;
 use super::{Engine, RunConfig};

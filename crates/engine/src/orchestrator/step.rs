@@ -2,9 +2,9 @@
 //! what its end means for the run.
 
 use baton_core::compiler::{self, Assignment, HandoffPackage};
-use baton_core::events::{Event, EventKind};
 use baton_core::state::{ExecutionState, StepStatus};
 use baton_core::turn::TurnStatus;
+use baton_protocol::{EventKind, EventMsg as Event};
 use baton_store::RunStatus;
 
 use super::block::{blocked_question, continue_hint};
@@ -128,8 +128,12 @@ impl Engine {
                     turns: session.state.turns,
                 },
             };
-            self.store
-                .update_run(&session.run, RunStatus::Finished, &[event])?;
+            let seqs = self.store.update_run(
+                &session.run,
+                RunStatus::Finished,
+                std::slice::from_ref(&event),
+            )?;
+            self.published(&seqs, std::slice::from_ref(&event));
             session.status = RunStatus::Finished;
             return Ok(StepOutcome::Finished);
         };
@@ -197,7 +201,11 @@ impl Engine {
             mut summary,
             fatal,
             doomed,
-        } = self.run_turn(session, &plan)?;
+        } = self.run_turn(session, &plan).inspect_err(|e| {
+            // Whatever stopped the turn (a cancel, a fence, a failed write), nothing of
+            // it was committed: its live events are void, and subscribers are told.
+            self.abandon_turn(session, session.state.turns, e.to_string());
+        })?;
         session.reshape = reshape::Reshape::default();
         let next = self.next_planned(session, &session.state)?;
         let same_worker_next = next.as_ref().is_some_and(|n| n.worker == plan.worker);

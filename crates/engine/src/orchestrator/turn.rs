@@ -8,10 +8,10 @@ use baton_core::ErrorClass;
 use baton_core::agent;
 use baton_core::claims::{self, ArtifactClaim, Parsed};
 use baton_core::compiler;
-use baton_core::events::{Event, EventKind};
 use baton_core::prompt::{self, Prompt};
 use baton_core::reconciler::{self, ReconcileOutcome, StepEnd, TurnContext, Verifier, WorkSeen};
 use baton_core::turn::{CallKind, TurnRecord, TurnStatus};
+use baton_protocol::{EventKind, EventMsg as Event};
 use baton_store::{RunStatus, TurnCommit};
 
 use super::doomed::Doomed;
@@ -36,6 +36,38 @@ impl Engine {
             &profile,
             self.turn_budget(session, plan)?,
             &*session.estimator,
+        );
+        // Said before anything is sent: a subscriber sees the turn start, not end.
+        self.emit(
+            session,
+            turn,
+            started_at,
+            EventKind::TurnStarted {
+                worker: worker.id.clone(),
+                model: worker.model.clone(),
+                assignment: plan
+                    .assignment
+                    .step_id
+                    .clone()
+                    .unwrap_or_else(|| "continuation".into()),
+                task: Some(plan.assignment.task.clone()),
+            },
+        );
+        self.emit(
+            session,
+            turn,
+            started_at,
+            EventKind::PackageCompiled {
+                tokens: package.tokens,
+                budget: package.budget,
+                sections_included: package.sections.iter().filter(|s| s.included).count(),
+                sections_omitted: package
+                    .omitted_sections
+                    .iter()
+                    .map(|s| s.title().to_string())
+                    .collect(),
+                items_dropped: package.dropped_count(),
+            },
         );
 
         let mut calls = Vec::with_capacity(2);
@@ -136,50 +168,8 @@ impl Engine {
 
         let now = self.clock.now();
         let mut next = session.state.clone();
-        let mut events = vec![Event {
-            run_id: session.run.clone(),
-            turn: Some(turn),
-            at: started_at,
-            kind: EventKind::TurnStarted {
-                worker: worker.id.clone(),
-                model: worker.model.clone(),
-                assignment: plan
-                    .assignment
-                    .step_id
-                    .clone()
-                    .unwrap_or_else(|| "continuation".into()),
-            },
-        }];
-        events.push(Event {
-            run_id: session.run.clone(),
-            turn: Some(turn),
-            at: started_at,
-            kind: EventKind::PackageCompiled {
-                tokens: package.tokens,
-                budget: package.budget,
-                sections_included: package.sections.iter().filter(|s| s.included).count(),
-                sections_omitted: package
-                    .omitted_sections
-                    .iter()
-                    .map(|s| s.title().to_string())
-                    .collect(),
-                items_dropped: package.dropped_count(),
-            },
-        });
-        for c in &calls {
-            events.push(Event {
-                run_id: session.run.clone(),
-                turn: Some(turn),
-                at: c.started_at,
-                kind: EventKind::ModelCalled {
-                    call: c.call.as_str().into(),
-                    worker: worker.id.clone(),
-                    ok: c.error.is_none(),
-                    tokens_sent: c.tokens_sent,
-                    tokens_received: c.tokens_received,
-                },
-            });
-        }
+        // The turn's events after its calls (the calls' own were emitted as they went).
+        let mut events: Vec<Event> = Vec::new();
 
         // A turn whose call was cut short is not committed: it did not fail, it was
         // stopped. (One whose calls all finished commits as usual, cancel or not.)
@@ -210,6 +200,7 @@ impl Engine {
                             .as_ref()
                             .map(|(r, _): &(Parsed<_>, Parsed<_>)| &r.claim),
                         last,
+                        emit: &|kind| self.emit(session, turn, self.clock.now(), kind),
                     })?,
                 )
             }
@@ -366,8 +357,17 @@ impl Engine {
                 worker: worker.id.clone(),
                 status: status.as_str().into(),
                 changes: changes.len(),
+                error: error.clone(),
+                step_left_open,
+                steps: Some((next.steps_done(), next.plan.len())),
             },
         });
+        // What was published live comes first, in the order it happened; what the
+        // reconciler said is published once it is durable.
+        let mut all = self.take_turn_events(session);
+        let live = all.len();
+        all.append(&mut events);
+        let events = all;
 
         let summary = TurnSummary {
             turn,
@@ -434,7 +434,7 @@ impl Engine {
             holds: holds.clone(),
         };
         match self.store.commit_turn(&commit) {
-            Ok(()) => {}
+            Ok(seqs) => self.published(&seqs[live..], &commit.events[live..]),
             // Fenced off: another process committed this turn first. Its turn stands.
             Err(baton_store::Error::TurnConflict { run, turn, .. }) => {
                 return Err(Error::Conflict(format!(

@@ -1,8 +1,8 @@
 //! Scripted workers that try to get around the reconciler. Each attempt is contained.
 
-use baton_core::events::EventKind;
 use baton_core::state::IssueStatus;
 use baton_core::turn::TurnStatus;
+use baton_protocol::EventKind;
 use serde_json::json;
 
 use super::*;

@@ -207,7 +207,7 @@ fn a_turn_without_evidence_of_work_leaves_its_step_open_and_three_block_the_run(
         .unwrap()
         .into_iter()
         .filter(|e| {
-            matches!(&e.event.kind, baton_core::events::EventKind::Warning { text, .. }
+            matches!(&e.event.kind, baton_protocol::EventKind::Warning { text, .. }
                 if text.contains("no evidence of work"))
         })
         .count();

@@ -459,6 +459,22 @@ fn four_concurrent_jobs_on_the_same_file_names_never_interfere_and_the_judge_is_
         &gateway,
     )
     .unwrap();
+    // Every candidate's run says it was judged, live and stored.
+    let recorder = baton_engine::publish::Recorder::new();
+    let publisher = baton_engine::publish::Publisher::default();
+    publisher.subscribe(recorder.clone());
+    baton_engine::jobs::events::announce(store.as_ref(), &*clock(), &publisher, &verdict).unwrap();
+    assert_eq!(recorder.events().len(), verdict.labels.len());
+    for e in recorder.events() {
+        let stored = store.events(&e.event.run_id, 0).unwrap();
+        assert_eq!(
+            stored.last().map(|s| (s.seq, &s.event)),
+            Some((e.seq.unwrap(), &e.event))
+        );
+        assert!(
+            matches!(&e.event.kind, baton_protocol::EventKind::Judged { winner: Some(w), .. } if *w == verdict.winner_job)
+        );
+    }
     let seen = gateway.seen.lock().unwrap().join("\n");
     for n in names {
         assert!(!seen.contains(n), "the judge saw \"{n}\"");
@@ -731,6 +747,7 @@ fn a_worker_that_lost_its_lease_commits_nothing_to_the_branch() {
             assignment: &assignment,
             result: Some(&result),
             last: false,
+            emit: &|_| {},
         })
         .err()
         .expect("fenced off");
@@ -1162,4 +1179,64 @@ fn a_roster_key_a_gate_prints_reaches_neither_the_record_nor_its_log() {
     );
     let log = std::fs::read_to_string(gate.output_file.as_ref().unwrap()).unwrap();
     assert_eq!(log, "[redacted]\n");
+}
+
+/// A job's stream, as `baton work` prints it: its claim, each turn with its gates, as
+/// they happen, and exactly what the store keeps and export renders.
+#[test]
+fn a_jobs_live_stream_has_its_claim_turns_and_gates_and_equals_the_stored_one() {
+    let (dir, repo, agent) = repo();
+    let store = store_in(dir.path());
+    let roster = Roster {
+        workers: vec![agent_worker("a", &agent), agent_worker("b", &agent)],
+    };
+    let queued = enqueue(
+        store.as_ref(),
+        &*clock(),
+        &request(&repo, &["LIE-tests", "write ok.txt"], vec![roster], true),
+    )
+    .unwrap();
+    let recorder = baton_engine::publish::Recorder::new();
+    let options = WorkOptions::default();
+    options.publisher.subscribe(recorder.clone());
+    work(store.clone(), clock(), &options, &|_| {}).unwrap();
+    let run = store.job(&queued.jobs[0]).unwrap().run_id.unwrap();
+
+    let stored: Vec<_> = store
+        .events(&run, 0)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.event)
+        .collect();
+    assert_eq!(recorder.durable(), stored);
+    let names: Vec<&str> = stored.iter().map(|e| e.kind.name()).collect();
+    let first = |n: &str| {
+        names
+            .iter()
+            .position(|x| *x == n)
+            .unwrap_or_else(|| panic!("no {n}: {names:?}"))
+    };
+    assert!(first("job_claimed") < first("turn_started"));
+    assert!(first("model_called") < first("gate_started"));
+    assert!(first("gate_started") < first("gate_finished"));
+    assert!(first("gate_finished") < first("turn_committed"));
+    // Turn 0's gate failed, turn 1's passed: the stream says which.
+    let gates: Vec<bool> = stored
+        .iter()
+        .filter_map(|e| match &e.kind {
+            baton_protocol::EventKind::GateFinished { passed, .. } => Some(*passed),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(gates[..2], [false, true]);
+    let live = baton_protocol::render::lines(recorder.events().iter().map(|e| &e.event), false);
+    assert_eq!(
+        live,
+        baton_engine::export::events(store.as_ref(), &run, false).unwrap()
+    );
+    assert!(
+        live.contains(&format!("job {} (", queued.jobs[0])),
+        "{live}"
+    );
+    assert!(live.contains("gate tests: FAILED"), "{live}");
 }

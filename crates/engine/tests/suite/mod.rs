@@ -2,6 +2,7 @@ mod adversarial;
 mod calls;
 mod cancel;
 mod demo;
+mod events;
 mod failures;
 mod hardening;
 mod invariants;

@@ -141,6 +141,20 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (kind, target)
     ) STRICT;
     "#,
+    // 7: every event gets its run's own gap-free sequence number, assigned in the
+    // writing transaction (`seq` stays the store's cursor across runs). Existing rows
+    // are numbered in the order they were written; the append-only trigger is lifted
+    // for that one update only.
+    r#"
+    DROP TRIGGER events_never_change;
+    ALTER TABLE events ADD COLUMN run_seq INTEGER NOT NULL DEFAULT 0;
+    UPDATE events SET run_seq =
+        (SELECT COUNT(*) FROM events e WHERE e.run_id = events.run_id AND e.seq <= events.seq);
+    -- Unique, so an insert that forgot its number (0) or took a taken one fails.
+    CREATE UNIQUE INDEX events_by_run_seq ON events(run_id, run_seq);
+    CREATE TRIGGER events_never_change BEFORE UPDATE ON events
+    BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+    "#,
 ];
 
 /// The schema version this build writes.
@@ -193,5 +207,62 @@ mod tests {
                 if found == SCHEMA_VERSION + 1 && supported == SCHEMA_VERSION),
             "{err}"
         );
+    }
+
+    /// A database written before events had per-run numbers: its rows are numbered in
+    /// the order they were written, each run from 1, and still load.
+    #[test]
+    fn events_written_before_per_run_numbers_are_numbered_and_load() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        for sql in &MIGRATIONS[..5] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 5).unwrap();
+        for run in ["a", "b"] {
+            conn.execute(
+                "INSERT INTO runs (id, objective, status, turns, created_at, updated_at, config, header)
+                 VALUES (?1, 'o', 'active', 0, 1, 1, '{}', '{}')",
+                [run],
+            )
+            .unwrap();
+        }
+        // As the baton of schema 5 wrote them: interleaved runs, the old JSON shape.
+        let rows = [
+            (
+                "a",
+                r#"{"run_id":"a","at":1,"type":"run_created","objective":"o","steps":1}"#,
+            ),
+            (
+                "b",
+                r#"{"run_id":"b","at":1,"type":"run_created","objective":"o","steps":1}"#,
+            ),
+            (
+                "a",
+                r#"{"run_id":"a","turn":0,"at":2,"type":"turn_started","worker":"w","model":"m","assignment":"s1"}"#,
+            ),
+            (
+                "a",
+                r#"{"run_id":"a","turn":0,"at":3,"type":"turn_committed","worker":"w","status":"committed","changes":2}"#,
+            ),
+            (
+                "b",
+                r#"{"run_id":"b","at":4,"type":"run_blocked","question":"q"}"#,
+            ),
+        ];
+        for (run, body) in rows {
+            conn.execute(
+                "INSERT INTO events (run_id, turn, at, type, body) VALUES (?1, NULL, 1, 'x', ?2)",
+                [run, body],
+            )
+            .unwrap();
+        }
+        migrate(&mut conn).unwrap();
+        let a = crate::sqlite::read::events(&conn, &baton_core::ids::RunId("a".into()), 0).unwrap();
+        let b = crate::sqlite::read::events(&conn, &baton_core::ids::RunId("b".into()), 0).unwrap();
+        assert_eq!(a.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2, 3]);
+        assert_eq!(b.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(a[2].event.kind.name(), "turn_committed");
+        // Still append-only after the migration lifted the trigger for its one update.
+        assert!(conn.execute("UPDATE events SET body = '{}'", []).is_err());
     }
 }

@@ -19,17 +19,17 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use baton_core::events::Event;
 use baton_core::ids::{RunId, Timestamp};
 use baton_core::state::{ExecutionState, RecordChange};
 use baton_core::turn::TurnRecord;
+use baton_protocol::EventMsg as Event;
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::{
-    ClaimOutcome, Error, JobInfo, JobStatus, LeaseFence, NewJob, Result, RunInfo, RunStatus, Store,
-    StoredEvent, TurnCommit, WorkerHold,
+    ClaimOutcome, Error, EventCursor, EventPage, JobInfo, JobStatus, LeaseFence, NewJob, Result,
+    RunInfo, RunStatus, Store, StoredEvent, TurnCommit, WorkerHold,
 };
 
 /// How long a statement waits for another process's write lock before failing.
@@ -191,16 +191,21 @@ impl Store for SqliteStore {
         self.read(|conn| read::load_state(conn, run))
     }
 
-    fn commit_turn(&self, commit: &TurnCommit) -> Result<()> {
+    fn commit_turn(&self, commit: &TurnCommit) -> Result<Vec<u64>> {
         // The lease fence runs inside the turn's transaction (see `write::commit_turn`).
         // Encoding happens before the lock: the lock covers database work only.
         let turn = write::EncodedTurn::new(commit)?;
         self.write(|tx| write::commit_turn(tx, &turn))
     }
 
-    fn update_run(&self, run: &RunId, status: RunStatus, events: &[Event]) -> Result<()> {
+    fn update_run(&self, run: &RunId, status: RunStatus, events: &[Event]) -> Result<Vec<u64>> {
         let events = write::encode_events(events)?;
         self.write(|tx| write::update_run(tx, run, status, &events))
+    }
+
+    fn append_events(&self, run: &RunId, events: &[Event]) -> Result<Vec<u64>> {
+        let events = write::encode_events(events)?;
+        self.write(|tx| write::append_events(tx, run, &events))
     }
 
     fn set_run_config(
@@ -226,8 +231,12 @@ impl Store for SqliteStore {
         self.read(|conn| read::turn_changes(conn, run, turn))
     }
 
-    fn events(&self, run: &RunId, after: i64) -> Result<Vec<StoredEvent>> {
+    fn events(&self, run: &RunId, after: u64) -> Result<Vec<StoredEvent>> {
         self.read(|conn| read::events(conn, run, after))
+    }
+
+    fn events_since(&self, cursor: EventCursor, limit: usize) -> Result<EventPage> {
+        self.read(|conn| read::events_since(conn, cursor, limit))
     }
 
     fn enqueue_job(&self, job: &NewJob) -> Result<()> {

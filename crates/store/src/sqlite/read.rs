@@ -4,14 +4,14 @@
 //! A row that does not decode is `Error::Corrupt` naming the run, turn and record; it is
 //! never skipped.
 
-use baton_core::events::Event;
 use baton_core::ids::{RunId, Timestamp, WorkerId};
 use baton_core::state::{ExecutionState, RecordChange, RecordKind, StateHeader};
 use baton_core::turn::TurnRecord;
+use baton_protocol::EventMsg as Event;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::from_json;
-use crate::{Error, Result, RunInfo, RunStatus, StoredEvent, WorkerHold};
+use crate::{Error, EventCursor, EventPage, Result, RunInfo, RunStatus, StoredEvent, WorkerHold};
 
 const RUN_COLUMNS: &str = "id, objective, status, turns, created_at, updated_at, config";
 
@@ -178,19 +178,51 @@ pub(super) fn turn_changes(conn: &Connection, run: &RunId, turn: u32) -> Result<
     Ok(changes)
 }
 
-pub(super) fn events(conn: &Connection, run: &RunId, after: i64) -> Result<Vec<StoredEvent>> {
+pub(super) fn events(conn: &Connection, run: &RunId, after: u64) -> Result<Vec<StoredEvent>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT seq, body FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq",
+        "SELECT run_seq, body FROM events WHERE run_id = ?1 AND run_seq > ?2 ORDER BY run_seq",
     )?;
+    let after = i64::try_from(after).unwrap_or(i64::MAX);
     let mut rows = stmt.query(params![run.0, after])?;
     let mut out = Vec::new();
     while let Some(row) = rows.next()? {
         let seq: i64 = row.get(0)?;
         let body: String = row.get(1)?;
         let event: Event = from_json(&body, || format!("event {seq} of run {run}"))?;
-        out.push(StoredEvent { seq, event });
+        out.push(StoredEvent {
+            seq: seq as u64,
+            event,
+        });
     }
     Ok(out)
+}
+
+/// The cursor is the table's AUTOINCREMENT key: SQLite has one writer at a time, so
+/// keys grow in commit order and a reader never sees a smaller one appear later.
+pub(super) fn events_since(
+    conn: &Connection,
+    cursor: EventCursor,
+    limit: usize,
+) -> Result<EventPage> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT seq, run_seq, run_id, body FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+    )?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut rows = stmt.query(params![cursor.0, limit])?;
+    let (mut events, mut next) = (Vec::new(), cursor);
+    while let Some(row) = rows.next()? {
+        let key: i64 = row.get(0)?;
+        let seq: i64 = row.get(1)?;
+        let run: String = row.get(2)?;
+        let body: String = row.get(3)?;
+        let event: Event = from_json(&body, || format!("event {seq} of run {run}"))?;
+        events.push(StoredEvent {
+            seq: seq as u64,
+            event,
+        });
+        next = EventCursor(key);
+    }
+    Ok(EventPage { events, next })
 }
 
 pub(super) fn prior_outputs(

@@ -3,9 +3,9 @@
 //! Values are encoded to JSON before the connection is locked (`Encoded*`), so the lock
 //! and the write transaction cover only database work.
 
-use baton_core::events::Event;
 use baton_core::ids::{RunId, Timestamp};
 use baton_core::state::{ExecutionState, RecordChange};
+use baton_protocol::EventMsg as Event;
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::to_json;
@@ -146,13 +146,13 @@ pub(super) fn create_run(tx: &Transaction<'_>, run: &EncodedRun<'_>) -> Result<(
         });
     }
     upsert_records(tx, &info.id, None, &run.records)?;
-    insert_events(tx, &run.events)
+    insert_events(tx, &run.events).map(drop)
 }
 
 /// One transaction: the fence, then the turn row, its outputs, its changed records (both
 /// as current versions and as the turn's delta) and its events. Any failure returns
 /// before the caller commits, so the transaction rolls back and nothing is written.
-pub(super) fn commit_turn(tx: &Transaction<'_>, turn: &EncodedTurn<'_>) -> Result<()> {
+pub(super) fn commit_turn(tx: &Transaction<'_>, turn: &EncodedTurn<'_>) -> Result<Vec<u64>> {
     let commit = turn.commit;
     let rec = &commit.record;
     let run = &rec.run_id;
@@ -249,7 +249,7 @@ pub(super) fn update_run(
     run: &RunId,
     status: RunStatus,
     events: &[EncodedEvent],
-) -> Result<()> {
+) -> Result<Vec<u64>> {
     // The store has no clock of its own (time is the engine's): the run was last
     // updated when its newest event happened; without events the time stays.
     let at = events.iter().map(|e| e.at).max();
@@ -262,6 +262,20 @@ pub(super) fn update_run(
     if updated == 0 {
         return Err(Error::RunNotFound {
             prefix: run.0.clone(),
+        });
+    }
+    insert_events(tx, events)
+}
+
+pub(super) fn append_events(
+    tx: &Transaction<'_>,
+    run: &RunId,
+    events: &[EncodedEvent],
+) -> Result<Vec<u64>> {
+    if let Some(e) = events.iter().find(|e| e.run_id != run.0) {
+        return Err(Error::Corrupt {
+            what: format!("event for run {run}"),
+            detail: format!("it names run {}", e.run_id),
         });
     }
     insert_events(tx, events)
@@ -285,7 +299,7 @@ pub(super) fn set_run_config(
             prefix: run.0.clone(),
         });
     }
-    insert_events(tx, events)
+    insert_events(tx, events).map(drop)
 }
 
 fn upsert_records(
@@ -307,15 +321,24 @@ fn upsert_records(
 }
 
 /// Events are stored under their own run id; the foreign key refuses an event for a run
-/// that does not exist (and with it the whole transaction).
-fn insert_events(tx: &Transaction<'_>, events: &[EncodedEvent]) -> Result<()> {
+/// that does not exist (and with it the whole transaction). Each gets the next number
+/// of its run, read and written in this transaction, so a run's numbers have no gaps
+/// and a rolled-back write takes none (a global sequence would lose some).
+fn insert_events(tx: &Transaction<'_>, events: &[EncodedEvent]) -> Result<Vec<u64>> {
     let mut insert = tx.prepare_cached(
-        "INSERT INTO events (run_id, turn, at, type, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO events (run_id, turn, at, type, body, run_seq)
+         VALUES (?1, ?2, ?3, ?4, ?5,
+                 (SELECT coalesce(max(run_seq), 0) + 1 FROM events WHERE run_id = ?1))
+         RETURNING run_seq",
     )?;
+    let mut seqs = Vec::with_capacity(events.len());
     for e in events {
-        insert.execute(params![e.run_id, e.turn, e.at, e.kind, e.body])?;
+        let seq: i64 = insert.query_row(params![e.run_id, e.turn, e.at, e.kind, e.body], |r| {
+            r.get(0)
+        })?;
+        seqs.push(seq as u64);
     }
-    Ok(())
+    Ok(seqs)
 }
 
 /// Fails with `RunLeaseLost` unless `token` holds the run's lease.

@@ -1,8 +1,8 @@
 //! Checks every `Store` backend must pass.
 
-use baton_core::events::{Event, EventKind};
 use baton_core::ids::{RunId, Timestamp, WorkerId};
 use baton_core::state::RecordKind;
+use baton_protocol::{EventKind, EventMsg as Event};
 use baton_store::{Error, RunStatus, Store, WorkerHold};
 
 use super::fixtures::{self, T0, create, next_turn, run_id, run_turns};
@@ -356,7 +356,122 @@ pub fn events_are_append_only_ordered_and_paginated(store: &dyn Store) {
     run_turns(store, sb.clone(), 1);
     let b_after = store.events(&sb.run_id, 0).unwrap();
     assert_eq!(b_after[..b_before.len()], b_before[..]);
-    assert!(b_after[b_before.len()].seq > all[all.len() - 1].seq);
+    assert_eq!(b_after[b_before.len()].seq, b_before.len() as u64 + 1);
+}
+
+/// Every event of a run, whichever write stored it, is numbered 1, 2, 3 … in its run,
+/// whatever the other runs wrote in between, and a refused write takes no number.
+pub fn events_of_a_run_are_numbered_without_gaps(store: &dyn Store) {
+    let a = create(store, "run-a", T0);
+    let b = create(store, "run-b", T0);
+    let (after, commit) = next_turn(&a);
+    let seqs = store.commit_turn(&commit).unwrap();
+    assert_eq!(
+        seqs,
+        (2..2 + commit.events.len() as u64).collect::<Vec<_>>()
+    );
+    // Refused by the fence: nothing written, no number taken.
+    assert!(store.commit_turn(&commit).is_err());
+    run_turns(store, b, 2);
+    let blocked = Event {
+        run_id: a.run_id.clone(),
+        turn: None,
+        at: Timestamp(T0 + 50_000),
+        kind: EventKind::RunBlocked {
+            question: "which?".into(),
+        },
+    };
+    let next = 2 + commit.events.len() as u64;
+    assert_eq!(
+        store
+            .update_run(
+                &a.run_id,
+                RunStatus::Blocked,
+                std::slice::from_ref(&blocked)
+            )
+            .unwrap(),
+        vec![next]
+    );
+    store
+        .set_run_config(
+            &a.run_id,
+            &serde_json::json!({}),
+            std::slice::from_ref(&blocked),
+        )
+        .unwrap();
+    assert_eq!(
+        store
+            .append_events(&a.run_id, std::slice::from_ref(&blocked))
+            .unwrap(),
+        vec![next + 2]
+    );
+    // An event for a run that does not exist is refused, and takes no number.
+    let stray = Event {
+        run_id: run_id("nope"),
+        ..blocked.clone()
+    };
+    assert!(
+        store
+            .append_events(&stray.run_id, std::slice::from_ref(&stray))
+            .is_err()
+    );
+    run_turns(store, after, 1);
+    let seqs: Vec<u64> = store
+        .events(&a.run_id, 0)
+        .unwrap()
+        .iter()
+        .map(|e| e.seq)
+        .collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+    assert!(seqs.len() as u64 > next + 2);
+}
+
+/// A follower reads every run's events from a cursor, in pages, in the order they were
+/// committed, and a page at the end returns the same cursor.
+pub fn events_since_reads_every_run_from_a_cursor(store: &dyn Store) {
+    let start = store.events_since(Default::default(), 100).unwrap();
+    assert!(start.events.is_empty());
+    assert_eq!(start.next, Default::default());
+    let a = create(store, "run-a", T0);
+    let b = create(store, "run-b", T0);
+    let mut expected = vec![fixtures::created_event(&a), fixtures::created_event(&b)];
+    let (mut sa, mut sb) = (a, b);
+    for _ in 0..3 {
+        let (after, commit) = next_turn(&sa);
+        store.commit_turn(&commit).unwrap();
+        expected.extend(commit.events.iter().cloned());
+        sa = after;
+        let (after, commit) = next_turn(&sb);
+        store.commit_turn(&commit).unwrap();
+        expected.extend(commit.events.iter().cloned());
+        sb = after;
+    }
+    let (mut cursor, mut read) = (Default::default(), Vec::new());
+    loop {
+        let page = store.events_since(cursor, 5).unwrap();
+        assert!(page.events.len() <= 5);
+        if page.events.is_empty() {
+            assert_eq!(page.next, cursor);
+            break;
+        }
+        assert!(page.next > cursor);
+        cursor = page.next;
+        read.extend(page.events);
+    }
+    let got: Vec<Event> = read.iter().map(|e| e.event.clone()).collect();
+    assert_eq!(got, expected);
+    // Each event keeps its run's own number.
+    let a_seqs: Vec<u64> = read
+        .iter()
+        .filter(|e| e.event.run_id == sa.run_id)
+        .map(|e| e.seq)
+        .collect();
+    assert_eq!(a_seqs, (1..=a_seqs.len() as u64).collect::<Vec<_>>());
+    // What commits later is read from the cursor the reader stopped at.
+    run_turns(store, sb.clone(), 1);
+    let more = store.events_since(cursor, 100).unwrap();
+    assert!(!more.events.is_empty());
+    assert!(more.events.iter().all(|e| e.event.run_id == sb.run_id));
 }
 
 pub fn prior_outputs_are_the_earlier_turns_raw_outputs(store: &dyn Store) {

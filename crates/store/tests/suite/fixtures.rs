@@ -1,7 +1,6 @@
 //! Runs, states and turns built from `baton_core` types, the way the engine builds them.
 
 use baton_core::compiler::{Assignment, AssignmentKind, HandoffPackage};
-use baton_core::events::{Event, EventKind};
 use baton_core::ids::{RunId, Timestamp, WorkerId};
 use baton_core::reconciler::{Accepted, Action, ReconcileOutcome};
 use baton_core::state::{
@@ -9,6 +8,7 @@ use baton_core::state::{
     RecordKind, ResolutionClaim, Severity, Stamped, StepStatus, WorkerRecord,
 };
 use baton_core::turn::{CallKind, CallRecord, TransferAudit, TurnRecord, TurnStatus};
+use baton_protocol::{EventKind, EventMsg as Event};
 use baton_store::{RunInfo, RunStatus, TurnCommit};
 
 pub const T0: i64 = 1_796_044_933_000;
@@ -285,6 +285,7 @@ fn turn_events(
             worker: w.clone(),
             model: format!("mock/{worker}"),
             assignment: format!("T{}", turn + 1),
+            task: None,
         },
         EventKind::PackageCompiled {
             tokens: 1500,
@@ -299,6 +300,7 @@ fn turn_events(
             ok: true,
             tokens_sent: 1500,
             tokens_received: 500,
+            detail: Default::default(),
         },
         EventKind::ModelCalled {
             call: "handoff".into(),
@@ -306,6 +308,7 @@ fn turn_events(
             ok: true,
             tokens_sent: 1500,
             tokens_received: 500,
+            detail: Default::default(),
         },
         EventKind::Warning {
             worker: w.clone(),
@@ -324,6 +327,9 @@ fn turn_events(
             worker: w,
             status: "committed".into(),
             changes,
+            error: None,
+            step_left_open: false,
+            steps: None,
         },
     ];
     kinds

@@ -39,7 +39,7 @@ pub enum Damage {
     },
     EventBody {
         run: RunId,
-        seq: i64,
+        seq: u64,
     },
     Header {
         run: RunId,
@@ -103,6 +103,14 @@ macro_rules! conformance_tests {
         #[test]
         fn events_are_append_only_ordered_and_paginated() {
             c::events_are_append_only_ordered_and_paginated($new.store());
+        }
+        #[test]
+        fn events_of_a_run_are_numbered_without_gaps() {
+            c::events_of_a_run_are_numbered_without_gaps($new.store());
+        }
+        #[test]
+        fn events_since_reads_every_run_from_a_cursor() {
+            c::events_since_reads_every_run_from_a_cursor($new.store());
         }
         #[test]
         fn prior_outputs_are_the_earlier_turns_raw_outputs() {

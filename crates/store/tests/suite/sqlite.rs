@@ -103,8 +103,8 @@ impl Backend for Sqlite {
                 params![run.0, turn],
             ),
             Damage::EventBody { run, seq } => conn.execute(
-                "UPDATE events SET body = '[]' WHERE run_id = ?1 AND seq = ?2",
-                params![run.0, seq],
+                "UPDATE events SET body = '[]' WHERE run_id = ?1 AND run_seq = ?2",
+                params![run.0, *seq as i64],
             ),
             Damage::Header { run } => conn.execute(
                 "UPDATE runs SET header = 'null' WHERE id = ?1",

@@ -1,10 +1,14 @@
-//! The live line while a model call is under way: a call to a slow or hung server
-//! says, on stderr, what it waits for and for how long, instead of nothing.
+//! The CLI's progress output, rendered from the engine's live event stream (the same
+//! renderer `baton export --format events` uses on the stored stream), and the live
+//! line while a model call is under way: a call to a slow or hung server says, on
+//! stderr, what it waits for and for how long, instead of nothing.
 
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use baton_engine::orchestrator::{CallWait, CallWatcher};
+use baton_engine::publish::Subscriber;
+use baton_protocol::render::Renderer;
+use baton_protocol::{Envelope, EventKind};
 
 /// When the line is printed: after the first 10 s of waiting, then every 10 s up to
 /// a minute, then every 30 s.
@@ -29,52 +33,61 @@ struct State {
     generation: u64,
 }
 
-/// A watcher printing the live line from its own thread (the engine's thread is
+struct Progress {
+    renderer: Mutex<Renderer>,
+    shared: Arc<(Mutex<State>, Condvar)>,
+}
+
+/// The subscriber printing progress on stderr, with a line per model call when
+/// `verbose`. The waiting line is printed from its own thread (the engine's thread is
 /// blocked in the call).
-pub fn watcher() -> CallWatcher {
+pub fn progress(verbose: bool) -> Arc<dyn Subscriber> {
     let shared = Arc::new((Mutex::new(State::default()), Condvar::new()));
     let reporter = shared.clone();
     std::thread::spawn(move || report(&reporter));
-    Arc::new(move |w: CallWait| {
-        let (lock, changed) = &*shared;
-        let mut state = lock.lock().unwrap_or_else(PoisonError::into_inner);
-        state.generation += 1;
-        match w {
-            CallWait::Sent {
-                worker,
-                model,
-                call,
-                turn,
-                attempt,
-                attempts,
-                timeout,
-            } => {
-                state.current = Some(InFlight {
-                    what: format!(
-                        "turn {turn} · {worker} ({model}) {}: attempt {attempt} of {attempts}",
-                        call.as_str()
-                    ),
-                    since: Instant::now(),
-                    timeout,
-                });
-            }
-            CallWait::Backoff {
-                worker,
-                after_attempt,
-                delay,
-            } => {
-                state.current = None;
-                if delay >= Duration::from_secs(2) {
-                    eprintln!(
-                        "  … {worker}: attempt {after_attempt} failed; the next goes out in {} s (Ctrl-C stops)",
-                        delay.as_secs()
-                    );
-                }
-            }
-            CallWait::Done => state.current = None,
-        }
-        changed.notify_all();
+    Arc::new(Progress {
+        renderer: Mutex::new(Renderer::new(verbose)),
+        shared,
     })
+}
+
+impl Subscriber for Progress {
+    fn receive(&self, e: &Envelope) {
+        {
+            let (lock, changed) = &*self.shared;
+            let mut state = lock.lock().unwrap_or_else(PoisonError::into_inner);
+            state.generation += 1;
+            match &e.event.kind {
+                EventKind::CallSent {
+                    call,
+                    worker,
+                    model,
+                    attempt,
+                    attempts,
+                    timeout_ms,
+                } => {
+                    state.current = Some(InFlight {
+                        what: format!(
+                            "turn {} · {worker} ({model}) {call}: attempt {attempt} of {attempts}",
+                            e.event.turn.unwrap_or(0)
+                        ),
+                        since: Instant::now(),
+                        timeout: timeout_ms.map(Duration::from_millis),
+                    });
+                }
+                _ => state.current = None,
+            }
+            changed.notify_all();
+        }
+        let lines = self
+            .renderer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .feed(&e.event);
+        for line in lines {
+            eprintln!("{line}");
+        }
+    }
 }
 
 fn report(shared: &(Mutex<State>, Condvar)) {

@@ -1,0 +1,54 @@
+//! Event construction: every event is stamped by the engine (run, turn, engine clock)
+//! and published as it happens; the events of a turn are also kept for its commit.
+
+use std::sync::PoisonError;
+
+use baton_core::ids::Timestamp;
+use baton_protocol::{EventKind, EventMsg};
+
+use super::{Engine, Session};
+
+impl Engine {
+    /// An event of the turn under way: published live now, committed with the turn.
+    pub(super) fn emit(&self, session: &Session, turn: u32, at: Timestamp, kind: EventKind) {
+        let event = EventMsg {
+            run_id: session.run.clone(),
+            turn: Some(turn),
+            at,
+            kind,
+        };
+        self.publisher.live(&event);
+        session
+            .turn_events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(event);
+    }
+
+    /// The events the turn under way emitted so far, taken for its commit (or dropped
+    /// with it).
+    pub(super) fn take_turn_events(&self, session: &Session) -> Vec<EventMsg> {
+        std::mem::take(
+            &mut *session
+                .turn_events
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
+    }
+
+    /// Says the turn under way will not be committed: its live events are void.
+    pub(super) fn abandon_turn(&self, session: &Session, turn: u32, reason: String) {
+        self.take_turn_events(session);
+        self.publisher.live(&EventMsg {
+            run_id: session.run.clone(),
+            turn: Some(turn),
+            at: self.clock.now(),
+            kind: EventKind::TurnAbandoned { reason },
+        });
+    }
+
+    /// Events just stored outside a turn, with the numbers the store gave them.
+    pub(super) fn published(&self, seqs: &[u64], events: &[EventMsg]) {
+        self.publisher.stored(seqs, events);
+    }
+}
