@@ -130,6 +130,24 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (run_id, worker)
     ) STRICT;
     "#,
+    // 6: a committed turn is never deleted, and no part of it rewritten: its row, its
+    // per-turn delta and its raw outputs (migration 3 guarded only the row's updates).
+    // Runs are never deleted either: their turns and events would go with them. baton
+    // itself only ever inserts into these tables (`gc` removes worktrees, not rows).
+    r#"
+    CREATE TRIGGER turns_never_vanish BEFORE DELETE ON turns
+    BEGIN SELECT RAISE(ABORT, 'committed turns are never deleted'); END;
+    CREATE TRIGGER record_changes_never_change BEFORE UPDATE ON record_changes
+    BEGIN SELECT RAISE(ABORT, 'committed turns are never rewritten'); END;
+    CREATE TRIGGER record_changes_never_vanish BEFORE DELETE ON record_changes
+    BEGIN SELECT RAISE(ABORT, 'committed turns are never deleted'); END;
+    CREATE TRIGGER call_outputs_never_change BEFORE UPDATE ON call_outputs
+    BEGIN SELECT RAISE(ABORT, 'committed turns are never rewritten'); END;
+    CREATE TRIGGER call_outputs_never_vanish BEFORE DELETE ON call_outputs
+    BEGIN SELECT RAISE(ABORT, 'committed turns are never deleted'); END;
+    CREATE TRIGGER runs_never_vanish BEFORE DELETE ON runs
+    BEGIN SELECT RAISE(ABORT, 'runs are never deleted: their turns and events are append-only'); END;
+    "#,
 ];
 
 /// The schema version this build writes.
