@@ -254,12 +254,15 @@ fn a_reading_command_upgrades_a_database_from_an_older_baton_once() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     run_ok(d, &["demo"]);
-    // Back to schema 3: runs had no lease columns before migration 4, and there were
-    // no provider holds before migration 5.
+    // Back to schema 3: runs had no lease columns before migration 4, there were no
+    // provider holds before migration 5, and no delete triggers before migration 6.
     let conn = rusqlite::Connection::open(db(d)).unwrap();
     conn.execute_batch(
         "ALTER TABLE runs DROP COLUMN lease_token; ALTER TABLE runs DROP COLUMN lease_owner;
          ALTER TABLE runs DROP COLUMN lease_expires_at; DROP TABLE worker_holds;
+         DROP TRIGGER turns_never_vanish; DROP TRIGGER record_changes_never_change;
+         DROP TRIGGER record_changes_never_vanish; DROP TRIGGER call_outputs_never_change;
+         DROP TRIGGER call_outputs_never_vanish; DROP TRIGGER runs_never_vanish;
          PRAGMA user_version = 3;",
     )
     .unwrap();
@@ -267,7 +270,7 @@ fn a_reading_command_upgrades_a_database_from_an_older_baton_once() {
     let out = baton(d).arg("runs").output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("from schema version 3 to 5"), "{err}");
+    assert!(err.contains("from schema version 3 to 6"), "{err}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("finished"));
     let out = baton(d).arg("runs").output().unwrap();
     assert!(out.stderr.is_empty(), "{}", text(&out));
