@@ -5,7 +5,8 @@
 
 use rusqlite::{Connection, TransactionBehavior};
 
-use crate::{Error, Result};
+use super::{Result, fail};
+use crate::Error;
 
 const MIGRATIONS: &[&str] = &[
     // 1: runs, current records, per-turn rows and deltas, raw call outputs, events.
@@ -163,7 +164,7 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let found = user_version(&tx)?;
     if found > SCHEMA_VERSION {
-        return Err(Error::SchemaTooNew {
+        return fail(Error::SchemaTooNew {
             found,
             supported: SCHEMA_VERSION,
         });
@@ -183,6 +184,7 @@ pub(crate) fn user_version(conn: &Connection) -> Result<i64> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::Fail;
     use super::*;
 
     #[test]
@@ -196,9 +198,9 @@ mod tests {
             .unwrap();
         let err = migrate(&mut conn).unwrap_err();
         assert!(
-            matches!(err, Error::SchemaTooNew { found, supported }
+            matches!(err, Fail::Store(Error::SchemaTooNew { found, supported })
                 if found == SCHEMA_VERSION + 1 && supported == SCHEMA_VERSION),
-            "{err}"
+            "{err:?}"
         );
     }
 }

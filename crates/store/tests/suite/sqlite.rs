@@ -114,6 +114,10 @@ impl Backend for Sqlite {
         .unwrap();
         assert_eq!(changed, 1, "{damage:?} matched no row");
     }
+
+    fn set_clock_offset(&self, offset_ms: i64) {
+        self.store.set_clock_offset(offset_ms);
+    }
 }
 
 super::conformance_tests!(Sqlite::new());
