@@ -17,9 +17,7 @@ use baton_core::turn::{CallRecord, TurnStatus};
 use baton_gateway::Gateway;
 use baton_store::{RunInfo, RunStatus, Store};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
-use crate::audit;
 use crate::clock::{Clock, SystemClock};
 use crate::config::{Roster, RunSettings, WorkerConfig};
 use crate::hook::WorkspaceHook;
@@ -205,8 +203,6 @@ pub struct Engine {
     watcher: Option<CallWatcher>,
 }
 
-static RUN_COUNTER: AtomicU64 = AtomicU64::new(0);
-
 impl Engine {
     pub fn new(store: Arc<dyn Store>) -> Self {
         Engine {
@@ -249,18 +245,9 @@ impl Engine {
         &self.store
     }
 
-    /// A new run id: 12 hex digits, unique per process and time.
+    /// A new run id: a UUIDv7 in 32 hex digits (see `jobs::new_id`).
     fn new_run_id(&self) -> RunId {
-        let mut h = Sha256::new();
-        h.update(self.clock.now().0.to_le_bytes());
-        h.update(std::process::id().to_le_bytes());
-        h.update(RUN_COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        h.update(nanos.to_le_bytes());
-        RunId(audit::hex(&h.finalize()[..6]))
+        RunId(crate::jobs::new_id(""))
     }
 
     /// Creates a run (no turns yet) and returns its id.
@@ -742,10 +729,9 @@ impl Engine {
     /// another live process advances the run); every turn is then fenced with it.
     pub fn lease(&self, session: &mut Session, lease: Duration) -> Result<()> {
         if session.run_lease.is_none() {
-            let token = crate::jobs::new_id("run-lease-", &*self.clock, &session.run.0);
+            let token = crate::jobs::new_id("run-lease-");
             session.run_lease = Some(crate::lease::acquire(
                 self.store.clone(),
-                self.clock.clone(),
                 &session.run,
                 token,
                 lease,
