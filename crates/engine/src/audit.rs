@@ -141,7 +141,11 @@ pub fn audit(
         messages_per_call: calls.iter().map(|c| c.messages).collect(),
         request_hashes: calls
             .iter()
-            .map(|c| c.sent_hash.clone().unwrap_or_else(|| c.request_hash.clone()))
+            .map(|c| {
+                c.sent_hash
+                    .clone()
+                    .unwrap_or_else(|| c.request_hash.clone())
+            })
             .collect(),
         prior_outputs_leaked: found.len() as u32,
         prior_outputs_checked: needles.iter().filter(|n| n.len() >= WINDOW).count() as u32,
@@ -206,7 +210,13 @@ mod tests {
         let p1 = baton_core::prompt::execute_prompt(&pkg);
         let p2 = baton_core::prompt::handoff_prompt(&pkg, &own);
         let calls = [sent_as_built(&p1), sent_as_built(&p2)];
-        let clean = audit(&pkg, &[&p1, &p2], &calls, &[&own], std::slice::from_ref(&prior));
+        let clean = audit(
+            &pkg,
+            &[&p1, &p2],
+            &calls,
+            &[&own],
+            std::slice::from_ref(&prior),
+        );
         assert_eq!(clean.conversations_passed(), 0);
         assert_eq!(clean.prior_outputs_checked, 1);
 
@@ -241,9 +251,7 @@ mod tests {
         // A request not built from the package breaks `package_only`.
         let mut foreign = baton_core::prompt::execute_prompt(&pkg);
         foreign.user = "something else entirely".into();
-        assert!(
-            !audit(&pkg, &[&foreign], &[sent_as_built(&foreign)], &[], &[]).package_only
-        );
+        assert!(!audit(&pkg, &[&foreign], &[sent_as_built(&foreign)], &[], &[]).package_only);
     }
 
     /// The record of a call whose gateway reported `sent`, as the turn records it.

@@ -309,7 +309,9 @@ mod tests {
         let calls = std::sync::atomic::AtomicUsize::new(0);
         Box::new(move || {
             if calls.fetch_add(1, Ordering::SeqCst) < times {
-                Err(baton_store::Error::Busy { op: "renew_run_lease" })
+                Err(baton_store::Error::Busy {
+                    op: "renew_run_lease",
+                })
             } else {
                 Ok(())
             }

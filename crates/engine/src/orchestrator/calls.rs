@@ -153,7 +153,9 @@ impl Engine {
             call,
             worker: worker.id.clone(),
             model: worker.model.clone(),
-            messages: outcome.as_ref().map_or(Prompt::MESSAGES, |r| r.sent.messages),
+            messages: outcome
+                .as_ref()
+                .map_or(Prompt::MESSAGES, |r| r.sent.messages),
             request_hash: audit::request_hash(prompt),
             sent_hash: outcome.as_ref().ok().map(|r| r.sent.request_hash.clone()),
             tokens_sent,

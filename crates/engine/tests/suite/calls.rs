@@ -101,11 +101,14 @@ fn an_api_worker_makes_one_call_per_turn_and_both_claims_come_from_it() {
     let received = server.only_request().body;
     assert_eq!(
         turn.audit.request_hashes,
-        vec![baton_engine::audit::hex(&<sha2::Sha256 as sha2::Digest>::digest(
-            received.as_bytes()
-        ))]
+        vec![baton_engine::audit::hex(
+            &<sha2::Sha256 as sha2::Digest>::digest(received.as_bytes())
+        )]
     );
-    assert_eq!(turn.calls[0].sent_hash, Some(turn.audit.request_hashes[0].clone()));
+    assert_eq!(
+        turn.calls[0].sent_hash,
+        Some(turn.audit.request_hashes[0].clone())
+    );
     let state = store.load_state(&id).unwrap();
     assert_eq!(state.decisions[0].text, "Keep invoice ids stable");
     let handoff = state.handoffs.last().unwrap();

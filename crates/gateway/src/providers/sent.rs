@@ -46,7 +46,8 @@ mod tests {
         let sent = measure(Wire::ChatCompletions, &openai);
         assert_eq!(sent.messages, 2);
         assert_eq!(sent.request_hash, crate::sha256_hex(&openai));
-        let anthropic = bytes(json!({"system": "s", "messages": [{"role": "user", "content": "u"}]}));
+        let anthropic =
+            bytes(json!({"system": "s", "messages": [{"role": "user", "content": "u"}]}));
         assert_eq!(measure(Wire::Messages, &anthropic).messages, 2);
         let gemini = bytes(json!({"systemInstruction": {"parts": [{"text": "s"}]},
             "contents": [{"role": "user", "parts": [{"text": "u"}]}]}));

@@ -4,9 +4,9 @@
 use baton_core::ids::{RunId, Timestamp};
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 
+use super::{Result, fail};
 use super::{from_json, to_json};
 use crate::jobs::{ClaimOutcome, JobInfo, JobStatus, NewJob};
-use super::{Result, fail};
 use crate::{Error, LeaseFence};
 
 const COLUMNS: &str = "id, grp, status, spec, run_id, attempts, lease_owner, lease_expires_at, \

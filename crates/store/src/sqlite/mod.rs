@@ -118,7 +118,8 @@ impl SqliteStore {
 
     /// A private database that lives as long as the store (tests, dry runs).
     pub fn open_in_memory() -> crate::Result<SqliteStore> {
-        let conn = Connection::open_in_memory().map_err(|e| open::classify(e.into(), None, "open"))?;
+        let conn =
+            Connection::open_in_memory().map_err(|e| open::classify(e.into(), None, "open"))?;
         Self::init(conn, None).map_err(|e| open::classify(e, None, "open"))
     }
 
@@ -229,7 +230,12 @@ impl SqliteStore {
 }
 
 impl Store for SqliteStore {
-    fn create_run(&self, info: &RunInfo, state: &ExecutionState, events: &[Event]) -> crate::Result<()> {
+    fn create_run(
+        &self,
+        info: &RunInfo,
+        state: &ExecutionState,
+        events: &[Event],
+    ) -> crate::Result<()> {
         let run = write::EncodedRun::new(info, state, events)?;
         self.write("create_run", |tx| write::create_run(tx, &run))
     }
@@ -259,7 +265,9 @@ impl Store for SqliteStore {
 
     fn update_run(&self, run: &RunId, status: RunStatus, events: &[Event]) -> crate::Result<()> {
         let events = write::encode_events(events)?;
-        self.write("update_run", |tx| write::update_run(tx, run, status, &events))
+        self.write("update_run", |tx| {
+            write::update_run(tx, run, status, &events)
+        })
     }
 
     fn set_run_config(
@@ -270,7 +278,9 @@ impl Store for SqliteStore {
     ) -> crate::Result<()> {
         let text = to_json(config, || format!("configuration of run {run}"))?;
         let events = write::encode_events(events)?;
-        self.write("set_run_config", |tx| write::set_run_config(tx, run, &text, &events))
+        self.write("set_run_config", |tx| {
+            write::set_run_config(tx, run, &text, &events)
+        })
     }
 
     fn turns(&self, run: &RunId) -> crate::Result<Vec<TurnRecord>> {
@@ -367,7 +377,9 @@ impl Store for SqliteStore {
         error: Option<&str>,
         now: Timestamp,
     ) -> crate::Result<()> {
-        self.write("finish_job", |tx| jobs::finish(tx, fence, status, outbox, error, now))
+        self.write("finish_job", |tx| {
+            jobs::finish(tx, fence, status, outbox, error, now)
+        })
     }
 
     fn try_lease_run(
@@ -384,12 +396,7 @@ impl Store for SqliteStore {
         })
     }
 
-    fn renew_run_lease(
-        &self,
-        run: &RunId,
-        token: &str,
-        lease_ms: i64,
-    ) -> crate::Result<()> {
+    fn renew_run_lease(&self, run: &RunId, token: &str, lease_ms: i64) -> crate::Result<()> {
         self.write("renew_run_lease", |tx| {
             let db_now = self.db_now(tx)?;
             write::renew_run_lease(tx, run, token, db_now, lease_ms)
@@ -397,7 +404,9 @@ impl Store for SqliteStore {
     }
 
     fn release_run_lease(&self, run: &RunId, token: &str) -> crate::Result<()> {
-        self.write("release_run_lease", |tx| write::release_run_lease(tx, run, token))
+        self.write("release_run_lease", |tx| {
+            write::release_run_lease(tx, run, token)
+        })
     }
 
     fn record_judgement(
@@ -406,7 +415,9 @@ impl Store for SqliteStore {
         judgement: &serde_json::Value,
         now: Timestamp,
     ) -> crate::Result<()> {
-        self.write("record_judgement", |tx| jobs::judge(tx, group, judgement, now))
+        self.write("record_judgement", |tx| {
+            jobs::judge(tx, group, judgement, now)
+        })
     }
 
     fn worker_holds(&self, run: &RunId) -> crate::Result<Vec<WorkerHold>> {
@@ -418,7 +429,9 @@ impl Store for SqliteStore {
     }
 
     fn prior_outputs(&self, run: &RunId, before_turn: u32) -> crate::Result<Vec<String>> {
-        self.read("prior_outputs", |conn| read::prior_outputs(conn, run, before_turn))
+        self.read("prior_outputs", |conn| {
+            read::prior_outputs(conn, run, before_turn)
+        })
     }
 }
 
@@ -432,10 +445,7 @@ fn to_json<T: Serialize + ?Sized>(
     })
 }
 
-fn from_json<T: DeserializeOwned>(
-    text: &str,
-    what: impl FnOnce() -> String,
-) -> crate::Result<T> {
+fn from_json<T: DeserializeOwned>(text: &str, what: impl FnOnce() -> String) -> crate::Result<T> {
     serde_json::from_str(text).map_err(|e| Error::Corrupt {
         what: what(),
         detail: e.to_string(),

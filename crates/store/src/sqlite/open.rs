@@ -71,9 +71,7 @@ pub(super) fn classify(fail: Fail, path: Option<&Path>, op: &'static str) -> Err
             ErrorCode::ReadOnly => return Error::ReadOnly { path: shown() },
             // The file (or at least its directory) is there, yet SQLite cannot open or
             // create it or its -wal/-shm for writing.
-            ErrorCode::CannotOpen
-                if path.is_some_and(|p| p.exists() || directory(p).is_dir()) =>
-            {
+            ErrorCode::CannotOpen if path.is_some_and(|p| p.exists() || directory(p).is_dir()) => {
                 return Error::ReadOnly { path: shown() };
             }
             ErrorCode::NotADatabase => {

@@ -312,8 +312,15 @@ pub fn leases_are_decided_by_the_database_clock_not_the_callers(backend: &dyn Ba
     // Runs too: B cannot take A's run lease, whatever B's clock says.
     fixtures::create(a, "run-1", 1);
     let run = RunId("run-1".into());
-    assert_eq!(a.try_lease_run(&run, "a", "ra", LEASE, false).unwrap(), Ok(()));
-    assert!(b.try_lease_run(&run, "b", "rb", LEASE, false).unwrap().is_err());
+    assert_eq!(
+        a.try_lease_run(&run, "a", "ra", LEASE, false).unwrap(),
+        Ok(())
+    );
+    assert!(
+        b.try_lease_run(&run, "b", "rb", LEASE, false)
+            .unwrap()
+            .is_err()
+    );
     // Expired by the database's clock: reclaimed, and the old token is fenced off.
     backend.set_clock_offset(LEASE + 1_000);
     let (_, _, reclaimed) = claim(a, "c", "token-c", real - minutes(10)).unwrap();
@@ -322,7 +329,10 @@ pub fn leases_are_decided_by_the_database_clock_not_the_callers(backend: &dyn Ba
         a.renew_lease(&fence, Timestamp(real), LEASE),
         Err(Error::LeaseLost { .. })
     ));
-    assert_eq!(a.try_lease_run(&run, "c", "rc", LEASE, false).unwrap(), Ok(()));
+    assert_eq!(
+        a.try_lease_run(&run, "c", "rc", LEASE, false).unwrap(),
+        Ok(())
+    );
 }
 
 /// A job's run is created and linked in one transaction (a kill between the two used to

@@ -135,12 +135,27 @@ fn events_and_committed_turns_cannot_be_rewritten_or_deleted() {
     for (sql, message) in [
         ("UPDATE events SET body = '{}'", "events are append-only"),
         ("DELETE FROM events", "events are append-only"),
-        ("UPDATE turns SET record = '{}'", "committed turns are never rewritten"),
+        (
+            "UPDATE turns SET record = '{}'",
+            "committed turns are never rewritten",
+        ),
         ("DELETE FROM turns", "committed turns are never deleted"),
-        ("UPDATE record_changes SET body = '{}'", "committed turns are never rewritten"),
-        ("DELETE FROM record_changes", "committed turns are never deleted"),
-        ("UPDATE call_outputs SET output = ''", "committed turns are never rewritten"),
-        ("DELETE FROM call_outputs", "committed turns are never deleted"),
+        (
+            "UPDATE record_changes SET body = '{}'",
+            "committed turns are never rewritten",
+        ),
+        (
+            "DELETE FROM record_changes",
+            "committed turns are never deleted",
+        ),
+        (
+            "UPDATE call_outputs SET output = ''",
+            "committed turns are never rewritten",
+        ),
+        (
+            "DELETE FROM call_outputs",
+            "committed turns are never deleted",
+        ),
         ("DELETE FROM runs", "runs are never deleted"),
     ] {
         let err = conn.execute(sql, []).unwrap_err().to_string();
@@ -148,7 +163,10 @@ fn events_and_committed_turns_cannot_be_rewritten_or_deleted() {
     }
     // Still all there, and baton itself keeps working on the run.
     for table in [Table::Turns, Table::RecordChanges, Table::CallOutputs] {
-        assert!(backend.count(table, &RunId("run-1".into())) > 0, "{table:?}");
+        assert!(
+            backend.count(table, &RunId("run-1".into())) > 0,
+            "{table:?}"
+        );
     }
     let (_, next) = super::fixtures::next_turn(&store.load_state(&RunId("run-1".into())).unwrap());
     store.commit_turn(&next).unwrap();
