@@ -6,7 +6,10 @@
 //! is fenced on the turn number, so no turn is ever committed twice.
 //!
 //! Backends live in their own modules with their own SQL and migrations: `sqlite` now,
-//! PostgreSQL in a later issue.
+//! PostgreSQL in a later issue. Nothing in the trait or `Error` names a backend's types:
+//! each backend maps its own failures to the variants callers act on (`Busy`,
+//! `DiskFull`, `Corrupt`, …, else `Backend`), and decides lease expiry by its own
+//! database's clock.
 
 use baton_core::events::Event;
 use baton_core::ids::{RunId, Timestamp, WorkerId};
