@@ -251,8 +251,8 @@ pub(super) fn update_run(
     status: RunStatus,
     events: &[EncodedEvent],
 ) -> Result<()> {
-    // The store has no clock of its own (time is the engine's): the run was last
-    // updated when its newest event happened; without events the time stays.
+    // Stamps are the engine's time (the database's clock decides leases only): the run
+    // was last updated when its newest event happened; without events the time stays.
     let at = events.iter().map(|e| e.at).max();
     let updated = tx
         .prepare_cached(
