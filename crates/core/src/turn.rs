@@ -78,10 +78,16 @@ pub struct CallRecord {
     pub call: CallKind,
     pub worker: WorkerId,
     pub model: String,
-    /// Messages sent: always 2 (`[system, user]`); recorded, not assumed.
+    /// Messages the gateway reported putting on the wire (`[system, user]` is 2). A
+    /// call that failed before answering reports nothing, so its request is counted
+    /// as built.
     pub messages: u32,
-    /// sha256 of exactly what was sent (system, then user).
+    /// sha256 of the request as the engine built it (system, NUL, user).
     pub request_hash: String,
+    /// sha256 of the request as the gateway put it on the wire (an HTTP provider's
+    /// body), when the call answered; calls recorded before baton measured it have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_hash: Option<String>,
     /// Tokens sent: both messages and the answer format (a schema) when the gateway
     /// sends one, once for every attempt that may have reached the provider (retries
     /// included; an attempt that never connected counts nothing).

@@ -1,7 +1,9 @@
 //! The transfer audit: measured evidence that no conversation crossed a handoff.
 //!
-//! For every call it records the number of messages and a hash of exactly what was
-//! sent, checks that the request was built from this turn's package alone, and searches
+//! For every call it records the number of messages and a hash of the request as the
+//! gateway reported putting them on the wire (`CallRecord::messages`, `sent_hash`; not
+//! what the engine meant to send, so a gateway that adds a message fails the audit),
+//! checks that the request was built from this turn's package alone, and searches
 //! the request for every earlier turn's raw model output. The search makes one pass over
 //! the request for all earlier outputs together, so checking a hundred of them costs
 //! about as much as checking one.
@@ -10,7 +12,7 @@ use std::collections::HashSet;
 
 use baton_core::compiler::HandoffPackage;
 use baton_core::prompt::Prompt;
-use baton_core::turn::TransferAudit;
+use baton_core::turn::{CallRecord, TransferAudit};
 use sha2::{Digest, Sha256};
 
 /// Prior outputs shorter than this are too generic to identify a transcript.
@@ -80,7 +82,8 @@ fn count_occurring(hay: &str, needles: &[&str]) -> u32 {
     found.len() as u32
 }
 
-/// Audits a turn's requests. `own_outputs` are this turn's own outputs, which its later
+/// Audits a turn's requests: `prompts[i]` is what the engine built for `calls[i]`, and
+/// the call record says what the gateway sent. `own_outputs` are this turn's own outputs, which its later
 /// calls legitimately quote (the handoff call quotes the result, a repair call the
 /// answer it repairs); `prior_outputs` are every earlier turn's outputs.
 /// `prior_outputs_leaked` counts the distinct earlier outputs found anywhere in the
@@ -88,6 +91,7 @@ fn count_occurring(hay: &str, needles: &[&str]) -> u32 {
 pub fn audit(
     package: &HandoffPackage,
     prompts: &[&Prompt],
+    calls: &[CallRecord],
     own_outputs: &[&str],
     prior_outputs: &[String],
 ) -> TransferAudit {
@@ -124,8 +128,15 @@ pub fn audit(
         find_occurring(&tail, &needles, &mut found);
     }
     TransferAudit {
-        messages_per_call: prompts.iter().map(|_| Prompt::MESSAGES).collect(),
-        request_hashes: prompts.iter().map(|p| request_hash(p)).collect(),
+        messages_per_call: calls.iter().map(|c| c.messages).collect(),
+        request_hashes: calls
+            .iter()
+            .map(|c| {
+                c.sent_hash
+                    .clone()
+                    .unwrap_or_else(|| c.request_hash.clone())
+            })
+            .collect(),
         prior_outputs_leaked: found.len() as u32,
         prior_outputs_checked: needles.iter().filter(|n| n.len() >= WINDOW).count() as u32,
         package_only,
@@ -188,14 +199,27 @@ mod tests {
         let pkg = package("## Assigned task\nDo it");
         let p1 = baton_core::prompt::execute_prompt(&pkg);
         let p2 = baton_core::prompt::handoff_prompt(&pkg, &own);
-        let clean = audit(&pkg, &[&p1, &p2], &[&own], std::slice::from_ref(&prior));
+        let calls = [sent_as_built(&p1), sent_as_built(&p2)];
+        let clean = audit(
+            &pkg,
+            &[&p1, &p2],
+            &calls,
+            &[&own],
+            std::slice::from_ref(&prior),
+        );
         assert_eq!(clean.conversations_passed(), 0);
         assert_eq!(clean.prior_outputs_checked, 1);
 
         // A transcript smuggled into the handoff call, after the shared prefix.
         let mut leaky = p2.clone();
         leaky.user.push_str(&prior);
-        let caught = audit(&pkg, &[&p1, &leaky], &[&own], std::slice::from_ref(&prior));
+        let caught = audit(
+            &pkg,
+            &[&p1, &leaky],
+            &[sent_as_built(&p1), sent_as_built(&leaky)],
+            &[&own],
+            std::slice::from_ref(&prior),
+        );
         assert_eq!(caught.prior_outputs_leaked, 1);
         assert_eq!(caught.conversations_passed(), 1);
 
@@ -203,13 +227,116 @@ mod tests {
         let pasted = package(&format!("## Assigned task\nDo it\n{prior}"));
         let p1 = baton_core::prompt::execute_prompt(&pasted);
         assert_eq!(
-            audit(&pasted, &[&p1], &[], std::slice::from_ref(&prior)).prior_outputs_leaked,
+            audit(
+                &pasted,
+                &[&p1],
+                &[sent_as_built(&p1)],
+                &[],
+                std::slice::from_ref(&prior)
+            )
+            .prior_outputs_leaked,
             1
         );
 
         // A request not built from the package breaks `package_only`.
         let mut foreign = baton_core::prompt::execute_prompt(&pkg);
         foreign.user = "something else entirely".into();
-        assert!(!audit(&pkg, &[&foreign], &[], &[]).package_only);
+        assert!(!audit(&pkg, &[&foreign], &[sent_as_built(&foreign)], &[], &[]).package_only);
+    }
+
+    /// The record of a call whose gateway reported `sent`, as the turn records it.
+    fn record(prompt: &Prompt, sent: &baton_gateway::Sent) -> CallRecord {
+        use baton_core::ids::{Timestamp, WorkerId};
+        CallRecord {
+            call: baton_core::turn::CallKind::Execute,
+            worker: WorkerId::new("w"),
+            model: "mock/w".into(),
+            messages: sent.messages,
+            request_hash: request_hash(prompt),
+            sent_hash: Some(sent.request_hash.clone()),
+            tokens_sent: 0,
+            tokens_received: 0,
+            output: None,
+            error: None,
+            error_class: None,
+            error_message: None,
+            partial_output: None,
+            started_at: Timestamp(0),
+            duration_ms: 0,
+            cost_micro_usd: None,
+            usage: None,
+            attempts: Vec::new(),
+            retry_after_ms: None,
+        }
+    }
+
+    /// A gateway that sent exactly the two messages it was handed.
+    fn sent_as_built(prompt: &Prompt) -> CallRecord {
+        record(
+            prompt,
+            &baton_gateway::Sent {
+                messages: 2,
+                request_hash: request_hash(prompt),
+            },
+        )
+    }
+
+    /// A gateway that puts one more message on the wire than it was handed (an earlier
+    /// answer as a conversation turn, say): what it sent differs from what was built.
+    #[derive(Debug)]
+    struct AddsAMessage(baton_gateway::MockGateway);
+
+    impl baton_gateway::Gateway for AddsAMessage {
+        fn complete(
+            &self,
+            request: &baton_gateway::ModelRequest<'_>,
+        ) -> baton_gateway::Result<baton_gateway::ModelResponse> {
+            let mut response = self.0.complete(request)?;
+            response.sent.messages += 1;
+            response.sent.request_hash = "the hash of a longer body".into();
+            Ok(response)
+        }
+    }
+
+    /// Regression: every call's message count was the constant 2 and its hash the
+    /// engine's own prompt, so "exactly [system, user]" could not fail. Now the audit
+    /// takes what the gateway reports it sent, and a gateway that adds a message
+    /// fails it.
+    #[test]
+    fn a_request_sent_with_an_extra_message_fails_the_audit() {
+        use baton_gateway::Gateway;
+        let pkg = package("## Assigned task\nDo it");
+        let prompt = baton_core::prompt::execute_prompt(&pkg);
+        let request = baton_gateway::ModelRequest {
+            model: "demo",
+            system: &prompt.system,
+            user: &prompt.user,
+            call: baton_core::turn::CallKind::Execute,
+            turn: 1,
+            schema: baton_core::claims::worker_result_schema(),
+            max_tokens: None,
+            temperature: None,
+            workspace: None,
+            cancel: None,
+            output: None,
+        };
+        let honest = baton_gateway::MockGateway::new();
+        let sent = honest.complete(&request).unwrap().sent;
+        let clean = audit(&pkg, &[&prompt], &[record(&prompt, &sent)], &[], &[]);
+        assert_eq!(clean.messages_per_call, [2]);
+        assert_eq!(clean.request_hashes, [request_hash(&prompt)]);
+        assert_eq!(clean.conversations_passed(), 0);
+
+        let sent = AddsAMessage(honest).complete(&request).unwrap().sent;
+        let caught = audit(&pkg, &[&prompt], &[record(&prompt, &sent)], &[], &[]);
+        assert_eq!(caught.messages_per_call, [3]);
+        assert_eq!(caught.request_hashes, ["the hash of a longer body"]);
+        assert_eq!(caught.conversations_passed(), 1);
+        // A gateway that measured nothing fails it too.
+        let unmeasured = record(&prompt, &baton_gateway::Sent::default());
+        assert_eq!(
+            audit(&pkg, &[&prompt], &[unmeasured], &[], &[]).conversations_passed(),
+            1
+        );
     }
 }

@@ -2,7 +2,9 @@
 //! its first model call, a heartbeat renews it, and every turn it commits is fenced with
 //! the lease's token. A second `baton resume` of the same run is refused before it
 //! spends anything; a process that died on this machine is recognised and taken over at
-//! once, one on another machine when its lease expires.
+//! once, one on another machine when its lease expires. Expiry is decided by the
+//! store's clock (the database's), never this process's: machines whose clocks
+//! disagree still agree on who holds a run.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,7 +16,6 @@ use baton_gateway::Cancel;
 use baton_store::{CancelTarget, Store};
 
 use crate::cancel_watch::CancelWatch;
-use crate::clock::Clock;
 use crate::{Error, Result};
 
 /// How long a run lease holds without a heartbeat.
@@ -229,12 +230,11 @@ pub fn owner_is_dead(owner: &str) -> bool {
 /// Takes the run's lease for this process, or says who holds it.
 pub fn acquire(
     store: Arc<dyn Store>,
-    clock: Arc<dyn Clock>,
     run: &RunId,
     token: String,
     lease: Duration,
 ) -> Result<RunLease> {
-    acquire_inner(store, clock, run, token, lease, false)
+    acquire_inner(store, run, token, lease, false)
 }
 
 /// Takes the run's lease whoever holds it: for the holder of the job the run belongs
@@ -242,17 +242,15 @@ pub fn acquire(
 /// the run's lease, stopped but not dead).
 pub fn acquire_owned(
     store: Arc<dyn Store>,
-    clock: Arc<dyn Clock>,
     run: &RunId,
     token: String,
     lease: Duration,
 ) -> Result<RunLease> {
-    acquire_inner(store, clock, run, token, lease, true)
+    acquire_inner(store, run, token, lease, true)
 }
 
 fn acquire_inner(
     store: Arc<dyn Store>,
-    clock: Arc<dyn Clock>,
     run: &RunId,
     token: String,
     lease: Duration,
@@ -263,11 +261,11 @@ fn acquire_inner(
     // expired before it was taken) and overflow the heartbeat's `Instant` arithmetic.
     let lease = baton_gateway::retry_after::bounded(lease);
     let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
-    let mut taken = store.try_lease_run(run, &owner, &token, clock.now(), lease_ms, take_over)?;
+    let mut taken = store.try_lease_run(run, &owner, &token, lease_ms, take_over)?;
     if let Err(holder) = &taken
         && owner_is_dead(&holder.owner)
     {
-        taken = store.try_lease_run(run, &owner, &token, clock.now(), lease_ms, true)?;
+        taken = store.try_lease_run(run, &owner, &token, lease_ms, true)?;
     }
     if let Err(holder) = taken {
         return Err(Error::RunBusy {
@@ -281,7 +279,7 @@ fn acquire_inner(
         Heartbeat::start(
             lease,
             None,
-            Box::new(move || store.renew_run_lease(&run, &token, clock.now(), lease_ms)),
+            Box::new(move || store.renew_run_lease(&run, &token, lease_ms)),
         )
     };
     Ok(RunLease {
@@ -329,9 +327,8 @@ mod tests {
         let calls = std::sync::atomic::AtomicUsize::new(0);
         Box::new(move || {
             if calls.fetch_add(1, Ordering::SeqCst) < times {
-                Err(baton_store::Error::Corrupt {
-                    what: "db".into(),
-                    detail: "busy".into(),
+                Err(baton_store::Error::Busy {
+                    op: "renew_run_lease",
                 })
             } else {
                 Ok(())

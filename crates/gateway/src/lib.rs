@@ -123,6 +123,46 @@ impl Usage {
 pub struct ModelResponse {
     pub text: String,
     pub usage: Usage,
+    /// What the gateway put on the wire for the call that returned this answer.
+    pub sent: Sent,
+}
+
+/// A request as the gateway sent it, measured from the bytes it built: the transfer
+/// audit's evidence that a call was exactly `[system, user]`, taken where the request
+/// leaves baton rather than assumed from how the engine asked. The default (no
+/// messages, no hash) is what a gateway that measured nothing reports, and it fails
+/// the audit.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sent {
+    /// Messages in the request; a system prompt the wire carries apart from the
+    /// conversation (Anthropic's `system`, Gemini's `systemInstruction`) counts as one.
+    pub messages: u32,
+    /// sha256 (hex) of the request as sent: the HTTP body, or for a gateway with no
+    /// wire format of its own (mock, replay, agent CLI) the system and user texts it
+    /// was handed, NUL-separated.
+    pub request_hash: String,
+}
+
+impl Sent {
+    /// The request handed to a gateway that sends both messages as they are.
+    pub fn pair(request: &ModelRequest<'_>) -> Sent {
+        let mut bytes = Vec::with_capacity(request.system.len() + request.user.len() + 1);
+        bytes.extend_from_slice(request.system.as_bytes());
+        bytes.push(0);
+        bytes.extend_from_slice(request.user.as_bytes());
+        Sent {
+            messages: 2,
+            request_hash: sha256_hex(&bytes),
+        }
+    }
+}
+
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Failure classes callers act on.

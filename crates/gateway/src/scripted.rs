@@ -234,7 +234,11 @@ impl Gateway for ScriptedGateway {
             output_tokens: u.output_tokens,
             cached_tokens: u.cached_tokens,
         });
-        Ok(ModelResponse { usage, text })
+        Ok(ModelResponse {
+            usage,
+            text,
+            sent: crate::Sent::pair(request),
+        })
     }
 }
 

@@ -86,7 +86,8 @@ pub struct JobInfo {
 /// The result of trying to claim a job.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ClaimOutcome {
-    /// The job is ours until `expires_at` unless renewed; every write carries `token`.
+    /// The job is ours until `expires_at` (by the store's clock) unless renewed; every
+    /// write carries `token`.
     Claimed {
         job: Box<JobInfo>,
         token: String,

@@ -6,7 +6,10 @@
 //! is fenced on the turn number, so no turn is ever committed twice.
 //!
 //! Backends live in their own modules with their own SQL and migrations: `sqlite` now,
-//! PostgreSQL in a later issue.
+//! PostgreSQL in a later issue. Nothing in the trait or `Error` names a backend's types:
+//! each backend maps its own failures to the variants callers act on (`Busy`,
+//! `DiskFull`, `Corrupt`, …, else `Backend`), and decides lease expiry by its own
+//! database's clock.
 
 use baton_core::ids::{RunId, Timestamp, WorkerId};
 use baton_core::state::{ExecutionState, RecordChange, StateHeader};
@@ -110,16 +113,21 @@ pub enum Error {
         "job {job} is {status}: only a failed or cancelled job can be requeued (`baton jobs` shows each job's state)"
     )]
     JobNotRequeueable { job: String, status: &'static str },
-    // Not `source` (nor `from`): rusqlite's error is its own source, so anyhow would
-    // print SQLite's message three times.
-    #[error("database error: {0}")]
-    Sqlite(rusqlite::Error),
-}
-
-impl From<rusqlite::Error> for Error {
-    fn from(e: rusqlite::Error) -> Self {
-        Error::Sqlite(e)
-    }
+    /// Another process held the database's write lock for longer than the store waits.
+    /// Nothing of the operation was written; trying again is safe.
+    #[error(
+        "the database is busy: another process held its lock for longer than baton waits ({op}); nothing was written, so running the command again is safe"
+    )]
+    Busy { op: &'static str },
+    /// The backend failed in a way none of the variants above name (a constraint a
+    /// buggy caller broke, an I/O error). `op` is the store operation that failed.
+    // The cause is shown in the message rather than returned by `source()`: a backend's
+    // error is its own source (rusqlite's is), so anyhow would print it three times.
+    #[error("database error in {op}: {cause}")]
+    Backend {
+        op: &'static str,
+        cause: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -210,6 +218,7 @@ pub struct WorkerHold {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LeaseHolder {
     pub owner: String,
+    /// By the store's clock, which every lease is measured on.
     pub expires_at: Timestamp,
 }
 
@@ -317,7 +326,12 @@ pub trait Store: Send + Sync {
 
     /// Claims the oldest queued job, or else the oldest running job whose lease expired
     /// (its worker died), in one transaction: the job gets `token`, `owner` and a lease
-    /// until `now + lease`. `Skipped` when there is nothing to claim.
+    /// of `lease_ms`. `Skipped` when there is nothing to claim.
+    ///
+    /// Leases are measured on the database's clock, never the caller's: the lease runs
+    /// `lease_ms` past the store's now, and "expired" means before the store's now, so
+    /// processes whose clocks disagree still agree on who holds a job. `now` (the
+    /// engine's clock) only stamps the job's `updated_at`.
     fn try_claim_job(
         &self,
         owner: &str,
@@ -326,7 +340,8 @@ pub trait Store: Send + Sync {
         lease_ms: i64,
     ) -> Result<ClaimOutcome>;
 
-    /// Extends a held lease (the heartbeat). `LeaseLost` when the token no longer holds it.
+    /// Extends a held lease (the heartbeat) to `lease_ms` past the store's now.
+    /// `LeaseLost` when the token no longer holds it. `now` stamps `updated_at`.
     fn renew_lease(&self, fence: &LeaseFence, now: Timestamp, lease_ms: i64) -> Result<()>;
 
     /// Records the run a job's turns belong to. Fenced.
@@ -351,7 +366,8 @@ pub trait Store: Send + Sync {
     fn requeue_job(&self, id: &str, now: Timestamp) -> Result<()>;
 
     /// Ends the lease of a running job held by `owner` (a process known to be dead), so
-    /// the next claim takes it at once. False when `owner` no longer holds it.
+    /// the next claim takes it at once (it expires by the store's clock). False when
+    /// `owner` no longer holds it. `now` stamps `updated_at`.
     fn expire_job_lease(&self, id: &str, owner: &str, now: Timestamp) -> Result<bool>;
 
     /// Ends a job: `Outbox` with its result, or `Failed` with the reason. Fenced.
@@ -364,27 +380,21 @@ pub trait Store: Send + Sync {
         now: Timestamp,
     ) -> Result<()>;
 
-    /// Takes the run's lease for `owner` until `now + lease_ms`: granted when nobody
-    /// holds it, it expired, or `take_over` (its holder is known to be dead). Otherwise
-    /// returns who holds it.
+    /// Takes the run's lease for `owner` for `lease_ms` past the store's now: granted
+    /// when nobody holds it, it expired by the store's clock, or `take_over` (its holder
+    /// is known to be dead). Otherwise returns who holds it.
     fn try_lease_run(
         &self,
         run: &RunId,
         owner: &str,
         token: &str,
-        now: Timestamp,
         lease_ms: i64,
         take_over: bool,
     ) -> Result<Result<(), LeaseHolder>>;
 
-    /// Extends a held run lease. `LeaseLost` when the token no longer holds it.
-    fn renew_run_lease(
-        &self,
-        run: &RunId,
-        token: &str,
-        now: Timestamp,
-        lease_ms: i64,
-    ) -> Result<()>;
+    /// Extends a held run lease to `lease_ms` past the store's now. `RunLeaseLost` when
+    /// the token no longer holds it.
+    fn renew_run_lease(&self, run: &RunId, token: &str, lease_ms: i64) -> Result<()>;
 
     /// Gives a run lease up (a no-op when the token no longer holds it).
     fn release_run_lease(&self, run: &RunId, token: &str) -> Result<()>;

@@ -63,8 +63,15 @@ fn run_ids_can_be_abbreviated_and_bad_ones_are_explained() {
         );
         ids.push(out.trim().to_string());
     }
+    // Ids are UUIDv7s, which begin with their creation time: runs made a moment apart
+    // share their first dozen digits, and the shortest prefix no other run shares
+    // resolves.
     let id = &ids[0];
-    let tasks = run_ok(d, &["tasks", &id[..8]]);
+    assert_eq!(id.len(), 32, "{id}");
+    let unique = (1..=id.len())
+        .find(|&n| ids[1..].iter().all(|other| !other.starts_with(&id[..n])))
+        .unwrap();
+    let tasks = run_ok(d, &["tasks", &id[..unique]]);
     assert!(tasks.contains("T1 t0"), "{tasks}");
 
     let err = run_err(d, &["state", "zzzz"]);

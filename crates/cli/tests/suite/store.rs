@@ -255,14 +255,17 @@ fn a_reading_command_upgrades_a_database_from_an_older_baton_once() {
     let d = dir.path();
     run_ok(d, &["demo"]);
     // Back to schema 3: runs had no lease columns before migration 4, there were no
-    // provider holds before migration 5, no cancel requests before 6, and events had no
-    // per-run number before 7.
+    // provider holds before migration 5, no cancel requests before 6, events had no
+    // per-run number before 7, and no delete triggers before 8.
     let conn = rusqlite::Connection::open(db(d)).unwrap();
     conn.execute_batch(
         "ALTER TABLE runs DROP COLUMN lease_token; ALTER TABLE runs DROP COLUMN lease_owner;
          ALTER TABLE runs DROP COLUMN lease_expires_at; DROP TABLE worker_holds;
          DROP TABLE cancel_requests;
          DROP INDEX events_by_run_seq; ALTER TABLE events DROP COLUMN run_seq;
+         DROP TRIGGER turns_never_vanish; DROP TRIGGER record_changes_never_change;
+         DROP TRIGGER record_changes_never_vanish; DROP TRIGGER call_outputs_never_change;
+         DROP TRIGGER call_outputs_never_vanish; DROP TRIGGER runs_never_vanish;
          PRAGMA user_version = 3;",
     )
     .unwrap();

@@ -20,7 +20,6 @@ use baton_core::turn::GateResult;
 use baton_store::{NewJob, Store};
 use baton_workspace::{DiffStat, Repo};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 pub use gates::GateSpec;
 
@@ -120,21 +119,13 @@ pub struct Enqueued {
     pub base: String,
 }
 
-/// A short random-looking id with a prefix: unique per process, time and counter.
-pub(crate) fn new_id(prefix: &str, clock: &dyn Clock, salt: &str) -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut h = Sha256::new();
-    h.update(clock.now().0.to_le_bytes());
-    h.update(std::process::id().to_le_bytes());
-    h.update(COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
-    h.update(salt.as_bytes());
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    h.update(nanos.to_le_bytes());
-    format!("{prefix}{}", hex::encode(&h.finalize()[..5]))
+/// A new id with a prefix (`j…` a job, `g…` a group, `lease-…` a lease token): a
+/// UUIDv7 in 32 lowercase hex digits. Its 74 random bits make it unique across
+/// processes and machines sharing one database (a hash of time, pid and a counter
+/// collided between machines); its leading 48-bit millisecond time keeps ids in
+/// creation order, so the store's index on them stays append-mostly.
+pub(crate) fn new_id(prefix: &str) -> String {
+    format!("{prefix}{}", uuid::Uuid::now_v7().simple())
 }
 
 pub fn enqueue(store: &dyn Store, clock: &dyn Clock, req: &EnqueueRequest) -> Result<Enqueued> {
@@ -177,7 +168,7 @@ pub fn enqueue(store: &dyn Store, clock: &dyn Clock, req: &EnqueueRequest) -> Re
         .worktree_root
         .clone()
         .unwrap_or_else(|| repo.default_worktree_root());
-    let group = new_id("g", clock, &req.objective);
+    let group = new_id("g");
     let mut jobs = Vec::new();
     for roster in &req.candidates {
         let label = roster.ids();
@@ -201,7 +192,7 @@ pub fn enqueue(store: &dyn Store, clock: &dyn Clock, req: &EnqueueRequest) -> Re
             rubric: req.rubric.clone(),
             candidate: label.clone(),
         };
-        let id = new_id("j", clock, &label);
+        let id = new_id("j");
         let spec = serde_json::to_value(&spec)
             .map_err(|e| Error::Config(format!("cannot encode job: {e}")))?;
         store.enqueue_job(&NewJob {
@@ -233,5 +224,38 @@ pub fn decode_outbox(job: &baton_store::JobInfo) -> Result<Option<Outbox>> {
                 detail: e.to_string(),
             })
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: ids were 40 (jobs) or 48 (runs) bits of a hash of the time, the pid
+    /// and a per-process counter, so processes on two machines sharing a database could
+    /// mint the same id. They are UUIDv7 now: random enough to never collide, and in
+    /// creation order.
+    #[test]
+    fn ids_are_uuidv7_unique_across_threads_and_in_creation_order() {
+        let ids: Vec<String> = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| (0..2_000).map(|_| new_id("j")).collect::<Vec<_>>()))
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|w| w.join().unwrap())
+                .collect()
+        });
+        let unique: std::collections::HashSet<&String> = ids.iter().collect();
+        assert_eq!(unique.len(), ids.len(), "an id was minted twice");
+        for id in &ids {
+            let hex = id.strip_prefix('j').unwrap();
+            assert_eq!(hex.len(), 32, "{id}");
+            let parsed = uuid::Uuid::parse_str(hex).unwrap();
+            assert_eq!(parsed.get_version_num(), 7, "{id}");
+        }
+        let first = new_id("");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        assert!(first < new_id(""), "later ids sort after earlier ones");
     }
 }

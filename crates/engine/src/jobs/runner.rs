@@ -152,7 +152,7 @@ pub fn work(
                     if options.cancel.is_cancelled() {
                         return;
                     }
-                    let token = new_id("lease-", &*clock, &options.owner);
+                    let token = new_id("lease-");
                     let lease_ms = options.lease_ms();
                     let claimed =
                         store.try_claim_job(&options.owner, &token, clock.now(), lease_ms);
@@ -689,9 +689,8 @@ fn run_job(
     // worker that lost the job may still hold the run's lease, and is taken over.
     session.run_lease = Some(crate::lease::acquire_owned(
         store.clone(),
-        clock.clone(),
         &run,
-        new_id("run-lease-", &**clock, &run.0),
+        new_id("run-lease-"),
         options.lease,
     )?);
     session.cancel = cancel.clone();

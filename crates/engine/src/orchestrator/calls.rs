@@ -316,8 +316,11 @@ impl Caller<'_> {
             call,
             worker: worker.id.clone(),
             model: worker.model.clone(),
-            messages: Prompt::MESSAGES,
+            messages: outcome
+                .as_ref()
+                .map_or(Prompt::MESSAGES, |r| r.sent.messages),
             request_hash: audit::request_hash(prompt),
+            sent_hash: outcome.as_ref().ok().map(|r| r.sent.request_hash.clone()),
             tokens_sent,
             tokens_received: outcome
                 .as_ref()

@@ -2,7 +2,6 @@
 //! keys and gateways, and taking its lease.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use baton_core::ids::RunId;
@@ -11,28 +10,16 @@ use baton_core::state::ExecutionState;
 use baton_gateway::Gateway;
 use baton_protocol::{EventKind, EventMsg as Event};
 use baton_store::{RunInfo, RunStatus};
-use sha2::{Digest, Sha256};
 
 use super::roster::{Place, check_roster, with_keys};
 use super::{Engine, RunConfig, RunSpec, Session, reshape};
 use crate::config::{Roster, WorkerConfig};
 use crate::{Error, Result};
 
-static RUN_COUNTER: AtomicU64 = AtomicU64::new(0);
-
 impl Engine {
-    /// A new run id: 12 hex digits, unique per process and time.
+    /// A new run id: a UUIDv7 in 32 hex digits (see `jobs::new_id`).
     fn new_run_id(&self) -> RunId {
-        let mut h = Sha256::new();
-        h.update(self.clock.now().0.to_le_bytes());
-        h.update(std::process::id().to_le_bytes());
-        h.update(RUN_COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        h.update(nanos.to_le_bytes());
-        RunId(hex::encode(&h.finalize()[..6]))
+        RunId(crate::jobs::new_id(""))
     }
 
     /// Creates a run (no turns yet) and returns its id.
@@ -242,14 +229,8 @@ impl Engine {
     /// `baton cancel` of the run cancels `session.cancel` within a second.
     pub fn lease(&self, session: &mut Session, lease: Duration) -> Result<()> {
         if session.run_lease.is_none() {
-            let token = crate::jobs::new_id("run-lease-", &*self.clock, &session.run.0);
-            let mut held = crate::lease::acquire(
-                self.store.clone(),
-                self.clock.clone(),
-                &session.run,
-                token,
-                lease,
-            )?;
+            let token = crate::jobs::new_id("run-lease-");
+            let mut held = crate::lease::acquire(self.store.clone(), &session.run, token, lease)?;
             // `baton cancel` of the run stops whatever the session waits on: set
             // `session.cancel` before taking the lease.
             held.watch_cancel(session.cancel.clone());

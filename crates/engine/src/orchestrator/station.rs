@@ -85,6 +85,7 @@ mod tests {
             Ok(ModelResponse {
                 text: self.answers.lock().unwrap().remove(0).into(),
                 usage: Usage::default(),
+                sent: baton_gateway::Sent::pair(request),
             })
         }
     }

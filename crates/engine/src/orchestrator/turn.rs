@@ -164,7 +164,7 @@ impl Engine {
         own_outputs.extend(calls.iter().filter_map(|c| c.output.clone()));
         let own: Vec<&str> = own_outputs.iter().map(String::as_str).collect();
         let prompt_refs: Vec<&Prompt> = prompts.iter().collect();
-        let transfer = audit::audit(&package, &prompt_refs, &own, &session.prior_outputs);
+        let transfer = audit::audit(&package, &prompt_refs, &calls, &own, &session.prior_outputs);
 
         let now = self.clock.now();
         let mut next = session.state.clone();

@@ -97,7 +97,19 @@ fn an_api_worker_makes_one_call_per_turn_and_both_claims_come_from_it() {
     assert_eq!(turn.status, TurnStatus::Committed);
     assert_eq!(turn.calls.len(), 1);
     assert_eq!(turn.calls[0].call.as_str(), "combined");
+    // The audit holds what went on the wire: the body the server received, hashed.
     assert_eq!(turn.audit.messages_per_call, vec![2]);
+    let received = server.only_request().body;
+    assert_eq!(
+        turn.audit.request_hashes,
+        vec![hex::encode(&<sha2::Sha256 as sha2::Digest>::digest(
+            received.as_bytes()
+        ))]
+    );
+    assert_eq!(
+        turn.calls[0].sent_hash,
+        Some(turn.audit.request_hashes[0].clone())
+    );
     let state = store.load_state(&id).unwrap();
     assert_eq!(state.decisions[0].text, "Keep invoice ids stable");
     let handoff = state.handoffs.last().unwrap();

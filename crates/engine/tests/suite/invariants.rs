@@ -192,7 +192,7 @@ fn a_run_lease_taken_over_stops_the_run_as_a_run_lease_lost() {
         .lease(&mut first, std::time::Duration::from_millis(600))
         .unwrap();
     let taken = store
-        .try_lease_run(&id, "pid-other", "other-token", Timestamp(0), 60_000, true)
+        .try_lease_run(&id, "pid-other", "other-token", 60_000, true)
         .unwrap();
     assert!(taken.is_ok());
     std::thread::sleep(std::time::Duration::from_millis(900));

@@ -385,11 +385,13 @@ impl Gateway for RecordingJudge {
             return Ok(ModelResponse {
                 text: answers.remove(0).into(),
                 usage: Usage::default(),
+                sent: baton_gateway::Sent::pair(request),
             });
         }
         Ok(ModelResponse {
             text: r#"{"scores":[{"candidate":"A","score":4,"reasons":"gate fails"},{"candidate":"B","score":9,"reasons":"gate passes"}],"winner":"B","verdict":"B passes its gate"}"#.into(),
             usage: Usage::default(),
+            sent: baton_gateway::Sent::pair(request),
         })
     }
 }

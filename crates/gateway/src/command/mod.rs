@@ -421,6 +421,12 @@ impl Gateway for CommandGateway {
         let last_message_file = out.dir.join("last-message.txt");
         let last_message_path = last_message_file.to_string_lossy();
         let briefing = briefing(request, &ws, &claim_path);
+        // One prompt text holding the system and user messages (and where to work and
+        // leave the claim), hashed as the agent is handed it.
+        let sent = crate::Sent {
+            messages: 2,
+            request_hash: crate::sha256_hex(briefing.as_bytes()),
+        };
         let briefing_file = out.dir.join("briefing.md");
         if self.briefing_in_file {
             std::fs::write(&briefing_file, &briefing)
@@ -517,7 +523,7 @@ impl Gateway for CommandGateway {
                 let saved = out.dir.join("claim.json");
                 std::fs::write(&saved, &text)
                     .map_err(io(format!("writing {}", saved.display())))?;
-                Ok(ModelResponse { text, usage })
+                Ok(ModelResponse { text, usage, sent })
             }
             Lookup::AgentError(message) => Err(Error::AgentExited {
                 status: format!("exit code 0, but its output reports an error{unread}"),

@@ -94,10 +94,11 @@ fn combined(mut result: Value, report: Value) -> Value {
 }
 
 /// The mock is no provider: it reports no usage (baton's own token counts stand).
-fn respond(_request: &ModelRequest<'_>, answer: Value) -> ModelResponse {
+fn respond(request: &ModelRequest<'_>, answer: Value) -> ModelResponse {
     ModelResponse {
         usage: Usage::default(),
         text: answer.to_string(),
+        sent: crate::Sent::pair(request),
     }
 }
 

@@ -192,6 +192,7 @@ pub(super) fn parse_response(s: &Settings, body: &str) -> Result<ModelResponse> 
                 return Ok(ModelResponse {
                     text: input.to_string(),
                     usage,
+                    sent: crate::Sent::default(),
                 });
             }
             Block::Text { text: t } => text.push_str(&t),
@@ -206,7 +207,11 @@ pub(super) fn parse_response(s: &Settings, body: &str) -> Result<ModelResponse> 
             usage,
         ));
     }
-    Ok(ModelResponse { text, usage })
+    Ok(ModelResponse {
+        text,
+        usage,
+        sent: crate::Sent::default(),
+    })
 }
 
 /// `{"type": "error", "error": {"type": "overloaded_error", "message": "…"}}`.

@@ -206,7 +206,11 @@ pub(super) fn parse_response(s: &Settings, body: &str) -> Result<ModelResponse> 
             usage,
         ));
     }
-    Ok(ModelResponse { text, usage })
+    Ok(ModelResponse {
+        text,
+        usage,
+        sent: crate::Sent::default(),
+    })
 }
 
 /// `{"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "message": "…",

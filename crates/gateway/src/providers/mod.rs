@@ -48,6 +48,7 @@ mod anthropic;
 mod context;
 mod gemini;
 mod openai;
+mod sent;
 
 pub use gemini::to_gemini_schema;
 
@@ -660,6 +661,8 @@ impl Gateway for HttpGateway {
 
     fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelResponse> {
         let body = self.request_body(request)?;
+        // Measured on the bytes about to be posted; the parsers above leave it empty.
+        let sent = sent::measure(self.settings.kind.wire(), &body);
         let owned = self.headers();
         let headers: Vec<(&str, &str)> = owned.iter().map(|(n, v)| (*n, v.as_str())).collect();
         let reply: Reply = self
@@ -674,6 +677,7 @@ impl Gateway for HttpGateway {
                 other => other,
             })?;
         self.read_reply(reply.status, &reply.headers, &reply.body)
+            .map(|response| ModelResponse { sent, ..response })
             .map_err(|e| self.explain_truncation(request, e))
     }
 }

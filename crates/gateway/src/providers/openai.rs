@@ -179,7 +179,11 @@ pub(super) fn parse_response(s: &Settings, body: &str) -> Result<ModelResponse> 
         refusal: None,
     });
     match (message.content, message.refusal) {
-        (Some(text), _) if !text.is_empty() => Ok(ModelResponse { text, usage }),
+        (Some(text), _) if !text.is_empty() => Ok(ModelResponse {
+            text,
+            usage,
+            sent: crate::Sent::default(),
+        }),
         (_, Some(refusal)) => Err(Error::BadRequest {
             message: format!("{} model refused: {refusal}", s.kind.prefix()),
         }),

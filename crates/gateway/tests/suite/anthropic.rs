@@ -68,6 +68,7 @@ fn forces_the_claim_tool_and_reads_its_input() {
     assert_eq!(response.usage.cached_tokens, 1800);
 
     let sent = server.only_request();
+    assert_sent_as_received(&response, &sent.body);
     assert_eq!(sent.method, "POST");
     assert_eq!(sent.path, "/v1/messages");
     assert_eq!(sent.header("x-api-key"), Some(ANTHROPIC_KEY));

@@ -57,6 +57,22 @@ pub fn request(user: &str) -> ModelRequest<'_> {
     }
 }
 
+/// sha256 (hex) of a body as the server received it.
+pub fn sha256_hex(body: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(body.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The gateway reports the request as the server received it: two messages, and the
+/// hash of the body's bytes.
+pub fn assert_sent_as_received(response: &ModelResponse, body: &str) {
+    assert_eq!(response.sent.messages, 2, "{body}");
+    assert_eq!(response.sent.request_hash, sha256_hex(body));
+}
+
 pub fn schema() -> &'static Value {
     baton_core::claims::worker_result_schema()
 }

@@ -60,6 +60,7 @@ fn sends_system_instruction_and_a_converted_schema() {
     assert_eq!(response.usage.cached_tokens, 1500);
 
     let sent = server.only_request();
+    assert_sent_as_received(&response, &sent.body);
     assert_eq!(sent.method, "POST");
     assert_eq!(sent.path, "/v1beta/models/gemini-2.5-flash:generateContent");
     assert_eq!(sent.header("x-goog-api-key"), Some(GEMINI_KEY));

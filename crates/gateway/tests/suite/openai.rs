@@ -64,6 +64,7 @@ fn sends_system_and_user_with_the_schema_and_reads_usage() {
     assert_eq!(response.usage.cached_tokens, 1024);
 
     let sent = server.only_request();
+    assert_sent_as_received(&response, &sent.body);
     assert_eq!(sent.method, "POST");
     assert_eq!(sent.path, "/v1/chat/completions");
     assert_eq!(

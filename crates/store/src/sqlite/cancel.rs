@@ -3,16 +3,20 @@
 use baton_core::ids::Timestamp;
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
+use super::{Result, fail};
+use crate::Error;
 use crate::cancel::{CancelOutcome, CancelTarget};
-use crate::{Error, Result};
 
 /// A lease's token, owner and expiry, as stored (all `NULL` when nobody holds it).
 type Lease = (Option<String>, Option<String>, Option<i64>);
 
+/// `now` stamps the request (the engine's time); `db_now` decides whether a lease still
+/// holds (the database's clock, as every lease decision).
 pub(super) fn request(
     tx: &Transaction<'_>,
     target: &CancelTarget,
     now: Timestamp,
+    db_now: i64,
 ) -> Result<CancelOutcome> {
     let token = match target {
         CancelTarget::Process(owner) => {
@@ -28,7 +32,7 @@ pub(super) fn request(
                 .query_row([&run.0], |r| r.get(0))
                 .optional()?;
             if let Some(job) = job {
-                return request(tx, &CancelTarget::Job(job), now);
+                return request(tx, &CancelTarget::Job(job), now, db_now);
             }
             let lease: Option<Lease> = tx
                 .prepare_cached(
@@ -37,12 +41,12 @@ pub(super) fn request(
                 .query_row([&run.0], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
                 .optional()?;
             let Some(lease) = lease else {
-                return Err(Error::RunNotFound {
+                return fail(Error::RunNotFound {
                     prefix: run.0.clone(),
                 });
             };
             match lease {
-                (Some(token), Some(owner), Some(until)) if until >= now.0 => (token, owner),
+                (Some(token), Some(owner), Some(until)) if until >= db_now => (token, owner),
                 _ => {
                     return Ok(CancelOutcome::NotRunning {
                         state: "not being advanced by any process".into(),
@@ -58,11 +62,11 @@ pub(super) fn request(
                 .query_row([id], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?))))
                 .optional()?;
             let Some(row) = row else {
-                return Err(Error::JobNotFound { prefix: id.clone() });
+                return fail(Error::JobNotFound { prefix: id.clone() });
             };
             match row {
                 (status, (Some(token), Some(owner), Some(until)))
-                    if status == "running" && until >= now.0 =>
+                    if status == "running" && until >= db_now =>
                 {
                     (token, owner)
                 }

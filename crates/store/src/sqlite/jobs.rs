@@ -4,9 +4,10 @@
 use baton_core::ids::{RunId, Timestamp};
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 
+use super::{Result, fail};
 use super::{from_json, to_json};
 use crate::jobs::{ClaimOutcome, JobInfo, JobStatus, NewJob};
-use crate::{Error, LeaseFence, Result};
+use crate::{Error, LeaseFence};
 
 const COLUMNS: &str = "id, grp, status, spec, run_id, attempts, lease_owner, lease_expires_at, \
                        created_at, updated_at, outbox, error, judgement";
@@ -123,11 +124,11 @@ pub(super) fn resolve(conn: &Connection, prefix: &str) -> Result<String> {
         return Ok(prefix.to_string());
     }
     match ids.len() {
-        0 => Err(Error::JobNotFound {
+        0 => fail(Error::JobNotFound {
             prefix: prefix.to_string(),
         }),
         1 => Ok(ids.into_iter().next().unwrap_or_default()),
-        _ => Err(Error::AmbiguousJob {
+        _ => fail(Error::AmbiguousJob {
             prefix: prefix.to_string(),
             candidates: ids,
         }),
@@ -139,6 +140,7 @@ pub(super) fn try_claim(
     owner: &str,
     token: &str,
     now: Timestamp,
+    db_now: i64,
     lease_ms: i64,
 ) -> Result<ClaimOutcome> {
     // Queued jobs first (oldest first), then running jobs whose worker stopped renewing.
@@ -148,14 +150,14 @@ pub(super) fn try_claim(
              WHERE status = 'queued' OR (status = 'running' AND lease_expires_at < ?1)
              ORDER BY status = 'running', created_at, id LIMIT 1",
         )?
-        .query_row([now.0], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .query_row([db_now], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .optional()?;
     let Some((id, status, previous_owner)) = candidate else {
         return Ok(ClaimOutcome::Skipped {
             reason: "no queued job and no expired lease".into(),
         });
     };
-    let expires_at = Timestamp(now.0.saturating_add(lease_ms));
+    let expires_at = Timestamp(db_now.saturating_add(lease_ms));
     tx.prepare_cached(
         "UPDATE jobs SET status = 'running', lease_token = ?1, lease_owner = ?2,
                 lease_expires_at = ?3, attempts = attempts + 1, updated_at = ?4
@@ -179,15 +181,15 @@ pub(super) fn check_fence(conn: &Connection, fence: &LeaseFence) -> Result<()> {
         .query_row([&fence.job], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?;
     match row {
-        None => Err(Error::JobNotFound {
+        None => fail(Error::JobNotFound {
             prefix: fence.job.clone(),
         }),
         Some((Some(token), status)) if token == fence.token && status == "running" => Ok(()),
-        Some((_, status)) if status != "running" => Err(Error::LeaseLost {
+        Some((_, status)) if status != "running" => fail(Error::LeaseLost {
             job: fence.job.clone(),
             reason: format!("the job is {status}"),
         }),
-        Some(_) => Err(Error::LeaseLost {
+        Some(_) => fail(Error::LeaseLost {
             job: fence.job.clone(),
             reason: "another worker claimed it after this lease expired".into(),
         }),
@@ -198,6 +200,7 @@ pub(super) fn renew(
     tx: &Transaction<'_>,
     fence: &LeaseFence,
     now: Timestamp,
+    db_now: i64,
     lease_ms: i64,
 ) -> Result<()> {
     check_fence(tx, fence)?;
@@ -205,7 +208,7 @@ pub(super) fn renew(
         "UPDATE jobs SET lease_expires_at = ?1, updated_at = ?2 WHERE id = ?3 AND lease_token = ?4",
     )?
     .execute(params![
-        now.0.saturating_add(lease_ms),
+        db_now.saturating_add(lease_ms),
         now.0,
         fence.job,
         fence.token
@@ -270,7 +273,7 @@ pub(super) fn release(tx: &Transaction<'_>, fence: &LeaseFence, now: Timestamp) 
 pub(super) fn requeue(tx: &Transaction<'_>, id: &str, now: Timestamp) -> Result<()> {
     let job = get(tx, id)?;
     if !matches!(job.status, JobStatus::Failed | JobStatus::Cancelled) {
-        return Err(Error::JobNotRequeueable {
+        return fail(Error::JobNotRequeueable {
             job: id.to_string(),
             status: job.status.as_str(),
         });
@@ -289,14 +292,15 @@ pub(super) fn expire_lease(
     id: &str,
     owner: &str,
     now: Timestamp,
+    db_now: i64,
 ) -> Result<bool> {
     let changed = tx
         .prepare_cached(
-            "UPDATE jobs SET lease_expires_at = ?1, updated_at = ?1
+            "UPDATE jobs SET lease_expires_at = ?1, updated_at = ?4
              WHERE id = ?2 AND status = 'running' AND lease_owner = ?3",
         )?
         // One millisecond in the past: `try_claim` takes leases that expired before now.
-        .execute(params![now.0 - 1, id, owner])?;
+        .execute(params![db_now.saturating_sub(1), id, owner, now.0])?;
     Ok(changed > 0)
 }
 
@@ -314,7 +318,7 @@ pub(super) fn judge(
         )?
         .execute(params![text, now.0, group])?;
     if changed == 0 {
-        return Err(Error::JobNotFound {
+        return fail(Error::JobNotFound {
             prefix: format!("group {group} (no finished candidates)"),
         });
     }

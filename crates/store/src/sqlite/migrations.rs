@@ -5,7 +5,8 @@
 
 use rusqlite::{Connection, TransactionBehavior};
 
-use crate::{Error, Result};
+use super::{Result, fail};
+use crate::Error;
 
 const MIGRATIONS: &[&str] = &[
     // 1: runs, current records, per-turn rows and deltas, raw call outputs, events.
@@ -155,6 +156,24 @@ const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER events_never_change BEFORE UPDATE ON events
     BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
     "#,
+    // 8: a committed turn is never deleted, and no part of it rewritten: its row, its
+    // per-turn delta and its raw outputs (migration 3 guarded only the row's updates).
+    // Runs are never deleted either: their turns and events would go with them. baton
+    // itself only ever inserts into these tables (`gc` removes worktrees, not rows).
+    r#"
+    CREATE TRIGGER turns_never_vanish BEFORE DELETE ON turns
+    BEGIN SELECT RAISE(ABORT, 'committed turns are never deleted'); END;
+    CREATE TRIGGER record_changes_never_change BEFORE UPDATE ON record_changes
+    BEGIN SELECT RAISE(ABORT, 'committed turns are never rewritten'); END;
+    CREATE TRIGGER record_changes_never_vanish BEFORE DELETE ON record_changes
+    BEGIN SELECT RAISE(ABORT, 'committed turns are never deleted'); END;
+    CREATE TRIGGER call_outputs_never_change BEFORE UPDATE ON call_outputs
+    BEGIN SELECT RAISE(ABORT, 'committed turns are never rewritten'); END;
+    CREATE TRIGGER call_outputs_never_vanish BEFORE DELETE ON call_outputs
+    BEGIN SELECT RAISE(ABORT, 'committed turns are never deleted'); END;
+    CREATE TRIGGER runs_never_vanish BEFORE DELETE ON runs
+    BEGIN SELECT RAISE(ABORT, 'runs are never deleted: their turns and events are append-only'); END;
+    "#,
 ];
 
 /// The schema version this build writes.
@@ -170,7 +189,7 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let found = user_version(&tx)?;
     if found > SCHEMA_VERSION {
-        return Err(Error::SchemaTooNew {
+        return fail(Error::SchemaTooNew {
             found,
             supported: SCHEMA_VERSION,
         });
@@ -190,6 +209,7 @@ pub(crate) fn user_version(conn: &Connection) -> Result<i64> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::Fail;
     use super::*;
 
     #[test]
@@ -203,9 +223,9 @@ mod tests {
             .unwrap();
         let err = migrate(&mut conn).unwrap_err();
         assert!(
-            matches!(err, Error::SchemaTooNew { found, supported }
+            matches!(err, Fail::Store(Error::SchemaTooNew { found, supported })
                 if found == SCHEMA_VERSION + 1 && supported == SCHEMA_VERSION),
-            "{err}"
+            "{err:?}"
         );
     }
 

@@ -16,6 +16,7 @@ mod read;
 mod write;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -28,9 +29,38 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::{
-    ClaimOutcome, Error, EventCursor, EventPage, JobInfo, JobStatus, LeaseFence, NewJob, Result,
-    RunInfo, RunStatus, Store, StoredEvent, TurnCommit, WorkerHold,
+    ClaimOutcome, Error, EventCursor, EventPage, JobInfo, JobStatus, LeaseFence, NewJob, RunInfo,
+    RunStatus, Store, StoredEvent, TurnCommit, WorkerHold,
 };
+
+/// What the SQLite code fails with until `SqliteStore::read`/`write` (or an opener)
+/// turns it into a backend-neutral `Error` (`open::classify`): SQLite's error stays
+/// typed up to that one place, and never reaches the public API.
+#[derive(Debug)]
+pub(crate) enum Fail {
+    Sql(rusqlite::Error),
+    Store(Error),
+}
+
+impl From<rusqlite::Error> for Fail {
+    fn from(e: rusqlite::Error) -> Self {
+        Fail::Sql(e)
+    }
+}
+
+impl From<Error> for Fail {
+    fn from(e: Error) -> Self {
+        Fail::Store(e)
+    }
+}
+
+/// The SQLite code's result; the public API's is `crate::Result`.
+pub(crate) type Result<T, E = Fail> = std::result::Result<T, E>;
+
+/// `Err` of a store error, in the SQLite code's result.
+pub(crate) fn fail<T>(e: Error) -> Result<T> {
+    Err(Fail::Store(e))
+}
 
 /// How long a statement waits for another process's write lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -43,6 +73,8 @@ pub struct SqliteStore {
     conn: Mutex<Connection>,
     /// `None` for an in-memory database.
     path: Option<PathBuf>,
+    /// Added to the database's clock; 0 except in tests (see `set_clock_offset`).
+    clock_offset_ms: AtomicI64,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -57,7 +89,7 @@ impl SqliteStore {
     /// Opens (creating it and its parent directories if needed) the database at `path`
     /// and migrates it to the current schema. A file that holds another application's
     /// tables is refused before anything is written to it.
-    pub fn open(path: &Path) -> Result<SqliteStore> {
+    pub fn open(path: &Path) -> crate::Result<SqliteStore> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| open::directory_error(&e, path))?;
         }
@@ -75,18 +107,21 @@ impl SqliteStore {
     /// it, so it works on a read-only file system. `Error::NoDatabase` when there is no
     /// database (or an empty one), `Error::NotBaton` for another application's file,
     /// `Error::SchemaTooOld` for one a writer must migrate first.
-    pub fn open_read_only(path: &Path) -> Result<SqliteStore> {
-        let mut conn = open::read_only(path)?;
+    pub fn open_read_only(path: &Path) -> crate::Result<SqliteStore> {
+        let mut conn = open::read_only(path).map_err(|e| open::open_error(e, path))?;
         Self::tune(&mut conn).map_err(|e| open::open_error(e, path))?;
         Ok(SqliteStore {
             conn: Mutex::new(conn),
             path: Some(path.to_path_buf()),
+            clock_offset_ms: AtomicI64::new(0),
         })
     }
 
     /// A private database that lives as long as the store (tests, dry runs).
-    pub fn open_in_memory() -> Result<SqliteStore> {
-        Self::init(Connection::open_in_memory()?, None)
+    pub fn open_in_memory() -> crate::Result<SqliteStore> {
+        let conn =
+            Connection::open_in_memory().map_err(|e| open::classify(e.into(), None, "open"))?;
+        Self::init(conn, None).map_err(|e| open::classify(e, None, "open"))
     }
 
     /// The database file, or `None` in memory.
@@ -94,12 +129,29 @@ impl SqliteStore {
         self.path.as_deref()
     }
 
+    /// Test hook: this handle reads the database's clock `offset_ms` later than it is.
+    /// Leases expire by the database's clock, not the caller's, so a test that checks
+    /// an expired lease is reclaimed moves this clock rather than sleeping out the
+    /// lease; baton itself never sets it.
+    pub fn set_clock_offset(&self, offset_ms: i64) {
+        self.clock_offset_ms.store(offset_ms, Ordering::Relaxed);
+    }
+
+    /// The database's clock, in milliseconds since the Unix epoch: what every lease
+    /// expires by, so processes whose own clocks disagree still agree on who holds one.
+    fn db_now(&self, conn: &Connection) -> Result<i64> {
+        let now: i64 = conn
+            .prepare_cached("SELECT CAST(unixepoch('subsec') * 1000 AS INTEGER)")?
+            .query_row([], |r| r.get(0))?;
+        Ok(now.saturating_add(self.clock_offset_ms.load(Ordering::Relaxed)))
+    }
+
     fn init(mut conn: Connection, path: Option<PathBuf>) -> Result<SqliteStore> {
         // Set first, so the pragmas below already wait for another process's lock.
         conn.busy_timeout(BUSY_TIMEOUT)?;
         // Before the first write (switching to WAL is one): never into someone else's file.
         if let open::Schema::Foreign(detail) = open::schema(&conn)? {
-            return Err(Error::NotBaton {
+            return fail(Error::NotBaton {
                 path: path
                     .as_deref()
                     .map_or_else(|| ":memory:".into(), |p| p.display().to_string()),
@@ -119,6 +171,7 @@ impl SqliteStore {
         Ok(SqliteStore {
             conn: Mutex::new(conn),
             path,
+            clock_offset_ms: AtomicI64::new(0),
         })
     }
 
@@ -141,7 +194,11 @@ impl SqliteStore {
 
     /// Runs `f` in one read transaction, so queries spanning tables see one snapshot
     /// even while another process commits.
-    fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    fn read<T>(
+        &self,
+        op: &'static str,
+        f: impl FnOnce(&Connection) -> Result<T>,
+    ) -> crate::Result<T> {
         let mut conn = self.lock();
         let out = (|| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
@@ -149,12 +206,16 @@ impl SqliteStore {
             tx.commit()?;
             Ok(out)
         })();
-        out.map_err(|e| open::classify(e, self.path()))
+        out.map_err(|e| open::classify(e, self.path(), op))
     }
 
     /// Runs `f` in one write transaction: committed when `f` succeeds, rolled back (when
     /// the transaction is dropped) when it fails.
-    fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+    fn write<T>(
+        &self,
+        op: &'static str,
+        f: impl FnOnce(&Transaction<'_>) -> Result<T>,
+    ) -> crate::Result<T> {
         let mut conn = self.lock();
         let out = (|| {
             // IMMEDIATE takes the write lock up front: a deferred transaction that reads
@@ -165,47 +226,59 @@ impl SqliteStore {
             tx.commit()?;
             Ok(out)
         })();
-        out.map_err(|e| open::classify(e, self.path()))
+        out.map_err(|e| open::classify(e, self.path(), op))
     }
 }
 
 impl Store for SqliteStore {
-    fn create_run(&self, info: &RunInfo, state: &ExecutionState, events: &[Event]) -> Result<()> {
+    fn create_run(
+        &self,
+        info: &RunInfo,
+        state: &ExecutionState,
+        events: &[Event],
+    ) -> crate::Result<()> {
         let run = write::EncodedRun::new(info, state, events)?;
-        self.write(|tx| write::create_run(tx, &run))
+        self.write("create_run", |tx| write::create_run(tx, &run))
     }
 
-    fn list_runs(&self) -> Result<Vec<RunInfo>> {
-        self.read(read::list_runs)
+    fn list_runs(&self) -> crate::Result<Vec<RunInfo>> {
+        self.read("list_runs", read::list_runs)
     }
 
-    fn resolve_run(&self, prefix: &str) -> Result<RunId> {
-        self.read(|conn| read::resolve_run(conn, prefix))
+    fn resolve_run(&self, prefix: &str) -> crate::Result<RunId> {
+        self.read("resolve_run", |conn| read::resolve_run(conn, prefix))
     }
 
-    fn run_info(&self, run: &RunId) -> Result<RunInfo> {
-        self.read(|conn| read::run_info(conn, run))
+    fn run_info(&self, run: &RunId) -> crate::Result<RunInfo> {
+        self.read("run_info", |conn| read::run_info(conn, run))
     }
 
-    fn load_state(&self, run: &RunId) -> Result<ExecutionState> {
-        self.read(|conn| read::load_state(conn, run))
+    fn load_state(&self, run: &RunId) -> crate::Result<ExecutionState> {
+        self.read("load_state", |conn| read::load_state(conn, run))
     }
 
-    fn commit_turn(&self, commit: &TurnCommit) -> Result<Vec<u64>> {
+    fn commit_turn(&self, commit: &TurnCommit) -> crate::Result<Vec<u64>> {
         // The lease fence runs inside the turn's transaction (see `write::commit_turn`).
         // Encoding happens before the lock: the lock covers database work only.
         let turn = write::EncodedTurn::new(commit)?;
-        self.write(|tx| write::commit_turn(tx, &turn))
+        self.write("commit_turn", |tx| write::commit_turn(tx, &turn))
     }
 
-    fn update_run(&self, run: &RunId, status: RunStatus, events: &[Event]) -> Result<Vec<u64>> {
+    fn update_run(
+        &self,
+        run: &RunId,
+        status: RunStatus,
+        events: &[Event],
+    ) -> crate::Result<Vec<u64>> {
         let events = write::encode_events(events)?;
-        self.write(|tx| write::update_run(tx, run, status, &events))
+        self.write("update_run", |tx| {
+            write::update_run(tx, run, status, &events)
+        })
     }
 
-    fn append_events(&self, run: &RunId, events: &[Event]) -> Result<Vec<u64>> {
+    fn append_events(&self, run: &RunId, events: &[Event]) -> crate::Result<Vec<u64>> {
         let events = write::encode_events(events)?;
-        self.write(|tx| write::append_events(tx, run, &events))
+        self.write("append_events", |tx| write::append_events(tx, run, &events))
     }
 
     fn set_run_config(
@@ -213,46 +286,50 @@ impl Store for SqliteStore {
         run: &RunId,
         config: &serde_json::Value,
         events: &[Event],
-    ) -> Result<()> {
+    ) -> crate::Result<()> {
         let text = to_json(config, || format!("configuration of run {run}"))?;
         let events = write::encode_events(events)?;
-        self.write(|tx| write::set_run_config(tx, run, &text, &events))
+        self.write("set_run_config", |tx| {
+            write::set_run_config(tx, run, &text, &events)
+        })
     }
 
-    fn turns(&self, run: &RunId) -> Result<Vec<TurnRecord>> {
-        self.read(|conn| read::turns(conn, run, None))
+    fn turns(&self, run: &RunId) -> crate::Result<Vec<TurnRecord>> {
+        self.read("turns", |conn| read::turns(conn, run, None))
     }
 
-    fn turn(&self, run: &RunId, turn: u32) -> Result<Option<TurnRecord>> {
-        self.read(|conn| Ok(read::turns(conn, run, Some(turn))?.pop()))
+    fn turn(&self, run: &RunId, turn: u32) -> crate::Result<Option<TurnRecord>> {
+        self.read("turn", |conn| Ok(read::turns(conn, run, Some(turn))?.pop()))
     }
 
-    fn turn_changes(&self, run: &RunId, turn: u32) -> Result<Vec<RecordChange>> {
-        self.read(|conn| read::turn_changes(conn, run, turn))
+    fn turn_changes(&self, run: &RunId, turn: u32) -> crate::Result<Vec<RecordChange>> {
+        self.read("turn_changes", |conn| read::turn_changes(conn, run, turn))
     }
 
-    fn events(&self, run: &RunId, after: u64) -> Result<Vec<StoredEvent>> {
-        self.read(|conn| read::events(conn, run, after))
+    fn events(&self, run: &RunId, after: u64) -> crate::Result<Vec<StoredEvent>> {
+        self.read("events", |conn| read::events(conn, run, after))
     }
 
-    fn events_since(&self, cursor: EventCursor, limit: usize) -> Result<EventPage> {
-        self.read(|conn| read::events_since(conn, cursor, limit))
+    fn events_since(&self, cursor: EventCursor, limit: usize) -> crate::Result<EventPage> {
+        self.read("events_since", |conn| {
+            read::events_since(conn, cursor, limit)
+        })
     }
 
-    fn enqueue_job(&self, job: &NewJob) -> Result<()> {
-        self.write(|tx| jobs::enqueue(tx, job))
+    fn enqueue_job(&self, job: &NewJob) -> crate::Result<()> {
+        self.write("enqueue_job", |tx| jobs::enqueue(tx, job))
     }
 
-    fn list_jobs(&self) -> Result<Vec<JobInfo>> {
-        self.read(jobs::list)
+    fn list_jobs(&self) -> crate::Result<Vec<JobInfo>> {
+        self.read("list_jobs", jobs::list)
     }
 
-    fn resolve_job(&self, prefix: &str) -> Result<String> {
-        self.read(|c| jobs::resolve(c, prefix))
+    fn resolve_job(&self, prefix: &str) -> crate::Result<String> {
+        self.read("resolve_job", |c| jobs::resolve(c, prefix))
     }
 
-    fn job(&self, id: &str) -> Result<JobInfo> {
-        self.read(|c| jobs::get(c, id))
+    fn job(&self, id: &str) -> crate::Result<JobInfo> {
+        self.read("job", |c| jobs::get(c, id))
     }
 
     fn try_claim_job(
@@ -261,16 +338,22 @@ impl Store for SqliteStore {
         token: &str,
         now: Timestamp,
         lease_ms: i64,
-    ) -> Result<ClaimOutcome> {
-        self.write(|tx| jobs::try_claim(tx, owner, token, now, lease_ms))
+    ) -> crate::Result<ClaimOutcome> {
+        self.write("try_claim_job", |tx| {
+            let db_now = self.db_now(tx)?;
+            jobs::try_claim(tx, owner, token, now, db_now, lease_ms)
+        })
     }
 
-    fn renew_lease(&self, fence: &LeaseFence, now: Timestamp, lease_ms: i64) -> Result<()> {
-        self.write(|tx| jobs::renew(tx, fence, now, lease_ms))
+    fn renew_lease(&self, fence: &LeaseFence, now: Timestamp, lease_ms: i64) -> crate::Result<()> {
+        self.write("renew_lease", |tx| {
+            let db_now = self.db_now(tx)?;
+            jobs::renew(tx, fence, now, db_now, lease_ms)
+        })
     }
 
-    fn set_job_run(&self, fence: &LeaseFence, run: &RunId, now: Timestamp) -> Result<()> {
-        self.write(|tx| jobs::set_run(tx, fence, run, now))
+    fn set_job_run(&self, fence: &LeaseFence, run: &RunId, now: Timestamp) -> crate::Result<()> {
+        self.write("set_job_run", |tx| jobs::set_run(tx, fence, run, now))
     }
 
     fn create_job_run(
@@ -279,25 +362,28 @@ impl Store for SqliteStore {
         info: &RunInfo,
         state: &ExecutionState,
         events: &[Event],
-    ) -> Result<()> {
+    ) -> crate::Result<()> {
         let run = write::EncodedRun::new(info, state, events)?;
-        self.write(|tx| {
+        self.write("create_job_run", |tx| {
             jobs::check_fence(tx, fence)?;
             write::create_run(tx, &run)?;
             jobs::set_run(tx, fence, &info.id, info.created_at)
         })
     }
 
-    fn release_job(&self, fence: &LeaseFence, now: Timestamp) -> Result<()> {
-        self.write(|tx| jobs::release(tx, fence, now))
+    fn release_job(&self, fence: &LeaseFence, now: Timestamp) -> crate::Result<()> {
+        self.write("release_job", |tx| jobs::release(tx, fence, now))
     }
 
-    fn requeue_job(&self, id: &str, now: Timestamp) -> Result<()> {
-        self.write(|tx| jobs::requeue(tx, id, now))
+    fn requeue_job(&self, id: &str, now: Timestamp) -> crate::Result<()> {
+        self.write("requeue_job", |tx| jobs::requeue(tx, id, now))
     }
 
-    fn expire_job_lease(&self, id: &str, owner: &str, now: Timestamp) -> Result<bool> {
-        self.write(|tx| jobs::expire_lease(tx, id, owner, now))
+    fn expire_job_lease(&self, id: &str, owner: &str, now: Timestamp) -> crate::Result<bool> {
+        self.write("expire_job_lease", |tx| {
+            let db_now = self.db_now(tx)?;
+            jobs::expire_lease(tx, id, owner, now, db_now)
+        })
     }
 
     fn finish_job(
@@ -307,8 +393,10 @@ impl Store for SqliteStore {
         outbox: Option<&serde_json::Value>,
         error: Option<&str>,
         now: Timestamp,
-    ) -> Result<()> {
-        self.write(|tx| jobs::finish(tx, fence, status, outbox, error, now))
+    ) -> crate::Result<()> {
+        self.write("finish_job", |tx| {
+            jobs::finish(tx, fence, status, outbox, error, now)
+        })
     }
 
     fn try_lease_run(
@@ -316,25 +404,26 @@ impl Store for SqliteStore {
         run: &RunId,
         owner: &str,
         token: &str,
-        now: Timestamp,
         lease_ms: i64,
         take_over: bool,
-    ) -> Result<std::result::Result<(), crate::LeaseHolder>> {
-        self.write(|tx| write::try_lease_run(tx, run, owner, token, now, lease_ms, take_over))
+    ) -> crate::Result<std::result::Result<(), crate::LeaseHolder>> {
+        self.write("try_lease_run", |tx| {
+            let db_now = self.db_now(tx)?;
+            write::try_lease_run(tx, run, owner, token, db_now, lease_ms, take_over)
+        })
     }
 
-    fn renew_run_lease(
-        &self,
-        run: &RunId,
-        token: &str,
-        now: Timestamp,
-        lease_ms: i64,
-    ) -> Result<()> {
-        self.write(|tx| write::renew_run_lease(tx, run, token, now, lease_ms))
+    fn renew_run_lease(&self, run: &RunId, token: &str, lease_ms: i64) -> crate::Result<()> {
+        self.write("renew_run_lease", |tx| {
+            let db_now = self.db_now(tx)?;
+            write::renew_run_lease(tx, run, token, db_now, lease_ms)
+        })
     }
 
-    fn release_run_lease(&self, run: &RunId, token: &str) -> Result<()> {
-        self.write(|tx| write::release_run_lease(tx, run, token))
+    fn release_run_lease(&self, run: &RunId, token: &str) -> crate::Result<()> {
+        self.write("release_run_lease", |tx| {
+            write::release_run_lease(tx, run, token)
+        })
     }
 
     fn record_judgement(
@@ -342,47 +431,63 @@ impl Store for SqliteStore {
         group: &str,
         judgement: &serde_json::Value,
         now: Timestamp,
-    ) -> Result<()> {
-        self.write(|tx| jobs::judge(tx, group, judgement, now))
+    ) -> crate::Result<()> {
+        self.write("record_judgement", |tx| {
+            jobs::judge(tx, group, judgement, now)
+        })
     }
 
-    fn worker_holds(&self, run: &RunId) -> Result<Vec<WorkerHold>> {
-        self.read(|conn| read::worker_holds(conn, run))
+    fn worker_holds(&self, run: &RunId) -> crate::Result<Vec<WorkerHold>> {
+        self.read("worker_holds", |conn| read::worker_holds(conn, run))
     }
 
-    fn put_worker_holds(&self, run: &RunId, holds: &[WorkerHold]) -> Result<()> {
-        self.write(|tx| write::put_holds(tx, run, holds))
+    fn put_worker_holds(&self, run: &RunId, holds: &[WorkerHold]) -> crate::Result<()> {
+        self.write("put_worker_holds", |tx| write::put_holds(tx, run, holds))
     }
 
-    fn prior_outputs(&self, run: &RunId, before_turn: u32) -> Result<Vec<String>> {
-        self.read(|conn| read::prior_outputs(conn, run, before_turn))
+    fn prior_outputs(&self, run: &RunId, before_turn: u32) -> crate::Result<Vec<String>> {
+        self.read("prior_outputs", |conn| {
+            read::prior_outputs(conn, run, before_turn)
+        })
     }
 
     fn request_cancel(
         &self,
         target: &crate::CancelTarget,
         now: Timestamp,
-    ) -> Result<crate::CancelOutcome> {
-        self.write(|tx| cancel::request(tx, target, now))
+    ) -> crate::Result<crate::CancelOutcome> {
+        self.write("request_cancel", |tx| {
+            let db_now = self.db_now(tx)?;
+            cancel::request(tx, target, now, db_now)
+        })
     }
 
-    fn cancel_requested(&self, target: &crate::CancelTarget, token: Option<&str>) -> Result<bool> {
-        self.read(|conn| cancel::requested(conn, target, token))
+    fn cancel_requested(
+        &self,
+        target: &crate::CancelTarget,
+        token: Option<&str>,
+    ) -> crate::Result<bool> {
+        self.read("cancel_requested", |conn| {
+            cancel::requested(conn, target, token)
+        })
     }
 
-    fn clear_cancel(&self, target: &crate::CancelTarget) -> Result<()> {
-        self.write(|tx| cancel::clear(tx, target))
+    fn clear_cancel(&self, target: &crate::CancelTarget) -> crate::Result<()> {
+        self.write("clear_cancel", |tx| cancel::clear(tx, target))
     }
 }
 
-fn to_json<T: Serialize + ?Sized>(value: &T, what: impl FnOnce() -> String) -> Result<String> {
+fn to_json<T: Serialize + ?Sized>(
+    value: &T,
+    what: impl FnOnce() -> String,
+) -> crate::Result<String> {
     serde_json::to_string(value).map_err(|e| Error::Corrupt {
         what: what(),
         detail: format!("cannot be encoded: {e}"),
     })
 }
 
-fn from_json<T: DeserializeOwned>(text: &str, what: impl FnOnce() -> String) -> Result<T> {
+fn from_json<T: DeserializeOwned>(text: &str, what: impl FnOnce() -> String) -> crate::Result<T> {
     serde_json::from_str(text).map_err(|e| Error::Corrupt {
         what: what(),
         detail: e.to_string(),
@@ -448,6 +553,32 @@ mod tests {
         };
         let state = ExecutionState::new(info.id.clone(), objective, &[]);
         (info, state)
+    }
+
+    /// A writer that cannot get the lock is told so as `Busy` (safe to retry), not as
+    /// a database error carrying SQLite's code.
+    #[test]
+    fn a_lock_held_past_the_timeout_is_busy() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("baton.db");
+        let store = SqliteStore::open(&path).unwrap();
+        store
+            .lock()
+            .busy_timeout(Duration::from_millis(50))
+            .unwrap();
+        let other = Connection::open(&path).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let err = store
+            .enqueue_job(&NewJob {
+                id: "j".into(),
+                group: "g".into(),
+                spec: serde_json::json!({}),
+                created_at: Timestamp(1),
+            })
+            .unwrap_err();
+        assert!(matches!(err, Error::Busy { op: "enqueue_job" }), "{err:?}");
+        other.execute_batch("ROLLBACK").unwrap();
+        assert!(store.list_jobs().unwrap().is_empty());
     }
 
     /// Text of `err` and every error beneath it, as `{:#}` would print it.

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
 use super::migrations::{self, SCHEMA_VERSION};
-use crate::{Error, Result};
+use super::{Fail, Result, fail};
+use crate::Error;
 
 /// What a database file holds, judged before anything is written to it.
 #[derive(Debug, PartialEq, Eq)]
@@ -55,26 +56,44 @@ pub(super) fn schema(conn: &Connection) -> Result<Schema> {
     })
 }
 
-/// Turns an SQLite failure into the variant that says what happened to `path` and
-/// what to do about it; other errors pass through unchanged.
-pub(super) fn classify(err: Error, path: Option<&Path>) -> Error {
-    let Error::Sqlite(rusqlite::Error::SqliteFailure(failure, _)) = &err else {
-        return err;
+/// Turns a failure of the SQLite code into the backend-neutral variant that says what
+/// happened to `path` and what to do about it; the store's own errors pass through
+/// unchanged, and whatever SQLite failure is left becomes `Error::Backend` for `op`.
+pub(super) fn classify(fail: Fail, path: Option<&Path>, op: &'static str) -> Error {
+    let err = match fail {
+        Fail::Store(e) => return e,
+        Fail::Sql(e) => e,
     };
     let shown = || path.map_or_else(|| ":memory:".to_string(), |p| p.display().to_string());
-    match failure.code {
-        ErrorCode::DiskFull => Error::DiskFull { path: shown() },
-        ErrorCode::ReadOnly => Error::ReadOnly { path: shown() },
-        // The file (or at least its directory) is there, yet SQLite cannot open or
-        // create it or its -wal/-shm for writing.
-        ErrorCode::CannotOpen if path.is_some_and(|p| p.exists() || directory(p).is_dir()) => {
-            Error::ReadOnly { path: shown() }
+    if let rusqlite::Error::SqliteFailure(failure, _) = &err {
+        match failure.code {
+            ErrorCode::DiskFull => return Error::DiskFull { path: shown() },
+            ErrorCode::ReadOnly => return Error::ReadOnly { path: shown() },
+            // The file (or at least its directory) is there, yet SQLite cannot open or
+            // create it or its -wal/-shm for writing.
+            ErrorCode::CannotOpen if path.is_some_and(|p| p.exists() || directory(p).is_dir()) => {
+                return Error::ReadOnly { path: shown() };
+            }
+            ErrorCode::NotADatabase => {
+                return Error::NotBaton {
+                    path: shown(),
+                    detail: "it is not an SQLite database".into(),
+                };
+            }
+            // Past the busy timeout: another process kept the lock.
+            ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => return Error::Busy { op },
+            ErrorCode::DatabaseCorrupt => {
+                return Error::Corrupt {
+                    what: format!("database file {}", shown()),
+                    detail: err.to_string(),
+                };
+            }
+            _ => {}
         }
-        ErrorCode::NotADatabase => Error::NotBaton {
-            path: shown(),
-            detail: "it is not an SQLite database".into(),
-        },
-        _ => err,
+    }
+    Error::Backend {
+        op,
+        cause: Box::new(err),
     }
 }
 
@@ -104,11 +123,11 @@ pub(super) fn directory_error(err: &std::io::Error, path: &Path) -> Error {
 }
 
 /// An error while opening `path`: classified, or else `Error::Open` with SQLite's text.
-pub(super) fn open_error(err: Error, path: &Path) -> Error {
-    match classify(err, Some(path)) {
-        Error::Sqlite(e) => Error::Open {
+pub(super) fn open_error(fail: Fail, path: &Path) -> Error {
+    match classify(fail, Some(path), "open") {
+        Error::Backend { cause, .. } => Error::Open {
             path: path.display().to_string(),
-            detail: e.to_string(),
+            detail: cause.to_string(),
         },
         other => other,
     }
@@ -119,17 +138,17 @@ pub(super) fn read_only(path: &Path) -> Result<Connection> {
     let shown = || path.display().to_string();
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_dir() => {
-            return Err(Error::Open {
+            return fail(Error::Open {
                 path: shown(),
                 detail: "it is a directory; name a file in it".into(),
             });
         }
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(Error::NoDatabase { path: shown() });
+            return fail(Error::NoDatabase { path: shown() });
         }
         Err(e) => {
-            return Err(Error::Open {
+            return fail(Error::Open {
                 path: shown(),
                 detail: e.to_string(),
             });
@@ -148,7 +167,7 @@ pub(super) fn read_only(path: &Path) -> Result<Connection> {
         // meanwhile. Where only permissions stop this reader, a writer that starts
         // during the read (it would create the -wal) could show it a half-checkpointed
         // page: a read error at worst, never a write; the reads here take milliseconds.
-        Err(Error::Sqlite(rusqlite::Error::SqliteFailure(f, _)))
+        Err(Fail::Sql(rusqlite::Error::SqliteFailure(f, _)))
             if matches!(f.code, ErrorCode::CannotOpen | ErrorCode::ReadOnly)
                 && !companion(path, "-wal").exists() =>
         {
@@ -163,16 +182,16 @@ pub(super) fn read_only(path: &Path) -> Result<Connection> {
     }
     .map_err(|e| open_error(e, path))?;
     match found {
-        Schema::Empty => Err(Error::NoDatabase { path: shown() }),
-        Schema::Foreign(detail) => Err(Error::NotBaton {
+        Schema::Empty => fail(Error::NoDatabase { path: shown() }),
+        Schema::Foreign(detail) => fail(Error::NotBaton {
             path: shown(),
             detail,
         }),
-        Schema::Baton(v) if v > SCHEMA_VERSION => Err(Error::SchemaTooNew {
+        Schema::Baton(v) if v > SCHEMA_VERSION => fail(Error::SchemaTooNew {
             found: v,
             supported: SCHEMA_VERSION,
         }),
-        Schema::Baton(v) if v < SCHEMA_VERSION => Err(Error::SchemaTooOld {
+        Schema::Baton(v) if v < SCHEMA_VERSION => fail(Error::SchemaTooOld {
             path: shown(),
             found: v,
             supported: SCHEMA_VERSION,

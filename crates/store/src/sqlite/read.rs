@@ -11,7 +11,8 @@ use baton_protocol::EventMsg as Event;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::from_json;
-use crate::{Error, EventCursor, EventPage, Result, RunInfo, RunStatus, StoredEvent, WorkerHold};
+use super::{Result, fail};
+use crate::{Error, EventCursor, EventPage, RunInfo, RunStatus, StoredEvent, WorkerHold};
 
 const RUN_COLUMNS: &str = "id, objective, status, turns, created_at, updated_at, config";
 
@@ -36,7 +37,7 @@ pub(super) fn resolve_run(conn: &Connection, prefix: &str) -> Result<RunId> {
         prefix: prefix.to_string(),
     };
     if prefix.is_empty() {
-        return Err(not_found());
+        return fail(not_found());
     }
     let exact: Option<String> = conn
         .prepare_cached("SELECT id FROM runs WHERE id = ?1")?
@@ -51,9 +52,9 @@ pub(super) fn resolve_run(conn: &Connection, prefix: &str) -> Result<RunId> {
         .query_map([prefix], |row| row.get::<_, String>(0))?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     match candidates.len() {
-        0 => Err(not_found()),
+        0 => fail(not_found()),
         1 => Ok(RunId(candidates.remove(0))),
-        _ => Err(Error::AmbiguousRun {
+        _ => fail(Error::AmbiguousRun {
             prefix: prefix.to_string(),
             candidates,
         }),
@@ -92,7 +93,7 @@ pub(super) fn load_state(conn: &Connection, run: &RunId) -> Result<ExecutionStat
             _ => 0,
         };
         if raw.ordinal != next {
-            return Err(Error::Corrupt {
+            return fail(Error::Corrupt {
                 what: format!("{} records of run {run}", kind.as_str()),
                 detail: format!("record {next} is missing (found {})", raw.ordinal),
             });
@@ -342,9 +343,9 @@ impl RawRecord {
     }
 
     fn kind(&self, run: &RunId) -> Result<RecordKind> {
-        RecordKind::parse(&self.kind).ok_or_else(|| Error::Corrupt {
+        Ok(RecordKind::parse(&self.kind).ok_or_else(|| Error::Corrupt {
             what: self.what(run),
             detail: format!("unknown record kind {:?}", self.kind),
-        })
+        })?)
     }
 }

@@ -9,7 +9,8 @@ use baton_protocol::EventMsg as Event;
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::to_json;
-use crate::{Error, Result, RunInfo, RunStatus, TurnCommit, WorkerHold};
+use super::{Result, fail};
+use crate::{Error, RunInfo, RunStatus, TurnCommit, WorkerHold};
 
 pub(super) struct EncodedRecord {
     kind: &'static str,
@@ -41,7 +42,7 @@ impl<'a> EncodedRun<'a> {
         info: &'a RunInfo,
         state: &ExecutionState,
         events: &[Event],
-    ) -> Result<EncodedRun<'a>> {
+    ) -> crate::Result<EncodedRun<'a>> {
         let run = &info.id;
         // Diffing against an empty state yields every record with its ordinal.
         let empty = ExecutionState::new(state.run_id.clone(), state.objective.clone(), &[]);
@@ -68,7 +69,7 @@ pub(super) struct EncodedTurn<'a> {
 }
 
 impl<'a> EncodedTurn<'a> {
-    pub(super) fn new(commit: &'a TurnCommit) -> Result<EncodedTurn<'a>> {
+    pub(super) fn new(commit: &'a TurnCommit) -> crate::Result<EncodedTurn<'a>> {
         let rec = &commit.record;
         let (run, turn) = (&rec.run_id, rec.turn);
         let mut stripped = rec.clone();
@@ -91,7 +92,7 @@ impl<'a> EncodedTurn<'a> {
     }
 }
 
-fn encode_records(run: &RunId, changes: &[RecordChange]) -> Result<Vec<EncodedRecord>> {
+fn encode_records(run: &RunId, changes: &[RecordChange]) -> crate::Result<Vec<EncodedRecord>> {
     changes
         .iter()
         .map(|c| {
@@ -107,7 +108,7 @@ fn encode_records(run: &RunId, changes: &[RecordChange]) -> Result<Vec<EncodedRe
         .collect()
 }
 
-pub(super) fn encode_events(events: &[Event]) -> Result<Vec<EncodedEvent>> {
+pub(super) fn encode_events(events: &[Event]) -> crate::Result<Vec<EncodedEvent>> {
     events
         .iter()
         .map(|e| {
@@ -141,7 +142,7 @@ pub(super) fn create_run(tx: &Transaction<'_>, run: &EncodedRun<'_>) -> Result<(
             run.header,
         ])?;
     if inserted == 0 {
-        return Err(Error::RunExists {
+        return fail(Error::RunExists {
             run: info.id.0.clone(),
         });
     }
@@ -181,7 +182,7 @@ pub(super) fn commit_turn(tx: &Transaction<'_>, turn: &EncodedTurn<'_>) -> Resul
             .prepare_cached("SELECT turns FROM runs WHERE id = ?1")?
             .query_row([&run.0], |row| row.get(0))
             .optional()?;
-        return Err(match committed {
+        return fail(match committed {
             None => Error::RunNotFound {
                 prefix: run.0.clone(),
             },
@@ -250,8 +251,8 @@ pub(super) fn update_run(
     status: RunStatus,
     events: &[EncodedEvent],
 ) -> Result<Vec<u64>> {
-    // The store has no clock of its own (time is the engine's): the run was last
-    // updated when its newest event happened; without events the time stays.
+    // Stamps are the engine's time (the database's clock decides leases only): the run
+    // was last updated when its newest event happened; without events the time stays.
     let at = events.iter().map(|e| e.at).max();
     let updated = tx
         .prepare_cached(
@@ -260,7 +261,7 @@ pub(super) fn update_run(
         )?
         .execute(params![status.as_str(), at, run.0])?;
     if updated == 0 {
-        return Err(Error::RunNotFound {
+        return fail(Error::RunNotFound {
             prefix: run.0.clone(),
         });
     }
@@ -273,7 +274,7 @@ pub(super) fn append_events(
     events: &[EncodedEvent],
 ) -> Result<Vec<u64>> {
     if let Some(e) = events.iter().find(|e| e.run_id != run.0) {
-        return Err(Error::Corrupt {
+        return fail(Error::Corrupt {
             what: format!("event for run {run}"),
             detail: format!("it names run {}", e.run_id),
         });
@@ -295,7 +296,7 @@ pub(super) fn set_run_config(
         )?
         .execute(params![config, at, run.0])?;
     if updated == 0 {
-        return Err(Error::RunNotFound {
+        return fail(Error::RunNotFound {
             prefix: run.0.clone(),
         });
     }
@@ -348,11 +349,11 @@ pub(super) fn check_run_lease(tx: &Transaction<'_>, run: &RunId, token: &str) ->
         .query_row([&run.0], |r| r.get(0))
         .optional()?;
     match held {
-        None => Err(Error::RunNotFound {
+        None => fail(Error::RunNotFound {
             prefix: run.0.clone(),
         }),
         Some(Some(t)) if t == token => Ok(()),
-        Some(_) => Err(Error::RunLeaseLost {
+        Some(_) => fail(Error::RunLeaseLost {
             run: run.0.clone(),
             reason: "another process took the run over after this one's lease expired".into(),
         }),
@@ -364,7 +365,7 @@ pub(super) fn try_lease_run(
     run: &RunId,
     owner: &str,
     token: &str,
-    now: Timestamp,
+    db_now: i64,
     lease_ms: i64,
     take_over: bool,
 ) -> Result<std::result::Result<(), crate::LeaseHolder>> {
@@ -376,9 +377,9 @@ pub(super) fn try_lease_run(
         .execute(params![
             token,
             owner,
-            now.0.saturating_add(lease_ms),
+            db_now.saturating_add(lease_ms),
             run.0,
-            now.0,
+            db_now,
             take_over
         ])?;
     if taken == 1 {
@@ -389,7 +390,7 @@ pub(super) fn try_lease_run(
         .query_row([&run.0], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?;
     match holder {
-        None => Err(Error::RunNotFound {
+        None => fail(Error::RunNotFound {
             prefix: run.0.clone(),
         }),
         Some((owner, expires)) => Ok(Err(crate::LeaseHolder {
@@ -403,12 +404,12 @@ pub(super) fn renew_run_lease(
     tx: &Transaction<'_>,
     run: &RunId,
     token: &str,
-    now: Timestamp,
+    db_now: i64,
     lease_ms: i64,
 ) -> Result<()> {
     check_run_lease(tx, run, token)?;
     tx.prepare_cached("UPDATE runs SET lease_expires_at = ?1 WHERE id = ?2 AND lease_token = ?3")?
-        .execute(params![now.0.saturating_add(lease_ms), run.0, token])?;
+        .execute(params![db_now.saturating_add(lease_ms), run.0, token])?;
     Ok(())
 }
 

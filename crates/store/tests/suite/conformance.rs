@@ -147,7 +147,13 @@ pub fn a_failing_commit_writes_nothing(backend: &dyn Backend) {
         kind: EventKind::RunFinished { turns: 1 },
     });
     for bad in [doubled, stray] {
-        assert!(matches!(store.commit_turn(&bad), Err(Error::Sqlite(_))));
+        assert!(matches!(
+            store.commit_turn(&bad),
+            Err(Error::Backend {
+                op: "commit_turn",
+                ..
+            })
+        ));
         assert_eq!(all_counts(backend, &run), counts);
         assert_eq!(store.load_state(&run).unwrap(), state);
         assert_eq!(store.run_info(&run).unwrap().turns, 0);

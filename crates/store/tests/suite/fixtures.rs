@@ -209,6 +209,7 @@ fn turn_record(
         model: format!("mock/{worker}"),
         messages: 2,
         request_hash: format!("{:064x}", u64::from(turn) * 2 + i),
+        sent_hash: Some(format!("{:064x}", u64::from(turn) * 2 + i + 1_000)),
         tokens_sent: 1500,
         tokens_received: 500,
         // ~2 KB, unique per turn and call so the audit can tell them apart.

@@ -1,4 +1,9 @@
 //! Conformance checks of the job queue: claims, leases, fencing, reclaiming.
+//!
+//! Leases expire by the database's clock, so the checks that wait a lease out move
+//! that clock (`Backend::set_clock_offset`); the `Timestamp`s the calls pass are the
+//! engine's stamps only. Leases are a minute long, so the real time a slow machine
+//! spends between two calls never decides a check.
 
 use baton_core::ids::{RunId, Timestamp};
 use baton_store::{ClaimOutcome, Error, JobStatus, LeaseFence, NewJob, Store};
@@ -18,6 +23,9 @@ fn enqueue(store: &dyn Store, id: &str, group: &str, at: i64) {
         .unwrap();
 }
 
+/// The lease every check takes, in milliseconds.
+const LEASE: i64 = 60_000;
+
 fn claim(
     store: &dyn Store,
     owner: &str,
@@ -25,7 +33,7 @@ fn claim(
     now: i64,
 ) -> Option<(String, LeaseFence, bool)> {
     match store
-        .try_claim_job(owner, token, Timestamp(now), 1_000)
+        .try_claim_job(owner, token, Timestamp(now), LEASE)
         .unwrap()
     {
         ClaimOutcome::Claimed {
@@ -76,20 +84,23 @@ pub fn an_expired_lease_is_reclaimed_and_the_old_token_is_fenced_off(backend: &d
     let store = backend.store();
     enqueue(store, "job-1", "g", 10);
     let (_, old, _) = claim(store, "dead-worker", "old-token", 100).unwrap();
-    // Heartbeats keep it: renewal moves the expiry.
-    store.renew_lease(&old, Timestamp(900), 1_000).unwrap();
+    // Heartbeats keep it: renewal moves the expiry, by the database's clock.
+    backend.set_clock_offset(50_000);
+    store.renew_lease(&old, Timestamp(900), LEASE).unwrap();
+    backend.set_clock_offset(100_000);
     assert!(
         claim(store, "w2", "t2", 1_500).is_none(),
-        "renewed lease still holds at 1500"
+        "the renewed lease still holds 50 s after renewal"
     );
     // The worker dies; after expiry another claims it.
+    backend.set_clock_offset(120_000);
     let (id, new, reclaimed) = claim(store, "w2", "new-token", 2_000).unwrap();
     assert_eq!(id, "job-1");
     assert!(reclaimed);
     assert_eq!(store.job("job-1").unwrap().attempts, 2);
     // Every write with the old token is refused; the new token works.
     assert!(matches!(
-        store.renew_lease(&old, Timestamp(2_001), 1_000),
+        store.renew_lease(&old, Timestamp(2_001), LEASE),
         Err(Error::LeaseLost { .. })
     ));
     let run = RunId("run-1".into());
@@ -137,9 +148,10 @@ pub fn an_expired_lease_is_reclaimed_and_the_old_token_is_fenced_off(backend: &d
     assert_eq!(job.status, JobStatus::Outbox);
     assert_eq!(job.run_id, Some(run));
     assert_eq!(job.outbox.unwrap()["branch"], "baton/job-1");
+    backend.set_clock_offset(10 * LEASE);
     assert!(claim(store, "w3", "t3", 10_000).is_none());
     assert!(matches!(
-        store.renew_lease(&new, Timestamp(2_200), 1_000),
+        store.renew_lease(&new, Timestamp(2_200), LEASE),
         Err(Error::LeaseLost { .. })
     ));
     // Another process sees the same.
@@ -207,30 +219,31 @@ pub fn judging_a_group_marks_its_finished_candidates(store: &dyn Store) {
     );
 }
 
-pub fn a_run_is_advanced_by_one_lease_holder_at_a_time(store: &dyn Store) {
+pub fn a_run_is_advanced_by_one_lease_holder_at_a_time(backend: &dyn Backend) {
+    let store = backend.store();
     let state = fixtures::create(store, "run-1", 1);
     let run = RunId("run-1".into());
     assert_eq!(
-        store
-            .try_lease_run(&run, "p1", "t1", Timestamp(100), 1_000, false)
-            .unwrap(),
+        store.try_lease_run(&run, "p1", "t1", LEASE, false).unwrap(),
         Ok(())
     );
     let held = store
-        .try_lease_run(&run, "p2", "t2", Timestamp(500), 1_000, false)
+        .try_lease_run(&run, "p2", "t2", LEASE, false)
         .unwrap()
         .unwrap_err();
     assert_eq!(held.owner, "p1");
-    assert_eq!(held.expires_at, Timestamp(1_100));
-    // Renewal keeps it; a turn under the holder's token commits, under another's not.
-    store
-        .renew_run_lease(&run, "t1", Timestamp(900), 1_000)
-        .unwrap();
+    // Renewal keeps it (and moves its expiry); a turn under the holder's token
+    // commits, under another's not.
+    backend.set_clock_offset(50_000);
+    store.renew_run_lease(&run, "t1", LEASE).unwrap();
+    backend.set_clock_offset(100_000);
+    let renewed = store
+        .try_lease_run(&run, "p2", "t2", LEASE, false)
+        .unwrap()
+        .unwrap_err();
     assert!(
-        store
-            .try_lease_run(&run, "p2", "t2", Timestamp(1_500), 1_000, false)
-            .unwrap()
-            .is_err()
+        renewed.expires_at.0 >= held.expires_at.0 + 50_000,
+        "{renewed:?} vs {held:?}"
     );
     let (_, mut commit) = fixtures::next_turn(&state);
     commit.run_lease = Some("t2".into());
@@ -241,35 +254,83 @@ pub fn a_run_is_advanced_by_one_lease_holder_at_a_time(store: &dyn Store) {
     commit.run_lease = Some("t1".into());
     store.commit_turn(&commit).unwrap();
     // After expiry, or with take_over (its holder is known dead), another takes it.
+    backend.set_clock_offset(120_000);
     assert_eq!(
-        store
-            .try_lease_run(&run, "p2", "t2", Timestamp(2_000), 1_000, false)
-            .unwrap(),
+        store.try_lease_run(&run, "p2", "t2", LEASE, false).unwrap(),
         Ok(())
     );
     assert!(matches!(
-        store.renew_run_lease(&run, "t1", Timestamp(2_001), 1_000),
+        store.renew_run_lease(&run, "t1", LEASE),
         Err(Error::RunLeaseLost { .. })
     ));
     assert_eq!(
-        store
-            .try_lease_run(&run, "p3", "t3", Timestamp(2_002), 1_000, true)
-            .unwrap(),
+        store.try_lease_run(&run, "p3", "t3", LEASE, true).unwrap(),
         Ok(())
     );
     // Release frees it at once; releasing with a stale token does nothing.
     store.release_run_lease(&run, "t2").unwrap();
     assert!(
         store
-            .try_lease_run(&run, "p4", "t4", Timestamp(2_003), 1_000, false)
+            .try_lease_run(&run, "p4", "t4", LEASE, false)
             .unwrap()
             .is_err()
     );
     store.release_run_lease(&run, "t3").unwrap();
     assert_eq!(
-        store
-            .try_lease_run(&run, "p4", "t4", Timestamp(2_004), 1_000, false)
-            .unwrap(),
+        store.try_lease_run(&run, "p4", "t4", LEASE, false).unwrap(),
+        Ok(())
+    );
+}
+
+/// Two processes whose own clocks disagree by minutes (the `now` each passes) still
+/// agree on who holds a lease, because only the database's clock decides; once the
+/// lease has expired by that clock, it is reclaimed.
+pub fn leases_are_decided_by_the_database_clock_not_the_callers(backend: &dyn Backend) {
+    let (a, b) = (backend.store(), backend.reopen());
+    let real = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let minutes = |m: i64| m * 60_000;
+    enqueue(a, "job-1", "g", 10);
+    let (_, fence, _) = claim(a, "a", "token-a", real).unwrap();
+    // B's clock runs ten minutes ahead: by it, A's one-minute lease ran out long ago.
+    assert!(
+        claim(b.as_ref(), "b", "token-b", real + minutes(10)).is_none(),
+        "a caller's fast clock took a lease that still holds"
+    );
+    // A's clock runs ten minutes behind: its renewal still extends from the
+    // database's now, not from its own past.
+    a.renew_lease(&fence, Timestamp(real - minutes(10)), LEASE)
+        .unwrap();
+    let job = b.job("job-1").unwrap();
+    assert!(
+        job.lease_expires_at.unwrap().0 >= real + LEASE,
+        "the lease was measured on the caller's slow clock: {job:?}"
+    );
+    assert!(claim(b.as_ref(), "b", "token-b", real + minutes(10)).is_none());
+    // Runs too: B cannot take A's run lease, whatever B's clock says.
+    fixtures::create(a, "run-1", 1);
+    let run = RunId("run-1".into());
+    assert_eq!(
+        a.try_lease_run(&run, "a", "ra", LEASE, false).unwrap(),
+        Ok(())
+    );
+    assert!(
+        b.try_lease_run(&run, "b", "rb", LEASE, false)
+            .unwrap()
+            .is_err()
+    );
+    // Expired by the database's clock: reclaimed, and the old token is fenced off.
+    backend.set_clock_offset(LEASE + 1_000);
+    let (_, _, reclaimed) = claim(a, "c", "token-c", real - minutes(10)).unwrap();
+    assert!(reclaimed, "an expired lease is reclaimable");
+    assert!(matches!(
+        a.renew_lease(&fence, Timestamp(real), LEASE),
+        Err(Error::LeaseLost { .. })
+    ));
+    assert_eq!(
+        a.try_lease_run(&run, "c", "rc", LEASE, false).unwrap(),
         Ok(())
     );
 }
@@ -352,14 +413,7 @@ pub fn cancel_requests_stop_the_lease_they_name_and_no_other(store: &dyn Store) 
         CancelOutcome::NotRunning { .. }
     ));
     store
-        .try_lease_run(
-            &RunId("run-1".into()),
-            "p1",
-            "t1",
-            Timestamp(100),
-            1_000,
-            false,
-        )
+        .try_lease_run(&RunId("run-1".into()), "p1", "t1", 60_000, false)
         .unwrap()
         .unwrap();
     assert!(!store.cancel_requested(&run, Some("t1")).unwrap());
@@ -375,14 +429,7 @@ pub fn cancel_requests_stop_the_lease_they_name_and_no_other(store: &dyn Store) 
         .release_run_lease(&RunId("run-1".into()), "t1")
         .unwrap();
     store
-        .try_lease_run(
-            &RunId("run-1".into()),
-            "p2",
-            "t2",
-            Timestamp(300),
-            1_000,
-            false,
-        )
+        .try_lease_run(&RunId("run-1".into()), "p2", "t2", 60_000, false)
         .unwrap()
         .unwrap();
     assert!(!store.cancel_requested(&run, Some("t2")).unwrap());

@@ -114,10 +114,16 @@ impl Backend for Sqlite {
         .unwrap();
         assert_eq!(changed, 1, "{damage:?} matched no row");
     }
+
+    fn set_clock_offset(&self, offset_ms: i64) {
+        self.store.set_clock_offset(offset_ms);
+    }
 }
 
 super::conformance_tests!(Sqlite::new());
 
+/// Regression: the README said committed turns refuse deletes, but only an UPDATE
+/// trigger existed, so `DELETE FROM turns` on the file erased history silently.
 #[test]
 fn events_and_committed_turns_cannot_be_rewritten_or_deleted() {
     let backend = Sqlite::new();
@@ -126,17 +132,44 @@ fn events_and_committed_turns_cannot_be_rewritten_or_deleted() {
     let (_, commit) = super::fixtures::next_turn(&state);
     store.commit_turn(&commit).unwrap();
     let conn = backend.raw();
-    for sql in [
-        "UPDATE events SET body = '{}'",
-        "DELETE FROM events",
-        "UPDATE turns SET record = '{}'",
+    for (sql, message) in [
+        ("UPDATE events SET body = '{}'", "events are append-only"),
+        ("DELETE FROM events", "events are append-only"),
+        (
+            "UPDATE turns SET record = '{}'",
+            "committed turns are never rewritten",
+        ),
+        ("DELETE FROM turns", "committed turns are never deleted"),
+        (
+            "UPDATE record_changes SET body = '{}'",
+            "committed turns are never rewritten",
+        ),
+        (
+            "DELETE FROM record_changes",
+            "committed turns are never deleted",
+        ),
+        (
+            "UPDATE call_outputs SET output = ''",
+            "committed turns are never rewritten",
+        ),
+        (
+            "DELETE FROM call_outputs",
+            "committed turns are never deleted",
+        ),
+        ("DELETE FROM runs", "runs are never deleted"),
     ] {
         let err = conn.execute(sql, []).unwrap_err().to_string();
+        assert!(err.contains(message), "{sql}: {err}");
+    }
+    // Still all there, and baton itself keeps working on the run.
+    for table in [Table::Turns, Table::RecordChanges, Table::CallOutputs] {
         assert!(
-            err.contains("append-only") || err.contains("never rewritten"),
-            "{sql}: {err}"
+            backend.count(table, &RunId("run-1".into())) > 0,
+            "{table:?}"
         );
     }
+    let (_, next) = super::fixtures::next_turn(&store.load_state(&RunId("run-1".into())).unwrap());
+    store.commit_turn(&next).unwrap();
 }
 
 /// A turn row as a baton from before `ErrorClass` wrote it (classes as bare strings,
