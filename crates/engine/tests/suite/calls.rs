@@ -102,7 +102,7 @@ fn an_api_worker_makes_one_call_per_turn_and_both_claims_come_from_it() {
     let received = server.only_request().body;
     assert_eq!(
         turn.audit.request_hashes,
-        vec![hex::encode(&<sha2::Sha256 as sha2::Digest>::digest(
+        vec![hex::encode(<sha2::Sha256 as sha2::Digest>::digest(
             received.as_bytes()
         ))]
     );
