@@ -166,7 +166,7 @@ impl Engine {
         {
             let worker = &session.config.roster.workers[plan.worker].id;
             let question = format!(
-                "worker {worker}'s model cannot take a turn: {}, less than the {} tokens baton                  needs to brief anyone, so nothing was sent. Lower the worker's max_tokens, or                  give the model a larger context (llama-server -c 8192, Ollama num_ctx) and                  set the worker's context_window to it, then {}.",
+                "worker {worker}'s model cannot take a turn: {}, less than the {} tokens baton needs to brief anyone, so nothing was sent. Lower the worker's max_tokens, or give the model a larger context (llama-server -c 8192, Ollama num_ctx) and set the worker's context_window to it, then {}.",
                 fit.explain(),
                 crate::config::MIN_BUDGET,
                 continue_hint(session, true)
@@ -249,7 +249,7 @@ impl Engine {
             // would fail the same way within milliseconds, using up turn numbers.
             let retries = session.config.roster.workers[plan.worker].max_retries;
             let question = format!(
-                "worker {worker} cannot reach its model: {error}. baton stopped rather than                  fail the next turns the same way (each call is tried {} time{}: max_retries =                  {retries}). Start the server, or fix the worker's api_base in the roster                  file, then {}.",
+                "worker {worker} cannot reach its model: {error}. baton stopped rather than fail the next turns the same way (each call is tried {} time{}: max_retries = {retries}). Start the server, or fix the worker's api_base in the roster file, then {}.",
                 retries + 1,
                 if retries == 0 { "" } else { "s" },
                 continue_hint(session, true)

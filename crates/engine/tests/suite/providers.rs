@@ -913,6 +913,9 @@ fn a_dead_server_blocks_the_run_at_once_naming_the_url() {
         question.contains(&format!("baton resume {id}")),
         "{question}"
     );
+    // Regression: the question's lines were joined without their `\` continuations,
+    // leaving runs of 18 spaces inside the sentence.
+    assert!(!question.contains("  "), "{question:?}");
 }
 
 /// Regression (issue 15): baton sent briefings its estimate said would fit and the
