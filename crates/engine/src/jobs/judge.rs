@@ -335,8 +335,17 @@ pub fn judge(
                 .iter()
                 .map(|c| clip(c.output.as_deref().unwrap_or("")))
                 .collect();
+            let what = match &other {
+                NoAnswer::Unread { problem, .. } => problem.clone(),
+                NoAnswer::Failed { .. } => other.to_string(),
+            };
+            let repairs = match calls.len().saturating_sub(1) {
+                0 => String::new(),
+                1 => ", after one repair call".to_string(),
+                n => format!(", after {n} repair calls"),
+            };
             return Err(Error::JudgeAnswer {
-                detail: format!("{other} (answers: {})", answers.join("; then ")),
+                detail: format!("{what}{repairs} (answers: {})", answers.join("; then ")),
             });
         }
     };

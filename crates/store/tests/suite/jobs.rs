@@ -403,8 +403,9 @@ pub fn job_runs_are_created_with_their_link_and_jobs_are_released_and_requeued(s
 
 /// `baton cancel`: a request names the lease it stops and never outlives it; a job no
 /// worker holds is cancelled at once, claimed by nobody, and can be requeued.
-pub fn cancel_requests_stop_the_lease_they_name_and_no_other(store: &dyn Store) {
+pub fn cancel_requests_stop_the_lease_they_name_and_no_other(backend: &dyn Backend) {
     use baton_store::{CancelOutcome, CancelTarget};
+    let store = backend.store();
     fixtures::create(store, "run-1", 1);
     let run = CancelTarget::Run(RunId("run-1".into()));
     // Nobody advances the run: nothing to stop, and nothing recorded to stop a later one.
@@ -479,6 +480,8 @@ pub fn cancel_requests_stop_the_lease_they_name_and_no_other(store: &dyn Store) 
     // cancelled here, and the old holder is fenced off.
     store.requeue_job("job-1", Timestamp(1_000)).unwrap();
     let (_, stale, _) = claim(store, "w2", "lt2", 1_100).unwrap();
+    // Its lease runs out by the database's clock.
+    backend.set_clock_offset(2 * LEASE);
     assert_eq!(
         store.request_cancel(&job, Timestamp(5_000)).unwrap(),
         CancelOutcome::Cancelled

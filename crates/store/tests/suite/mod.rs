@@ -167,7 +167,7 @@ macro_rules! conformance_tests {
         #[test]
         fn cancel_requests_stop_the_lease_they_name_and_no_other() {
             $crate::suite::jobs::cancel_requests_stop_the_lease_they_name_and_no_other(
-                $new.store(),
+                &$new,
             );
         }
     };
