@@ -430,8 +430,11 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             ..
         } => bench_fidelity(&estimator),
         Command::Bench {
-            turns, estimator, ..
-        } => bench(&turns, &estimator),
+            turns,
+            estimator,
+            budget,
+            ..
+        } => bench(&turns, &estimator, budget),
         Command::Enqueue(args) => crate::jobs::enqueue(&ctx, args),
         Command::Work {
             concurrency,
@@ -845,7 +848,7 @@ fn workers(ctx: &Context_, run: Option<&str>, verify: bool) -> Result<ExitCode> 
     })
 }
 
-fn bench(turns: &[u32], estimator: &str) -> Result<ExitCode> {
+fn bench(turns: &[u32], estimator: &str, budget: usize) -> Result<ExitCode> {
     let dir = tempfile_dir()?;
     let mut rows = Vec::new();
     for &n in turns {
@@ -853,7 +856,7 @@ fn bench(turns: &[u32], estimator: &str) -> Result<ExitCode> {
             bail!("--turns values must be at least 1");
         }
         eprintln!("running {n} turns…");
-        rows.push(baton_engine::bench::run_one(&dir, n, estimator)?);
+        rows.push(baton_engine::bench::run_one(&dir, n, estimator, budget)?);
     }
     let _ = std::fs::remove_dir_all(&dir);
     print!("{}", render::bench(&rows, estimator));
