@@ -33,11 +33,13 @@ pub struct ScoringCache {
 struct Slots {
     /// Per record category, per record index.
     terms: Vec<Vec<Option<CachedTerms>>>,
-    /// Overlaps with `overlaps_for`, per category and index like `terms`. Holding the
-    /// query's `Arc` keeps its address from being reused by another query while these
-    /// are kept, so `Arc::ptr_eq` tells whether they still apply.
+    /// Overlaps with a query, per category and index like `terms`; those of
+    /// `generation` are for `overlaps_for`. Holding the query's `Arc` keeps its address
+    /// from being reused by another query while it is current, so `Arc::ptr_eq` tells
+    /// whether it still is.
     overlaps: Vec<Vec<Option<CachedOverlap>>>,
     overlaps_for: Option<Arc<AssignmentQuery>>,
+    generation: u64,
 }
 
 #[derive(Clone)]
@@ -48,6 +50,7 @@ struct CachedTerms {
 
 #[derive(Clone, Copy)]
 struct CachedOverlap {
+    generation: u64,
     stamp: u32,
     all: u32,
     task: u32,
@@ -123,11 +126,13 @@ impl ScoringCacheGuard<'_> {
     /// How many distinct terms `texts` (record `index` of category `kind`) share with
     /// `query.all` and with `query.task`.
     ///
-    /// A fresh process's first compile scores every record of the state, so this builds
-    /// no term set: the memoised overlap when it is for this query and stamp, else one
-    /// scan of the text that hashes only words whose prefix a query term has
-    /// (`TermQuery::overlap_within`). Building a term set per record made that first
-    /// compile of a 10,000-item state 20 times slower than the next one.
+    /// A fresh process's first compile scores every record of the state, and building a
+    /// term set per record made it 20 times slower than the next compile of a 10,000-item
+    /// state. So a record never scored before is scanned once against the query
+    /// (`TermQuery::overlap_within`: only words whose prefix a query term has are
+    /// hashed), and only one scored again under another query (the next step's) gets
+    /// its term set built, which every later query then intersects cheaply. The same
+    /// query and stamp again reuse the overlaps.
     pub fn overlaps(
         &mut self,
         query: &Arc<AssignmentQuery>,
@@ -142,17 +147,24 @@ impl ScoringCacheGuard<'_> {
             .as_ref()
             .is_some_and(|q| Arc::ptr_eq(q, query))
         {
-            slots.overlaps.clear();
             slots.overlaps_for = Some(query.clone());
+            slots.generation += 1;
         }
-        let memo = slot(&mut slots.overlaps, kind, index);
-        if let Some(c) = memo
-            && c.stamp == stamp
-        {
-            return (c.all as usize, c.task as usize);
-        }
-        let (all, task) = query.all.overlap_within(texts, &query.task);
-        *memo = Some(CachedOverlap {
+        let generation = slots.generation;
+        let scored_before = match slot(&mut slots.overlaps, kind, index) {
+            Some(c) if c.generation == generation && c.stamp == stamp => {
+                return (c.all as usize, c.task as usize);
+            }
+            memo => memo.is_some(),
+        };
+        let (all, task) = if scored_before {
+            let terms = self.terms(kind, index, stamp, texts);
+            (query.all.shared(terms), query.task.shared(terms))
+        } else {
+            query.all.overlap_within(texts, &query.task)
+        };
+        *slot(&mut self.slots.overlaps, kind, index) = Some(CachedOverlap {
+            generation,
             stamp,
             all: u32::try_from(all).unwrap_or(u32::MAX),
             task: u32::try_from(task).unwrap_or(u32::MAX),
