@@ -421,8 +421,11 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             ..
         } => bench_fidelity(estimator),
         Command::Bench {
-            turns, estimator, ..
-        } => bench(&turns, estimator),
+            turns,
+            estimator,
+            budget,
+            ..
+        } => bench(&turns, estimator, budget),
         Command::Enqueue(args) => crate::jobs::enqueue(&ctx, args),
         Command::Work {
             concurrency,
@@ -861,7 +864,7 @@ fn workers(ctx: &Context_, run: Option<&str>, verify: bool) -> Result<ExitCode> 
     Ok(failed.map_or(ExitCode::SUCCESS, ExitCode::from))
 }
 
-fn bench(turns: &[u32], estimator: Estimator) -> Result<ExitCode> {
+fn bench(turns: &[u32], estimator: Estimator, budget: usize) -> Result<ExitCode> {
     let dir = tempfile_dir()?;
     let mut rows = Vec::new();
     for &n in turns {
@@ -869,7 +872,12 @@ fn bench(turns: &[u32], estimator: Estimator) -> Result<ExitCode> {
             bail!("--turns values must be at least 1");
         }
         eprintln!("running {n} turns…");
-        rows.push(baton_engine::bench::run_one(&dir, n, estimator.name())?);
+        rows.push(baton_engine::bench::run_one(
+            &dir,
+            n,
+            estimator.name(),
+            budget,
+        )?);
     }
     let _ = std::fs::remove_dir_all(&dir);
     print!("{}", render::bench(&rows, estimator.name()));

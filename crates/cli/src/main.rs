@@ -300,6 +300,10 @@ pub enum Command {
         /// Token estimator for the measurement (the default is the runs' default)
         #[arg(long, value_enum, default_value_t = Estimator::Bpe)]
         estimator: Estimator,
+        /// Tokens per package (the reference engine's figure is quoted at 3,000; a run's
+        /// default is 2,000)
+        #[arg(long, default_value_t = baton_engine::bench::BENCH_BUDGET)]
+        budget: usize,
         /// Measure handoff fidelity instead: 100-turn offline runs (plans of 10 and 40
         /// steps, budgets 300 to 3,000, up to 10,000 records) and the share of relevant
         /// records each briefing delivered, per category

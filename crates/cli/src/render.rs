@@ -630,8 +630,11 @@ pub fn fidelity(rows: &[baton_core::fidelity::FidelityRow], estimator: &str) -> 
 }
 
 pub fn bench(rows: &[BenchRow], estimator: &str) -> String {
-    let mut out =
-        format!("baton bench · offline mock model · {estimator} estimator · 5 workers\n\n");
+    let budget = rows.first().map_or(0, |r| r.budget);
+    let mut out = format!(
+        "baton bench · offline mock model · {estimator} estimator · 5 workers · {}-token packages\n\n",
+        n(budget as u64)
+    );
     let _ = writeln!(
         out,
         "{:>6} {:>14} {:>18} {:>8} {:>14} {:>12} {:>16} {:>10}",

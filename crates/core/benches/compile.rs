@@ -75,6 +75,24 @@ fn bench(c: &mut Criterion) {
         group.finish();
     }
 
+    // A state whose records were never scored, as a fresh process loads it: the
+    // compile that a resume pays (in a warm process; the example adds page faults).
+    let mut group = c.benchmark_group("compile/10k-unscored");
+    for est in &estimators {
+        group.bench_function(est.name(), |b| {
+            b.iter_batched(
+                || {
+                    let mut fresh = states[2].1.clone();
+                    fresh.scoring = Default::default();
+                    fresh
+                },
+                |fresh| compile(&fresh, black_box(&assignment), &worker, BUDGET, *est),
+                criterion::BatchSize::LargeInput,
+            )
+        });
+    }
+    group.finish();
+
     let briefing = compile(&states[2].1, &assignment, &worker, BUDGET, &BpeEstimator).text;
     let tiktoken = tiktoken_rs::o200k_base().expect("tiktoken-rs loads o200k_base");
     assert_eq!(

@@ -2,8 +2,10 @@
 //! reconciler (recognising restatements, with `guard` keeping apart what differs).
 
 mod guard;
+mod scoring;
 
 pub use guard::{Aspect, Difference, difference};
+pub use scoring::{AssignmentQuery, ScoringCache, ScoringCacheGuard, Statement};
 
 /// Lower-cases, keeps letters and digits, and collapses everything else to one space.
 pub fn normalize(text: &str) -> String {
@@ -108,12 +110,13 @@ const FAST_QUERY_TERMS: usize = 256;
 /// Longest word the fast path lower-cases on the stack.
 const FAST_WORD_BYTES: usize = 64;
 
+/// The scoring scan's view of a byte: `SEPARATOR`, `NON_ASCII` for every byte of a
+/// non-ASCII char, else the byte lower-cased. One load per byte tells the scan both
+/// whether a word goes on and what to put in its prefix key.
 const SEPARATOR: u8 = 0;
-const ALNUM: u8 = 1;
-const NON_ASCII: u8 = 2;
+const NON_ASCII: u8 = 0xff;
 
-/// One load per byte in the scoring scan instead of range tests.
-static BYTE_CLASS: [u8; 256] = {
+static FOLD: [u8; 256] = {
     let mut t = [SEPARATOR; 256];
     let mut b = 0;
     while b < 256 {
@@ -121,7 +124,7 @@ static BYTE_CLASS: [u8; 256] = {
         t[b] = if c >= 0x80 {
             NON_ASCII
         } else if c.is_ascii_alphanumeric() {
-            ALNUM
+            c.to_ascii_lowercase()
         } else {
             SEPARATOR
         };
@@ -129,6 +132,12 @@ static BYTE_CLASS: [u8; 256] = {
     }
     t
 };
+
+/// True for a `FOLD` value that continues a word (neither `SEPARATOR` nor `NON_ASCII`).
+#[inline]
+fn in_word(folded: u8) -> bool {
+    folded.wrapping_add(1) > 1
+}
 
 /// Filter slot of a word's (or stem's) first four bytes, or all of them when shorter.
 /// A stem keeps at least four bytes when it cuts a suffix, so a word and its stem share
@@ -138,6 +147,13 @@ fn prefix_slot(prefix: &[u8]) -> usize {
     for &b in prefix.iter().take(4) {
         key = (key << 8) ^ u32::from(b);
     }
+    slot_of(key)
+}
+
+/// `prefix_slot` of a prefix key: its length (when under four bytes, shifted out
+/// otherwise) above its bytes, big-endian.
+#[inline]
+fn slot_of(key: u32) -> usize {
     (key.wrapping_mul(0x9e37_79b1) >> (32 - 14)) as usize
 }
 
@@ -205,38 +221,93 @@ impl TermQuery {
 
     /// Distinct query terms that occur in any of `texts`.
     pub fn overlap(&self, texts: &[&str]) -> usize {
+        match self.matched(texts) {
+            Some(seen) => seen.iter().map(|w| w.count_ones() as usize).sum(),
+            None => self.overlap_slow(texts),
+        }
+    }
+
+    /// Distinct query terms that occur in any of `texts`, and how many of those are also
+    /// terms of `sub`: `(overlap(T, self), overlap(T, self ∩ sub))` for the term set `T`
+    /// of `texts`, which is `overlap(T, sub)` when `sub`'s terms are among this query's
+    /// (the compiler's task query is part of its task-and-objective query). One scan for
+    /// both, with no term set built for ASCII text.
+    pub fn overlap_within(&self, texts: &[&str], sub: &TermQuery) -> (usize, usize) {
+        match self.matched(texts) {
+            Some(seen) => {
+                let (mut all, mut within) = (0, 0);
+                for (w, &word) in seen.iter().enumerate() {
+                    let mut bits = word;
+                    while bits != 0 {
+                        let k = w * 64 + bits.trailing_zeros() as usize;
+                        bits &= bits - 1;
+                        all += 1;
+                        within += usize::from(sub.terms.binary_search(&self.terms[k]).is_ok());
+                    }
+                }
+                (all, within)
+            }
+            None => {
+                let all = self.text_terms(texts);
+                let mine: Vec<u64> = sub
+                    .terms
+                    .iter()
+                    .copied()
+                    .filter(|t| self.terms.binary_search(t).is_ok())
+                    .collect();
+                (overlap(&all, &self.terms), overlap(&all, &mine))
+            }
+        }
+    }
+
+    /// The fast path: a bit per query term (by its index in `terms`) that occurs in
+    /// `texts`, or `None` when it does not apply (a query of more than
+    /// `FAST_QUERY_TERMS` terms, or non-ASCII text).
+    fn matched(&self, texts: &[&str]) -> Option<[u64; FAST_QUERY_TERMS / 64]> {
+        let mut seen = [0u64; FAST_QUERY_TERMS / 64];
         if self.terms.is_empty() {
-            return 0;
+            return Some(seen);
         }
         if self.terms.len() > FAST_QUERY_TERMS {
-            return self.overlap_slow(texts);
+            return None;
         }
-        let mut seen = [0u64; FAST_QUERY_TERMS / 64];
         let mut buf = [0u8; FAST_WORD_BYTES];
         for text in texts {
             let bytes = text.as_bytes();
+            let n = bytes.len();
             let mut i = 0;
-            while i < bytes.len() {
-                while i < bytes.len() && BYTE_CLASS[usize::from(bytes[i])] != ALNUM {
-                    if BYTE_CLASS[usize::from(bytes[i])] == NON_ASCII {
-                        return self.overlap_slow(texts);
+            while i < n {
+                let c = FOLD[usize::from(bytes[i])];
+                i += 1;
+                if c == SEPARATOR {
+                    continue;
+                }
+                if c == NON_ASCII {
+                    return None;
+                }
+                // A word: its prefix key is built as it is read, then the rest skipped.
+                let start = i - 1;
+                let mut key = u32::from(c);
+                while i < n && i - start < 4 {
+                    let c = FOLD[usize::from(bytes[i])];
+                    if !in_word(c) {
+                        break;
                     }
+                    key = (key << 8) | u32::from(c);
                     i += 1;
                 }
-                let start = i;
-                while i < bytes.len() && BYTE_CLASS[usize::from(bytes[i])] == ALNUM {
+                while i < n && in_word(FOLD[usize::from(bytes[i])]) {
                     i += 1;
                 }
+                // A non-ASCII byte that ended the word is met by the next iteration.
                 let len = i - start;
                 if len < 2 {
                     continue;
                 }
-                let mut head = [0u8; 4];
-                let head_len = len.min(4);
-                for (h, b) in head.iter_mut().zip(&bytes[start..start + head_len]) {
-                    *h = b.to_ascii_lowercase();
+                if len < 4 {
+                    key |= (len as u32) << (8 * len);
                 }
-                let slot = prefix_slot(&head[..head_len]);
+                let slot = slot_of(key);
                 if self.prefixes[slot / 64] & (1 << (slot % 64)) == 0 {
                     continue;
                 }
@@ -251,7 +322,7 @@ impl TermQuery {
                 }
             }
         }
-        seen.iter().map(|w| w.count_ones() as usize).sum()
+        Some(seen)
     }
 
     fn mark(&self, word: &[u8], seen: &mut [u64; FAST_QUERY_TERMS / 64]) {
@@ -264,13 +335,18 @@ impl TermQuery {
     }
 
     fn overlap_slow(&self, texts: &[&str]) -> usize {
+        overlap(&self.text_terms(texts), &self.terms)
+    }
+
+    /// The union of the term sets of `texts`.
+    fn text_terms(&self, texts: &[&str]) -> Vec<u64> {
         let mut all = Vec::new();
         for text in texts {
             for_each_stem(text, |stem| all.push(term_hash(stem)));
         }
         all.sort_unstable();
         all.dedup();
-        overlap(&all, &self.terms)
+        all
     }
 }
 
@@ -342,167 +418,6 @@ fn guarded(claim: &str, record: &str) -> Likeness {
 /// True when `a` and `b` say the same thing (`likeness` is `Same`).
 pub fn same_statement(a: &str, b: &str) -> bool {
     likeness(a, b) == Likeness::Same
-}
-
-/// The term sets of a state's records, computed once and reused by every compile.
-///
-/// Derived data, not part of the record: it is never serialised, two caches always
-/// compare equal, and a clone copies what was computed (the engine clones the state
-/// every turn). Each entry carries a stamp of what its text depended on (see
-/// `CachedTerms::get`), so a record whose scored text changed is recomputed.
-#[derive(Default)]
-pub struct ScoringCache {
-    slots: std::sync::Mutex<Vec<Vec<Option<CachedTerms>>>>,
-    /// The last query built, keyed by its texts (a run asks the same one until its
-    /// assignment changes).
-    query: std::sync::Mutex<Option<(Vec<String>, std::sync::Arc<TermQuery>)>>,
-}
-
-#[derive(Clone)]
-struct CachedTerms {
-    stamp: u32,
-    terms: Box<[u64]>,
-}
-
-impl ScoringCache {
-    /// The query for `texts`, built once per distinct set of texts.
-    pub fn query(&self, texts: &[&str]) -> std::sync::Arc<TermQuery> {
-        let mut cached = self.query.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((key, query)) = cached.as_ref()
-            && key.len() == texts.len()
-            && key.iter().zip(texts).all(|(a, b)| a == b)
-        {
-            return query.clone();
-        }
-        let query = std::sync::Arc::new(TermQuery::new(texts));
-        *cached = Some((texts.iter().map(|t| t.to_string()).collect(), query.clone()));
-        query
-    }
-
-    /// Locks the cache for one compile.
-    pub fn lock(&self) -> ScoringCacheGuard<'_> {
-        ScoringCacheGuard {
-            slots: self.slots.lock().unwrap_or_else(|e| e.into_inner()),
-        }
-    }
-}
-
-pub struct ScoringCacheGuard<'a> {
-    slots: std::sync::MutexGuard<'a, Vec<Vec<Option<CachedTerms>>>>,
-}
-
-impl ScoringCacheGuard<'_> {
-    /// The term set of `texts` for record `index` of category `kind`, from the cache when
-    /// its stamp matches, else computed (the union of each text's terms) and stored.
-    pub fn terms(&mut self, kind: usize, index: usize, stamp: u32, texts: &[&str]) -> &[u64] {
-        if self.slots.len() <= kind {
-            self.slots.resize_with(kind + 1, Vec::new);
-        }
-        let slots = &mut self.slots[kind];
-        if slots.len() <= index {
-            slots.resize_with(index + 1, || None);
-        }
-        let slot = &mut slots[index];
-        let fresh = matches!(slot, Some(c) if c.stamp == stamp);
-        if !fresh {
-            let mut all: Vec<u64> = Vec::new();
-            for t in texts {
-                all.extend(terms(t));
-            }
-            all.sort_unstable();
-            all.dedup();
-            *slot = Some(CachedTerms {
-                stamp,
-                terms: all.into_boxed_slice(),
-            });
-        }
-        match slot {
-            Some(c) => &c.terms,
-            None => &[],
-        }
-    }
-}
-
-/// A claim's wording, prepared once to be compared against many records.
-pub struct Statement<'a> {
-    text: &'a str,
-    terms: Vec<u64>,
-}
-
-impl<'a> Statement<'a> {
-    /// `parts` are joined as if separated by spaces (their term sets are united).
-    pub fn new(text: &'a str, more: &[&str]) -> Self {
-        let mut all = terms(text);
-        for part in more {
-            all.extend(terms(part));
-        }
-        all.sort_unstable();
-        all.dedup();
-        Statement { text, terms: all }
-    }
-}
-
-impl ScoringCacheGuard<'_> {
-    /// Whether `record` and `claim` are alike by terms alone (the guard not applied),
-    /// with the record's term set memoised under (`kind`, `index`); `record` must be
-    /// immutable text (stamp 0).
-    pub fn similar(
-        &mut self,
-        kind: usize,
-        index: usize,
-        record: &[&str],
-        claim: &Statement<'_>,
-    ) -> bool {
-        let terms = self.terms(kind, index, 0, record);
-        if terms.is_empty() && claim.terms.is_empty() {
-            // Nothing but stopwords on both sides: equal after normalisation or not.
-            return record.len() == 1 && normalize(record[0]) == normalize(claim.text);
-        }
-        // Equal after normalisation implies equal term sets, so similarity covers it.
-        similarity(terms, &claim.terms) >= RESTATEMENT_THRESHOLD
-    }
-
-    /// `likeness(claim, record)` with the record's term set memoised (see `similar`).
-    pub fn likeness(
-        &mut self,
-        kind: usize,
-        index: usize,
-        record: &str,
-        claim: &Statement<'_>,
-    ) -> Likeness {
-        if !self.similar(kind, index, &[record], claim) {
-            return Likeness::Unrelated;
-        }
-        if normalize(record) == normalize(claim.text) {
-            return Likeness::Same;
-        }
-        guarded(claim.text, record)
-    }
-}
-
-impl Clone for ScoringCache {
-    fn clone(&self) -> Self {
-        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let query = self.query.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        ScoringCache {
-            slots: std::sync::Mutex::new(slots),
-            query: std::sync::Mutex::new(query),
-        }
-    }
-}
-
-impl PartialEq for ScoringCache {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl Eq for ScoringCache {}
-
-impl std::fmt::Debug for ScoringCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ScoringCache")
-    }
 }
 
 /// Removes provenance stamps as the briefing renders them — `(by w1, turn 3)`,
@@ -603,6 +518,26 @@ mod tests {
         ) {
             let q = TermQuery::new(&[&query]);
             proptest::prop_assert_eq!(q.overlap(&[&text]), overlap(&terms(&text), q.terms()));
+        }
+
+        #[test]
+        fn overlap_within_equals_both_term_set_overlaps(
+            task in "[a-zA-Zé ]{0,40}",
+            objective in "[a-zA-Zé ]{0,40}",
+            first in "[a-zA-Z0-9é ,.;-]{0,80}",
+            second in "[a-zA-Z0-9é ,.;-]{0,80}",
+        ) {
+            // As the compiler asks: the task's terms are among the query's.
+            let all = TermQuery::new(&[&task, &objective]);
+            let sub = TermQuery::new(&[&task]);
+            let mut joined = terms(&first);
+            joined.extend(terms(&second));
+            joined.sort_unstable();
+            joined.dedup();
+            proptest::prop_assert_eq!(
+                all.overlap_within(&[&first, &second], &sub),
+                (overlap(&joined, all.terms()), overlap(&joined, sub.terms()))
+            );
         }
     }
 

@@ -18,6 +18,8 @@ use crate::{Error, Result};
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchRow {
     pub turns: u32,
+    /// Tokens per package.
+    pub budget: usize,
     /// Tokens baton actually sent (every call of every turn, system prompts included).
     pub tokens_sent: u64,
     /// Tokens the same turns would send if each call carried every earlier worker's raw
@@ -53,27 +55,46 @@ pub fn tasks(n: u32) -> Vec<String> {
         .collect()
 }
 
-/// Estimated tokens of replaying transcripts for the same turns.
-pub fn transcript_tokens(turns: &[TurnRecord]) -> u64 {
-    let mut transcript: u64 = 0;
-    let mut total: u64 = 0;
-    for t in turns {
+/// Tokens of a run's turns, read one turn at a time: what was sent, what replaying
+/// transcripts would send instead, and what the claim schemas would add.
+#[derive(Debug, Default)]
+struct Tally {
+    sent: u64,
+    transcript: u64,
+    schemas: u64,
+    /// Tokens every earlier turn's workers returned: what a replayed call re-sends.
+    received_so_far: u64,
+}
+
+impl Tally {
+    fn add(&mut self, t: &TurnRecord, counter: &dyn TokenEstimator) {
         let package = t.package.tokens as u64;
         for c in &t.calls {
-            let without_package = (c.tokens_sent as u64).saturating_sub(package);
-            total += without_package + transcript;
+            let sent = c.tokens_sent as u64;
+            self.sent += sent;
+            self.transcript += sent.saturating_sub(package) + self.received_so_far;
+            let schema = match c.call {
+                CallKind::Execute | CallKind::ExecuteRepair => claims::worker_result_schema(),
+                CallKind::Handoff | CallKind::HandoffRepair => claims::handoff_report_schema(),
+                CallKind::Combined | CallKind::CombinedRepair => claims::turn_answer_schema(),
+            };
+            self.schemas += counter.count(&schema.to_string()) as u64;
         }
-        transcript += t
+        self.received_so_far += t
             .calls
             .iter()
             .map(|c| c.tokens_received as u64)
             .sum::<u64>();
     }
-    total
 }
 
-/// Runs an `n`-turn mock run in `dir` and measures it.
-pub fn run_one(dir: &std::path::Path, n: u32, estimator: &str) -> Result<BenchRow> {
+/// The package budget `baton bench` measures at unless told otherwise: the budget the
+/// reference engine's recorded figure was compared at, above a run's default
+/// (`config::DEFAULT_BUDGET`).
+pub const BENCH_BUDGET: usize = 3000;
+
+/// Runs an `n`-turn mock run in `dir` with `budget`-token packages and measures it.
+pub fn run_one(dir: &std::path::Path, n: u32, estimator: &str, budget: usize) -> Result<BenchRow> {
     let path = dir.join(format!("bench-{n}.db"));
     let _ = std::fs::remove_file(&path);
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path)?);
@@ -84,7 +105,7 @@ pub fn run_one(dir: &std::path::Path, n: u32, estimator: &str) -> Result<BenchRo
         step_budgets: Vec::new(),
         roster: Roster::mock(5),
         settings: RunSettings {
-            budget: 3000,
+            budget,
             total_budget: None,
             estimator: estimator.into(),
             ..RunSettings::default()
@@ -97,20 +118,16 @@ pub fn run_one(dir: &std::path::Path, n: u32, estimator: &str) -> Result<BenchRo
     if end != RunEnd::Finished {
         return Err(Error::Config(format!("bench run ended as {end:?}")));
     }
-    let turns = store.turns(&id)?;
+    // Turn by turn rather than `store.turns`: holding every turn's package and prompts
+    // at once would make the measurement, not the run, set the peak memory.
     let counter = settings_estimator(estimator)?;
-    let schema_tokens = turns
-        .iter()
-        .flat_map(|t| &t.calls)
-        .map(|c| {
-            let schema = match c.call {
-                CallKind::Execute | CallKind::ExecuteRepair => claims::worker_result_schema(),
-                CallKind::Handoff | CallKind::HandoffRepair => claims::handoff_report_schema(),
-                CallKind::Combined | CallKind::CombinedRepair => claims::turn_answer_schema(),
-            };
-            counter.count(&schema.to_string()) as u64
-        })
-        .sum();
+    let mut tally = Tally::default();
+    // One committed turn per `times` entry, numbered consecutively from 0 or 1.
+    for turn in 0..=times.len() as u32 {
+        if let Some(t) = store.turn(&id, turn)? {
+            tally.add(&t, &*counter);
+        }
+    }
     // Close every connection so SQLite checkpoints its write-ahead log into the file:
     // the size measured is the database's, not a transient log's.
     drop(session);
@@ -129,13 +146,10 @@ pub fn run_one(dir: &std::path::Path, n: u32, estimator: &str) -> Result<BenchRo
     let count = times.len().max(1) as u32;
     Ok(BenchRow {
         turns: n,
-        tokens_sent: turns
-            .iter()
-            .flat_map(|t| &t.calls)
-            .map(|c| c.tokens_sent as u64)
-            .sum(),
-        transcript_tokens: transcript_tokens(&turns),
-        schema_tokens,
+        budget,
+        tokens_sent: tally.sent,
+        transcript_tokens: tally.transcript,
+        schema_tokens: tally.schemas,
         engine_time_per_turn: times.iter().sum::<Duration>() / count,
         engine_time_max: times.iter().max().copied().unwrap_or_default(),
         resume_to_package,

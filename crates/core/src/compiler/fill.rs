@@ -155,10 +155,9 @@ impl<'a, 'e> Compiler<'a, 'e> {
         let cx = Context {
             state,
             assignment,
-            query: state.scoring.query(&[&assignment.task, &state.objective]),
+            query: state.scoring.query(&assignment.task, &state.objective),
             step_index,
             cache: std::cell::RefCell::new(state.scoring.lock()),
-            task_query: crate::text::TermQuery::new(&[&assignment.task]),
         };
         let blocks = sections::blocks(&mut arena, &cx);
         Compiler {

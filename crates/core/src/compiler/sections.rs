@@ -16,7 +16,7 @@ use super::{Assignment, AssignmentKind, DropReason, DroppedItem, Section};
 use crate::state::{
     AttemptOutcome, CompletedWork, ExecutionState, IssueStatus, Severity, StepAttempt, StepStatus,
 };
-use crate::text::{ScoringCacheGuard, TermQuery};
+use crate::text::{AssignmentQuery, ScoringCacheGuard, TermQuery};
 use std::cell::RefCell;
 
 /// Per-category caps: candidates beyond them are dropped with `DropReason::Cap`.
@@ -232,14 +232,13 @@ fn fixed_item(arena: &mut Arena<'_>, id: &str, pos: usize, line: &str) -> Item {
 pub(super) struct Context<'s> {
     pub state: &'s ExecutionState,
     pub assignment: &'s Assignment,
-    pub query: std::sync::Arc<TermQuery>,
+    /// The task and objective's terms, and the task's own (the objective is shared by
+    /// every record, so it cannot tell one step's area from another's).
+    pub query: std::sync::Arc<AssignmentQuery>,
     /// Index of the assigned plan step (or, for a continuation, the cursor).
     pub step_index: Option<usize>,
-    /// The state's memoised term sets, locked for this compile.
+    /// The state's memoised overlaps, locked for this compile.
     pub cache: RefCell<ScoringCacheGuard<'s>>,
-    /// The assigned task's own terms (the objective is shared by every record, so it
-    /// cannot tell one step's area from another's).
-    pub task_query: TermQuery,
 }
 
 /// Terms a failed attempt must share with the assigned task to count as the same area
@@ -255,7 +254,7 @@ const KIND_FAILED: usize = 4;
 const KIND_ASSUMPTION: usize = 5;
 
 impl Context<'_> {
-    /// `relevance` of record `index` of a state category, with its term set memoised.
+    /// `relevance` of record `index` of a state category, with its overlaps memoised.
     /// `stamp` must change whenever `texts` can have changed (see the call sites).
     fn score_cached(
         &self,
@@ -278,15 +277,16 @@ impl Context<'_> {
         texts: &[&str],
         turn: u32,
     ) -> (u32, usize) {
-        let mut cache = self.cache.borrow_mut();
-        let terms = cache.terms(kind, index, stamp, texts);
-        let score = relevance_from_overlap(self.query.shared(terms), turn, self.state.turns);
-        (score, self.task_query.shared(terms))
+        let (all, task) = self
+            .cache
+            .borrow_mut()
+            .overlaps(&self.query, kind, index, stamp, texts);
+        (relevance_from_overlap(all, turn, self.state.turns), task)
     }
 
     /// True when a record sharing `overlap` terms with the task is in the task's area.
     fn same_area(&self, overlap: usize) -> bool {
-        let need = AREA_TERMS.min(self.task_query.terms().len());
+        let need = AREA_TERMS.min(self.query.task.terms().len());
         need > 0 && overlap >= need
     }
 

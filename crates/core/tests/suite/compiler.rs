@@ -719,6 +719,37 @@ fn memoised_scores_never_change_a_package() {
     );
 }
 
+/// A record is scored by a scan of its text the first time and through its term set
+/// when a later assignment scores it again: every path gives the package a freshly
+/// decoded state gets, whichever assignment came before.
+#[test]
+fn scores_do_not_depend_on_the_assignments_compiled_before() {
+    let state = synthetic::state_with_items(600, 5);
+    let assignments = [
+        step("T1", "Design the schema and the authentication tokens"),
+        step("T2", "Implement token rotation for the refresh endpoint"),
+        Assignment {
+            kind: AssignmentKind::Continuation,
+            step_id: None,
+            task: "Résumé: close the open issues on the schema".into(),
+        },
+    ];
+    for a in assignments
+        .iter()
+        .chain(&assignments)
+        .chain(assignments.iter().rev())
+    {
+        let fresh: ExecutionState =
+            serde_json::from_value(serde_json::to_value(&state).unwrap()).unwrap();
+        assert_eq!(
+            compile(&state, a, &worker(), 1500, &bpe()),
+            compile(&fresh, a, &worker(), 1500, &bpe()),
+            "{}",
+            a.task
+        );
+    }
+}
+
 /// Issue 9 item 5: a warning cut to its first eight words lost what it asked for
 /// ("… so run the migrations gate before trusting any endpoint test").
 #[test]
