@@ -30,7 +30,8 @@ pub(crate) enum Exit {
     Busy = 8,
     /// A git or worktree error in a job's workspace.
     Workspace = 9,
-    /// The work was cancelled other than by a signal (a lost lease, a cancel request).
+    /// The work was stopped by `baton cancel` (a signal has its own status; a lost lease
+    /// is `LeaseLost`).
     Cancelled = 10,
     /// A bug in baton.
     Internal = 70,

@@ -354,8 +354,15 @@ impl Caller<'_> {
             },
             retry_after_ms: retry_after.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         };
-        self.emit(turn, record.started_at, model_called(&record));
+        // Not published here: whoever reads the answer decides whether it was usable,
+        // and the stream must say what the committed record says (see `returned`).
         (record, outcome.map(|r| r.text))
+    }
+
+    /// Publishes `record`'s `model_called` once its answer was read (or refused), so
+    /// the event says "ok" exactly when the record does.
+    pub(crate) fn returned(&self, turn: u32, record: &CallRecord) {
+        self.emit(turn, record.started_at, model_called(record));
     }
 
     /// One call and the reading of its answer by `station`, with the repair calls
@@ -375,17 +382,20 @@ impl Caller<'_> {
         let mut kind = call;
         let mut current = self.reshape.prompt(call, prompt, station.schema(call));
         loop {
-            let (record, out) = self.call(&current, kind, station.schema(kind), turn);
-            calls.push(record);
+            let (mut record, out) = self.call(&current, kind, station.schema(kind), turn);
             let raw = match out {
                 Ok(raw) => raw,
                 Err(failed) => {
+                    self.returned(turn, &record);
+                    calls.push(record);
                     prompts.push(current);
                     return Err(NoAnswer::Failed { kind, failed });
                 }
             };
             let (problem, repairable) = match station.read(&raw) {
                 Ok(read) => {
+                    self.returned(turn, &record);
+                    calls.push(record);
                     prompts.push(current);
                     return Ok((read, raw));
                 }
@@ -394,9 +404,9 @@ impl Caller<'_> {
                     repairable,
                 }) => (problem, repairable),
             };
-            if let Some(last) = calls.last_mut() {
-                last.error = Some(problem.clone());
-            }
+            record.error = Some(problem.clone());
+            self.returned(turn, &record);
+            calls.push(record);
             let repair = call.repair().filter(|_| repairable && repairs_left > 0);
             let Some(repair) = repair else {
                 prompts.push(current);

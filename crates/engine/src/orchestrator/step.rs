@@ -114,6 +114,20 @@ impl Engine {
             });
         }
         if let Some(loss) = session.run_lease.as_ref().and_then(|l| l.lost()) {
+            // In the run's stream too, so whoever follows the run sees why this process
+            // stopped (best effort: the store may be what failed).
+            let lost = EventKind::LeaseLost {
+                what: "run".into(),
+                id: session.run.to_string(),
+                reason: loss.to_string(),
+            };
+            let _ = crate::jobs::events::record(
+                &*self.store,
+                &*self.clock,
+                &self.publisher,
+                &session.run,
+                lost,
+            );
             return Err(Error::RunLeaseLost {
                 run: session.run.to_string(),
                 reason: loss.to_string(),

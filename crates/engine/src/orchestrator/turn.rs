@@ -88,17 +88,14 @@ impl Engine {
                 .map(|w| w.checks())
                 .unwrap_or_default();
             let prompt = prompt::agent_prompt(&package, &checks);
-            let (record, out) =
+            let (mut record, out) =
                 self.call_model(session, plan.worker, &prompt, CallKind::Execute, turn);
-            calls.push(record);
             prompts.push(prompt);
             match out {
                 Err(e) => error = Some(format!("execute call failed: {e}")),
                 Ok(raw) => match agent::parse_agent_output(&raw) {
                     Err(e) => {
-                        if let Some(last) = calls.last_mut() {
-                            last.error = Some(e.to_string());
-                        }
+                        record.error = Some(e.to_string());
                         error = Some(format!("execute output rejected: {e}"));
                     }
                     Ok(claim) => {
@@ -107,6 +104,8 @@ impl Engine {
                     }
                 },
             }
+            self.caller(session, plan.worker).returned(turn, &record);
+            calls.push(record);
         } else if !self.two_calls(session, plan.worker) {
             // One call per turn: the answer carries the result and the handoff, so the
             // briefing is sent once.

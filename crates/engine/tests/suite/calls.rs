@@ -250,4 +250,22 @@ fn a_combined_answer_that_fails_its_schema_is_repaired_once() {
         turn.calls[0].error
     );
     assert_eq!(turn.status, TurnStatus::Committed);
+    // Regression: the stream said "ok" for the refused answer (its event was made before
+    // the answer was read), while the committed record said it was refused.
+    let called: Vec<(bool, Option<String>)> = store
+        .events(&id, 0)
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e.event.kind {
+            baton_protocol::EventKind::ModelCalled { ok, detail, .. } => Some((ok, detail.error)),
+            _ => None,
+        })
+        .collect();
+    let recorded: Vec<(bool, Option<String>)> = turn
+        .calls
+        .iter()
+        .map(|c| (c.error.is_none(), c.error.clone()))
+        .collect();
+    assert_eq!(called, recorded);
+    assert!(!called[0].0);
 }

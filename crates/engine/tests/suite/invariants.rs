@@ -207,6 +207,12 @@ fn a_run_lease_taken_over_stops_the_run_as_a_run_lease_lost() {
         "{err}"
     );
     assert!(store.turns(&id).unwrap().is_empty());
+    // And the run's stream says why this process stopped.
+    let last = store.events(&id, 0).unwrap().pop().unwrap().event.kind;
+    assert!(
+        matches!(&last, baton_protocol::EventKind::LeaseLost { what, .. } if what == "run"),
+        "{last:?}"
+    );
 }
 
 /// Regression (issue 9, item 2): on the mock's 100-turn run (the `baton bench` plan:
