@@ -79,11 +79,7 @@ pub fn row(t: &TurnRecord) -> TurnRow {
             .filter(|s| s.included && (s.items_included > 0 || is_text_section(s.section)))
             .map(|s| s.section.title().to_string())
             .collect(),
-        sections_omitted: p
-            .omitted_sections
-            .iter()
-            .map(|s| s.title().to_string())
-            .collect(),
+        sections_omitted: p.omitted_titles(),
         items_dropped: p.dropped_count(),
         tokens_sent: t.calls.iter().map(|c| c.tokens_sent).sum(),
         tokens_received: t.calls.iter().map(|c| c.tokens_received).sum(),

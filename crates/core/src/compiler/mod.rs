@@ -209,6 +209,14 @@ impl HandoffPackage {
     pub fn dropped_count(&self) -> usize {
         self.dropped.iter().map(|d| d.count as usize).sum()
     }
+
+    /// The titles of the sections left out whole, in priority order.
+    pub fn omitted_titles(&self) -> Vec<String> {
+        self.omitted_sections
+            .iter()
+            .map(|s| s.title().to_string())
+            .collect()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

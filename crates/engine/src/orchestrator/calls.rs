@@ -113,11 +113,7 @@ impl Engine {
             redactor: &session.redactor,
             cancel: &session.cancel,
             clock: &*self.clock,
-            events: Some(TurnStream {
-                publisher: &self.publisher,
-                run: &session.run,
-                kept: &session.turn_events,
-            }),
+            events: Some(self.turn_stream(session)),
             reshape: &session.reshape,
             workspace: session.workspace.as_ref().map(|w| w.path()),
             output: session.agent_output.as_ref(),

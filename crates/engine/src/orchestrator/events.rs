@@ -6,23 +6,22 @@ use std::sync::PoisonError;
 use baton_core::ids::Timestamp;
 use baton_protocol::{EventKind, EventMsg};
 
+use super::calls::TurnStream;
 use super::{Engine, Session};
 
 impl Engine {
     /// An event of the turn under way: published live now, committed with the turn.
     pub(super) fn emit(&self, session: &Session, turn: u32, at: Timestamp, kind: EventKind) {
-        let event = EventMsg {
-            run_id: session.run.clone(),
-            turn: Some(turn),
-            at,
-            kind,
-        };
-        self.publisher.live(&event);
-        session
-            .turn_events
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(event);
+        self.turn_stream(session).emit(turn, at, kind);
+    }
+
+    /// The turn's stream as its calls see it (one place publishes and keeps events).
+    pub(super) fn turn_stream<'a>(&'a self, session: &'a Session) -> TurnStream<'a> {
+        TurnStream {
+            publisher: &self.publisher,
+            run: &session.run,
+            kept: &session.turn_events,
+        }
     }
 
     /// The events the turn under way emitted so far, taken for its commit (or dropped

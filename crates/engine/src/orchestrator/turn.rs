@@ -61,11 +61,7 @@ impl Engine {
                 tokens: package.tokens,
                 budget: package.budget,
                 sections_included: package.sections.iter().filter(|s| s.included).count(),
-                sections_omitted: package
-                    .omitted_sections
-                    .iter()
-                    .map(|s| s.title().to_string())
-                    .collect(),
+                sections_omitted: package.omitted_titles(),
                 items_dropped: package.dropped_count(),
             },
         );
@@ -104,7 +100,12 @@ impl Engine {
                     }
                 },
             }
-            self.caller(session, plan.worker).returned(turn, &record);
+            self.emit(
+                session,
+                turn,
+                record.started_at,
+                super::calls::model_called(&record),
+            );
             calls.push(record);
         } else if !self.two_calls(session, plan.worker) {
             // One call per turn: the answer carries the result and the handoff, so the
@@ -376,11 +377,7 @@ impl Engine {
             status,
             package_tokens: package.tokens,
             budget: package.budget,
-            sections_omitted: package
-                .omitted_sections
-                .iter()
-                .map(|s| s.title().to_string())
-                .collect(),
+            sections_omitted: package.omitted_titles(),
             items_dropped: package.dropped_count(),
             tokens_sent: calls.iter().map(|c| c.tokens_sent).sum(),
             tokens_received: calls.iter().map(|c| c.tokens_received).sum(),
