@@ -1,6 +1,7 @@
 //! The seam between a turn and the workspace its workers change: after the model calls
-//! and before reconciliation, the workspace is committed, checked and gated, so the
-//! reconciler can verify claims against what is actually on disk.
+//! and before reconciliation, the workspace is committed and checked, so the reconciler
+//! can verify claims against what is actually on disk. Its gates are a station of their
+//! own ([`GateStation`]), run after the reconciler on that commit.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use baton_core::turn::WorkspaceTurn;
 
 use crate::Result;
 use crate::config::WorkerConfig;
+pub use crate::orchestrator::station::{GateInput, GateOutcome, GateStation};
 
 /// What the engine knows about a turn when its calls are done.
 #[derive(Clone, Copy)]
@@ -23,15 +25,11 @@ pub struct TurnFacts<'a> {
     pub assignment: &'a Assignment,
     /// The parsed result, when the turn's calls succeeded.
     pub result: Option<&'a WorkerResult>,
-    /// True when, if this turn commits, the plan has nothing left (gates run at the end).
-    pub last: bool,
-    /// Says what the hook does as it does it (a gate started, a gate finished): the
-    /// engine stamps the event, publishes it live and commits it with the turn.
-    pub emit: &'a (dyn Fn(baton_protocol::EventKind) + Sync),
 }
 
 /// What the workspace made of the turn.
 pub struct HookOutcome {
+    /// The turn's commit (its gates are filled in later, when they ran).
     pub workspace: WorkspaceTurn,
     /// Checks the turn's claims against its commit.
     pub verifier: Arc<dyn Verifier>,
@@ -48,6 +46,10 @@ pub trait WorkspaceHook: Send + Sync {
     /// Called once per turn after its model calls. A failed turn's changes are thrown
     /// away (never merged half-formed); a successful turn's are committed.
     fn after_calls(&self, facts: &TurnFacts<'_>) -> Result<HookOutcome>;
+    /// The workspace's gates, when it has any.
+    fn gates(&self) -> Option<&dyn GateStation> {
+        None
+    }
     /// What is checked when a worker finishes (e.g. the job's gates, as
     /// `` `name`: `command` ``), for an agent's briefing.
     fn checks(&self) -> Vec<String> {

@@ -1,6 +1,6 @@
 //! The workspace side of a job's turn: commit the worktree after every turn (a failed
-//! turn's edits are thrown away), check claimed files against that commit, and run the
-//! gates.
+//! turn's edits are thrown away) and check claimed files against that commit; and the
+//! gates' station, run on that commit after the reconciler.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use baton_protocol::EventKind;
 
 use super::gates::{GateSpec, run_gate};
-use crate::hook::{HookOutcome, TurnFacts, WorkspaceHook};
+use crate::hook::{GateInput, GateOutcome, GateStation, HookOutcome, TurnFacts, WorkspaceHook};
 use crate::{Error, Result};
 
 pub struct GitHook {
@@ -161,44 +161,12 @@ impl WorkspaceHook for GitHook {
             .filter(|f| f.status != ChangeStatus::Deleted)
             .map(|f| (f.path.clone(), f.sha256.clone()))
             .collect();
-        let mut gates = Vec::new();
-        let mut warnings = Vec::new();
-        if facts.last || self.gate_each_turn {
-            for gate in &self.gates {
-                (facts.emit)(EventKind::GateStarted {
-                    name: gate.name.clone(),
-                    command: gate.command.clone(),
-                });
-                let result = run_gate(
-                    gate,
-                    &self.workspace.path,
-                    &commit,
-                    &self.gate_dir,
-                    &self.hide,
-                    &self.keys,
-                    Some(&self.cancel),
-                );
-                (facts.emit)(EventKind::GateFinished {
-                    name: result.name.clone(),
-                    passed: result.passed,
-                    duration_ms: result.duration_ms,
-                });
-                gates.push(result);
-            }
-            // What the gates wrote is not the next worker's turn.
-            let why = format!("files the gates changed after turn {}", facts.turn);
-            if let Some(saved) = self.reset_to(&commit, &why)? {
-                warnings.push(format!(
-                    "the gates changed files in the worktree; discarded (kept at {saved})"
-                ));
-            }
-        }
         Ok(HookOutcome {
             workspace: WorkspaceTurn {
                 commit: commit.clone(),
                 changed,
                 files: files.iter().map(|f| f.path.clone()).collect(),
-                gates,
+                gates: Vec::new(),
             },
             verifier: Arc::new(GitVerifier {
                 workspace: self.workspace.clone(),
@@ -207,8 +175,12 @@ impl WorkspaceHook for GitHook {
             }),
             refusals,
             changed_files: changed_files.keys().cloned().collect(),
-            warnings,
+            warnings: Vec::new(),
         })
+    }
+
+    fn gates(&self) -> Option<&dyn GateStation> {
+        (!self.gates.is_empty()).then_some(self as &dyn GateStation)
     }
 
     fn checks(&self) -> Vec<String> {
@@ -216,6 +188,49 @@ impl WorkspaceHook for GitHook {
             .iter()
             .map(|g| format!("`{}`: `{}`", g.name, g.command))
             .collect()
+    }
+}
+
+impl GateStation for GitHook {
+    fn every_turn(&self) -> bool {
+        self.gate_each_turn
+    }
+
+    fn run(&self, input: &GateInput<'_>) -> Result<GateOutcome> {
+        let _shared = super::GIT_WORKTREES
+            .read()
+            .unwrap_or_else(|p| p.into_inner());
+        let mut results = Vec::with_capacity(self.gates.len());
+        for gate in &self.gates {
+            (input.emit)(EventKind::GateStarted {
+                name: gate.name.clone(),
+                command: gate.command.clone(),
+            });
+            let result = run_gate(
+                gate,
+                &self.workspace.path,
+                input.commit,
+                &self.gate_dir,
+                &self.hide,
+                &self.keys,
+                Some(&self.cancel),
+            );
+            (input.emit)(EventKind::GateFinished {
+                name: result.name.clone(),
+                passed: result.passed,
+                duration_ms: result.duration_ms,
+            });
+            results.push(result);
+        }
+        // What the gates wrote is not the next worker's turn.
+        let mut warnings = Vec::new();
+        let why = format!("files the gates changed after turn {}", input.turn);
+        if let Some(saved) = self.reset_to(input.commit, &why)? {
+            warnings.push(format!(
+                "the gates changed files in the worktree; discarded (kept at {saved})"
+            ));
+        }
+        Ok(GateOutcome { results, warnings })
     }
 }
 

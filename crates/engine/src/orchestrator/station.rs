@@ -1,9 +1,14 @@
 //! A station decides what a call asks for and how its answer is read; the call path
 //! (retry, repair, record, cost, scrub) is the same for every station. A build step's
-//! claims are one station, the judge's verdict another.
+//! claims are one station, the judge's verdict another. Gates are a station without a
+//! model ([`GateStation`]): what they observe on the turn's commit is folded into the
+//! reconciled state by the same turn.
 
 use baton_core::prompt::{self, Prompt};
-use baton_core::turn::CallKind;
+use baton_core::reconciler::{self, ReconcileOutcome, TurnContext};
+use baton_core::state::ExecutionState;
+use baton_core::turn::{CallKind, GateResult, WorkspaceTurn};
+use baton_protocol::EventKind;
 use serde_json::Value;
 
 /// What a station asks of a model and how it reads the answer.
@@ -52,6 +57,55 @@ impl<T> Station for Claims<T> {
             problem: e.to_string(),
             repairable: e.is_model_output_error(),
         })
+    }
+}
+
+/// The gates' station. Not a [`Station`]: that one's whole shape (a schema, an answer
+/// to read, a repair prompt) is a model call's, and a gate has no answer to read, only an
+/// exit code. It runs after the reconciler, when the turn pipeline finds it due from the
+/// reconciled state, on the commit the workspace made of the turn before reconciling.
+pub trait GateStation: Send + Sync {
+    /// Whether the gates run after every turn that committed its claims, not only when
+    /// the turn pipeline finds them due (the end of the plan, a gate-fix turn).
+    fn every_turn(&self) -> bool;
+
+    /// Runs every gate on `input.commit`, saying each start and finish through
+    /// `input.emit` as it happens. The gates' side effects on the worktree are undone.
+    fn run(&self, input: &GateInput<'_>) -> crate::Result<GateOutcome>;
+}
+
+/// What the gates are run on.
+#[derive(Clone, Copy)]
+pub struct GateInput<'a> {
+    pub turn: u32,
+    /// The turn's commit: the one its claims were verified against.
+    pub commit: &'a str,
+    /// The engine stamps the event, publishes it live and commits it with the turn.
+    pub emit: &'a (dyn Fn(EventKind) + Sync),
+}
+
+/// What the gates observed: facts, which enter the record only through [`Self::fold`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GateOutcome {
+    pub results: Vec<GateResult>,
+    /// About the run itself (a gate changed files, which were set aside).
+    pub warnings: Vec<String>,
+}
+
+impl GateOutcome {
+    /// Folds the gates into the reconciled turn: a failing gate opens (or reaffirms) its
+    /// engine-stamped issue, a passing one closes the issues that name it, and the
+    /// results join the turn's workspace record.
+    pub fn fold(
+        self,
+        next: &mut ExecutionState,
+        ctx: &TurnContext<'_>,
+        outcome: &mut ReconcileOutcome,
+        workspace: &mut WorkspaceTurn,
+    ) {
+        outcome.warnings.extend(self.warnings);
+        reconciler::apply_gates(next, ctx, &self.results, outcome);
+        workspace.gates = self.results;
     }
 }
 

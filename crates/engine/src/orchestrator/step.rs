@@ -2,7 +2,7 @@
 //! what its end means for the run.
 
 use baton_core::compiler::{self, Assignment, HandoffPackage};
-use baton_core::state::{ExecutionState, StepStatus};
+use baton_core::state::ExecutionState;
 use baton_core::turn::TurnStatus;
 use baton_protocol::{EventKind, EventMsg as Event};
 use baton_store::RunStatus;
@@ -318,28 +318,5 @@ impl Engine {
                 StepOutcome::Blocked { question } => return Ok(RunEnd::Blocked { question }),
             }
         }
-    }
-
-    /// Whether the plan has nothing left once `plan`'s turn commits.
-    pub(super) fn is_last_turn(&self, session: &Session, plan: &Planned) -> bool {
-        let mut after = session.state.clone();
-        if let Some(id) = &plan.assignment.step_id
-            && let Some(step) = after.plan.iter_mut().find(|s| &s.id == id)
-        {
-            step.status = StepStatus::Done;
-        }
-        // Participation as the reconciler would record it.
-        let worker = &session.config.roster.workers[plan.worker];
-        if !after.workers.iter().any(|w| w.id == worker.id) {
-            after.workers.push(baton_core::state::WorkerRecord {
-                id: worker.id.clone(),
-                model: worker.model.clone(),
-                family: worker.family.clone(),
-                turns: vec![after.turns],
-            });
-        }
-        after.turns += 1;
-        let input = PolicyInput::new(&after, &session.config.roster, &session.config.settings);
-        self.policy.next_turn(&input).is_none()
     }
 }

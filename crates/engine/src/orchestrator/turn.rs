@@ -1,5 +1,6 @@
 //! One turn, start to commit: compile the briefing, make the calls, let the workspace
-//! and the reconciler see the claims, and commit everything in one transaction.
+//! and the reconciler see the claims, run the gates when the reconciled state says they
+//! are due, and commit everything in one transaction.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,7 +20,8 @@ use super::step::Planned;
 use super::{Engine, Session, TurnSummary, holds};
 use crate::audit;
 use crate::config::{Calls, WorkerConfig};
-use crate::hook::{HookOutcome, TurnFacts};
+use crate::hook::{GateInput, HookOutcome, TurnFacts};
+use crate::policy::PolicyInput;
 use crate::{Error, Result};
 
 impl Engine {
@@ -184,37 +186,20 @@ impl Engine {
             }
             return Err(Error::Cancelled { turn });
         }
-        // The workspace sees the turn before the reconciler does, so claims about files
-        // are checked against the turn's commit.
-        let hooked: Option<HookOutcome> = match &session.workspace {
+        // The workspace commits the turn before the reconciler sees it, so claims about
+        // files are checked against the turn's commit.
+        let mut hooked: Option<HookOutcome> = match &session.workspace {
             None => None,
-            Some(hook) => {
-                let last = claims_ok.is_some() && (plan.gates || self.is_last_turn(session, plan));
-                Some(
-                    hook.after_calls(&TurnFacts {
-                        run: &session.run,
-                        turn,
-                        worker: &worker,
-                        assignment: &plan.assignment,
-                        result: claims_ok
-                            .as_ref()
-                            .map(|(r, _): &(Parsed<_>, Parsed<_>)| &r.claim),
-                        last,
-                        emit: &|kind| self.emit(session, turn, self.clock.now(), kind),
-                    })?,
-                )
-            }
+            Some(hook) => Some(hook.after_calls(&TurnFacts {
+                run: &session.run,
+                turn,
+                worker: &worker,
+                assignment: &plan.assignment,
+                result: claims_ok
+                    .as_ref()
+                    .map(|(r, _): &(Parsed<_>, Parsed<_>)| &r.claim),
+            })?),
         };
-        // Gates stopped half-way prove nothing either way.
-        if session.cancel.is_cancelled()
-            && hooked
-                .as_ref()
-                .is_some_and(|h| !h.workspace.gates.is_empty())
-        {
-            return Err(Error::Cancelled { turn });
-        }
-        // Recorded only with a turn that commits (a cancelled one is not).
-        events.extend(self.fell_back(session, plan.worker, turn, now));
         let verifier: Arc<dyn Verifier> = match &hooked {
             Some(h) => h.verifier.clone(),
             None => self.verifier.clone(),
@@ -320,11 +305,19 @@ impl Engine {
         if let Some(h) = &hooked {
             outcome.refusals.extend(h.refusals.iter().cloned());
             outcome.warnings.extend(h.warnings.iter().cloned());
-            if !h.workspace.gates.is_empty() {
-                reconciler::apply_gates(&mut next, &ctx, &h.workspace.gates, &mut outcome);
-            }
         }
         next.turns += 1;
+        // The gate station, on the commit the claims were checked against.
+        if let Some(h) = hooked.as_mut()
+            && status == TurnStatus::Committed
+        {
+            self.gate(session, plan, &ctx, &mut next, &mut outcome, &mut h.workspace)?;
+        }
+        // Recorded only with a turn that commits (a cancelled one is not), first among
+        // the turn's own events as it happened first.
+        if let Some(fell) = self.fell_back(session, plan.worker, turn, now) {
+            events.insert(0, fell);
+        }
         for r in &outcome.refusals {
             events.push(Event {
                 run_id: session.run.clone(),
@@ -460,6 +453,48 @@ impl Engine {
 }
 
 impl Engine {
+    /// Runs the workspace's gates when they are due after this turn, and folds what they
+    /// observed into `next`. Due is decided from the reconciled state, never from a
+    /// guess at it: a gate-fix turn, gates that run every turn, or a turn after which
+    /// the policy has nothing left (a step the reconciler left open is not done).
+    fn gate(
+        &self,
+        session: &Session,
+        plan: &Planned,
+        ctx: &TurnContext<'_>,
+        next: &mut baton_core::state::ExecutionState,
+        outcome: &mut ReconcileOutcome,
+        workspace: &mut baton_core::turn::WorkspaceTurn,
+    ) -> Result<()> {
+        let Some(station) = session.workspace.as_ref().and_then(|w| w.gates()) else {
+            return Ok(());
+        };
+        let due = plan.gates
+            || station.every_turn()
+            || self
+                .policy
+                .next_turn(&PolicyInput::new(
+                    next,
+                    &session.config.roster,
+                    &session.config.settings,
+                ))
+                .is_none();
+        if !due {
+            return Ok(());
+        }
+        let gated = station.run(&GateInput {
+            turn: ctx.turn,
+            commit: &workspace.commit,
+            emit: &|kind| self.emit(session, ctx.turn, self.clock.now(), kind),
+        })?;
+        // Gates stopped half-way prove nothing either way.
+        if session.cancel.is_cancelled() {
+            return Err(Error::Cancelled { turn: ctx.turn });
+        }
+        gated.fold(next, ctx, outcome, workspace);
+        Ok(())
+    }
+
     /// Whether the worker makes an execute and a handoff call per turn: a replay asks
     /// the way its script was recorded (every script from before one call per turn
     /// has two), anyone else as the roster says (one by default).

@@ -748,8 +748,6 @@ fn a_worker_that_lost_its_lease_commits_nothing_to_the_branch() {
             worker: &worker,
             assignment: &assignment,
             result: Some(&result),
-            last: false,
-            emit: &|_| {},
         })
         .err()
         .expect("fenced off");
@@ -1132,6 +1130,75 @@ fn an_agent_that_commits_nothing_and_claims_nothing_does_not_complete_its_step()
     assert!(turns[1].workspace.as_ref().unwrap().changed);
     let state = store.load_state(&run).unwrap();
     assert_eq!(state.plan[0].done_at_turn, Some(1));
+}
+
+/// Regression (issue 10, "gates become a station"): whether the gates ran was decided
+/// before reconciling, by re-simulating the reconciler, which took the last step as done
+/// whatever became of it. A last step left open for lack of evidence of work ran the
+/// gates as if the job were over (and a failing gate opened an issue on a turn that did
+/// nothing). The gates now run after the reconciler, decided from the reconciled state:
+/// not while the step is open, once when its turn completes it.
+#[test]
+fn gates_do_not_run_after_a_last_step_left_open_and_run_once_when_it_is_done() {
+    let (dir, repo, agent) = repo();
+    let store = store_in(dir.path());
+    let roster = Roster {
+        workers: vec![agent_worker("coder", &agent)],
+    };
+    let gate_runs = |run: &RunId| -> Vec<(Option<u32>, bool)> {
+        store
+            .events(run, 0)
+            .unwrap()
+            .into_iter()
+            .filter_map(|e| match e.event.kind {
+                baton_protocol::EventKind::GateFinished { passed, .. } => {
+                    Some((e.event.turn, passed))
+                }
+                _ => None,
+            })
+            .collect()
+    };
+
+    // The only step, never done: three turns, none of them the last, no gate run.
+    let idle = enqueue(
+        store.as_ref(),
+        &*clock(),
+        &request(&repo, &["idle"], vec![roster.clone()], false),
+    )
+    .unwrap();
+    work(store.clone(), clock(), &WorkOptions::default(), &|_| {}).unwrap();
+    let run = store.job(&idle.jobs[0]).unwrap().run_id.unwrap();
+    let turns = store.turns(&run).unwrap();
+    assert_eq!(turns.len(), 3, "{turns:#?}");
+    let gated: Vec<usize> = turns
+        .iter()
+        .map(|t| t.workspace.as_ref().unwrap().gates.len())
+        .collect();
+    assert_eq!(gated, [0, 0, 0], "gates ran on turns that left the step open");
+    assert_eq!(gate_runs(&run), []);
+    let state = store.load_state(&run).unwrap();
+    assert!(state.issues.iter().all(|i| i.gate.is_none()), "{:?}", state.issues);
+
+    // Open after its first turn, done after its second: the gate runs once, then.
+    let retried = enqueue(
+        store.as_ref(),
+        &*clock(),
+        &request(&repo, &["retry-write ok.txt"], vec![roster], false),
+    )
+    .unwrap();
+    work(store.clone(), clock(), &WorkOptions::default(), &|_| {}).unwrap();
+    let job = store.job(&retried.jobs[0]).unwrap();
+    let run = job.run_id.clone().unwrap();
+    let turns = store.turns(&run).unwrap();
+    assert_eq!(turns.len(), 2, "{turns:#?}");
+    assert!(turns[0].workspace.as_ref().unwrap().gates.is_empty());
+    let ws1 = turns[1].workspace.as_ref().unwrap();
+    assert_eq!(ws1.gates.len(), 1);
+    assert!(ws1.gates[0].passed && ws1.gates[0].commit == ws1.commit);
+    assert_eq!(gate_runs(&run), [(Some(1), true)]);
+    let outbox = decode_outbox(&job).unwrap().unwrap();
+    assert_eq!(outbox.ended, "finished");
+    assert_eq!(outbox.gates, ws1.gates);
 }
 
 /// Issue 10: a gate that prints a roster worker's literal key (one an agent wrote into
