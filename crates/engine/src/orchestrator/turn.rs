@@ -190,15 +190,17 @@ impl Engine {
         // files are checked against the turn's commit.
         let mut hooked: Option<HookOutcome> = match &session.workspace {
             None => None,
-            Some(hook) => Some(hook.after_calls(&TurnFacts {
-                run: &session.run,
-                turn,
-                worker: &worker,
-                assignment: &plan.assignment,
-                result: claims_ok
-                    .as_ref()
-                    .map(|(r, _): &(Parsed<_>, Parsed<_>)| &r.claim),
-            })?),
+            Some(hook) => Some(
+                hook.after_calls(&TurnFacts {
+                    run: &session.run,
+                    turn,
+                    worker: &worker,
+                    assignment: &plan.assignment,
+                    result: claims_ok
+                        .as_ref()
+                        .map(|(r, _): &(Parsed<_>, Parsed<_>)| &r.claim),
+                })?,
+            ),
         };
         let verifier: Arc<dyn Verifier> = match &hooked {
             Some(h) => h.verifier.clone(),
@@ -311,7 +313,14 @@ impl Engine {
         if let Some(h) = hooked.as_mut()
             && status == TurnStatus::Committed
         {
-            self.gate(session, plan, &ctx, &mut next, &mut outcome, &mut h.workspace)?;
+            self.gate(
+                session,
+                plan,
+                &ctx,
+                &mut next,
+                &mut outcome,
+                &mut h.workspace,
+            )?;
         }
         // Recorded only with a turn that commits (a cancelled one is not), first among
         // the turn's own events as it happened first.

@@ -1174,10 +1174,18 @@ fn gates_do_not_run_after_a_last_step_left_open_and_run_once_when_it_is_done() {
         .iter()
         .map(|t| t.workspace.as_ref().unwrap().gates.len())
         .collect();
-    assert_eq!(gated, [0, 0, 0], "gates ran on turns that left the step open");
+    assert_eq!(
+        gated,
+        [0, 0, 0],
+        "gates ran on turns that left the step open"
+    );
     assert_eq!(gate_runs(&run), []);
     let state = store.load_state(&run).unwrap();
-    assert!(state.issues.iter().all(|i| i.gate.is_none()), "{:?}", state.issues);
+    assert!(
+        state.issues.iter().all(|i| i.gate.is_none()),
+        "{:?}",
+        state.issues
+    );
 
     // Open after its first turn, done after its second: the gate runs once, then.
     let retried = enqueue(
