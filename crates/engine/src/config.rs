@@ -296,18 +296,15 @@ impl Roster {
     }
 }
 
-/// Settings of the worker itself, which a roster may put in `options` by mistake.
-const WORKER_SETTINGS: &[&str] = &[
-    "family",
-    "role",
-    "temperature",
-    "max_tokens",
-    "context_window",
-    "max_retries",
-    "enabled",
-    "price",
-    "calls",
-];
+/// Whether `key` is a setting of the worker itself, which a roster may put in `options`
+/// by mistake: a field of `[[workers]]`, read from `RawWorker` so it cannot drift from
+/// what the roster accepts beside `model`. Left out: `api_key_env` and `api_base`, which
+/// are folded into the options anyway (moving them changes nothing), `api_key` (refused
+/// in options before this is asked, and discouraged beside `model`) and `options`.
+fn is_worker_setting(key: &str) -> bool {
+    !matches!(key, "api_key_env" | "api_base" | "api_key" | "options")
+        && baton_gateway::struct_fields::<RawWorker>().contains(&key)
+}
 
 /// A hint when an unknown option is one of the worker's own settings, or one of them
 /// folded into the options (`api_key_env`, `api_base`) that its provider does not use.
@@ -319,7 +316,7 @@ fn misplaced(worker: &WorkerConfig, error: &baton_gateway::Error) -> String {
         format!(
             "; `{key}` is set on the worker, and provider {provider} does not use it: remove it"
         )
-    } else if WORKER_SETTINGS.contains(&key.as_str()) {
+    } else if is_worker_setting(key) {
         format!(
             "; `{key}` is a setting of the worker itself: put it beside `model`, outside `options`"
         )
@@ -663,6 +660,49 @@ calls = "two"
             e.contains("unknown option \"timeout\" for provider anthropic") && e.contains("replay"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn every_worker_setting_put_in_options_is_told_to_move_beside_model() {
+        // Regression: the settings were a list kept by hand beside `RawWorker`, and
+        // `id` and `model` were missing from it. A field added to `[[workers]]` needs a
+        // sample here, so the hint is checked for it too; `None` is a field folded into
+        // the options anyway, or not a setting to move.
+        let sample = |key: &str| match key {
+            "api_key_env" | "api_base" | "api_key" | "options" => None,
+            "id" => Some("\"w2\""),
+            "model" => Some("\"mock/y\""),
+            "family" | "role" => Some("\"x\""),
+            "temperature" => Some("0.2"),
+            "max_tokens" | "context_window" | "max_retries" => Some("8"),
+            "enabled" => Some("true"),
+            "price" => Some("{ input = 1.0, output = 2.0 }"),
+            "calls" => Some("\"two\""),
+            other => panic!("no sample value for the worker setting {other:?}: add one"),
+        };
+        let fields = baton_gateway::struct_fields::<RawWorker>();
+        assert!(fields.contains(&"temperature"), "{fields:?}");
+        for &key in fields {
+            let Some(value) = sample(key) else {
+                assert!(!is_worker_setting(key), "{key}");
+                continue;
+            };
+            let e = refusal(&format!(
+                "[[workers]]\nid = \"w\"\nmodel = \"mock/x\"\noptions = {{ {key} = {value} }}\n"
+            ));
+            assert!(
+                e.contains(&format!("`{key}` is a setting of the worker itself")),
+                "{key}: {e}"
+            );
+            // And where the hint sends it, it is accepted (`id` and `model` are there).
+            if !matches!(key, "id" | "model") {
+                parse_file(
+                    "baton.toml",
+                    &format!("[[workers]]\nid = \"w\"\nmodel = \"mock/x\"\n{key} = {value}\n"),
+                )
+                .unwrap();
+            }
+        }
     }
 
     #[test]

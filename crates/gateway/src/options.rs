@@ -58,8 +58,9 @@ fn read<T: ProviderOptions>(options: &Options) -> Result<T> {
 }
 
 /// The field names of a struct deriving `Deserialize`, as serde's derive lists them
-/// (the keys `deny_unknown_fields` accepts).
-pub(crate) fn fields<T: DeserializeOwned>() -> &'static [&'static str] {
+/// (the keys `deny_unknown_fields` accepts); empty for anything else. Public as
+/// `struct_fields`, for the engine's roster hints.
+pub fn fields<T: DeserializeOwned>() -> &'static [&'static str] {
     let mut names = FieldNames(None);
     let _ = T::deserialize(&mut names);
     names.0.unwrap_or(&[])
