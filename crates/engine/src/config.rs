@@ -27,7 +27,7 @@ struct RawFile {
     /// Token budget for the whole plan, split across steps (later steps get more).
     total_budget: Option<usize>,
     /// `bpe` (default) or `heuristic`.
-    estimator: Option<String>,
+    estimator: Option<EstimatorKind>,
     /// Repair calls per claim when output fails its schema (default 1; 0 disables).
     repair_attempts: Option<u32>,
     workers: Option<Vec<RawWorker>>,
@@ -333,8 +333,7 @@ pub struct RunSettings {
     /// Tokens for the whole plan, split across steps with later steps getting more.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_budget: Option<usize>,
-    /// `bpe` or `heuristic`.
-    pub estimator: String,
+    pub estimator: EstimatorKind,
     /// Repair calls allowed when a call's output fails its schema (each quotes the
     /// validation error); after them the turn fails.
     #[serde(default = "default_repairs")]
@@ -360,24 +359,14 @@ impl Default for RunSettings {
         RunSettings {
             budget: DEFAULT_BUDGET,
             total_budget: None,
-            estimator: "bpe".into(),
+            estimator: EstimatorKind::Bpe,
             repair_attempts: DEFAULT_REPAIR_ATTEMPTS,
         }
     }
 }
 
 impl RunSettings {
-    pub fn estimator_kind(&self) -> Result<EstimatorKind> {
-        EstimatorKind::parse(&self.estimator).ok_or_else(|| {
-            Error::Config(format!(
-                "unknown estimator \"{}\"; use \"bpe\" or \"heuristic\"",
-                self.estimator
-            ))
-        })
-    }
-
     pub fn validate(&self) -> Result<()> {
-        self.estimator_kind()?;
         if self.budget < MIN_BUDGET {
             return Err(Error::Config(format!(
                 "budget {} is too small to brief anyone: a briefing's header, task and \
@@ -404,7 +393,7 @@ pub struct FileConfig {
     pub roster: Option<Roster>,
     pub budget: Option<usize>,
     pub total_budget: Option<usize>,
-    pub estimator: Option<String>,
+    pub estimator: Option<EstimatorKind>,
     pub repair_attempts: Option<u32>,
     /// Things the user should fix (e.g. a literal key in the file).
     pub warnings: Vec<String>,
@@ -594,6 +583,44 @@ calls = "two"
 
     fn refusal(toml: &str) -> String {
         parse_file("baton.toml", toml).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn an_unknown_estimator_in_the_file_is_refused_when_the_file_is_read() {
+        // Regression: the file's estimator was a string, refused only when a run was
+        // created with it (`baton workers` and a roster check passed it).
+        let e = refusal("estimator = \"bpee\"\n");
+        assert!(
+            e.contains("estimator") && e.contains("`bpe`") && e.contains("`heuristic`"),
+            "{e}"
+        );
+        let file = parse_file("baton.toml", "estimator = \"heuristic\"\n").unwrap();
+        assert_eq!(file.estimator, Some(EstimatorKind::Heuristic));
+    }
+
+    #[test]
+    fn settings_stored_when_the_estimator_was_a_string_still_load() {
+        // The `settings` of a run's stored configuration, as runs stored them before
+        // the estimator was typed: read as they are, and written back the same.
+        for (stored, kind) in [
+            (
+                r#"{"budget":2000,"estimator":"heuristic","repair_attempts":1}"#,
+                EstimatorKind::Heuristic,
+            ),
+            (
+                r#"{"budget":3000,"total_budget":9000,"estimator":"bpe","repair_attempts":0}"#,
+                EstimatorKind::Bpe,
+            ),
+        ] {
+            let settings: RunSettings = serde_json::from_str(stored).unwrap();
+            assert_eq!(settings.estimator, kind);
+            assert_eq!(serde_json::to_string(&settings).unwrap(), stored);
+        }
+        // A name no build knows is a corrupt configuration, named, not a default.
+        let e = serde_json::from_str::<RunSettings>(r#"{"budget":2000,"estimator":"x"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown variant `x`"), "{e}");
     }
 
     #[test]
