@@ -8,13 +8,14 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use baton_core::ids::RunId;
+use baton_core::tokens::EstimatorKind;
 use baton_core::turn::TurnStatus;
 use baton_engine::config::{self, FileConfig, Roster, RunSettings};
 use baton_engine::{Engine, RunEnd, RunSpec, StepOutcome, TurnSummary, demo, export};
 use baton_store::{SqliteStore, Store};
 
 use crate::exit::{self, Exit};
-use crate::{BudgetArgs, Cli, Command, Estimator, ExportFormat};
+use crate::{BudgetArgs, Cli, Command, ExportFormat};
 use crate::{render, signals};
 
 const DEFAULT_DB: &str = ".baton/baton.db";
@@ -155,8 +156,7 @@ impl Context_ {
             total_budget: flags.total_budget.or(self.file.total_budget),
             estimator: flags
                 .estimator
-                .map(|e| e.name().to_string())
-                .or_else(|| self.file.estimator.clone())
+                .or(self.file.estimator)
                 .unwrap_or(d.estimator),
             repair_attempts: self.file.repair_attempts.unwrap_or(d.repair_attempts),
         }
@@ -864,7 +864,7 @@ fn workers(ctx: &Context_, run: Option<&str>, verify: bool) -> Result<ExitCode> 
     Ok(failed.map_or(ExitCode::SUCCESS, ExitCode::from))
 }
 
-fn bench(turns: &[u32], estimator: Estimator, budget: usize) -> Result<ExitCode> {
+fn bench(turns: &[u32], estimator: EstimatorKind, budget: usize) -> Result<ExitCode> {
     let dir = tempfile_dir()?;
     let mut rows = Vec::new();
     for &n in turns {
@@ -872,20 +872,15 @@ fn bench(turns: &[u32], estimator: Estimator, budget: usize) -> Result<ExitCode>
             bail!("--turns values must be at least 1");
         }
         eprintln!("running {n} turns…");
-        rows.push(baton_engine::bench::run_one(
-            &dir,
-            n,
-            estimator.name(),
-            budget,
-        )?);
+        rows.push(baton_engine::bench::run_one(&dir, n, estimator, budget)?);
     }
     let _ = std::fs::remove_dir_all(&dir);
     print!("{}", render::bench(&rows, estimator.name()));
     Ok(ExitCode::SUCCESS)
 }
 
-fn bench_fidelity(estimator: Estimator) -> Result<ExitCode> {
-    let est = estimator.kind().build();
+fn bench_fidelity(estimator: EstimatorKind) -> Result<ExitCode> {
+    let est = estimator.build();
     let mut rows = Vec::new();
     for case in baton_core::fidelity::standard_cases() {
         eprintln!(

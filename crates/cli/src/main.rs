@@ -17,6 +17,7 @@ mod signals;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use baton_core::tokens::EstimatorKind;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Parser, Debug)]
@@ -49,30 +50,7 @@ pub struct BudgetArgs {
     pub total_budget: Option<usize>,
     /// Token estimator: bpe (real o200k tokenizer, offline) or heuristic
     #[arg(long, env = "BATON_ESTIMATOR")]
-    pub estimator: Option<Estimator>,
-}
-
-/// A token estimator, by the name settings and the record use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Estimator {
-    Bpe,
-    Heuristic,
-}
-
-impl Estimator {
-    pub fn name(self) -> &'static str {
-        match self {
-            Estimator::Bpe => "bpe",
-            Estimator::Heuristic => "heuristic",
-        }
-    }
-
-    pub fn kind(self) -> baton_core::tokens::EstimatorKind {
-        match self {
-            Estimator::Bpe => baton_core::tokens::EstimatorKind::Bpe,
-            Estimator::Heuristic => baton_core::tokens::EstimatorKind::Heuristic,
-        }
-    }
+    pub estimator: Option<EstimatorKind>,
 }
 
 /// What `baton export` writes.
@@ -298,8 +276,8 @@ pub enum Command {
         #[arg(long, value_delimiter = ',', default_value = "5,20,100")]
         turns: Vec<u32>,
         /// Token estimator for the measurement (the default is the runs' default)
-        #[arg(long, value_enum, default_value_t = Estimator::Bpe)]
-        estimator: Estimator,
+        #[arg(long, value_enum, default_value_t = EstimatorKind::Bpe)]
+        estimator: EstimatorKind,
         /// Tokens per package (the reference engine's figure is quoted at 3,000; a run's
         /// default is 2,000)
         #[arg(long, default_value_t = baton_engine::bench::BENCH_BUDGET)]

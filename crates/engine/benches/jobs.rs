@@ -102,7 +102,7 @@ fn command_turn(c: &mut Criterion) {
                 workers: vec![worker],
             },
             settings: RunSettings {
-                estimator: "heuristic".into(),
+                estimator: baton_core::tokens::EstimatorKind::Heuristic,
                 ..RunSettings::default()
             },
         })

@@ -94,7 +94,12 @@ impl Tally {
 pub const BENCH_BUDGET: usize = 3000;
 
 /// Runs an `n`-turn mock run in `dir` with `budget`-token packages and measures it.
-pub fn run_one(dir: &std::path::Path, n: u32, estimator: &str, budget: usize) -> Result<BenchRow> {
+pub fn run_one(
+    dir: &std::path::Path,
+    n: u32,
+    estimator: EstimatorKind,
+    budget: usize,
+) -> Result<BenchRow> {
     let path = dir.join(format!("bench-{n}.db"));
     let _ = std::fs::remove_file(&path);
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path)?);
@@ -107,7 +112,7 @@ pub fn run_one(dir: &std::path::Path, n: u32, estimator: &str, budget: usize) ->
         settings: RunSettings {
             budget,
             total_budget: None,
-            estimator: estimator.into(),
+            estimator,
             ..RunSettings::default()
         },
     };
@@ -120,7 +125,7 @@ pub fn run_one(dir: &std::path::Path, n: u32, estimator: &str, budget: usize) ->
     }
     // Turn by turn rather than `store.turns`: holding every turn's package and prompts
     // at once would make the measurement, not the run, set the peak memory.
-    let counter = settings_estimator(estimator)?;
+    let counter = estimator.build();
     let mut tally = Tally::default();
     // One committed turn per `times` entry, numbered consecutively from 0 or 1.
     for turn in 0..=times.len() as u32 {
@@ -155,10 +160,4 @@ pub fn run_one(dir: &std::path::Path, n: u32, estimator: &str, budget: usize) ->
         resume_to_package,
         db_bytes,
     })
-}
-
-fn settings_estimator(name: &str) -> Result<Arc<dyn TokenEstimator>> {
-    EstimatorKind::parse(name)
-        .map(EstimatorKind::build)
-        .ok_or_else(|| Error::Config(format!("unknown estimator \"{name}\"")))
 }

@@ -27,7 +27,7 @@ struct RawFile {
     /// Token budget for the whole plan, split across steps (later steps get more).
     total_budget: Option<usize>,
     /// `bpe` (default) or `heuristic`.
-    estimator: Option<String>,
+    estimator: Option<EstimatorKind>,
     /// Repair calls per claim when output fails its schema (default 1; 0 disables).
     repair_attempts: Option<u32>,
     workers: Option<Vec<RawWorker>>,
@@ -296,18 +296,15 @@ impl Roster {
     }
 }
 
-/// Settings of the worker itself, which a roster may put in `options` by mistake.
-const WORKER_SETTINGS: &[&str] = &[
-    "family",
-    "role",
-    "temperature",
-    "max_tokens",
-    "context_window",
-    "max_retries",
-    "enabled",
-    "price",
-    "calls",
-];
+/// Whether `key` is a setting of the worker itself, which a roster may put in `options`
+/// by mistake: a field of `[[workers]]`, read from `RawWorker` so it cannot drift from
+/// what the roster accepts beside `model`. Left out: `api_key_env` and `api_base`, which
+/// are folded into the options anyway (moving them changes nothing), `api_key` (refused
+/// in options before this is asked, and discouraged beside `model`) and `options`.
+fn is_worker_setting(key: &str) -> bool {
+    !matches!(key, "api_key_env" | "api_base" | "api_key" | "options")
+        && baton_gateway::struct_fields::<RawWorker>().contains(&key)
+}
 
 /// A hint when an unknown option is one of the worker's own settings, or one of them
 /// folded into the options (`api_key_env`, `api_base`) that its provider does not use.
@@ -319,7 +316,7 @@ fn misplaced(worker: &WorkerConfig, error: &baton_gateway::Error) -> String {
         format!(
             "; `{key}` is set on the worker, and provider {provider} does not use it: remove it"
         )
-    } else if WORKER_SETTINGS.contains(&key.as_str()) {
+    } else if is_worker_setting(key) {
         format!(
             "; `{key}` is a setting of the worker itself: put it beside `model`, outside `options`"
         )
@@ -336,8 +333,7 @@ pub struct RunSettings {
     /// Tokens for the whole plan, split across steps with later steps getting more.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_budget: Option<usize>,
-    /// `bpe` or `heuristic`.
-    pub estimator: String,
+    pub estimator: EstimatorKind,
     /// Repair calls allowed when a call's output fails its schema (each quotes the
     /// validation error); after them the turn fails.
     #[serde(default = "default_repairs")]
@@ -363,24 +359,14 @@ impl Default for RunSettings {
         RunSettings {
             budget: DEFAULT_BUDGET,
             total_budget: None,
-            estimator: "bpe".into(),
+            estimator: EstimatorKind::Bpe,
             repair_attempts: DEFAULT_REPAIR_ATTEMPTS,
         }
     }
 }
 
 impl RunSettings {
-    pub fn estimator_kind(&self) -> Result<EstimatorKind> {
-        EstimatorKind::parse(&self.estimator).ok_or_else(|| {
-            Error::Config(format!(
-                "unknown estimator \"{}\"; use \"bpe\" or \"heuristic\"",
-                self.estimator
-            ))
-        })
-    }
-
     pub fn validate(&self) -> Result<()> {
-        self.estimator_kind()?;
         if self.budget < MIN_BUDGET {
             return Err(Error::Config(format!(
                 "budget {} is too small to brief anyone: a briefing's header, task and \
@@ -407,7 +393,7 @@ pub struct FileConfig {
     pub roster: Option<Roster>,
     pub budget: Option<usize>,
     pub total_budget: Option<usize>,
-    pub estimator: Option<String>,
+    pub estimator: Option<EstimatorKind>,
     pub repair_attempts: Option<u32>,
     /// Things the user should fix (e.g. a literal key in the file).
     pub warnings: Vec<String>,
@@ -600,6 +586,44 @@ calls = "two"
     }
 
     #[test]
+    fn an_unknown_estimator_in_the_file_is_refused_when_the_file_is_read() {
+        // Regression: the file's estimator was a string, refused only when a run was
+        // created with it (`baton workers` and a roster check passed it).
+        let e = refusal("estimator = \"bpee\"\n");
+        assert!(
+            e.contains("estimator") && e.contains("`bpe`") && e.contains("`heuristic`"),
+            "{e}"
+        );
+        let file = parse_file("baton.toml", "estimator = \"heuristic\"\n").unwrap();
+        assert_eq!(file.estimator, Some(EstimatorKind::Heuristic));
+    }
+
+    #[test]
+    fn settings_stored_when_the_estimator_was_a_string_still_load() {
+        // The `settings` of a run's stored configuration, as runs stored them before
+        // the estimator was typed: read as they are, and written back the same.
+        for (stored, kind) in [
+            (
+                r#"{"budget":2000,"estimator":"heuristic","repair_attempts":1}"#,
+                EstimatorKind::Heuristic,
+            ),
+            (
+                r#"{"budget":3000,"total_budget":9000,"estimator":"bpe","repair_attempts":0}"#,
+                EstimatorKind::Bpe,
+            ),
+        ] {
+            let settings: RunSettings = serde_json::from_str(stored).unwrap();
+            assert_eq!(settings.estimator, kind);
+            assert_eq!(serde_json::to_string(&settings).unwrap(), stored);
+        }
+        // A name no build knows is a corrupt configuration, named, not a default.
+        let e = serde_json::from_str::<RunSettings>(r#"{"budget":2000,"estimator":"x"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown variant `x`"), "{e}");
+    }
+
+    #[test]
     fn a_typo_in_an_http_workers_options_is_refused_with_the_nearest_key() {
         // Regression: `timeuot_s` was only caught when a run was created; `baton
         // workers` and a roster check passed it, and nothing suggested `timeout_s`.
@@ -663,6 +687,49 @@ calls = "two"
             e.contains("unknown option \"timeout\" for provider anthropic") && e.contains("replay"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn every_worker_setting_put_in_options_is_told_to_move_beside_model() {
+        // Regression: the settings were a list kept by hand beside `RawWorker`, and
+        // `id` and `model` were missing from it. A field added to `[[workers]]` needs a
+        // sample here, so the hint is checked for it too; `None` is a field folded into
+        // the options anyway, or not a setting to move.
+        let sample = |key: &str| match key {
+            "api_key_env" | "api_base" | "api_key" | "options" => None,
+            "id" => Some("\"w2\""),
+            "model" => Some("\"mock/y\""),
+            "family" | "role" => Some("\"x\""),
+            "temperature" => Some("0.2"),
+            "max_tokens" | "context_window" | "max_retries" => Some("8"),
+            "enabled" => Some("true"),
+            "price" => Some("{ input = 1.0, output = 2.0 }"),
+            "calls" => Some("\"two\""),
+            other => panic!("no sample value for the worker setting {other:?}: add one"),
+        };
+        let fields = baton_gateway::struct_fields::<RawWorker>();
+        assert!(fields.contains(&"temperature"), "{fields:?}");
+        for &key in fields {
+            let Some(value) = sample(key) else {
+                assert!(!is_worker_setting(key), "{key}");
+                continue;
+            };
+            let e = refusal(&format!(
+                "[[workers]]\nid = \"w\"\nmodel = \"mock/x\"\noptions = {{ {key} = {value} }}\n"
+            ));
+            assert!(
+                e.contains(&format!("`{key}` is a setting of the worker itself")),
+                "{key}: {e}"
+            );
+            // And where the hint sends it, it is accepted (`id` and `model` are there).
+            if !matches!(key, "id" | "model") {
+                parse_file(
+                    "baton.toml",
+                    &format!("[[workers]]\nid = \"w\"\nmodel = \"mock/x\"\n{key} = {value}\n"),
+                )
+                .unwrap();
+            }
+        }
     }
 
     #[test]

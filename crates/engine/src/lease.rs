@@ -395,7 +395,7 @@ mod tests {
             step_budgets: Vec::new(),
             roster: Roster::mock(1),
             settings: RunSettings {
-                estimator: "heuristic".into(),
+                estimator: baton_core::tokens::EstimatorKind::Heuristic,
                 ..RunSettings::default()
             },
         };

@@ -11,7 +11,9 @@ use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
 
 use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
 
+use crate::options::{ProviderOptions, parse_part};
 use crate::{Error, Options, Result, split_model};
 
 /// A provider secret. Only the HTTP layer of this crate reads it.
@@ -297,33 +299,63 @@ pub fn resolve_credential(
     }
 }
 
+/// The options the key lookup reads, before any gateway is built. Not
+/// `deny_unknown_fields`: the provider's own keys sit beside them, and its gateway
+/// refuses the ones nobody reads.
+#[derive(Deserialize)]
+struct KeyOptions {
+    api_key_env: Option<String>,
+    /// Refused whatever its value (`null` too): keys must not live in the roster.
+    #[serde(default, deserialize_with = "given")]
+    api_key: bool,
+}
+
+/// A command worker's `preset`, whose CLI's own variable is its key.
+#[derive(Deserialize)]
+struct PresetOption {
+    preset: Option<String>,
+}
+
+impl ProviderOptions for KeyOptions {
+    fn expects(_key: &str) -> &'static str {
+        "the name of an environment variable"
+    }
+}
+
+impl ProviderOptions for PresetOption {
+    fn expects(_key: &str) -> &'static str {
+        "the name of a preset"
+    }
+}
+
+/// True for any value at all: the field was given.
+fn given<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<bool, D::Error> {
+    serde::de::IgnoredAny::deserialize(d).map(|_| true)
+}
+
 /// The credential a worker's options ask for: `options.api_key_env` names the variable
 /// (it must be set); without it, the provider's conventional variable
 /// (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `GEMINI_API_KEY`, …) is used when set.
 /// Keys are deliberately not read from the options themselves: options are roster
 /// data and may be stored, keys must not be (invariant 9).
 pub fn credential_for(model: &str, options: &Options) -> Result<Option<Credential>> {
-    if let Some(v) = options.get("api_key_env") {
-        let var = v.as_str().ok_or_else(|| {
-            Error::Config(format!(
-                "options.api_key_env must name an environment variable, got {v}"
-            ))
-        })?;
-        return resolve_credential(Some(var), None);
-    }
-    if options.contains_key("api_key") {
+    let read: KeyOptions = parse_part(options)?;
+    if read.api_key {
         return Err(Error::Config(
             "options.api_key is not accepted (keys must not live in the roster); set options.api_key_env to the name of an environment variable".into(),
         ));
+    }
+    if let Some(var) = read.api_key_env {
+        return resolve_credential(Some(&var), None);
     }
     let (provider, _) = split_model(model)?;
     if provider == "command" {
         // A preset agent's key is its CLI's own variable (`ANTHROPIC_API_KEY` for
         // Claude Code): optional, since a CLI may be logged in another way.
-        let preset = options
-            .get("preset")
-            .and_then(|v| v.as_str())
-            .and_then(crate::command::preset);
+        let preset = match parse_part::<PresetOption>(options)?.preset {
+            Some(name) => Some(crate::command::named_preset(&name)?),
+            None => None,
+        };
         return match preset.and_then(crate::command::Preset::key_source) {
             Some(var) => resolve_credential(Some(var), None),
             None => Ok(None),
@@ -429,6 +461,36 @@ mod tests {
         let mut o = Options::new();
         o.insert("api_key".into(), "sk-x".into());
         assert!(credential_for("openai/gpt-4.1", &o).is_err());
+    }
+
+    #[test]
+    fn the_key_options_are_typed_and_a_bad_one_is_refused_by_name() {
+        let lookup = |model: &str, options: serde_json::Value| {
+            credential_for(model, options.as_object().unwrap()).map_err(|e| e.to_string())
+        };
+        let err = lookup("openai/gpt", serde_json::json!({"api_key_env": 3})).unwrap_err();
+        assert!(
+            err.contains("options.api_key_env must be the name of an environment variable, got 3"),
+            "{err}"
+        );
+        // Refused whatever its value, `null` included: a key must not sit in the roster.
+        for value in [serde_json::json!("sk-x"), serde_json::Value::Null] {
+            let err = lookup("openai/gpt", serde_json::json!({"api_key": value})).unwrap_err();
+            assert!(err.contains("options.api_key is not accepted"), "{err}");
+        }
+        // A preset that is not one, or not a name, was taken for "no preset, no key".
+        let err = lookup("command/a", serde_json::json!({"preset": 3})).unwrap_err();
+        assert!(
+            err.contains("options.preset must be the name of a preset, got 3"),
+            "{err}"
+        );
+        let err = lookup("command/a", serde_json::json!({"preset": "claud"})).unwrap_err();
+        assert!(err.contains("unknown options.preset \"claud\""), "{err}");
+        // The provider's own keys sit beside them, for its gateway to check.
+        assert_eq!(
+            lookup("ollama/llama3", serde_json::json!({"timeout_s": 5})),
+            Ok(None)
+        );
     }
 
     #[test]

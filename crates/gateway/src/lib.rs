@@ -37,7 +37,7 @@ pub use cancel::Cancel;
 pub use command::CommandGateway;
 pub use credential::{Credential, Redactor, credential_for, resolve_credential};
 pub use mock::MockGateway;
-pub use options::{check_options, known_options};
+pub use options::{check_options, fields as struct_fields, known_options};
 pub use providers::HttpGateway;
 pub use retry::{Attempt, RetryPolicy, complete_with_retry};
 pub use scripted::ScriptedGateway;

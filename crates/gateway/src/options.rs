@@ -22,6 +22,24 @@ pub(crate) trait ProviderOptions: DeserializeOwned {
 /// naming the key whose value has the wrong type.
 pub(crate) fn parse<T: ProviderOptions>(provider: &str, options: &Options) -> Result<T> {
     refuse_unknown(provider, options, fields::<T>())?;
+    read(options)
+}
+
+/// Reads the keys of `options` that are `T`'s fields, leaving the others to whoever
+/// reads them (the provider's own keys sit beside `replay` and the key lookup's), and
+/// naming the key whose value has the wrong type.
+pub(crate) fn parse_part<T: ProviderOptions>(options: &Options) -> Result<T> {
+    let known = fields::<T>();
+    let part: Options = options
+        .iter()
+        .filter(|(k, _)| known.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    read(&part)
+}
+
+/// `options` as `T`, a value of the wrong type refused naming its key.
+fn read<T: ProviderOptions>(options: &Options) -> Result<T> {
     serde_json::from_value(Value::Object(options.clone())).map_err(|e| {
         // serde names the type, not the key: the key is the one whose value alone fails.
         let bad = options.iter().find(|(k, v)| {
@@ -40,8 +58,9 @@ pub(crate) fn parse<T: ProviderOptions>(provider: &str, options: &Options) -> Re
 }
 
 /// The field names of a struct deriving `Deserialize`, as serde's derive lists them
-/// (the keys `deny_unknown_fields` accepts).
-pub(crate) fn fields<T: DeserializeOwned>() -> &'static [&'static str] {
+/// (the keys `deny_unknown_fields` accepts); empty for anything else. Public as
+/// `struct_fields`, for the engine's roster hints.
+pub fn fields<T: DeserializeOwned>() -> &'static [&'static str] {
     let mut names = FieldNames(None);
     let _ = T::deserialize(&mut names);
     names.0.unwrap_or(&[])
@@ -87,20 +106,15 @@ struct ReplayOption {
     replay: Option<String>,
 }
 
+impl ProviderOptions for ReplayOption {
+    fn expects(_key: &str) -> &'static str {
+        "a file path"
+    }
+}
+
 /// The replay file a worker's options name, if any.
 pub(crate) fn replay(options: &Options) -> Result<Option<String>> {
-    let mut one = Options::new();
-    if let Some(v) = options.get(REPLAY) {
-        one.insert(REPLAY.into(), v.clone());
-    }
-    serde_json::from_value::<ReplayOption>(Value::Object(one))
-        .map(|r| r.replay)
-        .map_err(|_| {
-            Error::Config(format!(
-                "options.replay must be a file path, got {}",
-                options.get(REPLAY).unwrap_or(&Value::Null)
-            ))
-        })
+    parse_part::<ReplayOption>(options).map(|r| r.replay)
 }
 
 /// The option keys the gateway of `model` reads (without `replay`, which every

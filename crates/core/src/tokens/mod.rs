@@ -89,8 +89,13 @@ impl TokenEstimator for BpeEstimator {
     }
 }
 
-/// Which estimator to use, by name (`bpe` or `heuristic`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Which estimator to use, by name (`bpe` or `heuristic`): one type for a run's
+/// settings (stored by that name, so a run stored when the setting was a string loads
+/// as it is), the configuration file and the command line (`--estimator`, with the
+/// `clap` feature).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "lowercase")]
 pub enum EstimatorKind {
     #[default]
     Bpe,
@@ -103,6 +108,14 @@ impl EstimatorKind {
             "bpe" => Some(EstimatorKind::Bpe),
             "heuristic" => Some(EstimatorKind::Heuristic),
             _ => None,
+        }
+    }
+
+    /// The name settings and the command line use.
+    pub fn name(self) -> &'static str {
+        match self {
+            EstimatorKind::Bpe => "bpe",
+            EstimatorKind::Heuristic => "heuristic",
         }
     }
 

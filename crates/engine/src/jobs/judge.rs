@@ -287,7 +287,7 @@ pub fn judge(
     // key of the judge's or of any candidate's reaches the judge or the record.
     let redactor = keys_of(store, group, judge)?;
     let user = redactor.scrub(&user);
-    let estimator = RunSettings::default().estimator_kind()?.build();
+    let estimator = RunSettings::default().estimator.build();
     let cancel = baton_gateway::Cancel::new();
     let reshape = Reshape::default();
     let caller = Caller {

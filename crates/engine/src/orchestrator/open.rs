@@ -88,7 +88,7 @@ impl Engine {
         for (step, budget) in state.plan.iter_mut().zip(&spec.step_budgets) {
             step.budget = *budget;
         }
-        let estimator = spec.settings.estimator_kind()?.build();
+        let estimator = spec.settings.estimator.build();
         crate::policy::check_budgets(&state, &spec.settings, &spec.roster, &*estimator)?;
         let now = self.clock.now();
         let config = RunConfig {
@@ -161,7 +161,7 @@ impl Engine {
             config.roster = with_keys(config.roster, keys);
         }
         let state = self.store.load_state(run)?;
-        let estimator = config.settings.estimator_kind()?.build();
+        let estimator = config.settings.estimator.build();
         let system_tokens = estimator.count(prompt::SYSTEM_PROMPT);
         let mut gateways = Vec::with_capacity(config.roster.workers.len());
         let mut redactor = baton_gateway::Redactor::default();

@@ -181,7 +181,7 @@ fn queue(
                 workers: vec![worker],
             }],
             settings: RunSettings {
-                estimator: "heuristic".into(),
+                estimator: baton_core::tokens::EstimatorKind::Heuristic,
                 repair_attempts: 0,
                 ..RunSettings::default()
             },

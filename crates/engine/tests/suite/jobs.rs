@@ -154,7 +154,7 @@ fn request(
         fix_turns: 0,
         candidates,
         settings: RunSettings {
-            estimator: "heuristic".into(),
+            estimator: baton_core::tokens::EstimatorKind::Heuristic,
             repair_attempts: 0,
             ..RunSettings::default()
         },

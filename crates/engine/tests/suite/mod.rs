@@ -67,7 +67,7 @@ pub fn spec(tasks: &[&str], roster: Roster) -> RunSpec {
         roster,
         // No repair calls unless a test asks for them: most tests script each call.
         settings: RunSettings {
-            estimator: "heuristic".into(),
+            estimator: baton_core::tokens::EstimatorKind::Heuristic,
             repair_attempts: 0,
             ..RunSettings::default()
         },

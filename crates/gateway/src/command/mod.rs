@@ -132,12 +132,7 @@ impl CommandGateway {
     ) -> Result<Self> {
         let read: CommandOptions = crate::options::parse("command", options)?;
         let preset = match read.preset.as_deref() {
-            Some(name) => Some(preset(name).ok_or_else(|| {
-                Error::Config(format!(
-                    "unknown options.preset \"{name}\"; known: {}",
-                    preset_names()
-                ))
-            })?),
+            Some(name) => Some(named_preset(name)?),
             None => None,
         };
         let template = match (read.command.as_deref(), preset) {
@@ -593,6 +588,16 @@ fn describe_status(status: std::process::ExitStatus) -> String {
         }
     }
     status.to_string()
+}
+
+/// The preset `options.preset` names, or an error listing the known ones.
+pub(crate) fn named_preset(name: &str) -> Result<&'static Preset> {
+    preset(name).ok_or_else(|| {
+        Error::Config(format!(
+            "unknown options.preset \"{name}\"; known: {}",
+            preset_names()
+        ))
+    })
 }
 
 fn valid_var(name: String) -> Option<String> {
