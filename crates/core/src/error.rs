@@ -15,6 +15,9 @@ pub enum Error {
     /// An assignment that names a step the plan does not have.
     #[error("step {index} does not exist (the plan has {len} steps)")]
     NoSuchStep { index: usize, len: usize },
+    /// A pool, seat or window as written that the router cannot use.
+    #[error(transparent)]
+    Router(#[from] crate::router::RouterError),
 }
 
 impl Error {

@@ -1,6 +1,7 @@
 //! baton's pure core: the typed record of the work (`state`), what models may claim
 //! (`claims`), the briefing compiler (`compiler`) and the reconciler that is the only
-//! write path into state (`reconciler`). The events every consumer shares live one
+//! write path into state (`reconciler`), and the router that fills seats from pools
+//! (`router`). The events every consumer shares live one
 //! crate up, in `baton-protocol`.
 //!
 //! Nothing here does I/O: no files, no clock, no network. Time and identity are passed in
@@ -16,6 +17,7 @@ pub mod fidelity;
 pub mod ids;
 pub mod prompt;
 pub mod reconciler;
+pub mod router;
 pub mod state;
 pub mod synthetic;
 pub mod text;
