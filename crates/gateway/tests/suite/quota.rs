@@ -10,7 +10,9 @@ use super::common::*;
 use super::server::{TestServer, json, json_with};
 
 fn resets_within(err: &Error, expected: Duration) {
-    let reset = err.quota_reset().unwrap_or_else(|| panic!("no reset: {err:?}"));
+    let reset = err
+        .quota_reset()
+        .unwrap_or_else(|| panic!("no reset: {err:?}"));
     let slack = Duration::from_secs(5);
     assert!(
         reset <= expected && reset + slack >= expected,
@@ -68,7 +70,11 @@ fn openai_429_whose_reset_is_a_day_away_is_a_spent_quota_with_its_reset() {
     let err = r.result.unwrap_err();
     assert_eq!(err.class(), ErrorClass::QuotaExhausted, "{err}");
     resets_within(&err, Duration::from_secs(23 * 3600 + 59 * 60 + 30));
-    assert_eq!(err.retry_after(), None, "no retry waits for a quota's reset");
+    assert_eq!(
+        err.retry_after(),
+        None,
+        "no retry waits for a quota's reset"
+    );
     assert!(err.to_string().contains("resets in 86370 s"), "{err}");
     assert_eq!(server.requests().len(), 1);
 }
@@ -135,7 +141,10 @@ fn anthropic_429_whose_reset_header_is_days_away_is_a_spent_quota() {
             ("anthropic-ratelimit-tokens-remaining", "0"),
             ("anthropic-ratelimit-tokens-reset", &reset),
             ("anthropic-ratelimit-requests-remaining", "40"),
-            ("anthropic-ratelimit-requests-reset", &rfc3339(SystemTime::now())),
+            (
+                "anthropic-ratelimit-requests-reset",
+                &rfc3339(SystemTime::now()),
+            ),
         ],
         &json!({"type": "error", "error": {"type": "rate_limit_error",
             "message": "This request would exceed your organization's rate limit."}})
@@ -205,9 +214,7 @@ fn gemini_per_minute_quota_is_a_rate_limit() {
         429,
         &gemini_exhausted("GenerateRequestsPerMinutePerProjectPerModel-FreeTier", "8s"),
     )]);
-    let err = gemini(&server)
-        .complete(&request("hi"))
-        .unwrap_err();
+    let err = gemini(&server).complete(&request("hi")).unwrap_err();
     assert_eq!(err.class(), ErrorClass::RateLimited, "{err}");
     assert_eq!(err.retry_after(), Some(Duration::from_secs(8)));
 }
