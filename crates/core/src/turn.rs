@@ -125,6 +125,11 @@ pub struct CallRecord {
     /// milliseconds: the worker is not called again before it has passed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_ms: Option<u64>,
+    /// When the provider said a spent quota comes back (engine clock), when the call
+    /// failed with `quota_exhausted` and the provider named its reset: the worker's
+    /// pool is exhausted until then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_reset_at: Option<Timestamp>,
 }
 
 /// Measured evidence that no conversation crossed the handoff.

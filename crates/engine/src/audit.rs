@@ -267,6 +267,7 @@ mod tests {
             usage: None,
             attempts: Vec::new(),
             retry_after_ms: None,
+            quota_reset_at: None,
         }
     }
 

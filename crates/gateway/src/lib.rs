@@ -185,8 +185,14 @@ pub enum Error {
     #[error("authentication failed: {message}")]
     Auth { message: String },
     /// The account's quota or credit is spent; waiting a few seconds will not help.
-    #[error("quota exhausted: {message}")]
-    QuotaExhausted { message: String },
+    /// `resets_after` is how long until the provider said the quota comes back, when
+    /// it said so (a reset header, Anthropic's "You will regain access on …"): the
+    /// engine records it so the worker's pool is marked exhausted until then.
+    #[error("quota exhausted{}: {message}", show_reset(resets_after))]
+    QuotaExhausted {
+        message: String,
+        resets_after: Option<Duration>,
+    },
     #[error("request too long for the model's context: {message}")]
     ContextTooLong { message: String },
     #[error("bad request: {message}")]
@@ -310,6 +316,12 @@ fn show_message(message: &str) -> String {
     }
 }
 
+fn show_reset(reset: &Option<Duration>) -> String {
+    reset
+        .map(|d| format!(" (the provider says it resets in {} s)", d.as_secs()))
+        .unwrap_or_default()
+}
+
 fn show_delay(delay: &Option<Duration>) -> String {
     delay
         .map(|d| format!(" (retry after {:.1}s)", d.as_secs_f64()))
@@ -380,6 +392,17 @@ impl Error {
                 *retry_after
             }
             Error::Replayed { inner, .. } => inner.retry_after(),
+            _ => None,
+        }
+    }
+
+    /// How long until a spent quota comes back, when the provider named its reset.
+    /// Apart from [`retry_after`](Self::retry_after): a quota's reset is days away,
+    /// not a delay any retry waits for.
+    pub fn quota_reset(&self) -> Option<Duration> {
+        match self {
+            Error::QuotaExhausted { resets_after, .. } => *resets_after,
+            Error::Replayed { inner, .. } => inner.quota_reset(),
             _ => None,
         }
     }

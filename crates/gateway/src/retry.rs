@@ -259,6 +259,7 @@ mod tests {
             },
             Error::QuotaExhausted {
                 message: String::new(),
+                resets_after: Some(Duration::from_secs(60)),
             },
             Error::Config("x".into()),
         ];

@@ -92,6 +92,31 @@ fn reset_headers<N: AsRef<str>, V: AsRef<str>>(
     spent.or(any)
 }
 
+/// When a spent quota comes back, as the provider's message words it: Anthropic's
+/// spend limit says "You will regain access on 2026-04-01 at 00:00 UTC." `None` when
+/// the message names no reset (or names one no calendar holds).
+pub fn quota_reset(message: &str, now: SystemTime) -> Option<Duration> {
+    const LEAD: &str = "regain access on ";
+    let lower = message.to_ascii_lowercase();
+    let start = lower.find(LEAD)? + LEAD.len();
+    // "2026-04-01 at 00:00 UTC"
+    let rest = message.get(start..)?;
+    let mut words = rest.split_whitespace();
+    let date = words.next()?;
+    let (at, time, zone) = (words.next()?, words.next()?, words.next()?);
+    let zone = zone.trim_end_matches(['.', ',', ';']);
+    if !at.eq_ignore_ascii_case("at") || !zone.eq_ignore_ascii_case("utc") {
+        return None;
+    }
+    let time = time.trim_end_matches(['.', ',', ';']);
+    let seconds = if time.matches(':').count() == 1 {
+        ":00"
+    } else {
+        ""
+    };
+    parse_rfc3339(&format!("{date}T{time}{seconds}Z")).map(|reset| until(reset, now))
+}
+
 fn until(at: SystemTime, now: SystemTime) -> Duration {
     at.duration_since(now)
         .unwrap_or(Duration::ZERO)
@@ -367,6 +392,32 @@ mod tests {
             retry_delay(&[("retry-after", "3")], "try again in 8s", now),
             d(3.0)
         );
+    }
+
+    #[test]
+    fn a_quota_reset_in_the_providers_words() {
+        let now = at(1_445_412_470); // 2015-10-21T07:27:50Z
+        let message = "You have reached your specified API usage limits. You will regain access on 2015-11-01 at 00:00 UTC.";
+        assert_eq!(
+            quota_reset(message, now),
+            d((11.0 * 24.0 - 7.0) * 3600.0 - 27.0 * 60.0 - 50.0)
+        );
+        assert_eq!(
+            quota_reset("You will regain access on 2015-10-21 at 07:28:20 UTC", now),
+            d(30.0)
+        );
+        assert_eq!(quota_reset("Your credit balance is too low", now), None);
+        assert_eq!(
+            quota_reset("You will regain access on 2015-13-45 at 00:00 UTC.", now),
+            None,
+            "no such day"
+        );
+        assert_eq!(
+            quota_reset("You will regain access on 2015-11-01 at 00:00 PST.", now),
+            None,
+            "a zone baton cannot place names no instant"
+        );
+        assert_eq!(quota_reset("regain access on ", now), None);
     }
 
     #[test]

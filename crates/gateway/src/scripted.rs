@@ -89,7 +89,10 @@ impl ScriptedError {
                 retry_after: None,
             },
             ErrorClass::Auth => Error::Auth { message },
-            ErrorClass::QuotaExhausted => Error::QuotaExhausted { message },
+            ErrorClass::QuotaExhausted => Error::QuotaExhausted {
+                message,
+                resets_after: None,
+            },
             ErrorClass::ContextTooLong => Error::ContextTooLong { message },
             ErrorClass::BadRequest => Error::BadRequest { message },
             ErrorClass::UnknownModel => Error::UnknownModel {

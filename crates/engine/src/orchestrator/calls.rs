@@ -208,6 +208,7 @@ impl Caller<'_> {
         let mut error_message = None;
         let mut partial_output = None;
         let mut retry_after = None;
+        let mut quota_reset = None;
         let (outcome, attempts) = match self.gateway {
             None => (
                 Err(CallFailed {
@@ -251,6 +252,7 @@ impl Caller<'_> {
                     error_message = Some(self.redactor.scrub(&e.to_string()));
                     partial_output = e.partial_output().map(|p| self.redactor.scrub(p));
                     retry_after = e.retry_after();
+                    quota_reset = e.quota_reset();
                     // Interrupted while waiting out a provider's delay: the delay is
                     // still the provider's word (the turn's hold keeps it).
                     if matches!(e, baton_gateway::Error::Cancelled) {
@@ -349,6 +351,11 @@ impl Caller<'_> {
                 Vec::new()
             },
             retry_after_ms: retry_after.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            // Counted from the engine's clock, as every other instant in the record.
+            quota_reset_at: quota_reset.map(|d| {
+                let ms = i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+                baton_core::ids::Timestamp(self.clock.now().0.saturating_add(ms))
+            }),
         };
         // Not published here: whoever reads the answer decides whether it was usable,
         // and the stream must say what the committed record says (see `returned`).

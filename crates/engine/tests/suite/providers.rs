@@ -450,6 +450,30 @@ fn anthropic_low_credit_stops_the_run_as_a_spent_quota() {
     );
 }
 
+/// Issue 11: a spent quota whose reset the provider named (Anthropic's spend limit,
+/// "You will regain access on …") leaves that instant on the call record, so the
+/// worker's pool can be marked exhausted until then.
+#[test]
+fn pools_a_spent_quota_records_the_reset_the_provider_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(vec![reply(
+        400,
+        r#"{"type":"error","error":{"type":"invalid_request_error","message":"You have reached your specified API usage limits. You will regain access on 2050-01-01 at 00:00 UTC."}}"#,
+    )]);
+    let spec = one_worker_spec(anthropic_worker("w1", &server));
+    let (store, id, question) = run_blocked(dir.path(), &spec);
+    assert!(
+        question.starts_with("worker w1 cannot work: quota_exhausted"),
+        "{question}"
+    );
+    let call = store.turn(&id, 0).unwrap().unwrap().calls[0].clone();
+    // 2050-01-01T00:00:00Z, to the second (the engine's clock and the gateway's
+    // agree within the call).
+    let expected_ms: i64 = 2_524_608_000_000;
+    let at = call.quota_reset_at.expect("the reset is recorded").0;
+    assert!((at - expected_ms).abs() < 5_000, "{at} vs {expected_ms}");
+}
+
 /// Regression (issue 7, item 14): a truncated reply recorded 0/0 tokens and no cost
 /// although the provider reported and bills them; an empty reply that was retried
 /// lost its first attempt's input tokens.

@@ -222,22 +222,30 @@ pub(super) fn error_info(body: &str) -> ErrorInfo {
     let text = |p: &str| json.pointer(p).and_then(Value::as_str).unwrap_or("");
     let status = text("/error/status");
     let message = text("/error/message");
-    let reasons: Vec<&str> = json
+    let details = json
         .pointer("/error/details")
         .and_then(Value::as_array)
-        .map(|ds| {
-            ds.iter()
-                .filter_map(|d| d.get("reason").and_then(Value::as_str))
-                .collect()
-        })
+        .map(Vec::as_slice)
         .unwrap_or_default();
+    let reasons: Vec<&str> = details
+        .iter()
+        .filter_map(|d| d.get("reason").and_then(Value::as_str))
+        .collect();
+    // Which quotas a RESOURCE_EXHAUSTED broke (`…PerMinute…`, `…PerDay…`): a spent
+    // per-day quota is not a rate limit a retry outlasts.
+    let quota_ids = details
+        .iter()
+        .filter_map(|d| d.get("violations").and_then(Value::as_array))
+        .flatten()
+        .filter_map(|v| v.get("quotaId").and_then(Value::as_str));
     // A bad key is a 400 INVALID_ARGUMENT with reason API_KEY_INVALID.
     let auth = status == "UNAUTHENTICATED"
         || reasons.contains(&"API_KEY_INVALID")
         || message.contains("API key not valid");
     ErrorInfo {
         code: std::iter::once(status)
-            .chain(reasons)
+            .chain(reasons.iter().copied())
+            .chain(quota_ids)
             .collect::<Vec<_>>()
             .join(" "),
         message: if message.is_empty() {

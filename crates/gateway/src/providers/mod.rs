@@ -528,8 +528,29 @@ impl HttpGateway {
         // Spent credit is not a malformed request, whatever its status: OpenAI says
         // 429 `insufficient_quota`; Anthropic says 400 `invalid_request_error` "Your
         // credit balance is too low to access the Anthropic API".
+        // The reset, when named: the provider's words first ("You will regain access
+        // on 2026-04-01 at 00:00 UTC"), else a delay beyond any rate limit's bucket
+        // (Gemini's per-day quota answers with a `retryDelay` of seconds, which is no
+        // reset at all, so a short delay names none).
+        let reset = || {
+            crate::retry_after::quota_reset(&info.message, std::time::SystemTime::now())
+                .or_else(|| retry_after().filter(|d| *d > QUOTA_HORIZON))
+        };
         if is_quota_exhausted(&code, &lower) && matches!(status, 400 | 402 | 429) {
-            return Error::QuotaExhausted { message };
+            return Error::QuotaExhausted {
+                message,
+                resets_after: reset(),
+            };
+        }
+        // A 429 that says come back in a day or a week is a window's quota spent, not
+        // a bucket refilling: no retry waits that long, and the pool is out until then.
+        if status == 429
+            && let Some(resets_after) = retry_after().filter(|d| *d > QUOTA_HORIZON)
+        {
+            return Error::QuotaExhausted {
+                message,
+                resets_after: Some(resets_after),
+            };
         }
         if status == 429 {
             return Error::RateLimited {
@@ -706,9 +727,22 @@ impl ErrorInfo {
     }
 }
 
+/// A rate limit whose reset lies further away than this is a window's quota spent
+/// (per day, per week, per month), not a per-minute bucket refilling: rate limits
+/// reset within seconds to minutes, and an hour is beyond any retry baton waits for
+/// (`RetryPolicy::max_wait` is ten minutes by default).
+pub const QUOTA_HORIZON: Duration = Duration::from_secs(3600);
+
 fn is_quota_exhausted(code: &str, message: &str) -> bool {
-    // Not "exceeded your current quota": Gemini words its per-minute rate limit so.
-    code.contains("insufficient_quota") || message.contains("credit balance")
+    // Not "exceeded your current quota": Gemini words its per-minute rate limit so;
+    // its per-day quota is told apart by the violated quota's id
+    // (`GenerateRequestsPerDayPerProjectPerModel-FreeTier`), which `code` carries.
+    // Anthropic says "credit balance is too low" for spent credit and "You have
+    // reached your specified API usage limits" for the owner's monthly spend limit.
+    code.contains("insufficient_quota")
+        || code.contains("perday")
+        || message.contains("credit balance")
+        || message.contains("api usage limits")
 }
 
 /// `api_base` as the wire format's paths expect it: baton appends `/v1/messages`

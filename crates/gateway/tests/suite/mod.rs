@@ -6,5 +6,6 @@ mod common;
 mod contain;
 mod gemini;
 mod openai;
+mod quota;
 mod sandbox;
 mod server;

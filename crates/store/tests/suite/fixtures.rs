@@ -226,6 +226,7 @@ fn turn_record(
         cost_micro_usd: None,
         attempts: Vec::new(),
         retry_after_ms: None,
+        quota_reset_at: None,
         started_at: Timestamp(at + i as i64 * 100),
         duration_ms: 100,
     };
