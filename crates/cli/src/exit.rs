@@ -111,7 +111,10 @@ fn engine(e: &baton_engine::Error) -> Exit {
         E::RunBusy { .. } | E::Conflict(_) => Exit::Busy,
         E::Cancelled { .. } | E::Stopped { .. } => Exit::Cancelled,
         E::Internal { .. } => Exit::Internal,
-        E::Core(_) | E::NotRunnable { .. } | E::Io(_) => Exit::Failure,
+        // Nothing to compare yet: neither busy nor a provider's failure.
+        E::Core(_) | E::NotRunnable { .. } | E::TooFewCandidates { .. } | E::Io(_) => {
+            Exit::Failure
+        }
     }
 }
 

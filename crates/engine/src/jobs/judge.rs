@@ -152,10 +152,10 @@ pub fn request(
 ) -> Result<(String, String, BTreeMap<String, String>, String)> {
     let cands = candidates(store, group)?;
     if cands.len() < 2 {
-        return Err(Error::Conflict(format!(
-            "group {group} has {} finished candidate(s); the judge compares two or more (`baton jobs` shows them; `baton work` finishes queued ones)",
-            cands.len()
-        )));
+        return Err(Error::TooFewCandidates {
+            group: group.to_string(),
+            finished: cands.len(),
+        });
     }
     let spec = &cands[0].1;
     let rubric = spec.rubric.clone().unwrap_or_else(|| {
