@@ -109,7 +109,7 @@ fn engine(e: &baton_engine::Error) -> Exit {
         E::Workspace(_) | E::Drift(_) => Exit::Workspace,
         E::RunLeaseLost { .. } => Exit::LeaseLost,
         E::RunBusy { .. } | E::Conflict(_) => Exit::Busy,
-        E::Cancelled { .. } | E::Stopped { .. } => Exit::Cancelled,
+        E::Cancelled { .. } | E::Stopped { .. } | E::JudgeCancelled { .. } => Exit::Cancelled,
         E::Internal { .. } => Exit::Internal,
         // Nothing to compare yet: neither busy nor a provider's failure.
         E::Core(_) | E::NotRunnable { .. } | E::TooFewCandidates { .. } | E::Io(_) => {

@@ -72,6 +72,12 @@ pub enum Error {
          `baton requeue JOB` retries a failed one"
     )]
     TooFewCandidates { group: String, finished: usize },
+    /// The judge was stopped (an interrupt, `baton cancel GROUP`) before it had a
+    /// verdict: nothing of it was recorded.
+    #[error(
+        "the judge of group {group} was stopped before it had a verdict; nothing was recorded: `baton judge {group}` judges it again"
+    )]
+    JudgeCancelled { group: String },
     /// Another process holds the run's lease: it advances the run now.
     #[error(
         "run {run} is being advanced by {owner} (its lease runs until {until}); wait for it to finish — \

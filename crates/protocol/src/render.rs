@@ -246,7 +246,16 @@ impl Renderer {
             EventKind::Judged {
                 group,
                 candidates,
+                error: Some(error),
+                ..
+            } => out.push(format!(
+                "group {group}: the judge of {candidates} candidates FAILED: {error}"
+            )),
+            EventKind::Judged {
+                group,
+                candidates,
                 winner,
+                error: None,
             } => out.push(format!(
                 "group {group}: judged {candidates} candidates{}",
                 winner
