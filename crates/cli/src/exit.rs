@@ -112,9 +112,7 @@ fn engine(e: &baton_engine::Error) -> Exit {
         E::Cancelled { .. } | E::Stopped { .. } | E::JudgeCancelled { .. } => Exit::Cancelled,
         E::Internal { .. } => Exit::Internal,
         // Nothing to compare yet: neither busy nor a provider's failure.
-        E::Core(_) | E::NotRunnable { .. } | E::TooFewCandidates { .. } | E::Io(_) => {
-            Exit::Failure
-        }
+        E::Core(_) | E::NotRunnable { .. } | E::TooFewCandidates { .. } | E::Io(_) => Exit::Failure,
     }
 }
 

@@ -52,6 +52,9 @@ pub struct Renderer {
     pending: BTreeMap<String, Pending>,
     /// The job each run belongs to, once it was claimed: its lines say so.
     jobs: BTreeMap<String, String>,
+    /// The judges said so far (group, time): one `judged` is stored in each candidate's
+    /// run, and says one thing.
+    judged: std::collections::BTreeSet<(String, i64)>,
 }
 
 impl Renderer {
@@ -243,6 +246,7 @@ impl Renderer {
             EventKind::RunBlocked { question } => {
                 out.push(format!("run {} is blocked: {question}", e.run_id))
             }
+            EventKind::Judged { group, .. } if !self.judged.insert((group.clone(), e.at.0)) => {}
             EventKind::Judged {
                 group,
                 candidates,

@@ -223,7 +223,11 @@ fn a_judge_whose_key_is_refused_fails_as_a_provider_error_and_is_recorded_as_fai
     assert_eq!(history[0].outcome, JudgementOutcome::Failed);
     let failed: FailedJudgement = serde_json::from_value(history[0].body.clone()).unwrap();
     assert_eq!(failed.error_class, ErrorClass::Auth);
-    assert!(failed.error.contains("Incorrect API key"), "{}", failed.error);
+    assert!(
+        failed.error.contains("Incorrect API key"),
+        "{}",
+        failed.error
+    );
     assert_eq!(failed.calls.len(), 1);
     assert_eq!(failed.calls[0].error_class, Some(ErrorClass::Auth));
     assert!(!failed.request.contains(KEY) && !history[0].body.to_string().contains(KEY));
@@ -236,7 +240,10 @@ fn a_judge_whose_key_is_refused_fails_as_a_provider_error_and_is_recorded_as_fai
         .iter()
         .map(|j| j.outcome)
         .collect();
-    assert_eq!(outcomes, [JudgementOutcome::Failed, JudgementOutcome::Judged]);
+    assert_eq!(
+        outcomes,
+        [JudgementOutcome::Failed, JudgementOutcome::Judged]
+    );
 }
 
 /// An answer that cannot be read, even after the repair call: both calls and their
@@ -259,7 +266,11 @@ fn a_judge_whose_answers_cannot_be_read_records_both_calls_and_their_cost() {
     let history = store.judgements("g").unwrap();
     let failed: FailedJudgement = serde_json::from_value(history[0].body.clone()).unwrap();
     assert_eq!(failed.error_class, ErrorClass::Unparseable);
-    assert!(failed.error.contains("after one repair call"), "{}", failed.error);
+    assert!(
+        failed.error.contains("after one repair call"),
+        "{}",
+        failed.error
+    );
     let kinds: Vec<CallKind> = failed.calls.iter().map(|c| c.call).collect();
     assert_eq!(kinds, [CallKind::Execute, CallKind::ExecuteRepair]);
     assert_eq!(failed.cost_micro_usd(), Some(2720 + 3080));
@@ -287,7 +298,8 @@ fn a_subscriber_sees_the_judges_calls_live_and_the_judgement_keeps_them() {
     let recorder = Recorder::new();
     let run = JudgeRun::default();
     run.publisher.subscribe(recorder.clone());
-    let judgement = judge_with(&*store, &SystemClock, "g", &worker, &*build(&worker), &run).unwrap();
+    let judgement =
+        judge_with(&*store, &SystemClock, "g", &worker, &*build(&worker), &run).unwrap();
     let seen = recorder.events();
     let names: Vec<&str> = seen.iter().map(|e| e.event.kind.name()).collect();
     assert_eq!(
@@ -307,7 +319,11 @@ fn a_subscriber_sees_the_judges_calls_live_and_the_judgement_keeps_them() {
     }
     assert!(matches!(
         &seen[1].event.kind,
-        EventKind::RetryWaiting { delay_ms: 1000, after_attempt: 1, .. }
+        EventKind::RetryWaiting {
+            delay_ms: 1000,
+            after_attempt: 1,
+            ..
+        }
     ));
     assert!(matches!(
         &seen[3].event.kind,
@@ -375,7 +391,10 @@ fn a_judge_waiting_on_a_slow_provider_stops_within_a_second_of_a_cancel_and_reco
         (asked, stopped, out)
     });
     let took = stopped.duration_since(asked);
-    assert!(took < Duration::from_secs(1), "stopped {took:?} after the cancel");
+    assert!(
+        took < Duration::from_secs(1),
+        "stopped {took:?} after the cancel"
+    );
     assert!(watch.requested());
     assert!(
         matches!(result, Err(baton_engine::Error::JudgeCancelled { .. })),

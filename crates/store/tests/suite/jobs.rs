@@ -234,7 +234,13 @@ pub fn a_failed_judgement_is_kept_and_the_group_can_be_judged_again(store: &dyn 
     for (i, token) in ["a", "b"].iter().enumerate() {
         let (_, fence, _) = claim(store, "w", token, 10 + i as i64).unwrap();
         store
-            .finish_job(&fence, JobStatus::Outbox, Some(&json!({})), None, Timestamp(20))
+            .finish_job(
+                &fence,
+                JobStatus::Outbox,
+                Some(&json!({})),
+                None,
+                Timestamp(20),
+            )
             .unwrap();
     }
     store
@@ -253,7 +259,10 @@ pub fn a_failed_judgement_is_kept_and_the_group_can_be_judged_again(store: &dyn 
         .unwrap();
     let history = store.judgements("grp").unwrap();
     let outcomes: Vec<_> = history.iter().map(|j| j.outcome).collect();
-    assert_eq!(outcomes, [JudgementOutcome::Failed, JudgementOutcome::Judged]);
+    assert_eq!(
+        outcomes,
+        [JudgementOutcome::Failed, JudgementOutcome::Judged]
+    );
     assert_eq!(history[0].body["error"], "no JSON");
     assert!(history[0].seq < history[1].seq);
     assert!(store.judgements("nope").unwrap().is_empty());
