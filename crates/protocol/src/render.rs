@@ -364,6 +364,39 @@ mod tests {
         assert!(failed.contains("· FAILED: timeout · steps 1/2"), "{failed}");
     }
 
+    /// A judge's `judged` is stored in each candidate's run: one line says it, and a
+    /// judge without a verdict says why.
+    #[test]
+    fn a_judge_is_one_line_however_many_candidates_and_a_failed_one_says_why() {
+        let judged = |run: &str, at: i64, error: Option<&str>| EventMsg {
+            at: Timestamp(at),
+            ..ev(
+                run,
+                None,
+                EventKind::Judged {
+                    group: "g1".into(),
+                    candidates: 2,
+                    winner: error.is_none().then(|| "job-b".to_string()),
+                    error: error.map(str::to_string),
+                },
+            )
+        };
+        let out = lines(
+            &[
+                judged("ra", 5, Some("auth: Incorrect API key")),
+                judged("rb", 5, Some("auth: Incorrect API key")),
+                judged("ra", 9, None),
+                judged("rb", 9, None),
+            ],
+            false,
+        );
+        assert_eq!(
+            out,
+            "group g1: the judge of 2 candidates FAILED: auth: Incorrect API key\n\
+             group g1: judged 2 candidates; job-b wins\n"
+        );
+    }
+
     /// Two jobs' turns interleave in `baton work`: each line is its own run's, and says
     /// its job.
     #[test]
