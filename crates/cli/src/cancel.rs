@@ -26,7 +26,7 @@ pub(crate) fn cancel(ctx: &Context_, id: Option<&str>, process: Option<&str>) ->
             CancelTarget::Process(owner.to_string())
         }
         _ => bail!(
-            "name what to stop: a run or job id (`baton cancel RUN_OR_JOB`), or a whole `baton work` process (`baton cancel --worker-process OWNER`, the owner `baton jobs` shows)"
+            "name what to stop: a run or job id (`baton cancel RUN_OR_JOB`), a group being judged (`baton cancel GROUP`), or a whole `baton work` process (`baton cancel --worker-process OWNER`, the owner `baton jobs` shows)"
         ),
     };
     match store.request_cancel(&target, SystemClock.now())? {
@@ -42,6 +42,9 @@ pub(crate) fn cancel(ctx: &Context_, id: Option<&str>, process: Option<&str>) ->
                     "its jobs' turns in flight are discarded and the jobs go back to the queue"
                         .to_string()
                 }
+                CancelTarget::Group(group) => format!(
+                    "if a `baton judge` is judging it, nothing of that judge is recorded: `baton judge {group}` judges it again"
+                ),
             };
             println!("asked {holder} to stop {target}; it stops within a second: {next}");
         }
@@ -61,8 +64,12 @@ pub(crate) fn cancel(ctx: &Context_, id: Option<&str>, process: Option<&str>) ->
     Ok(ExitCode::SUCCESS)
 }
 
-/// A run id or a job id (or a unique prefix of either).
+/// A run id or a job id (or a unique prefix of either), or a group's id (whole: it
+/// stops the group's judge).
 fn resolve(store: &dyn Store, id: &str) -> Result<CancelTarget> {
+    if store.list_jobs()?.iter().any(|j| j.group == id) {
+        return Ok(CancelTarget::Group(id.to_string()));
+    }
     let run = store.resolve_run(id);
     let job = store.resolve_job(id);
     match (run, job) {

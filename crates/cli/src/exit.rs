@@ -109,9 +109,10 @@ fn engine(e: &baton_engine::Error) -> Exit {
         E::Workspace(_) | E::Drift(_) => Exit::Workspace,
         E::RunLeaseLost { .. } => Exit::LeaseLost,
         E::RunBusy { .. } | E::Conflict(_) => Exit::Busy,
-        E::Cancelled { .. } | E::Stopped { .. } => Exit::Cancelled,
+        E::Cancelled { .. } | E::Stopped { .. } | E::JudgeCancelled { .. } => Exit::Cancelled,
         E::Internal { .. } => Exit::Internal,
-        E::Core(_) | E::NotRunnable { .. } | E::Io(_) => Exit::Failure,
+        // Nothing to compare yet: neither busy nor a provider's failure.
+        E::Core(_) | E::NotRunnable { .. } | E::TooFewCandidates { .. } | E::Io(_) => Exit::Failure,
     }
 }
 

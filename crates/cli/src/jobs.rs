@@ -578,6 +578,15 @@ pub fn outbox(ctx: &Context_, job: Option<&str>, json: bool) -> Result<ExitCode>
                 println!("   {}", crate::render::call_line(c).trim_start());
             }
         }
+        for failed in failed_judgements(store.as_ref(), &job.group)? {
+            println!(
+                "   judge FAILED (by {}{}): {}: {}",
+                failed.judge,
+                failed_cost(&failed),
+                failed.error_class,
+                failed.error
+            );
+        }
         println!(
             "   record: `baton state {}`, `baton history {}`",
             o.run_id, o.run_id
@@ -605,6 +614,35 @@ fn judge_cost(j: &engine_jobs::judge::Judgement) -> String {
     let calls = match j.calls.len() {
         // Recorded before the judge's calls were.
         0 => return String::new(),
+        1 => "1 call".to_string(),
+        n => format!("{n} calls"),
+    };
+    match j.cost_micro_usd() {
+        Some(cost) => format!(", {calls}, {}", baton_engine::report::dollars(cost)),
+        None => format!(", {calls}"),
+    }
+}
+
+/// The judges of `group` that got no verdict, oldest first.
+fn failed_judgements(
+    store: &dyn baton_store::Store,
+    group: &str,
+) -> Result<Vec<engine_jobs::judge::FailedJudgement>> {
+    let mut out = Vec::new();
+    for j in store.judgements(group)? {
+        if j.outcome == baton_store::JudgementOutcome::Failed {
+            out.push(
+                serde_json::from_value(j.body)
+                    .with_context(|| format!("failed judgement {} of group {group}", j.seq))?,
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// A failed judge's calls in a few words, as `judge_cost` says a judge's.
+fn failed_cost(j: &engine_jobs::judge::FailedJudgement) -> String {
+    let calls = match j.calls.len() {
         1 => "1 call".to_string(),
         n => format!("{n} calls"),
     };
@@ -660,20 +698,40 @@ pub fn judge(ctx: &Context_, target: &str, judge: Option<&str>) -> Result<ExitCo
             .and_then(|k| k.api_key.clone());
     }
     let gateway = baton_engine::orchestrator::build_gateway(&worker)?;
-    let j = engine_jobs::judge::judge(
+    // Its calls as they happen on stderr (each call's line with `-v`), rendered from
+    // the event stream as a run's turns are; stopped by Ctrl-C or `baton cancel GROUP`.
+    let run = engine_jobs::judge::JudgeRun {
+        cancel: baton_gateway::Cancel::on_interrupt(),
+        ..Default::default()
+    };
+    run.publisher.subscribe(crate::live::progress(ctx.verbose));
+    crate::signals::install();
+    let watch = engine_jobs::judge::watch_cancel(store.clone(), &group, run.cancel.clone())?;
+    eprintln!(
+        "judging group {group} with {} ({}); `baton cancel {group}` stops it from another shell",
+        worker.id, worker.model
+    );
+    let judged = engine_jobs::judge::judge_with(
         store.as_ref(),
         &SystemClock,
         &group,
         &worker,
         gateway.as_ref(),
-    )?;
-    // Into every candidate's event stream (not printed: the verdict follows in full).
-    engine_jobs::events::announce(
-        store.as_ref(),
-        &SystemClock,
-        &baton_engine::publish::Publisher::default(),
-        &j,
-    )?;
+        &run,
+    );
+    drop(watch);
+    let j = match judged {
+        Ok(j) => j,
+        // Recorded as a failed judgement (its calls and their cost): say where.
+        Err(
+            e @ (baton_engine::Error::Gateway { .. } | baton_engine::Error::JudgeAnswer { .. }),
+        ) => {
+            return Err(anyhow::Error::new(e).context(format!(
+                "the judge of group {group} has no verdict; its calls are recorded as a failed judgement (`baton outbox` shows it) and `baton judge {group}` tries again"
+            )));
+        }
+        Err(e) => return Err(e.into()),
+    };
     println!(
         "group {group}, judged by {}{} against: {}",
         j.judge,

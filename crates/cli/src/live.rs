@@ -66,10 +66,14 @@ impl Subscriber for Progress {
                     attempts,
                     timeout_ms,
                 } => {
+                    // A call outside any turn is the judge's, whose events carry its group.
+                    let of = match e.event.turn {
+                        Some(turn) => format!("turn {turn}"),
+                        None => format!("judge of group {}", e.event.run_id),
+                    };
                     state.current = Some(InFlight {
                         what: format!(
-                            "turn {} · {worker} ({model}) {call}: attempt {attempt} of {attempts}",
-                            e.event.turn.unwrap_or(0)
+                            "{of} · {worker} ({model}) {call}: attempt {attempt} of {attempts}"
                         ),
                         since: Instant::now(),
                         timeout: timeout_ms.map(Duration::from_millis),

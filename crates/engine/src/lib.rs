@@ -64,6 +64,20 @@ pub enum Error {
     JudgeAnswer { detail: String },
     #[error("{0}")]
     Conflict(String),
+    /// The judge was asked for a group with fewer than two finished candidates: there
+    /// is nothing to compare yet (not a conflict with another process).
+    #[error(
+        "group {group} has {finished} finished candidate(s); the judge compares two or more: \
+         `baton jobs` shows the group's jobs, `baton work` finishes queued ones, and \
+         `baton requeue JOB` retries a failed one"
+    )]
+    TooFewCandidates { group: String, finished: usize },
+    /// The judge was stopped (an interrupt, `baton cancel GROUP`) before it had a
+    /// verdict: nothing of it was recorded.
+    #[error(
+        "the judge of group {group} was stopped before it had a verdict; nothing was recorded: `baton judge {group}` judges it again"
+    )]
+    JudgeCancelled { group: String },
     /// Another process holds the run's lease: it advances the run now.
     #[error(
         "run {run} is being advanced by {owner} (its lease runs until {until}); wait for it to finish — \

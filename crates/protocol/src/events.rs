@@ -182,12 +182,15 @@ pub enum EventKind {
         id: String,
         reason: String,
     },
-    /// The judge compared a group's candidates.
+    /// The judge compared a group's candidates (or tried to: `error` says why it has
+    /// no verdict, and the group can be judged again).
     Judged {
         group: String,
         candidates: usize,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         winner: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
     },
 }
 

@@ -52,6 +52,9 @@ pub struct Renderer {
     pending: BTreeMap<String, Pending>,
     /// The job each run belongs to, once it was claimed: its lines say so.
     jobs: BTreeMap<String, String>,
+    /// The judges said so far (group, time): one `judged` is stored in each candidate's
+    /// run, and says one thing.
+    judged: std::collections::BTreeSet<(String, i64)>,
 }
 
 impl Renderer {
@@ -243,10 +246,20 @@ impl Renderer {
             EventKind::RunBlocked { question } => {
                 out.push(format!("run {} is blocked: {question}", e.run_id))
             }
+            EventKind::Judged { group, .. } if !self.judged.insert((group.clone(), e.at.0)) => {}
+            EventKind::Judged {
+                group,
+                candidates,
+                error: Some(error),
+                ..
+            } => out.push(format!(
+                "group {group}: the judge of {candidates} candidates FAILED: {error}"
+            )),
             EventKind::Judged {
                 group,
                 candidates,
                 winner,
+                error: None,
             } => out.push(format!(
                 "group {group}: judged {candidates} candidates{}",
                 winner
@@ -349,6 +362,39 @@ mod tests {
         );
         let failed = lines(&turn("r", 4, committed("failed", Some("timeout"))), false);
         assert!(failed.contains("· FAILED: timeout · steps 1/2"), "{failed}");
+    }
+
+    /// A judge's `judged` is stored in each candidate's run: one line says it, and a
+    /// judge without a verdict says why.
+    #[test]
+    fn a_judge_is_one_line_however_many_candidates_and_a_failed_one_says_why() {
+        let judged = |run: &str, at: i64, error: Option<&str>| EventMsg {
+            at: Timestamp(at),
+            ..ev(
+                run,
+                None,
+                EventKind::Judged {
+                    group: "g1".into(),
+                    candidates: 2,
+                    winner: error.is_none().then(|| "job-b".to_string()),
+                    error: error.map(str::to_string),
+                },
+            )
+        };
+        let out = lines(
+            &[
+                judged("ra", 5, Some("auth: Incorrect API key")),
+                judged("rb", 5, Some("auth: Incorrect API key")),
+                judged("ra", 9, None),
+                judged("rb", 9, None),
+            ],
+            false,
+        );
+        assert_eq!(
+            out,
+            "group g1: the judge of 2 candidates FAILED: auth: Incorrect API key\n\
+             group g1: judged 2 candidates; job-b wins\n"
+        );
     }
 
     /// Two jobs' turns interleave in `baton work`: each line is its own run's, and says

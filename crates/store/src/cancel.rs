@@ -19,6 +19,10 @@ pub enum CancelTarget {
     Job(String),
     /// A whole `baton work` process, by the owner name it takes leases under.
     Process(String),
+    /// The judge of a group of candidate jobs (`baton judge GROUP`), whichever process
+    /// runs it. A judge holds no lease, so the request names none: a judge forgets the
+    /// group's requests when it starts, so one made while no judge ran stops nothing.
+    Group(String),
 }
 
 impl CancelTarget {
@@ -27,13 +31,14 @@ impl CancelTarget {
             CancelTarget::Run(_) => "run",
             CancelTarget::Job(_) => "job",
             CancelTarget::Process(_) => "process",
+            CancelTarget::Group(_) => "group",
         }
     }
 
     pub(crate) fn id(&self) -> &str {
         match self {
             CancelTarget::Run(run) => &run.0,
-            CancelTarget::Job(id) | CancelTarget::Process(id) => id,
+            CancelTarget::Job(id) | CancelTarget::Process(id) | CancelTarget::Group(id) => id,
         }
     }
 }

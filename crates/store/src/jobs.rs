@@ -101,3 +101,35 @@ pub enum ClaimOutcome {
         reason: String,
     },
 }
+
+/// How a judge of a group ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JudgementOutcome {
+    /// A verdict: the group's jobs are `judged` and carry it.
+    Judged,
+    /// No usable verdict (the calls failed, or the answers could not be read): the jobs
+    /// are untouched, so the group can be judged again.
+    Failed,
+}
+
+impl JudgementOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JudgementOutcome::Judged => "judged",
+            JudgementOutcome::Failed => "failed",
+        }
+    }
+}
+
+/// One judge of a group as recorded (`body` is the engine's JSON: the judgement, or the
+/// failed one with its calls and error).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgementRecord {
+    /// The store's order of judgements, across groups.
+    pub seq: u64,
+    pub group: String,
+    pub outcome: JudgementOutcome,
+    pub recorded_at: Timestamp,
+    pub body: serde_json::Value,
+}

@@ -24,7 +24,7 @@ mod location;
 pub mod sqlite;
 
 pub use cancel::{CancelOutcome, CancelTarget};
-pub use jobs::{ClaimOutcome, JobInfo, JobStatus, NewJob};
+pub use jobs::{ClaimOutcome, JobInfo, JobStatus, JudgementOutcome, JudgementRecord, NewJob};
 pub use location::sqlite_path;
 
 pub use sqlite::SqliteStore;
@@ -399,13 +399,27 @@ pub trait Store: Send + Sync {
     /// Gives a run lease up (a no-op when the token no longer holds it).
     fn release_run_lease(&self, run: &RunId, token: &str) -> Result<()>;
 
-    /// Records the judge's verdict on a group of candidate jobs and marks them judged.
+    /// Records the judge's verdict on a group of candidate jobs and marks them judged
+    /// (and appends it to the group's [`judgements`](Store::judgements)).
     fn record_judgement(
         &self,
         group: &str,
         judgement: &serde_json::Value,
         now: Timestamp,
     ) -> Result<()>;
+
+    /// Records a judge of `group` that got no usable verdict (its calls, cost, events
+    /// and error, as `failed` says): appended to the group's judgements, the jobs left
+    /// as they are so the group can be judged again. `JobNotFound` for an unknown group.
+    fn record_failed_judgement(
+        &self,
+        group: &str,
+        failed: &serde_json::Value,
+        now: Timestamp,
+    ) -> Result<()>;
+
+    /// Every judge of `group` recorded, with a verdict or without, oldest first.
+    fn judgements(&self, group: &str) -> Result<Vec<JudgementRecord>>;
 
     /// Asks whoever holds `target` to stop it (see [`CancelOutcome`]). A run's or a
     /// job's request is for the lease held now; a job nobody holds is cancelled here.

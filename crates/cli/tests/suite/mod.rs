@@ -11,10 +11,16 @@ mod crash;
 mod hardening;
 mod input;
 mod jobs;
+mod judge;
 mod live_model;
 mod presets;
 mod providers;
 mod store;
+
+// The gateway suite's wire-format server, shared rather than copied.
+#[allow(dead_code)]
+#[path = "../../../gateway/tests/suite/server.rs"]
+mod server;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -6,7 +6,7 @@ use baton_core::ids::RunId;
 use baton_protocol::{EventKind, EventMsg};
 use baton_store::Store;
 
-use super::judge::Judgement;
+use super::judge::{FailedJudgement, Judgement};
 use crate::Result;
 use crate::clock::Clock;
 use crate::publish::Publisher;
@@ -18,8 +18,48 @@ pub fn announce(
     publisher: &Publisher,
     judgement: &Judgement,
 ) -> Result<()> {
+    judged(
+        store,
+        clock,
+        publisher,
+        &judgement.group,
+        judgement.labels.values(),
+        Some(&judgement.winner_job),
+        None,
+    )
+}
+
+/// Appends a `Judged` event saying why the judge has no verdict to each candidate's
+/// run, and publishes it.
+pub fn announce_failure(
+    store: &dyn Store,
+    clock: &dyn Clock,
+    publisher: &Publisher,
+    failed: &FailedJudgement,
+) -> Result<()> {
+    judged(
+        store,
+        clock,
+        publisher,
+        &failed.group,
+        failed.labels.values(),
+        None,
+        Some(&failed.error),
+    )
+}
+
+fn judged<'a>(
+    store: &dyn Store,
+    clock: &dyn Clock,
+    publisher: &Publisher,
+    group: &str,
+    jobs: impl ExactSizeIterator<Item = &'a String>,
+    winner: Option<&String>,
+    error: Option<&String>,
+) -> Result<()> {
     let at = clock.now();
-    for job in judgement.labels.values() {
+    let candidates = jobs.len();
+    for job in jobs {
         let Some(run) = store.job(job)?.run_id else {
             continue;
         };
@@ -28,9 +68,10 @@ pub fn announce(
             turn: None,
             at,
             kind: EventKind::Judged {
-                group: judgement.group.clone(),
-                candidates: judgement.labels.len(),
-                winner: Some(judgement.winner_job.clone()),
+                group: group.to_string(),
+                candidates,
+                winner: winner.cloned(),
+                error: error.cloned(),
             },
         };
         let seqs = store.append_events(&run, std::slice::from_ref(&event))?;

@@ -4,23 +4,28 @@
 //! gate results, diff size and patch, with any such name that appears in them masked.
 
 use std::collections::BTreeMap;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
+use baton_core::ErrorClass;
 use baton_core::claims::extract_json_object;
+use baton_core::ids::RunId;
 use baton_core::prompt::Prompt;
 use baton_core::turn::{CallKind, CallRecord};
 use baton_gateway::Gateway;
-use baton_store::{JobInfo, JobStatus, Store};
+use baton_protocol::{EventKind, EventMsg};
+use baton_store::{CancelTarget, JobInfo, JobStatus, Store};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::{JobSpec, Outbox, decode_outbox, decode_spec};
+use crate::cancel_watch::CancelWatch;
 use crate::clock::Clock;
 use crate::config::{RunSettings, WorkerConfig};
-use crate::orchestrator::calls::{CallFailed, Caller, NoAnswer};
+use crate::orchestrator::calls::{CallFailed, Caller, NoAnswer, TurnStream};
 use crate::orchestrator::reshape::Reshape;
 use crate::orchestrator::station::{Station, Unread};
+use crate::publish::Publisher;
 use crate::{Error, Result};
 
 /// Characters of each candidate's patch the judge sees.
@@ -85,6 +90,10 @@ pub struct Judgement {
     /// the judge's calls were.
     #[serde(default)]
     pub calls: Vec<CallRecord>,
+    /// The events its calls published as they happened (see [`JudgeRun`]). Empty in
+    /// judgements recorded before they were kept.
+    #[serde(default)]
+    pub events: Vec<EventMsg>,
 }
 
 impl Judgement {
@@ -152,10 +161,10 @@ pub fn request(
 ) -> Result<(String, String, BTreeMap<String, String>, String)> {
     let cands = candidates(store, group)?;
     if cands.len() < 2 {
-        return Err(Error::Conflict(format!(
-            "group {group} has {} finished candidate(s); the judge compares two or more (`baton jobs` shows them; `baton work` finishes queued ones)",
-            cands.len()
-        )));
+        return Err(Error::TooFewCandidates {
+            group: group.to_string(),
+            finished: cands.len(),
+        });
     }
     let spec = &cands[0].1;
     let rubric = spec.rubric.clone().unwrap_or_else(|| {
@@ -272,9 +281,47 @@ impl Station for Verdicts<'_> {
     }
 }
 
-/// Asks `judge` (with its gateway) for a verdict on `group` and records it. The calls
-/// go the way a turn's do (retried as the judge's `max_retries` says, repaired once,
-/// scrubbed, costed by its price) and are recorded with the judgement.
+/// What a judge reports to and what stops it.
+#[derive(Debug, Clone, Default)]
+pub struct JudgeRun {
+    /// Where the judge's events go as they happen: each call's `call_sent`,
+    /// `retry_waiting` and `model_called` (provisional, `run_id` the group's id, no
+    /// turn; kept with what the judge records), then the candidates' `judged` (stored in
+    /// each candidate's run, with its `seq`), or `turn_abandoned` when it was stopped.
+    pub publisher: Publisher,
+    /// Stops the judge's calls and waits: an interrupt, or `baton cancel GROUP` (see
+    /// [`watch_cancel`]).
+    pub cancel: baton_gateway::Cancel,
+}
+
+/// A judge that got no usable verdict, as recorded in the group's judgements: what it
+/// asked, the calls it made (and what they cost), its events, and why. The group's jobs
+/// are left as they were, so it can be judged again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailedJudgement {
+    pub group: String,
+    pub labels: BTreeMap<String, String>,
+    pub judge: String,
+    pub judge_model: String,
+    pub request: String,
+    pub calls: Vec<CallRecord>,
+    #[serde(default)]
+    pub events: Vec<EventMsg>,
+    /// The failure's class: the provider's (`auth`, `timeout`, …), or `unparseable`
+    /// for answers that could not be read.
+    pub error_class: ErrorClass,
+    pub error: String,
+}
+
+impl FailedJudgement {
+    /// What the judge's calls cost, when its price is known.
+    pub fn cost_micro_usd(&self) -> Option<u64> {
+        self.calls.iter().map(|c| c.cost_micro_usd).sum()
+    }
+}
+
+/// Asks `judge` (with its gateway) for a verdict on `group` and records it, with no
+/// one listening and nothing to stop it but its own limits (see [`judge_with`]).
 pub fn judge(
     store: &dyn Store,
     clock: &dyn Clock,
@@ -282,23 +329,49 @@ pub fn judge(
     judge: &WorkerConfig,
     gateway: &dyn Gateway,
 ) -> Result<Judgement> {
+    judge_with(store, clock, group, judge, gateway, &JudgeRun::default())
+}
+
+/// Asks `judge` (with its gateway) for a verdict on `group` and records it. The calls
+/// go the way a turn's do (retried as the judge's `max_retries` says, repaired once,
+/// scrubbed, costed by its price, published to `run.publisher` as they happen) and are
+/// recorded with the judgement. A judge with no usable verdict is recorded too, as a
+/// [`FailedJudgement`], and its error returned; a judge stopped by `run.cancel`
+/// records nothing (`JudgeCancelled`).
+pub fn judge_with(
+    store: &dyn Store,
+    clock: &dyn Clock,
+    group: &str,
+    judge: &WorkerConfig,
+    gateway: &dyn Gateway,
+    run: &JudgeRun,
+) -> Result<Judgement> {
     let (system, user, labels, rubric) = request(store, group)?;
     // An agent may have written a key into its patch, and a provider may echo one: no
     // key of the judge's or of any candidate's reaches the judge or the record.
     let redactor = keys_of(store, group, judge)?;
     let user = redactor.scrub(&user);
     let estimator = RunSettings::default().estimator.build();
-    let cancel = baton_gateway::Cancel::new();
     let reshape = Reshape::default();
+    // A judge belongs to no run: its events are its group's, stamped with the group's
+    // id where a turn's carry their run's, and stored with the judgement (the events
+    // table is per run, and a judge is not one).
+    let stream_id = RunId(group.to_string());
+    let kept = Mutex::new(Vec::new());
     let caller = Caller {
         worker: judge,
         gateway: Some(gateway),
         estimator: &*estimator,
         system_tokens: estimator.count(&system),
         redactor: &redactor,
-        cancel: &cancel,
+        cancel: &run.cancel,
         clock,
-        events: None,
+        events: Some(TurnStream {
+            publisher: &run.publisher,
+            run: &stream_id,
+            kept: &kept,
+            in_turn: false,
+        }),
         reshape: &reshape,
         workspace: None,
         output: None,
@@ -317,19 +390,55 @@ pub fn judge(
         &mut calls,
         &mut prompts,
     );
-    let (verdict, winner_job) = match answered {
-        Ok((read, _)) => read,
-        Err(NoAnswer::Failed {
-            failed: CallFailed {
-                error: Some(error), ..
-            },
-            ..
-        }) => {
-            return Err(Error::Gateway {
-                worker: judge.id.to_string(),
-                error,
+    let events = std::mem::take(&mut *kept.lock().unwrap_or_else(PoisonError::into_inner));
+    let (error_class, error, returned) = match answered {
+        Ok(((verdict, winner_job), _)) => {
+            let judgement = Judgement {
+                group: group.to_string(),
+                rubric,
+                labels,
+                verdict,
+                winner_job,
+                judge: judge.id.to_string(),
+                judge_model: judge.model.clone(),
+                request,
+                calls,
+                events,
+            };
+            store.record_judgement(group, &encode(&judgement)?, clock.now())?;
+            super::events::announce(store, clock, &run.publisher, &judgement)?;
+            return Ok(judgement);
+        }
+        // Stopped (an interrupt, `baton cancel`): nothing of it is recorded, as a turn
+        // that was stopped is not committed.
+        Err(NoAnswer::Failed { .. }) if run.cancel.is_cancelled() => {
+            run.publisher.live(&EventMsg {
+                run_id: stream_id,
+                turn: None,
+                at: clock.now(),
+                kind: EventKind::TurnAbandoned {
+                    reason: format!("the judge of group {group} was stopped; nothing was recorded"),
+                },
+            });
+            return Err(Error::JudgeCancelled {
+                group: group.to_string(),
             });
         }
+        Err(NoAnswer::Failed {
+            failed:
+                CallFailed {
+                    message,
+                    error: Some(error),
+                },
+            ..
+        }) => (
+            error.class(),
+            message,
+            Error::Gateway {
+                worker: judge.id.to_string(),
+                error,
+            },
+        ),
         Err(other) => {
             let answers: Vec<String> = calls
                 .iter()
@@ -344,28 +453,84 @@ pub fn judge(
                 1 => ", after one repair call".to_string(),
                 n => format!(", after {n} repair calls"),
             };
-            return Err(Error::JudgeAnswer {
-                detail: format!("{what}{repairs} (answers: {})", answers.join("; then ")),
-            });
+            let detail = format!("{what}{repairs} (answers: {})", answers.join("; then "));
+            (
+                ErrorClass::Unparseable,
+                format!("the judge's answer could not be used: {what}{repairs}"),
+                Error::JudgeAnswer { detail },
+            )
         }
     };
-    let judgement = Judgement {
+    let failed = FailedJudgement {
         group: group.to_string(),
-        rubric,
         labels,
-        verdict,
-        winner_job,
         judge: judge.id.to_string(),
         judge_model: judge.model.clone(),
         request,
         calls,
+        events,
+        error_class,
+        error,
     };
-    let value = serde_json::to_value(&judgement).map_err(|e| Error::Internal {
+    store.record_failed_judgement(group, &encode(&failed)?, clock.now())?;
+    super::events::announce_failure(store, clock, &run.publisher, &failed)?;
+    Err(returned)
+}
+
+fn encode(record: &impl Serialize) -> Result<Value> {
+    serde_json::to_value(record).map_err(|e| Error::Internal {
         place: "the judgement's record",
         detail: e.to_string(),
-    })?;
-    store.record_judgement(group, &value, clock.now())?;
-    Ok(judgement)
+    })
+}
+
+/// Stops a judge of `group` when `baton cancel GROUP` asks, until dropped. Requests
+/// made before it started are forgotten first (they were made while no judge ran), and
+/// again when it is dropped.
+pub fn watch_cancel(
+    store: Arc<dyn Store>,
+    group: &str,
+    cancel: baton_gateway::Cancel,
+) -> Result<GroupCancelWatch> {
+    let target = CancelTarget::Group(group.to_string());
+    store.clear_cancel(&target)?;
+    let watch = CancelWatch::start(store.clone(), target.clone(), None, cancel);
+    Ok(GroupCancelWatch {
+        watch: Some(watch),
+        store,
+        target,
+    })
+}
+
+/// See [`watch_cancel`].
+pub struct GroupCancelWatch {
+    watch: Option<CancelWatch>,
+    store: Arc<dyn Store>,
+    target: CancelTarget,
+}
+
+impl std::fmt::Debug for GroupCancelWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupCancelWatch")
+            .field("target", &self.target)
+            .field("requested", &self.requested())
+            .finish()
+    }
+}
+
+impl GroupCancelWatch {
+    /// Whether `baton cancel` asked the judge to stop.
+    pub fn requested(&self) -> bool {
+        self.watch.as_ref().is_some_and(CancelWatch::requested)
+    }
+}
+
+impl Drop for GroupCancelWatch {
+    fn drop(&mut self) {
+        self.watch.take();
+        // A request left behind is forgotten by the next judge's start anyway.
+        let _ = self.store.clear_cancel(&self.target);
+    }
 }
 
 /// Every key the judge or the group's candidates can be given (from the environment or

@@ -48,19 +48,22 @@ pub(crate) struct Caller<'a> {
 }
 
 /// A turn's event stream, as a call sees it: each event is published live at once and
-/// kept for the turn's commit (see `events.rs`).
+/// kept for the turn's commit (see `events.rs`), or for the judgement's record.
 #[derive(Clone, Copy)]
 pub(crate) struct TurnStream<'a> {
     pub publisher: &'a Publisher,
+    /// The run the events belong to (for the judge's calls, its group: see `judge`).
     pub run: &'a RunId,
     pub kept: &'a std::sync::Mutex<Vec<EventMsg>>,
+    /// False for calls that belong to no turn (the judge's): their events carry none.
+    pub in_turn: bool,
 }
 
 impl TurnStream<'_> {
     pub(crate) fn emit(&self, turn: u32, at: Timestamp, kind: EventKind) {
         let event = EventMsg {
             run_id: self.run.clone(),
-            turn: Some(turn),
+            turn: self.in_turn.then_some(turn),
             at,
             kind,
         };

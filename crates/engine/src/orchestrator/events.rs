@@ -21,6 +21,7 @@ impl Engine {
             publisher: &self.publisher,
             run: &session.run,
             kept: &session.turn_events,
+            in_turn: true,
         }
     }
 

@@ -25,6 +25,21 @@ pub(super) fn request(
                 holder: owner.clone(),
             });
         }
+        CancelTarget::Group(group) => {
+            let known: Option<i64> = tx
+                .prepare_cached("SELECT 1 FROM jobs WHERE grp = ?1 LIMIT 1")?
+                .query_row([group], |r| r.get(0))
+                .optional()?;
+            if known.is_none() {
+                return fail(Error::JobNotFound {
+                    prefix: format!("group {group}"),
+                });
+            }
+            record(tx, target, None, now)?;
+            return Ok(CancelOutcome::Requested {
+                holder: format!("the judge of group {group}"),
+            });
+        }
         CancelTarget::Run(run) => {
             // A job's run is stopped as its job is: the job's worker watches the job.
             let job: Option<String> = tx

@@ -6,7 +6,7 @@ use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 
 use super::{Result, fail};
 use super::{from_json, to_json};
-use crate::jobs::{ClaimOutcome, JobInfo, JobStatus, NewJob};
+use crate::jobs::{ClaimOutcome, JobInfo, JobStatus, JudgementOutcome, JudgementRecord, NewJob};
 use crate::{Error, LeaseFence};
 
 const COLUMNS: &str = "id, grp, status, spec, run_id, attempts, lease_owner, lease_expires_at, \
@@ -322,5 +322,78 @@ pub(super) fn judge(
             prefix: format!("group {group} (no finished candidates)"),
         });
     }
+    append_judgement(tx, group, JudgementOutcome::Judged, &text, now)
+}
+
+/// Records a judge of `group` that has no verdict; the group's jobs are untouched.
+pub(super) fn judge_failed(
+    tx: &Transaction<'_>,
+    group: &str,
+    failed: &serde_json::Value,
+    now: Timestamp,
+) -> Result<()> {
+    let text = to_json(failed, || format!("failed judgement of group {group}"))?;
+    let known: Option<i64> = tx
+        .prepare_cached("SELECT 1 FROM jobs WHERE grp = ?1 LIMIT 1")?
+        .query_row([group], |r| r.get(0))
+        .optional()?;
+    if known.is_none() {
+        return fail(Error::JobNotFound {
+            prefix: format!("group {group}"),
+        });
+    }
+    append_judgement(tx, group, JudgementOutcome::Failed, &text, now)
+}
+
+fn append_judgement(
+    tx: &Transaction<'_>,
+    group: &str,
+    outcome: JudgementOutcome,
+    body: &str,
+    now: Timestamp,
+) -> Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO judgements (grp, outcome, recorded_at, body) VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![group, outcome.as_str(), now.0, body])?;
     Ok(())
+}
+
+/// Every judge of `group`, oldest first.
+pub(super) fn judgements(conn: &Connection, group: &str) -> Result<Vec<JudgementRecord>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT seq, outcome, recorded_at, body FROM judgements WHERE grp = ?1 ORDER BY seq",
+    )?;
+    let rows = stmt
+        .query_map([group], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, String>(3)?,
+            ))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut out = Vec::with_capacity(rows.len());
+    for (seq, outcome, recorded_at, body) in rows {
+        let what = || format!("judgement {seq} of group {group}");
+        let outcome = match outcome.as_str() {
+            "judged" => JudgementOutcome::Judged,
+            "failed" => JudgementOutcome::Failed,
+            other => {
+                return fail(Error::Corrupt {
+                    what: what(),
+                    detail: format!("unknown outcome \"{other}\""),
+                });
+            }
+        };
+        out.push(JudgementRecord {
+            seq: u64::try_from(seq).unwrap_or_default(),
+            group: group.to_string(),
+            outcome,
+            recorded_at: Timestamp(recorded_at),
+            body: from_json(&body, what)?,
+        });
+    }
+    Ok(out)
 }

@@ -174,6 +174,23 @@ const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER runs_never_vanish BEFORE DELETE ON runs
     BEGIN SELECT RAISE(ABORT, 'runs are never deleted: their turns and events are append-only'); END;
     "#,
+    // 9: every judge of a group, with a verdict or without one (its calls, cost and
+    // events are kept either way; `jobs.judgement` keeps only the latest verdict).
+    // Append-only, like the events a judge has no run to be stored in.
+    r#"
+    CREATE TABLE judgements (
+        seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+        grp          TEXT NOT NULL,
+        outcome      TEXT NOT NULL,
+        recorded_at  INTEGER NOT NULL,
+        body         TEXT NOT NULL
+    ) STRICT;
+    CREATE INDEX judgements_by_group ON judgements(grp, seq);
+    CREATE TRIGGER judgements_never_change BEFORE UPDATE ON judgements
+    BEGIN SELECT RAISE(ABORT, 'judgements are append-only'); END;
+    CREATE TRIGGER judgements_never_vanish BEFORE DELETE ON judgements
+    BEGIN SELECT RAISE(ABORT, 'judgements are append-only'); END;
+    "#,
 ];
 
 /// The schema version this build writes.

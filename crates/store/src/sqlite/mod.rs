@@ -437,6 +437,21 @@ impl Store for SqliteStore {
         })
     }
 
+    fn record_failed_judgement(
+        &self,
+        group: &str,
+        failed: &serde_json::Value,
+        now: Timestamp,
+    ) -> crate::Result<()> {
+        self.write("record_failed_judgement", |tx| {
+            jobs::judge_failed(tx, group, failed, now)
+        })
+    }
+
+    fn judgements(&self, group: &str) -> crate::Result<Vec<crate::JudgementRecord>> {
+        self.read("judgements", |conn| jobs::judgements(conn, group))
+    }
+
     fn worker_holds(&self, run: &RunId) -> crate::Result<Vec<WorkerHold>> {
         self.read("worker_holds", |conn| read::worker_holds(conn, run))
     }

@@ -6,7 +6,7 @@
 //! spends between two calls never decides a check.
 
 use baton_core::ids::{RunId, Timestamp};
-use baton_store::{ClaimOutcome, Error, JobStatus, LeaseFence, NewJob, Store};
+use baton_store::{ClaimOutcome, Error, JobStatus, JudgementOutcome, LeaseFence, NewJob, Store};
 use serde_json::json;
 
 use super::Backend;
@@ -217,6 +217,55 @@ pub fn judging_a_group_marks_its_finished_candidates(store: &dyn Store) {
             .record_judgement("nope", &json!({}), Timestamp(31))
             .is_err()
     );
+    let history = store.judgements("grp").unwrap();
+    assert_eq!(history.len(), 1);
+    assert_eq!(
+        (history[0].outcome, history[0].recorded_at),
+        (JudgementOutcome::Judged, Timestamp(30))
+    );
+    assert_eq!(history[0].body["winner"], "B");
+}
+
+/// A judge without a usable verdict: what it spent is kept, the jobs are left as they
+/// were (so the group can be judged again), and every judge stays in the history.
+pub fn a_failed_judgement_is_kept_and_the_group_can_be_judged_again(store: &dyn Store) {
+    enqueue(store, "c1", "grp", 1);
+    enqueue(store, "c2", "grp", 2);
+    for (i, token) in ["a", "b"].iter().enumerate() {
+        let (_, fence, _) = claim(store, "w", token, 10 + i as i64).unwrap();
+        store
+            .finish_job(
+                &fence,
+                JobStatus::Outbox,
+                Some(&json!({})),
+                None,
+                Timestamp(20),
+            )
+            .unwrap();
+    }
+    store
+        .record_failed_judgement("grp", &json!({"error": "no JSON"}), Timestamp(30))
+        .unwrap();
+    for id in ["c1", "c2"] {
+        let job = store.job(id).unwrap();
+        assert_eq!((job.status, job.judgement), (JobStatus::Outbox, None));
+    }
+    assert!(matches!(
+        store.record_failed_judgement("nope", &json!({}), Timestamp(31)),
+        Err(Error::JobNotFound { .. })
+    ));
+    store
+        .record_judgement("grp", &json!({"winner": "A"}), Timestamp(40))
+        .unwrap();
+    let history = store.judgements("grp").unwrap();
+    let outcomes: Vec<_> = history.iter().map(|j| j.outcome).collect();
+    assert_eq!(
+        outcomes,
+        [JudgementOutcome::Failed, JudgementOutcome::Judged]
+    );
+    assert_eq!(history[0].body["error"], "no JSON");
+    assert!(history[0].seq < history[1].seq);
+    assert!(store.judgements("nope").unwrap().is_empty());
 }
 
 pub fn a_run_is_advanced_by_one_lease_holder_at_a_time(backend: &dyn Backend) {
@@ -498,4 +547,20 @@ pub fn cancel_requests_stop_the_lease_they_name_and_no_other(backend: &dyn Backe
     assert!(store.cancel_requested(&process, None).unwrap());
     store.clear_cancel(&process).unwrap();
     assert!(!store.cancel_requested(&process, None).unwrap());
+
+    // A group's judge, by group id, until cleared; an unknown group is refused.
+    enqueue(store, "g-job", "g-1", 7_000);
+    let group = CancelTarget::Group("g-1".into());
+    assert!(matches!(
+        store.request_cancel(&group, Timestamp(7_001)).unwrap(),
+        CancelOutcome::Requested { .. }
+    ));
+    assert!(store.cancel_requested(&group, None).unwrap());
+    assert!(!store.cancel_requested(&process, None).unwrap());
+    store.clear_cancel(&group).unwrap();
+    assert!(!store.cancel_requested(&group, None).unwrap());
+    assert!(matches!(
+        store.request_cancel(&CancelTarget::Group("g-none".into()), Timestamp(7_002)),
+        Err(Error::JobNotFound { .. })
+    ));
 }

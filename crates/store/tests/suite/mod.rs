@@ -159,6 +159,12 @@ macro_rules! conformance_tests {
             $crate::suite::jobs::judging_a_group_marks_its_finished_candidates($new.store());
         }
         #[test]
+        fn a_failed_judgement_is_kept_and_the_group_can_be_judged_again() {
+            $crate::suite::jobs::a_failed_judgement_is_kept_and_the_group_can_be_judged_again(
+                $new.store(),
+            );
+        }
+        #[test]
         fn job_runs_are_created_with_their_link_and_jobs_are_released_and_requeued() {
             $crate::suite::jobs::job_runs_are_created_with_their_link_and_jobs_are_released_and_requeued(
                 $new.store(),
