@@ -2,3 +2,4 @@ mod claims;
 mod compiler;
 mod fidelity;
 mod restatements;
+mod router;
