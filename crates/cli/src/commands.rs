@@ -4,7 +4,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use baton_core::ids::RunId;
@@ -434,9 +434,17 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         } => crate::jobs::work(&ctx, concurrency, lease_s, follow),
         Command::Jobs { json } => crate::jobs::list(&ctx, json),
         Command::Requeue { job, roster } => requeue(&ctx, &job, roster.as_deref()),
-        Command::Cancel { id, worker_process } => {
-            crate::cancel::cancel(&ctx, id.as_deref(), worker_process.as_deref())
-        }
+        Command::Cancel {
+            id,
+            worker_process,
+            wait_s,
+            no_wait,
+        } => crate::cancel::cancel(
+            &ctx,
+            id.as_deref(),
+            worker_process.as_deref(),
+            (!no_wait).then(|| Duration::from_secs(wait_s)),
+        ),
         Command::Outbox { job, json } => crate::jobs::outbox(&ctx, job.as_deref(), json),
         Command::Judge { target, judge } => crate::jobs::judge(&ctx, &target, judge.as_deref()),
         Command::Gc {
@@ -534,9 +542,7 @@ fn replace_roster(
             path.display()
         );
     }
-    for c in &changes {
-        eprintln!("roster of run {id}: {c}");
-    }
+    // Each change is said by the event stream (see `live`).
     Ok(keys)
 }
 
