@@ -268,6 +268,9 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             // Before the lease: `baton cancel` of the run cancels this token.
             session.cancel = baton_gateway::Cancel::on_interrupt();
             engine.lease(&mut session, baton_engine::lease::DEFAULT_RUN_LEASE)?;
+            // A run blocked before this step publishes no event: its question is said
+            // here; one this step blocks was said by the event stream.
+            let was_blocked = session.status == baton_store::RunStatus::Blocked;
             let stepped = engine.step(&mut session);
             if let Some(code) = interrupted(store.as_ref(), &id, &stepped, &session) {
                 return Ok(code);
@@ -288,7 +291,9 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
                     Ok(ExitCode::SUCCESS)
                 }
                 StepOutcome::Blocked { question } => {
-                    println!("run {id} is blocked: {question}");
+                    if was_blocked {
+                        println!("run {id} is blocked: {question}");
+                    }
                     Ok(Exit::Blocked.into())
                 }
             }
@@ -708,10 +713,9 @@ fn drive(
             );
             turn_exit(id, last.as_ref())
         }
-        RunEnd::Blocked { question } => {
-            println!("\nrun blocked — a human is needed: {question}");
-            Exit::Blocked.into()
-        }
+        // The question was said once, by the event stream, when the run blocked (a
+        // run blocked before is unblocked above, so every block here published one).
+        RunEnd::Blocked { .. } => Exit::Blocked.into(),
     })
 }
 
