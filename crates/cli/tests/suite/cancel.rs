@@ -187,8 +187,15 @@ fn baton_cancel_says_what_still_runs_when_the_holder_does_not_stop() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(8), "{}", text(&out));
-    assert!(asked.elapsed() >= Duration::from_secs(1), "{:?}", asked.elapsed());
-    assert!(err.contains(&format!("is still held by pid-{pid}@")), "{err}");
+    assert!(
+        asked.elapsed() >= Duration::from_secs(1),
+        "{:?}",
+        asked.elapsed()
+    );
+    assert!(
+        err.contains(&format!("is still held by pid-{pid}@")),
+        "{err}"
+    );
     assert!(err.contains(&format!("`kill {pid}`")), "{err}");
     // The request stays: once it runs again, it stops.
     signal("-CONT");

@@ -723,13 +723,25 @@ fn a_job_that_fails_before_its_run_exists_is_said_claimed_first() {
     repo_with_agent(d, "true", "");
     run_ok(
         d,
-        &["enqueue", "--objective", "o", "--task", "t", "--worker", "w"],
+        &[
+            "enqueue",
+            "--objective",
+            "o",
+            "--task",
+            "t",
+            "--worker",
+            "w",
+        ],
     );
     std::fs::remove_dir_all(d.join(".git")).unwrap();
     let out = baton(d).arg("work").output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let claimed = stderr.find(") claimed").unwrap_or_else(|| panic!("{}", text(&out)));
-    let failed = stderr.find(": failed").unwrap_or_else(|| panic!("{}", text(&out)));
+    let claimed = stderr
+        .find(") claimed")
+        .unwrap_or_else(|| panic!("{}", text(&out)));
+    let failed = stderr
+        .find(": failed")
+        .unwrap_or_else(|| panic!("{}", text(&out)));
     assert!(claimed < failed, "{stderr}");
 }
 
@@ -745,7 +757,10 @@ fn a_blocked_run_says_its_question_once() {
          api_base = \"http://127.0.0.1:9/v1\"\napi_key_env = \"BATON_TEST_KEY\"\nmax_retries = 0\n",
     )
     .unwrap();
-    for args in [&["run", "--objective", "o", "--task", "one"][..], &["resume"]] {
+    for args in [
+        &["run", "--objective", "o", "--task", "one"][..],
+        &["resume"],
+    ] {
         let out = baton(d)
             .args(args)
             .env("BATON_TEST_KEY", "sk-test-0123456789abcdef")
@@ -753,6 +768,10 @@ fn a_blocked_run_says_its_question_once() {
             .unwrap();
         assert_eq!(out.status.code(), Some(3), "{}", text(&out));
         let all = text(&out);
-        assert_eq!(all.matches("cannot reach its model").count(), 1, "{args:?}: {all}");
+        assert_eq!(
+            all.matches("cannot reach its model").count(),
+            1,
+            "{args:?}: {all}"
+        );
     }
 }

@@ -5,8 +5,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton_gateway::Cancel;
 use baton_core::ids::RunId;
+use baton_gateway::Cancel;
 use baton_protocol::{EventKind, EventMsg};
 use baton_store::{CancelTarget, ClaimOutcome, JobInfo, JobStatus, LeaseFence, Store};
 use baton_workspace::{Exclusion, Repo, Workspace, WorkspaceSpec, branch_for_job};
