@@ -1,19 +1,35 @@
 //! `baton cancel`: asks the process that holds a run, a job or itself to stop (see
 //! `baton_store::cancel`). The holder notices within a second, ends whatever it waits
-//! on, commits nothing half-done and releases its lease.
+//! on, commits nothing half-done and releases its lease; `baton cancel` waits until it
+//! did (the lease released, the job ended, the process gone), so the user knows.
 
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use baton_engine::{Clock, SystemClock};
-use baton_store::{CancelOutcome, CancelTarget, Store};
+use baton_store::{CancelOutcome, CancelTarget, JobStatus, Store};
 
 use crate::commands::Context_;
+use crate::exit::{Exit, Refusal};
+
+/// How long `baton cancel` waits for the holder to stop unless told (`--wait-s`): a
+/// holder stops within a second, so ten mean it is stuck (or its machine is).
+pub(crate) const DEFAULT_WAIT_S: u64 = 10;
+
+/// How often the store (or `/proc`) is looked at while waiting.
+const POLL: Duration = Duration::from_millis(50);
 
 /// Exit status of a command stopped by `baton cancel` (README, "Exit codes").
 pub(crate) const EXIT_CANCELLED: u8 = crate::exit::Exit::Cancelled as u8;
 
-pub(crate) fn cancel(ctx: &Context_, id: Option<&str>, process: Option<&str>) -> Result<ExitCode> {
+/// `wait`: how long to wait for the holder to stop (`None`: ask and return at once).
+pub(crate) fn cancel(
+    ctx: &Context_,
+    id: Option<&str>,
+    process: Option<&str>,
+    wait: Option<Duration>,
+) -> Result<ExitCode> {
     let store = ctx.existing_store()?;
     let target = match (id, process) {
         (Some(id), None) => resolve(store.as_ref(), id)?,
@@ -46,7 +62,28 @@ pub(crate) fn cancel(ctx: &Context_, id: Option<&str>, process: Option<&str>) ->
                     "if a `baton judge` is judging it, nothing of that judge is recorded: `baton judge {group}` judges it again"
                 ),
             };
-            println!("asked {holder} to stop {target}; it stops within a second: {next}");
+            // A judge holds no lease to watch: it clears the request as it stops, but
+            // with no judge running the request would stay, so there is nothing to wait on.
+            let limit = match (wait, &target) {
+                (
+                    Some(limit),
+                    CancelTarget::Run(_) | CancelTarget::Job(_) | CancelTarget::Process(_),
+                ) => Some(limit),
+                _ => None,
+            };
+            let Some(limit) = limit else {
+                println!("asked {holder} to stop {target}; it stops within a second: {next}");
+                return Ok(ExitCode::SUCCESS);
+            };
+            let asked = Instant::now();
+            if !stopped_within(store.as_ref(), &target, &holder, limit)? {
+                return Err(still_running(&target, &holder, limit));
+            }
+            println!(
+                "{target} stopped ({holder} let go of it {:.1} s after the request): {}",
+                asked.elapsed().as_secs_f64(),
+                next.replacen("is discarded", "was discarded", 1)
+            );
         }
         CancelOutcome::Cancelled => {
             println!(
@@ -62,6 +99,86 @@ pub(crate) fn cancel(ctx: &Context_, id: Option<&str>, process: Option<&str>) ->
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether the holder let go of `target` within `limit`: polls until it did.
+fn stopped_within(
+    store: &dyn Store,
+    target: &CancelTarget,
+    holder: &str,
+    limit: Duration,
+) -> Result<bool> {
+    // A job's run is stopped as its job is (the store asked the job's holder).
+    let job_of_run = match target {
+        CancelTarget::Run(run) => store
+            .list_jobs()?
+            .into_iter()
+            .find(|j| j.run_id.as_ref() == Some(run))
+            .map(|j| j.id),
+        _ => None,
+    };
+    // No deadline past what `Instant` can hold (`--wait-s` is the user's number).
+    let deadline = Instant::now().checked_add(limit);
+    loop {
+        let holds = match (target, &job_of_run) {
+            (_, Some(job)) | (CancelTarget::Job(job), None) => {
+                let info = store.job(job)?;
+                info.status == JobStatus::Running && info.lease_owner.as_deref() == Some(holder)
+            }
+            (CancelTarget::Run(run), None) => store
+                .run_lease_holder(run)?
+                .is_some_and(|h| h.owner == holder),
+            // On this machine, until the process is gone; on another, until it cleared
+            // the request (it does as it stops).
+            // Not waited on (see `cancel`).
+            (CancelTarget::Group(_), None) => false,
+            (CancelTarget::Process(owner), None) => {
+                if baton_engine::lease::owner_is_here(owner) {
+                    !baton_engine::lease::owner_is_dead(owner)
+                } else {
+                    store.cancel_requested(target, None)?
+                }
+            }
+        };
+        if !holds {
+            return Ok(true);
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(false);
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// What to do when the holder did not stop in time. The request stays: the holder
+/// still stops when it notices.
+fn still_running(target: &CancelTarget, holder: &str, waited: Duration) -> anyhow::Error {
+    let kill = holder
+        .strip_prefix("pid-")
+        .and_then(|rest| rest.split_once('@'))
+        .filter(|_| baton_engine::lease::owner_is_here(holder))
+        .map(|(pid, _)| format!("`kill {pid}` ends it"))
+        .unwrap_or_else(|| format!("end it on the machine it runs on ({holder})"));
+    let again = match target {
+        CancelTarget::Process(owner) => format!("baton cancel --worker-process {owner}"),
+        CancelTarget::Run(run) => format!("baton cancel {run}"),
+        CancelTarget::Job(job) => format!("baton cancel {job}"),
+        CancelTarget::Group(group) => format!("baton cancel {group}"),
+    };
+    let release = match target {
+        CancelTarget::Process(_) => "its jobs' leases then expire and `baton work` continues them",
+        _ => "its lease then expires and the work can be continued",
+    };
+    Refusal {
+        exit: Exit::Busy,
+        message: format!(
+            "{target} is still held by {holder} {} s after the request (it is asked to stop, \
+             and still stops when it notices): `{again} --wait-s 60` waits longer; if the \
+             process is stuck, {kill} ({release})",
+            waited.as_secs()
+        ),
+    }
+    .into()
 }
 
 /// A run id or a job id (or a unique prefix of either), or a group's id (whole: it

@@ -4,7 +4,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use baton_core::ids::RunId;
@@ -268,6 +268,9 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             // Before the lease: `baton cancel` of the run cancels this token.
             session.cancel = baton_gateway::Cancel::on_interrupt();
             engine.lease(&mut session, baton_engine::lease::DEFAULT_RUN_LEASE)?;
+            // A run blocked before this step publishes no event: its question is said
+            // here; one this step blocks was said by the event stream.
+            let was_blocked = session.status == baton_store::RunStatus::Blocked;
             let stepped = engine.step(&mut session);
             if let Some(code) = interrupted(store.as_ref(), &id, &stepped, &session) {
                 return Ok(code);
@@ -288,7 +291,9 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
                     Ok(ExitCode::SUCCESS)
                 }
                 StepOutcome::Blocked { question } => {
-                    println!("run {id} is blocked: {question}");
+                    if was_blocked {
+                        println!("run {id} is blocked: {question}");
+                    }
                     Ok(Exit::Blocked.into())
                 }
             }
@@ -434,9 +439,17 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         } => crate::jobs::work(&ctx, concurrency, lease_s, follow),
         Command::Jobs { json } => crate::jobs::list(&ctx, json),
         Command::Requeue { job, roster } => requeue(&ctx, &job, roster.as_deref()),
-        Command::Cancel { id, worker_process } => {
-            crate::cancel::cancel(&ctx, id.as_deref(), worker_process.as_deref())
-        }
+        Command::Cancel {
+            id,
+            worker_process,
+            wait_s,
+            no_wait,
+        } => crate::cancel::cancel(
+            &ctx,
+            id.as_deref(),
+            worker_process.as_deref(),
+            (!no_wait).then(|| Duration::from_secs(wait_s)),
+        ),
         Command::Outbox { job, json } => crate::jobs::outbox(&ctx, job.as_deref(), json),
         Command::Judge { target, judge } => crate::jobs::judge(&ctx, &target, judge.as_deref()),
         Command::Gc {
@@ -534,9 +547,7 @@ fn replace_roster(
             path.display()
         );
     }
-    for c in &changes {
-        eprintln!("roster of run {id}: {c}");
-    }
+    // Each change is said by the event stream (see `live`).
     Ok(keys)
 }
 
@@ -702,10 +713,9 @@ fn drive(
             );
             turn_exit(id, last.as_ref())
         }
-        RunEnd::Blocked { question } => {
-            println!("\nrun blocked — a human is needed: {question}");
-            Exit::Blocked.into()
-        }
+        // The question was said once, by the event stream, when the run blocked (a
+        // run blocked before is unblocked above, so every block here published one).
+        RunEnd::Blocked { .. } => Exit::Blocked.into(),
     })
 }
 

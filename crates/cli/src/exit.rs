@@ -26,7 +26,7 @@ pub(crate) enum Exit {
     /// This process lost its lease on the run (or a job) to another process.
     LeaseLost = 7,
     /// Another process advances the run now (its lease holds, or it committed the
-    /// turn first).
+    /// turn first), or still held it when `baton cancel` stopped waiting for it.
     Busy = 8,
     /// A git or worktree error in a job's workspace.
     Workspace = 9,

@@ -152,6 +152,13 @@ pub enum Command {
         /// (`pid-<pid>@<host>`, shown by `baton jobs` and when `baton work` starts)
         #[arg(long)]
         worker_process: Option<String>,
+        /// Wait this long for it to stop (its lease released, the job ended, the
+        /// process gone); still running after that exits 8 and says what to do
+        #[arg(long, default_value_t = cancel::DEFAULT_WAIT_S)]
+        wait_s: u64,
+        /// Ask and return at once, without waiting for it to stop
+        #[arg(long, conflicts_with = "wait_s")]
+        no_wait: bool,
     },
     /// Put a failed or cancelled job back on the queue; it continues from its last
     /// committed turn

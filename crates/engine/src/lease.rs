@@ -211,20 +211,23 @@ fn hostname() -> String {
         .unwrap_or_else(|| "localhost".into())
 }
 
+/// The pid of the process `owner` names, when it is on this machine.
+fn local_pid(owner: &str) -> Option<u32> {
+    let (pid, host) = owner.strip_prefix("pid-")?.split_once('@')?;
+    if host != hostname() {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+/// True when `owner` names a process on this machine (whether or not it still runs).
+pub fn owner_is_here(owner: &str) -> bool {
+    local_pid(owner).is_some()
+}
+
 /// True when `owner` names a process on this machine that no longer exists.
 pub fn owner_is_dead(owner: &str) -> bool {
-    let Some(rest) = owner.strip_prefix("pid-") else {
-        return false;
-    };
-    let Some((pid, host)) = rest.split_once('@') else {
-        return false;
-    };
-    if host != hostname() {
-        return false;
-    }
-    pid.parse::<u32>()
-        .map(baton_gateway::process::is_gone)
-        .unwrap_or(false)
+    local_pid(owner).is_some_and(baton_gateway::process::is_gone)
 }
 
 /// Takes the run's lease for this process, or says who holds it.

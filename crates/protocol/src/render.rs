@@ -243,6 +243,11 @@ impl Renderer {
             EventKind::LeaseLost { what, id, reason } => {
                 out.push(format!("{what} {id}: lease lost ({reason})"))
             }
+            EventKind::RosterChanged { changes, .. } => {
+                for c in changes {
+                    out.push(format!("roster of run {}: {c}", e.run_id));
+                }
+            }
             EventKind::RunBlocked { question } => {
                 out.push(format!("run {} is blocked: {question}", e.run_id))
             }

@@ -279,13 +279,14 @@ pub trait Store: Send + Sync {
     fn append_events(&self, run: &RunId, events: &[Event]) -> Result<Vec<u64>>;
 
     /// Replaces the configuration a run is opened with (its roster and settings), with
-    /// the events that record the change, in one transaction.
+    /// the events that record the change, in one transaction. Returns the `seq` each
+    /// event was given.
     fn set_run_config(
         &self,
         run: &RunId,
         config: &serde_json::Value,
         events: &[Event],
-    ) -> Result<()>;
+    ) -> Result<Vec<u64>>;
 
     /// Every committed turn of a run, in order.
     fn turns(&self, run: &RunId) -> Result<Vec<TurnRecord>>;
@@ -398,6 +399,10 @@ pub trait Store: Send + Sync {
 
     /// Gives a run lease up (a no-op when the token no longer holds it).
     fn release_run_lease(&self, run: &RunId, token: &str) -> Result<()>;
+
+    /// Who holds the run's lease now, by the store's clock (`None` when nobody does:
+    /// released, or expired). `baton cancel` watches it to say when a run stopped.
+    fn run_lease_holder(&self, run: &RunId) -> Result<Option<LeaseHolder>>;
 
     /// Records the judge's verdict on a group of candidate jobs and marks them judged
     /// (and appends it to the group's [`judgements`](Store::judgements)).

@@ -77,6 +77,10 @@ fn baton_cancel_stops_a_step_waiting_on_a_model_that_never_answers() {
     let asked = Instant::now();
     let said = run_ok(dir.path(), &["cancel", &id]);
     assert!(said.contains(&format!("baton resume {id}")), "{said}");
+    // It waited (issue 10): when it returns, the run's lease is released already.
+    assert!(said.contains(&format!("run {id} stopped")), "{said}");
+    let now = run_ok(dir.path(), &["cancel", "--no-wait", &id]);
+    assert!(now.contains("not being advanced by any process"), "{now}");
     let code = exit_within(&mut step, STOPPED_WITHIN);
     eprintln!("baton step stopped {:?} after the request", asked.elapsed());
     let mut err = String::new();
@@ -125,4 +129,76 @@ fn baton_cancel_worker_process_stops_an_idle_follower() {
     // A process that is gone is not asked anything.
     let err = run_err(dir.path(), &["cancel", "--worker-process", &owner]);
     assert!(err.contains("nothing to stop"), "{err}");
+}
+
+/// Regression (issue 10): `baton cancel` returned at once, so nobody knew whether the
+/// work stopped. A holder that cannot stop (here a `baton step` frozen by SIGSTOP) is
+/// waited for `--wait-s`, then named, with what to do, and exit status 8.
+#[test]
+fn baton_cancel_says_what_still_runs_when_the_holder_does_not_stop() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    let connections = Arc::new(Mutex::new(0u32));
+    let count = connections.clone();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            *count.lock().unwrap() += 1;
+            held.push(stream);
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("baton.toml"),
+        format!(
+            "estimator = \"heuristic\"\n[[workers]]\nid = \"local\"\nmodel = \"llamacpp/local\"\n\
+             max_retries = 0\noptions = {{ api_base = \"{base}\", timeout_s = 300 }}\n"
+        ),
+    )
+    .unwrap();
+    let id = run_ok(
+        dir.path(),
+        &["run", "--objective", "o", "--task", "t", "--create-only"],
+    )
+    .trim()
+    .to_string();
+    let mut step = baton(dir.path())
+        .args(["step", &id])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the call", || *connections.lock().unwrap() == 1);
+    let pid = step.id().to_string();
+    let signal = |sig: &str| {
+        assert!(
+            std::process::Command::new("kill")
+                .args([sig, &pid])
+                .status()
+                .unwrap()
+                .success()
+        )
+    };
+    signal("-STOP");
+    let asked = Instant::now();
+    let out = baton(dir.path())
+        .args(["cancel", "--wait-s", "1", &id])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(8), "{}", text(&out));
+    assert!(
+        asked.elapsed() >= Duration::from_secs(1),
+        "{:?}",
+        asked.elapsed()
+    );
+    assert!(
+        err.contains(&format!("is still held by pid-{pid}@")),
+        "{err}"
+    );
+    assert!(err.contains(&format!("`kill {pid}`")), "{err}");
+    // The request stays: once it runs again, it stops.
+    signal("-CONT");
+    let code = exit_within(&mut step, STOPPED_WITHIN);
+    assert_eq!(code, Some(EXIT_CANCELLED));
 }

@@ -713,3 +713,65 @@ fn a_roster_is_never_replaced_under_a_process_that_is_using_it() {
         "changed under a live process"
     );
 }
+
+/// Regression (issue 10): a job that failed before its run existed (here its
+/// repository is gone) printed the failure with no "claimed" line before it.
+#[test]
+fn a_job_that_fails_before_its_run_exists_is_said_claimed_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    repo_with_agent(d, "true", "");
+    run_ok(
+        d,
+        &[
+            "enqueue",
+            "--objective",
+            "o",
+            "--task",
+            "t",
+            "--worker",
+            "w",
+        ],
+    );
+    std::fs::remove_dir_all(d.join(".git")).unwrap();
+    let out = baton(d).arg("work").output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let claimed = stderr
+        .find(") claimed")
+        .unwrap_or_else(|| panic!("{}", text(&out)));
+    let failed = stderr
+        .find(": failed")
+        .unwrap_or_else(|| panic!("{}", text(&out)));
+    assert!(claimed < failed, "{stderr}");
+}
+
+/// Regression (issue 10): a blocked run's question was printed twice, by the event
+/// stream and again by the summary, on `baton run` and on `baton resume`.
+#[test]
+fn a_blocked_run_says_its_question_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("baton.toml"),
+        "estimator = \"heuristic\"\n[[workers]]\nid = \"a\"\nmodel = \"openai/gpt-4.1-mini\"\n\
+         api_base = \"http://127.0.0.1:9/v1\"\napi_key_env = \"BATON_TEST_KEY\"\nmax_retries = 0\n",
+    )
+    .unwrap();
+    for args in [
+        &["run", "--objective", "o", "--task", "one"][..],
+        &["resume"],
+    ] {
+        let out = baton(d)
+            .args(args)
+            .env("BATON_TEST_KEY", "sk-test-0123456789abcdef")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+        let all = text(&out);
+        assert_eq!(
+            all.matches("cannot reach its model").count(),
+            1,
+            "{args:?}: {all}"
+        );
+    }
+}

@@ -5,8 +5,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use baton_core::ids::RunId;
 use baton_gateway::Cancel;
-use baton_protocol::EventKind;
+use baton_protocol::{EventKind, EventMsg};
 use baton_store::{CancelTarget, ClaimOutcome, JobInfo, JobStatus, LeaseFence, Store};
 use baton_workspace::{Exclusion, Repo, Workspace, WorkspaceSpec, branch_for_job};
 
@@ -17,7 +18,7 @@ use crate::cancel_watch::CancelWatch;
 use crate::clock::Clock;
 use crate::config::Roster;
 use crate::lease::{Heartbeat, LeaseLoss};
-use crate::orchestrator::{Engine, RunEnd, RunSpec, TurnSummary};
+use crate::orchestrator::{Engine, RunEnd, RunSpec, TurnSummary, new_run_id};
 use crate::policy::{GateFixPolicy, RotatingPolicy, failing_gates, fix_turns_taken};
 use crate::publish::Publisher;
 use crate::{Error, Result};
@@ -578,17 +579,28 @@ fn workspace_for(
     repo.create_workspace(&ws_spec).map_err(ws)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run_job(
+/// A claimed job's spec, repository, worktree and run, made ready to run turns.
+struct Opened {
+    spec: JobSpec,
+    repo: Repo,
+    workspace: Workspace,
+    takeover_notes: Vec<String>,
+    engine: Engine,
+    run: RunId,
+}
+
+/// Everything before a job's first turn that can fail (a corrupt spec, a repository or
+/// worktree that cannot be used, a roster refused): the job's run is created as
+/// `planned` when it has none yet.
+fn open_job(
     store: &Arc<dyn Store>,
     clock: &Arc<dyn Clock>,
     options: &WorkOptions,
     job: &JobInfo,
     fence: &LeaseFence,
     taken: Takeover,
-    cancel: &Cancel,
-    progress: &(dyn Fn(Progress) + Sync),
-) -> Result<()> {
+    planned: RunId,
+) -> Result<Opened> {
     let spec = decode_spec(job)?;
     let repo = Repo::open(&spec.repo).map_err(ws)?;
     exclude_scratch(&repo, &spec.roster)?;
@@ -614,6 +626,7 @@ fn run_job(
     let run = match &job.run_id {
         Some(run) => run.clone(),
         None => engine.create_job_run(
+            planned,
             &RunSpec {
                 objective: spec.objective.clone(),
                 tasks: spec.tasks.clone(),
@@ -624,14 +637,65 @@ fn run_job(
             fence,
         )?,
     };
+    Ok(Opened {
+        spec,
+        repo,
+        workspace,
+        takeover_notes,
+        engine,
+        run,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_job(
+    store: &Arc<dyn Store>,
+    clock: &Arc<dyn Clock>,
+    options: &WorkOptions,
+    job: &JobInfo,
+    fence: &LeaseFence,
+    taken: Takeover,
+    cancel: &Cancel,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<()> {
+    // The claim is said before anything can fail, so a failure has its context: in
+    // the run's record when the run exists; when it is not made yet, once it is, or
+    // live only when making it fails (there is no run to store it in).
     let claimed = EventKind::JobClaimed {
         job: job.id.clone(),
         owner: options.owner.clone(),
         attempt: job.attempts,
-        candidate: spec.candidate.clone(),
+        candidate: decode_spec(job).map(|s| s.candidate).unwrap_or_default(),
         reclaimed: taken != Takeover::No,
     };
-    events::record(&**store, &**clock, &options.publisher, &run, claimed)?;
+    if let Some(run) = &job.run_id {
+        events::record(&**store, &**clock, &options.publisher, run, claimed.clone())?;
+    }
+    let planned = job.run_id.clone().unwrap_or_else(new_run_id);
+    let Opened {
+        spec,
+        repo,
+        workspace,
+        takeover_notes,
+        engine,
+        run,
+    } = match open_job(store, clock, options, job, fence, taken, planned.clone()) {
+        Ok(opened) => opened,
+        Err(e) => {
+            if job.run_id.is_none() {
+                options.publisher.live(&EventMsg {
+                    run_id: planned,
+                    turn: None,
+                    at: clock.now(),
+                    kind: claimed,
+                });
+            }
+            return Err(e);
+        }
+    };
+    if job.run_id.is_none() {
+        events::record(&**store, &**clock, &options.publisher, &run, claimed)?;
+    }
     let gate_dir = spec.worktree_root.join(format!("{}-gates", job.id));
     let gate_dir = if gate_dir.is_absolute() {
         gate_dir

@@ -41,7 +41,7 @@ mod turn;
 mod window;
 
 pub use calls::model_called;
-pub use open::build_gateway;
+pub use open::{build_gateway, new_run_id};
 pub use roster::{Place, check_roster, with_keys};
 pub use stepping_clock::SteppingClock;
 

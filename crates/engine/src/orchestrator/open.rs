@@ -16,23 +16,30 @@ use super::{Engine, RunConfig, RunSpec, Session, reshape};
 use crate::config::{Roster, WorkerConfig};
 use crate::{Error, Result};
 
-impl Engine {
-    /// A new run id: a UUIDv7 in 32 hex digits (see `jobs::new_id`).
-    fn new_run_id(&self) -> RunId {
-        RunId(crate::jobs::new_id(""))
-    }
+/// A new run id: a UUIDv7 in 32 hex digits (see `jobs::new_id`).
+pub fn new_run_id() -> RunId {
+    RunId(crate::jobs::new_id(""))
+}
 
+impl Engine {
     /// Creates a run (no turns yet) and returns its id.
     pub fn create_run(&self, spec: &RunSpec) -> Result<RunId> {
-        let (info, state, events) = self.new_run(spec, Place::Run)?;
+        let (info, state, events) = self.new_run(spec, Place::Run, new_run_id())?;
         self.store.create_run(&info, &state, &events)?;
         self.published(&first_seqs(&events), &events);
         Ok(info.id)
     }
 
-    /// Creates a job's run and links it to the job in one transaction (fenced).
-    pub fn create_job_run(&self, spec: &RunSpec, fence: &baton_store::LeaseFence) -> Result<RunId> {
-        let (info, state, events) = self.new_run(spec, Place::Job)?;
+    /// Creates a job's run as `id` and links it to the job in one transaction (fenced).
+    /// The id is chosen before (`new_run_id`), so the job's claim can name its run
+    /// even when the run is never made.
+    pub fn create_job_run(
+        &self,
+        id: RunId,
+        spec: &RunSpec,
+        fence: &baton_store::LeaseFence,
+    ) -> Result<RunId> {
+        let (info, state, events) = self.new_run(spec, Place::Job, id)?;
         self.store.create_job_run(fence, &info, &state, &events)?;
         self.published(&first_seqs(&events), &events);
         Ok(info.id)
@@ -43,6 +50,7 @@ impl Engine {
         &self,
         spec: &RunSpec,
         place: Place,
+        id: RunId,
     ) -> Result<(RunInfo, ExecutionState, Vec<Event>)> {
         if spec.objective.trim().is_empty() {
             return Err(Error::Config(
@@ -66,7 +74,6 @@ impl Engine {
         // Every worker's options, before anything exists that a bad one would strand
         // (credentials are checked when the run is opened: they may come later).
         check_roster(&spec.roster, None, false, place)?;
-        let id = self.new_run_id();
         let tasks: Vec<String> = spec
             .tasks
             .iter()

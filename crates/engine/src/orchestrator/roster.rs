@@ -11,7 +11,7 @@ use crate::{Error, Result};
 impl Engine {
     /// Replaces a run's roster (a wrong model, provider or base URL fixed in the roster
     /// file): validated first, recorded as a `RosterChanged` event with what changed
-    /// and from where, and used by every later turn. Returns the changes, one line each
+    /// and from where (stored and published), and used by every later turn. Returns the changes, one line each
     /// (empty when the roster is the same).
     pub fn change_roster(&self, run: &RunId, roster: &Roster, source: &str) -> Result<Vec<String>> {
         roster.validate()?;
@@ -48,7 +48,11 @@ impl Engine {
                 changes: changes.clone(),
             },
         };
-        self.store.set_run_config(run, &value, &[event])?;
+        let seqs = self
+            .store
+            .set_run_config(run, &value, std::slice::from_ref(&event))?;
+        // Live too: whoever follows the run (`baton -v`, a subscriber) sees the change.
+        self.published(&seqs, std::slice::from_ref(&event));
         Ok(changes)
     }
 }

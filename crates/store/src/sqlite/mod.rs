@@ -286,7 +286,7 @@ impl Store for SqliteStore {
         run: &RunId,
         config: &serde_json::Value,
         events: &[Event],
-    ) -> crate::Result<()> {
+    ) -> crate::Result<Vec<u64>> {
         let text = to_json(config, || format!("configuration of run {run}"))?;
         let events = write::encode_events(events)?;
         self.write("set_run_config", |tx| {
@@ -423,6 +423,13 @@ impl Store for SqliteStore {
     fn release_run_lease(&self, run: &RunId, token: &str) -> crate::Result<()> {
         self.write("release_run_lease", |tx| {
             write::release_run_lease(tx, run, token)
+        })
+    }
+
+    fn run_lease_holder(&self, run: &RunId) -> crate::Result<Option<crate::LeaseHolder>> {
+        self.read("run_lease_holder", |conn| {
+            let db_now = self.db_now(conn)?;
+            read::run_lease_holder(conn, run, db_now)
         })
     }
 

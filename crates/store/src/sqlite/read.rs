@@ -238,6 +238,28 @@ pub(super) fn prior_outputs(
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+/// The run's lease holder while its lease holds at `db_now` (the database's clock).
+pub(super) fn run_lease_holder(
+    conn: &Connection,
+    run: &RunId,
+    db_now: i64,
+) -> Result<Option<crate::LeaseHolder>> {
+    let row: Option<(Option<String>, Option<i64>)> = conn
+        .prepare_cached("SELECT lease_owner, lease_expires_at FROM runs WHERE id = ?1")?
+        .query_row([&run.0], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    match row {
+        None => fail(Error::RunNotFound {
+            prefix: run.0.clone(),
+        }),
+        Some((Some(owner), Some(until))) if until >= db_now => Ok(Some(crate::LeaseHolder {
+            owner,
+            expires_at: Timestamp(until),
+        })),
+        Some(_) => Ok(None),
+    }
+}
+
 pub(super) fn worker_holds(conn: &Connection, run: &RunId) -> Result<Vec<WorkerHold>> {
     let mut stmt = conn.prepare_cached(
         "SELECT worker, not_before, asked_ms FROM worker_holds WHERE run_id = ?1 ORDER BY worker",

@@ -287,7 +287,7 @@ pub(super) fn set_run_config(
     run: &RunId,
     config: &str,
     events: &[EncodedEvent],
-) -> Result<()> {
+) -> Result<Vec<u64>> {
     let at = events.iter().map(|e| e.at).max();
     let updated = tx
         .prepare_cached(
@@ -300,7 +300,7 @@ pub(super) fn set_run_config(
             prefix: run.0.clone(),
         });
     }
-    insert_events(tx, events).map(drop)
+    insert_events(tx, events)
 }
 
 fn upsert_records(
