@@ -177,63 +177,34 @@ fn parse_spoken_duration(text: &str) -> Option<Duration> {
         .chars()
         .take_while(|c| c.is_ascii_alphanumeric() || *c == '.')
         .collect();
-    if let Some(d) = parse_go_duration(token.trim_end_matches('.')) {
-        return Some(d);
+    let token = token.trim_end_matches('.');
+    // A number and the unit spelled out after it: read together, or the unit is lost.
+    if token.parse::<f64>().is_ok() {
+        let unit: String = text[token.len()..]
+            .trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_alphabetic())
+            .collect();
+        if !unit.is_empty()
+            && let Some(d) = parse_go_duration(&format!("{token} {unit}"))
+        {
+            return Some(d);
+        }
     }
-    // A number followed by a spelled-out unit.
-    let number: f64 = token.parse().ok()?;
-    let rest = text[token.len()..].trim_start();
-    let unit: String = rest
-        .chars()
-        .take_while(|c| c.is_ascii_alphabetic())
-        .collect();
-    let scale = match unit.as_str() {
-        "ms" | "millisecond" | "milliseconds" => 0.001,
-        "s" | "sec" | "secs" | "second" | "seconds" => 1.0,
-        "m" | "min" | "mins" | "minute" | "minutes" => 60.0,
-        "h" | "hour" | "hours" => 3600.0,
-        _ => return None,
-    };
-    seconds(number * scale)
+    parse_go_duration(token)
 }
 
-/// Go's duration format: a sequence of decimal numbers with units `h`, `m`, `s`, `ms`,
-/// `us`/`µs`, `ns` ("6m0s", "1.5s", "20ms", "1h2m"). A bare number is seconds.
+/// A duration as providers write one, read by jiff's friendly format: Go's ("6m0s",
+/// "1.5s", "20ms", "1h2m", `us`/`µs`, `ns`) and spelled-out units ("20 seconds",
+/// "2 mins"). Units run from the largest down, a fraction only on the last, as Go
+/// prints them. A bare number is seconds. A count past `u64` is no duration.
 pub(crate) fn parse_go_duration(text: &str) -> Option<Duration> {
+    static PARSER: jiff::fmt::friendly::SpanParser = jiff::fmt::friendly::SpanParser::new();
     let text = text.trim();
-    if text.is_empty() {
-        return None;
-    }
     if let Ok(secs) = text.parse::<f64>() {
         return seconds(secs);
     }
-    let mut total = 0.0;
-    let mut rest = text;
-    while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        if num_len == 0 {
-            return None;
-        }
-        let number: f64 = rest[..num_len].parse().ok()?;
-        rest = &rest[num_len..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let scale = match &rest[..unit_len] {
-            "h" => 3600.0,
-            "m" => 60.0,
-            "s" => 1.0,
-            "ms" => 1e-3,
-            "us" | "µs" => 1e-6,
-            "ns" => 1e-9,
-            _ => return None,
-        };
-        total += number * scale;
-        rest = &rest[unit_len..];
-    }
-    seconds(total)
+    PARSER.parse_unsigned_duration(text).ok().map(bounded)
 }
 
 /// A parsed number of seconds: negative or NaN is no delay at all; a huge one is
@@ -394,6 +365,27 @@ mod tests {
         );
     }
 
+    /// Regression: the number was read on its own, as seconds, before the unit after
+    /// it was looked at: "try again in 1 minute" waited one second.
+    #[test]
+    fn a_spelled_out_unit_scales_its_number() {
+        let now = at(0);
+        for (body, secs) in [
+            ("Please try again in 1 minute.", 60.0),
+            ("try again in 2 mins", 120.0),
+            ("retry after 500 milliseconds", 0.5),
+            ("retry in 1 hour", 3600.0),
+            ("retry after 1.5 minutes", 90.0),
+            ("try again in 3 secs", 3.0),
+            ("retry after 20 seconds", 20.0),
+            ("retry after 7 sec", 7.0),
+            // An unknown word after the number: the number alone, in seconds.
+            ("try again in 5 moments", 5.0),
+        ] {
+            assert_eq!(retry_delay(&NONE, body, now), d(secs), "{body}");
+        }
+    }
+
     #[test]
     fn a_quota_reset_in_the_providers_words() {
         let now = at(1_445_412_470); // 2015-10-21T07:27:50Z
@@ -422,6 +414,24 @@ mod tests {
 
     #[test]
     fn go_durations() {
+        // Every form the providers' reset headers and `retryDelay` use.
+        for (text, secs) in [
+            ("6m0s", 360.0),
+            ("1s", 1.0),
+            ("20ms", 0.02),
+            ("59.123s", 59.123),
+            ("8.403265939s", 8.403265939),
+            ("1h30m", 5400.0),
+            ("1.5h", 5400.0),
+            ("2m30.5s", 150.5),
+            ("250us", 0.00025),
+            ("250µs", 0.00025),
+            ("100ns", 0.0000001),
+            ("0.5", 0.5),
+        ] {
+            assert_eq!(parse_go_duration(text), d(secs), "{text}");
+        }
+        assert_eq!(parse_go_duration(""), None);
         assert_eq!(parse_go_duration("1h2m3.5s"), d(3723.5));
         assert_eq!(parse_go_duration("0s"), d(0.0));
         assert_eq!(parse_go_duration("2"), d(2.0));
@@ -433,7 +443,8 @@ mod tests {
     /// Regression: `Retry-After: 99999999999999999999`, a millisecond count past
     /// `u64`, an HTTP date in year 99999999999 and a reset phrase in the billions of
     /// hours panicked on `Duration` overflow. They are clamped to the longest delay
-    /// baton represents, which no retry policy waits for.
+    /// baton represents, which no retry policy waits for (or, past what the duration
+    /// parser reads, not read as a delay at all).
     #[test]
     fn absurd_delays_are_clamped_instead_of_panicking() {
         let now = at(1_445_412_470);
@@ -472,9 +483,16 @@ mod tests {
             ),
             max
         );
+        assert_eq!(retry_delay(&NONE, "try again in 99999999999h", now), max);
+        assert_eq!(
+            retry_delay(&[("x-ratelimit-reset-tokens", "99999999999h1s")], "", now),
+            max
+        );
+        // A count of hours past `u64` is no duration jiff reads: no delay is read
+        // (the policy's own backoff applies), and nothing panics.
         assert_eq!(
             retry_delay(&NONE, "try again in 99999999999999999999h", now),
-            max
+            None
         );
         assert_eq!(
             retry_delay(
@@ -482,7 +500,7 @@ mod tests {
                 "",
                 now
             ),
-            max
+            None
         );
     }
 
