@@ -1,5 +1,5 @@
-//! Engine time per turn (compile, two mock calls, parse, reconcile, audit, durable
-//! commit) and a fresh open-and-compile of a 100-turn run, on a real SQLite file.
+//! Engine time per turn at a user's defaults (compile at budget 2,000 with the BPE, one
+//! combined mock call, parse, reconcile, audit, durable commit) and a fresh open-and-compile of a 100-turn run, on a real SQLite file.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
@@ -18,12 +18,8 @@ fn spec(turns: u32) -> RunSpec {
         tasks: tasks(turns),
         step_budgets: Vec::new(),
         roster: Roster::mock(5),
-        // The default estimator (the o200k BPE), as a run gets it.
-        settings: RunSettings {
-            budget: 3000,
-            total_budget: None,
-            ..RunSettings::default()
-        },
+        // The settings a run gets by default: the o200k BPE, budget 2,000.
+        settings: RunSettings::default(),
     }
 }
 
