@@ -175,7 +175,8 @@ fn phrase_delay(text: &str) -> Option<Duration> {
 fn parse_spoken_duration(text: &str) -> Option<Duration> {
     let token: String = text
         .chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == '.')
+        // Not ASCII only: Go writes microseconds as "µs".
+        .take_while(|c| c.is_alphanumeric() || *c == '.')
         .collect();
     let token = token.trim_end_matches('.');
     // A number and the unit spelled out after it: read together, or the unit is lost.
@@ -183,7 +184,7 @@ fn parse_spoken_duration(text: &str) -> Option<Duration> {
         let unit: String = text[token.len()..]
             .trim_start()
             .chars()
-            .take_while(|c| c.is_ascii_alphabetic())
+            .take_while(|c| c.is_alphabetic())
             .collect();
         if !unit.is_empty()
             && let Some(d) = parse_go_duration(&format!("{token} {unit}"))
@@ -381,6 +382,9 @@ mod tests {
             ("retry after 7 sec", 7.0),
             // An unknown word after the number: the number alone, in seconds.
             ("try again in 5 moments", 5.0),
+            // Regression: a non-ASCII unit ended the token, so 500µs waited 500 s.
+            ("try again in 500µs", 0.0005),
+            ("retry after 250 µs", 0.00025),
         ] {
             assert_eq!(retry_delay(&NONE, body, now), d(secs), "{body}");
         }
