@@ -117,11 +117,19 @@ pub(super) fn resolve(conn: &Connection, prefix: &str) -> Result<String> {
     let mut stmt = conn.prepare_cached(
         "SELECT id FROM jobs WHERE id = ?1 OR substr(id, 1, length(?1)) = ?1 ORDER BY id LIMIT 11",
     )?;
-    let ids: Vec<String> = stmt
+    let mut ids: Vec<String> = stmt
         .query_map([prefix], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
     if ids.iter().any(|i| i == prefix) {
         return Ok(prefix.to_string());
+    }
+    if ids.is_empty() && super::read::is_suffix_worth_trying(prefix) {
+        ids = conn
+            .prepare_cached(
+                "SELECT id FROM jobs WHERE substr(id, -length(?1)) = ?1 ORDER BY id LIMIT 11",
+            )?
+            .query_map([prefix], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
     }
     match ids.len() {
         0 => fail(Error::JobNotFound {

@@ -51,6 +51,12 @@ pub(super) fn resolve_run(conn: &Connection, prefix: &str) -> Result<RunId> {
         .prepare_cached("SELECT id FROM runs WHERE substr(id, 1, length(?1)) = ?1 ORDER BY id")?
         .query_map([prefix], |row| row.get::<_, String>(0))?
         .collect::<rusqlite::Result<Vec<_>>>()?;
+    if candidates.is_empty() && is_suffix_worth_trying(prefix) {
+        candidates = conn
+            .prepare_cached("SELECT id FROM runs WHERE substr(id, -length(?1)) = ?1 ORDER BY id")?
+            .query_map([prefix], |row| row.get::<_, String>(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+    }
     match candidates.len() {
         0 => fail(not_found()),
         1 => Ok(RunId(candidates.remove(0))),
@@ -59,6 +65,14 @@ pub(super) fn resolve_run(conn: &Connection, prefix: &str) -> Result<RunId> {
             candidates,
         }),
     }
+}
+
+/// UUIDv7 ids begin with their creation time, so ids made in the same minute share
+/// their first dozen digits while their last ones are random: an id's end names it as
+/// well as its start. Tried only when no id starts with what was typed, and only for
+/// four characters or more, so a short typo does not pick a run at random.
+pub(super) fn is_suffix_worth_trying(typed: &str) -> bool {
+    typed.chars().count() >= 4
 }
 
 pub(super) fn load_state(conn: &Connection, run: &RunId) -> Result<ExecutionState> {

@@ -249,8 +249,26 @@ pub fn runs_resolve_by_exact_id_or_unique_prefix(store: &dyn Store) {
     assert!(
         matches!(resolve("run-"), Err(Error::AmbiguousRun { candidates, .. }) if candidates.len() == 3)
     );
+    // No id starts with it: the end of an id names it too (UUIDv7s made in the same
+    // minute share their first digits), from four characters on.
+    assert_eq!(resolve("abc2").unwrap(), run_id("run-abc2"));
+    assert_eq!(resolve("un_x").unwrap(), run_id("run_x"));
+    assert!(
+        matches!(resolve("-abc"), Err(Error::RunNotFound { .. })),
+        "a middle is not an end"
+    );
     // Prefixes are literal and case-sensitive: no wildcards.
-    for missing in ["x", "", "RUN-b", "run-%", "run-_bc1", "run-abc12"] {
+    for missing in [
+        "x",
+        "",
+        "_x",
+        "RUN-b",
+        "run-%",
+        "run-_bc1",
+        "run-abc12",
+        "ABC2",
+        "%bc2",
+    ] {
         assert!(
             matches!(resolve(missing), Err(Error::RunNotFound { ref prefix }) if prefix == missing),
             "{missing:?}"

@@ -78,6 +78,12 @@ pub fn jobs_are_claimed_oldest_first_and_once(store: &dyn Store) {
         store.resolve_job("zzz"),
         Err(Error::JobNotFound { .. })
     ));
+    // The end of an id names it too (a UUIDv7's first digits are its creation time).
+    assert_eq!(store.resolve_job("ob-b").unwrap(), "job-b");
+    assert!(matches!(
+        store.resolve_job("b-"),
+        Err(Error::JobNotFound { .. })
+    ));
 }
 
 pub fn an_expired_lease_is_reclaimed_and_the_old_token_is_fenced_off(backend: &dyn Backend) {
