@@ -104,7 +104,13 @@ fn engine(e: &baton_engine::Error) -> Exit {
     match e {
         E::Store(s) => store(s),
         E::Gateway { error, .. } => class(&error.class()),
-        E::Config(_) | E::ConfigFile { .. } | E::NoSuchWorker { .. } => Exit::Config,
+        E::Config(_)
+        | E::ConfigFile { .. }
+        | E::NoSuchWorker { .. }
+        | E::UnknownCandidate { .. }
+        | E::CannotJudge { .. }
+        | E::NoJudge { .. } => Exit::Config,
+        E::GateWithoutCommand { .. } => Exit::Usage,
         E::JudgeAnswer { .. } => Exit::Provider,
         E::Workspace(_) | E::Drift(_) => Exit::Workspace,
         E::RunLeaseLost { .. } => Exit::LeaseLost,
@@ -112,7 +118,13 @@ fn engine(e: &baton_engine::Error) -> Exit {
         E::Cancelled { .. } | E::Stopped { .. } | E::JudgeCancelled { .. } => Exit::Cancelled,
         E::Internal { .. } => Exit::Internal,
         // Nothing to compare yet: neither busy nor a provider's failure.
-        E::Core(_) | E::NotRunnable { .. } | E::TooFewCandidates { .. } | E::Io(_) => Exit::Failure,
+        E::Core(_)
+        | E::NotRunnable { .. }
+        | E::TooFewCandidates { .. }
+        | E::RunOfJob { .. }
+        | E::NoSuchProcess { .. }
+        | E::NoSuchGroup { .. }
+        | E::Io(_) => Exit::Failure,
     }
 }
 

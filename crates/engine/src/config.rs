@@ -440,39 +440,7 @@ pub fn parse_file(path: &str, text: &str) -> Result<FileConfig> {
     let roster = if raw_workers.is_empty() {
         None
     } else {
-        let workers = raw_workers
-            .into_iter()
-            .map(|w| {
-                let api_key = (w.api_key.map(Credential::new).transpose())
-                    .map_err(|e| bad(format!("worker {}: {e}", w.id)))?;
-                let family = w.family.unwrap_or_else(|| {
-                    w.model
-                        .split_once('/')
-                        .map(|(p, _)| p.to_string())
-                        .unwrap_or_default()
-                });
-                Ok(WorkerConfig {
-                    id: WorkerId::new(w.id),
-                    model: w.model,
-                    family,
-                    role: w.role,
-                    api_key_env: w.api_key_env,
-                    api_base: w.api_base,
-                    temperature: w.temperature,
-                    max_tokens: w.max_tokens,
-                    context_window: w.context_window,
-                    max_retries: w.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
-                    enabled: w.enabled.unwrap_or(true),
-                    price: w.price,
-                    calls: w.calls,
-                    api_key,
-                    options: w.options,
-                })
-            })
-            .collect::<Result<_>>()?;
-        let roster = Roster { workers };
-        roster.validate().map_err(|e| bad(e.to_string()))?;
-        Some(roster)
+        Some(roster_of(path, raw_workers)?)
     };
     Ok(FileConfig {
         db: raw.db,
@@ -483,6 +451,67 @@ pub fn parse_file(path: &str, text: &str) -> Result<FileConfig> {
         repair_attempts: raw.repair_attempts,
         warnings,
     })
+}
+
+/// The workers of an op (`baton_protocol::Op`), written as a roster file's
+/// `[[workers]]` are (`{"workers": [...]}`); `source` names where it came from in errors.
+pub fn parse_roster(source: &str, value: &serde_json::Value) -> Result<Roster> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct RawRoster {
+        workers: Vec<RawWorker>,
+    }
+    let raw = RawRoster::deserialize(value).map_err(|e| Error::ConfigFile {
+        path: source.to_string(),
+        detail: e.to_string(),
+    })?;
+    roster_of(source, raw.workers)
+}
+
+/// `[[workers]]` resolved and validated; errors name `path`.
+fn roster_of(path: &str, raw_workers: Vec<RawWorker>) -> Result<Roster> {
+    let bad = |detail: String| Error::ConfigFile {
+        path: path.to_string(),
+        detail,
+    };
+    if raw_workers.is_empty() {
+        return Err(bad(
+            "the roster is empty; add at least one [[workers]] entry (or remove `workers` to use the offline mock workers)".into(),
+        ));
+    }
+    let workers = raw_workers
+        .into_iter()
+        .map(|w| {
+            let api_key = (w.api_key.map(Credential::new).transpose())
+                .map_err(|e| bad(format!("worker {}: {e}", w.id)))?;
+            let family = w.family.unwrap_or_else(|| {
+                w.model
+                    .split_once('/')
+                    .map(|(p, _)| p.to_string())
+                    .unwrap_or_default()
+            });
+            Ok(WorkerConfig {
+                id: WorkerId::new(w.id),
+                model: w.model,
+                family,
+                role: w.role,
+                api_key_env: w.api_key_env,
+                api_base: w.api_base,
+                temperature: w.temperature,
+                max_tokens: w.max_tokens,
+                context_window: w.context_window,
+                max_retries: w.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
+                enabled: w.enabled.unwrap_or(true),
+                price: w.price,
+                calls: w.calls,
+                api_key,
+                options: w.options,
+            })
+        })
+        .collect::<Result<_>>()?;
+    let roster = Roster { workers };
+    roster.validate().map_err(|e| bad(e.to_string()))?;
+    Ok(roster)
 }
 
 /// The roster file `baton init` writes: commented, valid, offline.

@@ -8,6 +8,7 @@ mod hardening;
 mod invariants;
 mod jobs;
 mod judge;
+mod ops;
 mod policy;
 mod providers;
 mod replay;
