@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use baton_core::ErrorClass;
 use baton_core::ids::RunId;
 use baton_core::state::{ExecutionState, IssueStatus};
-use baton_core::turn::{TurnRecord, TurnStatus};
+use baton_core::turn::TurnRecord;
 use baton_gateway::scripted::{ScriptLine, ScriptedError, ScriptedUsage};
 use baton_store::{Store, StoredEvent};
 use serde::Serialize;
@@ -266,37 +266,10 @@ fn render_markdown(r: &RunReport, state: &ExecutionState, turns: &[TurnRecord]) 
             n.text, n.provenance.recorded_by, n.provenance.turn
         );
     }
-    md.push_str("\n## Turns\n\n| turn | worker | model | assignment | status | package tokens | sent | reported in/cached/out | cost | omitted sections | dropped | refused | warnings |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    md.push_str("\n## Turns\n\n");
+    md.push_str(report::MARKDOWN_TURN_HEADER);
     for t in &r.turns {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | {} | {}/{} | {} | {}/{}/{} | {} | {} | {} | {} | {} |",
-            t.turn,
-            t.worker,
-            t.model,
-            t.assignment,
-            match t.status {
-                TurnStatus::Committed => "committed",
-                TurnStatus::Failed => "FAILED",
-            },
-            t.package_tokens,
-            t.budget,
-            t.tokens_sent,
-            t.reported.input_tokens,
-            t.reported.cached_tokens,
-            t.reported.output_tokens,
-            t.cost_micro_usd
-                .map(report::dollars)
-                .unwrap_or_else(|| "—".into()),
-            if t.sections_omitted.is_empty() {
-                "—".to_string()
-            } else {
-                t.sections_omitted.join(", ")
-            },
-            t.items_dropped,
-            t.refusals.len(),
-            t.warnings.len()
-        );
+        md.push_str(&report::render_row(t, report::RowFormat::Markdown));
     }
     md.push_str("\n## Model calls\n\n| turn | call | worker | model | sent (estimated) | provider in/cached/out | cost | attempts | ms | error |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for t in turns {
@@ -318,10 +291,7 @@ fn render_markdown(r: &RunReport, state: &ExecutionState, turns: &[TurnRecord]) 
                     .unwrap_or_else(|| "—".into()),
                 c.attempts.len().max(1),
                 c.duration_ms,
-                c.error
-                    .as_deref()
-                    .map(|e| e.replace('|', "\\|"))
-                    .unwrap_or_default()
+                c.error.as_deref().map(report::cell).unwrap_or_default()
             );
         }
     }

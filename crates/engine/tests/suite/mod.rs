@@ -3,6 +3,7 @@ mod calls;
 mod cancel;
 mod demo;
 mod events;
+mod export;
 mod failures;
 mod hardening;
 mod invariants;
