@@ -114,7 +114,7 @@ fn engine(e: &baton_engine::Error) -> Exit {
         E::JudgeAnswer { .. } => Exit::Provider,
         E::Workspace(_) | E::Drift(_) => Exit::Workspace,
         E::RunLeaseLost { .. } => Exit::LeaseLost,
-        E::RunBusy { .. } | E::Conflict(_) => Exit::Busy,
+        E::RunBusy { .. } | E::TurnTaken { .. } => Exit::Busy,
         E::Cancelled { .. } | E::Stopped { .. } | E::JudgeCancelled { .. } => Exit::Cancelled,
         E::Internal { .. } => Exit::Internal,
         // Nothing to compare yet: neither busy nor a provider's failure.
@@ -167,5 +167,21 @@ mod tests {
         assert_eq!(of(&lease), Exit::LeaseLost);
         assert_eq!(of(&anyhow::anyhow!("lost its lease")), Exit::Failure);
         assert_eq!(of(&usage("--x twice")), Exit::Usage);
+        // Refusals the engine now types (they were strings, or the CLI's own bail!s).
+        let engine = |e: baton_engine::Error| of(&anyhow::Error::new(e));
+        let taken = baton_engine::Error::TurnTaken {
+            run: "r".into(),
+            turn: 3,
+        };
+        assert_eq!(engine(taken), Exit::Busy);
+        let gate = baton_engine::Error::GateWithoutCommand { gate: "x=".into() };
+        assert_eq!(engine(gate), Exit::Usage);
+        let judge = baton_engine::Error::NoJudge { roster: "a".into() };
+        assert_eq!(engine(judge), Exit::Config);
+        let bug = baton_engine::Error::Internal {
+            place: "a run's configuration",
+            detail: "key must be a string".into(),
+        };
+        assert_eq!(engine(bug), Exit::Internal);
     }
 }

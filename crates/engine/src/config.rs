@@ -284,6 +284,20 @@ impl Roster {
                     "worker {id}: temperature {t} is outside 0..2"
                 )));
             }
+            // Not left to the first call, which would look for a variable named "".
+            if let Some(var) = w
+                .gateway_options()
+                .get("api_key_env")
+                .and_then(|v| v.as_str())
+                && var.trim().is_empty()
+            {
+                let usual = baton_gateway::providers::ProviderKind::from_prefix(w.provider())
+                    .and_then(|k| k.default_key_env())
+                    .unwrap_or("PROVIDER_API_KEY");
+                return Err(Error::Config(format!(
+                    "worker {id}: api_key_env is empty; write the name of the environment variable that holds its key (api_key_env = \"{usual}\"), or remove the line to use the provider's usual variable"
+                )));
+            }
             if w.context_window == Some(0) {
                 return Err(Error::Config(format!(
                     "worker {id}: context_window = 0; give the model's context size in tokens (llama-server -c, Ollama num_ctx), or remove it"
@@ -595,6 +609,30 @@ calls = "two"
         let zero = "[[workers]]\nid = \"a\"\nmodel = \"llamacpp/x\"\ncontext_window = 0\n";
         let e = parse_file("baton.toml", zero).unwrap_err().to_string();
         assert!(e.contains("context_window = 0"), "{e}");
+    }
+
+    /// Regression: `api_key_env = ""` was taken as a variable named "" and failed only
+    /// when the run's first call was built, as an authentication error ("environment
+    /// variable  is not set"). It is refused when the roster is read, saying what to
+    /// write instead.
+    #[test]
+    fn an_empty_api_key_env_is_refused_with_what_to_write() {
+        for roster in [
+            "[[workers]]\nid = \"a\"\nmodel = \"openai/gpt-4.1\"\napi_key_env = \"\"\n",
+            "[[workers]]\nid = \"a\"\nmodel = \"openai/gpt-4.1\"\napi_key_env = \"  \"\n",
+            "[[workers]]\nid = \"a\"\nmodel = \"openai/gpt-4.1\"\noptions = { api_key_env = \"\" }\n",
+        ] {
+            let e = parse_file("baton.toml", roster).unwrap_err();
+            assert!(matches!(e, Error::ConfigFile { .. }), "{e:?}");
+            let e = e.to_string();
+            assert!(
+                e.contains("baton.toml")
+                    && e.contains("worker a")
+                    && e.contains("api_key_env is empty")
+                    && e.contains("api_key_env = \"OPENAI_API_KEY\""),
+                "{e}"
+            );
+        }
     }
 
     #[test]

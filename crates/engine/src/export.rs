@@ -56,7 +56,8 @@ pub fn events_jsonl(store: &dyn Store, run: &RunId) -> Result<String> {
             seq: Some(e.seq),
             event: e.event,
         };
-        let line = serde_json::to_string(&envelope).map_err(|e| Error::Config(e.to_string()))?;
+        let line = serde_json::to_string(&envelope)
+            .map_err(crate::unencodable("an event of the export"))?;
         out.push_str(&line);
         out.push('\n');
     }
@@ -107,7 +108,8 @@ pub fn script(store: &dyn Store, run: &RunId) -> Result<String> {
                 },
                 (None, None) => continue,
             };
-            let text = serde_json::to_string(&line).map_err(|e| Error::Config(e.to_string()))?;
+            let text = serde_json::to_string(&line)
+                .map_err(crate::unencodable("a line of the replay script"))?;
             out.push_str(&text);
             out.push('\n');
         }

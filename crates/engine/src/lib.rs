@@ -63,8 +63,13 @@ pub enum Error {
     /// repair call.
     #[error("the judge's answer could not be used: {detail}")]
     JudgeAnswer { detail: String },
-    #[error("{0}")]
-    Conflict(String),
+    /// Another process committed this turn first (fenced off); its turn stands.
+    #[error(
+        "another baton process committed turn {turn} of run {run} while this one was working on it; \
+         its turn stands and this one was discarded (its model calls are recorded nowhere). \
+         Run one `baton resume {run}` at a time."
+    )]
+    TurnTaken { run: String, turn: u32 },
     /// The judge was asked for a group with fewer than two finished candidates: there
     /// is nothing to compare yet (not a conflict with another process).
     #[error(
@@ -179,6 +184,15 @@ impl Error {
             Error::Gateway { error, .. } => Some(error.class()),
             _ => None,
         }
+    }
+}
+
+/// A record of baton's own that would not encode: a bug, not a fault in the user's
+/// configuration.
+pub(crate) fn unencodable(place: &'static str) -> impl FnOnce(serde_json::Error) -> Error {
+    move |e| Error::Internal {
+        place,
+        detail: e.to_string(),
     }
 }
 
