@@ -4,7 +4,7 @@
 
 use baton_engine::jobs::decode_spec;
 use baton_engine::ops::{OpContext, OpOutcome, Started, apply};
-use baton_engine::{Error, StepOutcome};
+use baton_engine::{Clock, Error, StepOutcome, SystemClock};
 use baton_protocol::{CancelTarget, NewRoster, Op, Sandbox, Settings};
 use baton_store::{CancelOutcome, JobStatus, RunStatus};
 
@@ -62,7 +62,7 @@ fn a_run_created_and_resumed_by_ops_ends_as_one_run_by_the_engine_directly() {
     let direct_store = store_in(direct_dir.path());
     let mut direct = spec(&tasks, Roster::mock(3));
     direct.settings.repair_attempts = RunSettings::default().repair_attempts;
-    let (direct_id, direct_end) = run_all(&engine_for(&direct_store), &direct);
+    let (direct_id, direct_end) = run_all(&super::engine(&direct_store), &direct);
     assert_eq!(direct_end, RunEnd::Finished);
     let (ours, theirs) = (
         store.load_state(&id).unwrap(),
@@ -92,10 +92,6 @@ fn a_run_created_and_resumed_by_ops_ends_as_one_run_by_the_engine_directly() {
         } => assert_eq!(status, RunStatus::Finished),
         other => panic!("{other:?}"),
     }
-}
-
-fn engine_for(store: &Arc<dyn Store>) -> Engine {
-    engine(store)
 }
 
 #[test]
@@ -214,20 +210,18 @@ fn a_jobs_run_is_not_stepped_outside_its_worktree() {
     );
 }
 
-use baton_engine::{Clock, SystemClock};
-
-fn enqueue(
-    engine: &Engine,
-    ctx: &OpContext,
+/// An enqueue of one task in `repo`, with a gate and a rubric.
+fn enqueue_op(
     repo: &Path,
     candidates: Vec<String>,
+    gates: Vec<String>,
     sandbox: Option<Sandbox>,
-) -> baton_engine::jobs::Enqueued {
-    let op = Op::Enqueue {
+) -> Op {
+    Op::Enqueue {
         objective: "Add a health check".into(),
         tasks: vec!["add GET /health".into()],
         candidates,
-        gates: vec!["test=true".into()],
+        gates,
         gate_each_turn: false,
         fix_turns: None,
         sandbox,
@@ -237,7 +231,17 @@ fn enqueue(
         rubric: Some("passes its gate".into()),
         roster: None,
         settings: Settings::default(),
-    };
+    }
+}
+
+fn enqueue(
+    engine: &Engine,
+    ctx: &OpContext,
+    repo: &Path,
+    candidates: Vec<String>,
+    sandbox: Option<Sandbox>,
+) -> baton_engine::jobs::Enqueued {
+    let op = enqueue_op(repo, candidates, vec!["test=true".into()], sandbox);
     match apply(engine, ctx, op, &mut |_| {}).unwrap() {
         OpOutcome::Enqueued { queued, .. } => queued,
         other => panic!("{other:?}"),
@@ -288,21 +292,7 @@ fn enqueue_queues_a_job_per_candidate_teams_and_presets_included_confined_as_ask
     assert!(!specs[0].roster.workers[0].options.contains_key("sandbox"));
 
     let refused = |candidates: Vec<String>, gates: Vec<String>| {
-        let op = Op::Enqueue {
-            objective: "o".into(),
-            tasks: vec!["t".into()],
-            candidates,
-            gates,
-            gate_each_turn: false,
-            fix_turns: None,
-            sandbox: None,
-            repo: Some(repo.clone()),
-            base: None,
-            worktrees: None,
-            rubric: None,
-            roster: None,
-            settings: Settings::default(),
-        };
+        let op = enqueue_op(&repo, candidates, gates, None);
         apply(&engine, &ctx, op, &mut |_| {}).unwrap_err()
     };
     let err = refused(vec!["nobody".into()], Vec::new());
@@ -356,7 +346,7 @@ fn cancel_resolves_each_target_and_refuses_what_does_not_exist() {
     }
     let err = cancel(CancelTarget::Group("g-nope".into())).unwrap_err();
     assert!(matches!(err, Error::NoSuchGroup { .. }), "{err}");
-    // pid 0 is never a process baton can be.
+    // Beyond Linux's largest pid: no such process here.
     let dead = format!(
         "pid-4194304999@{}",
         baton_engine::lease::this_owner().split('@').nth(1).unwrap()
