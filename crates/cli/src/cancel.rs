@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
-use baton_engine::{Clock, SystemClock};
+use baton_engine::ops::{self, OpOutcome};
 use baton_store::{CancelOutcome, CancelTarget, JobStatus, Store};
 
 use crate::commands::Context_;
@@ -33,19 +33,24 @@ pub(crate) fn cancel(
     let store = ctx.existing_store()?;
     let target = match (id, process) {
         (Some(id), None) => resolve(store.as_ref(), id)?,
-        (None, Some(owner)) => {
-            if baton_engine::lease::owner_is_dead(owner) {
-                bail!(
-                    "no process {owner} runs on this machine: there is nothing to stop (`baton jobs` shows who holds each running job)"
-                );
-            }
-            CancelTarget::Process(owner.to_string())
-        }
+        (None, Some(owner)) => baton_protocol::CancelTarget::Worker(owner.to_string()),
         _ => bail!(
             "name what to stop: a run or job id (`baton cancel RUN_OR_JOB`), a group being judged (`baton cancel GROUP`), or a whole `baton work` process (`baton cancel --worker-process OWNER`, the owner `baton jobs` shows)"
         ),
     };
-    match store.request_cancel(&target, SystemClock.now())? {
+    let engine = baton_engine::Engine::new(store.clone());
+    let op = baton_protocol::Op::Cancel { target };
+    let (target, outcome) = match ops::apply(&engine, &ctx.op_context(), op, &mut |_| {})? {
+        OpOutcome::CancelAsked { target, outcome } => (target, outcome),
+        other => {
+            return Err(baton_engine::Error::Internal {
+                place: "baton cancel",
+                detail: format!("unexpected outcome {other:?}"),
+            }
+            .into());
+        }
+    };
+    match outcome {
         CancelOutcome::Requested { holder } => {
             let next = match &target {
                 CancelTarget::Run(run) => format!(
@@ -183,15 +188,16 @@ fn still_running(target: &CancelTarget, holder: &str, waited: Duration) -> anyho
 
 /// A run id or a job id (or a unique prefix of either), or a group's id (whole: it
 /// stops the group's judge).
-fn resolve(store: &dyn Store, id: &str) -> Result<CancelTarget> {
+fn resolve(store: &dyn Store, id: &str) -> Result<baton_protocol::CancelTarget> {
+    use baton_protocol::CancelTarget as Op;
     if store.list_jobs()?.iter().any(|j| j.group == id) {
-        return Ok(CancelTarget::Group(id.to_string()));
+        return Ok(Op::Group(id.to_string()));
     }
     let run = store.resolve_run(id);
     let job = store.resolve_job(id);
     match (run, job) {
-        (Ok(run), Err(baton_store::Error::JobNotFound { .. })) => Ok(CancelTarget::Run(run)),
-        (Err(baton_store::Error::RunNotFound { .. }), Ok(job)) => Ok(CancelTarget::Job(job)),
+        (Ok(run), Err(baton_store::Error::JobNotFound { .. })) => Ok(Op::Run(run.0)),
+        (Err(baton_store::Error::RunNotFound { .. }), Ok(job)) => Ok(Op::Job(job)),
         (Ok(run), Ok(job)) => {
             bail!("\"{id}\" matches run {run} and job {job}; type more of the id")
         }

@@ -11,7 +11,9 @@ use baton_core::ids::RunId;
 use baton_core::tokens::EstimatorKind;
 use baton_core::turn::TurnStatus;
 use baton_engine::config::{self, FileConfig, Roster, RunSettings};
-use baton_engine::{Engine, RunEnd, RunSpec, StepOutcome, TurnSummary, demo, export};
+use baton_engine::ops::{self, OpContext, OpOutcome, Started, Stop};
+use baton_engine::{Engine, RunEnd, StepOutcome, TurnSummary, demo, export};
+use baton_protocol::{NewRoster, Op};
 use baton_store::{SqliteStore, Store};
 
 use crate::exit::{self, Exit};
@@ -74,11 +76,6 @@ fn context(cli: &Cli) -> Result<Context_> {
 impl Context_ {
     /// The database, for a command that writes: created and migrated when needed.
     // No context added: every open error already names the file and what to do.
-    /// Where the database is (it may not exist yet).
-    pub(crate) fn db_path(&self) -> &Path {
-        &self.db
-    }
-
     pub(crate) fn store(&self) -> Result<Arc<dyn Store>> {
         Ok(Arc::new(SqliteStore::open(&self.db)?))
     }
@@ -142,6 +139,22 @@ impl Context_ {
         let engine = Engine::new(store.clone());
         engine.subscribe(crate::live::progress(self.verbose));
         engine
+    }
+
+    /// What every op this command applies is given: the configuration's roster and
+    /// settings (the op carries the flags), its literal keys, Ctrl-C as the stop, and
+    /// the database's files to hide from sandboxed agents.
+    pub(crate) fn op_context(&self) -> OpContext {
+        let db = std::path::absolute(&self.db).unwrap_or_else(|_| self.db.clone());
+        OpContext {
+            keys: self.keys().cloned(),
+            cancel: baton_gateway::Cancel::on_interrupt(),
+            hidden: ["", "-wal", "-shm"]
+                .iter()
+                .map(|suffix| PathBuf::from(format!("{}{suffix}", db.display())))
+                .collect(),
+            ..OpContext::new(self.roster().0, self.settings(&BudgetArgs::default()))
+        }
     }
 
     /// Literal keys from the configuration file's roster, which runs never store.
@@ -224,27 +237,32 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
                     tasks.len()
                 )));
             }
-            let spec = RunSpec {
-                objective,
-                step_budgets: (0..tasks.len())
-                    .map(|i| step_budgets.get(i).copied())
-                    .collect(),
-                tasks,
-                roster,
-                settings: ctx.settings(&budget),
-            };
             // Every worker checked before the database is even opened (a missing key
             // too, unless only creating: it would stop the run before its first turn).
             baton_engine::orchestrator::check_roster(
-                &spec.roster,
+                &roster,
                 ctx.keys(),
                 !create_only,
                 baton_engine::orchestrator::Place::Run,
             )?;
+            let op = Op::CreateRun {
+                objective,
+                tasks,
+                step_budgets: step_budgets.into_iter().map(Some).collect(),
+                // The configuration's roster is the context's; a replayed one differs.
+                roster: match replay {
+                    Some(_) => Some(serde_json::to_value(&roster)?),
+                    None => None,
+                },
+                settings: budget.settings(),
+            };
             let store = ctx.store()?;
             let engine = ctx.engine(&store);
             signals::install();
-            let id = engine.create_run(&spec)?;
+            let id = match ops::apply(&engine, &ctx.op_context(), op, &mut |_| {})? {
+                OpOutcome::RunCreated { run } => run,
+                other => return Err(unexpected(&other)),
+            };
             eprintln!("run {id} created in {} ({roster_note})", ctx.db.display());
             if create_only {
                 println!("{id}");
@@ -264,38 +282,47 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             let store = ctx.existing_store()?;
             let engine = ctx.engine(&store);
             let id = resolve_own_run(store.as_ref(), run.as_deref())?;
-            let mut session = engine.open_with_keys(&id, None, ctx.keys())?;
-            // Before the lease: `baton cancel` of the run cancels this token.
-            session.cancel = baton_gateway::Cancel::on_interrupt();
-            engine.lease(&mut session, baton_engine::lease::DEFAULT_RUN_LEASE)?;
-            // A run blocked before this step publishes no event: its question is said
-            // here; one this step blocks was said by the event stream.
-            let was_blocked = session.status == baton_store::RunStatus::Blocked;
-            let stepped = engine.step(&mut session);
-            if let Some(code) = interrupted(store.as_ref(), &id, &stepped, &session) {
-                return Ok(code);
-            }
-            match stepped? {
+            let op = Op::Step { run: id.0.clone() };
+            match ops::apply(&engine, &ctx.op_context(), op, &mut |_| {})? {
+                OpOutcome::Stopped {
+                    run,
+                    stop,
+                    requested,
+                } => stopped(store.as_ref(), &run, stop, requested),
                 // The turn's line, and the question of a run it blocked, were said by
                 // the event stream as they happened (see `live`).
-                StepOutcome::Turn(summary) => {
-                    if session.status == baton_store::RunStatus::Blocked {
+                OpOutcome::Stepped {
+                    step: StepOutcome::Turn(summary),
+                    status,
+                    ..
+                } => {
+                    if status == baton_store::RunStatus::Blocked {
                         return Ok(Exit::Blocked.into());
                     }
                     Ok(turn_exit(&id, Some(&summary)))
                 }
-                StepOutcome::Finished => {
+                OpOutcome::Stepped {
+                    step: StepOutcome::Finished,
+                    ..
+                } => {
                     println!(
                         "run {id} is finished: every planned turn has committed. See `baton state {id}`."
                     );
                     Ok(ExitCode::SUCCESS)
                 }
-                StepOutcome::Blocked { question } => {
+                // A run blocked before this step publishes no event: its question is
+                // said here; one this step blocks was said by the event stream.
+                OpOutcome::Stepped {
+                    step: StepOutcome::Blocked { question },
+                    was_blocked,
+                    ..
+                } => {
                     if was_blocked {
                         println!("run {id} is blocked: {question}");
                     }
                     Ok(Exit::Blocked.into())
                 }
+                other => Err(unexpected(&other)),
             }
         }
         Command::Resume {
@@ -478,55 +505,40 @@ fn init(path: &Path, workers: usize, force: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The run `resume` and `step` act on: the one named, or the newest that is not a
-/// job's. A job's run continues only in its worktree, through `baton work`.
+/// The run `resume` and `step` act on: the one named (the engine refuses a job's
+/// run, which continues only in its worktree, through `baton work`), or the newest that
+/// is not a job's.
 fn resolve_own_run(store: &dyn Store, run: Option<&str>) -> Result<RunId> {
-    let jobs = store.list_jobs()?;
-    let id = match run {
-        Some(prefix) => store.resolve_run(prefix)?,
-        None => {
-            let runs = store.list_runs()?;
-            let own = runs
-                .iter()
-                .find(|r| !jobs.iter().any(|j| j.run_id.as_ref() == Some(&r.id)));
-            match own {
-                Some(r) => r.id.clone(),
-                None if runs.is_empty() => bail!(
-                    "no runs in this database yet; start one with `baton demo` or `baton run --objective \"…\" --task \"…\"`"
-                ),
-                None => bail!(
-                    "every run in this database belongs to a job; jobs continue with `baton work` (`baton jobs` lists them)"
-                ),
-            }
-        }
-    };
-    if let Some(job) = jobs.iter().find(|j| j.run_id.as_ref() == Some(&id)) {
-        let next = match job.status {
-            baton_store::JobStatus::Queued => "`baton work` runs it".to_string(),
-            baton_store::JobStatus::Running => format!(
-                "`baton work` is running it{}",
-                job.lease_owner
-                    .as_deref()
-                    .map(|o| format!(" ({o})"))
-                    .unwrap_or_default()
-            ),
-            baton_store::JobStatus::Failed | baton_store::JobStatus::Cancelled => format!(
-                "continue it with `baton requeue {}` (add --roster <file> to replace its roster), then `baton work`",
-                job.id
-            ),
-            _ => format!("it is finished: `baton outbox {}`", job.id),
-        };
-        bail!(
-            "run {id} is the run of job {} ({}): its turns run in the job's worktree, not here; {next}",
-            job.id,
-            job.status.as_str()
-        );
+    if let Some(prefix) = run {
+        return Ok(store.resolve_run(prefix)?);
     }
-    Ok(id)
+    let jobs = store.list_jobs()?;
+    let runs = store.list_runs()?;
+    let own = runs
+        .iter()
+        .find(|r| !jobs.iter().any(|j| j.run_id.as_ref() == Some(&r.id)));
+    match own {
+        Some(r) => Ok(r.id.clone()),
+        None if runs.is_empty() => bail!(
+            "no runs in this database yet; start one with `baton demo` or `baton run --objective \"…\" --task \"…\"`"
+        ),
+        None => bail!(
+            "every run in this database belongs to a job; jobs continue with `baton work` (`baton jobs` lists them)"
+        ),
+    }
 }
 
-/// `--roster FILE`: the run's roster replaced, the change said and recorded. Returns
-/// the file's roster with the keys to use (its literal keys, else the configuration's).
+/// An outcome of another op than the one applied: a bug.
+fn unexpected(outcome: &OpOutcome) -> anyhow::Error {
+    baton_engine::Error::Internal {
+        place: "the CLI's op",
+        detail: format!("unexpected outcome {outcome:?}"),
+    }
+    .into()
+}
+
+/// `--roster FILE` of `requeue`: the job's run's roster replaced, the change said and
+/// recorded. Returns the file's roster with the keys to use.
 fn replace_roster(
     ctx: &Context_,
     engine: &Engine,
@@ -535,20 +547,20 @@ fn replace_roster(
     place: baton_engine::orchestrator::Place,
 ) -> Result<baton_engine::Roster> {
     let roster = roster_from(path)?;
-    let keys = match ctx.keys() {
-        Some(k) => baton_engine::orchestrator::with_keys(roster.clone(), k),
-        None => roster.clone(),
-    };
-    baton_engine::orchestrator::check_roster(&roster, Some(&keys), true, place)?;
-    let changes = engine.change_roster(id, &roster, &path.display().to_string())?;
+    let (changes, keys) =
+        engine.replace_roster(id, roster, ctx.keys(), &path.display().to_string(), place)?;
     if changes.is_empty() {
-        eprintln!(
-            "the roster in {} is the run's roster already",
-            path.display()
-        );
+        say_same_roster(path);
     }
     // Each change is said by the event stream (see `live`).
     Ok(keys)
+}
+
+fn say_same_roster(path: &Path) {
+    eprintln!(
+        "the roster in {} is the run's roster already",
+        path.display()
+    );
 }
 
 fn roster_from(path: &Path) -> Result<baton_engine::Roster> {
@@ -564,42 +576,28 @@ fn roster_from(path: &Path) -> Result<baton_engine::Roster> {
     })
 }
 
-/// When the process was interrupted, or stopped by `baton cancel`: says what was kept
-/// and how to continue, and returns the exit status; `None` otherwise.
-fn interrupted<T>(
-    store: &dyn Store,
-    id: &RunId,
-    result: &baton_engine::Result<T>,
-    session: &baton_engine::Session,
-) -> Option<ExitCode> {
-    let what = match result {
-        Err(baton_engine::Error::Cancelled { turn }) => {
+/// A run stopped by Ctrl-C or `baton cancel` (`requested`): says what was kept and
+/// how to continue, and returns the exit status.
+fn stopped(store: &dyn Store, id: &RunId, stop: Stop, requested: bool) -> Result<ExitCode> {
+    let what = match stop {
+        Stop::InFlight { turn } => {
             format!("turn {turn} was in flight and is discarded (nothing of it is committed)")
         }
-        Err(baton_engine::Error::Stopped { next_turn }) => {
-            format!("stopped before turn {next_turn}")
-        }
-        _ => return None,
+        Stop::BeforeTurn { next_turn } => format!("stopped before turn {next_turn}"),
     };
     let (how, code) = match crate::signals::exit_code() {
         Some(code) => ("interrupted", code),
-        None if session
-            .run_lease
-            .as_ref()
-            .is_some_and(|l| l.cancel_requested()) =>
-        {
-            (
-                "cancelled (`baton cancel`)",
-                ExitCode::from(crate::cancel::EXIT_CANCELLED),
-            )
-        }
-        None => return None,
+        None if requested => (
+            "cancelled (`baton cancel`)",
+            ExitCode::from(crate::cancel::EXIT_CANCELLED),
+        ),
+        None => return Err(baton_engine::Error::from(stop).into()),
     };
     let turns = store.run_info(id).map(|i| i.turns).unwrap_or(0);
     eprintln!(
         "{how}: {what}; {turns} turn(s) of run {id} are committed and its lease is released. Continue with `baton resume {id}`."
     );
-    Some(code)
+    Ok(code)
 }
 
 pub(crate) fn requeue(ctx: &Context_, job: &str, roster: Option<&Path>) -> Result<ExitCode> {
@@ -648,7 +646,6 @@ pub(crate) fn requeue(ctx: &Context_, job: &str, roster: Option<&Path>) -> Resul
     Ok(ExitCode::SUCCESS)
 }
 
-#[allow(clippy::too_many_arguments)]
 fn drive(
     ctx: &Context_,
     engine: &Engine,
@@ -658,63 +655,75 @@ fn drive(
     record: Option<&Path>,
     roster: Option<&Path>,
 ) -> Result<ExitCode> {
-    // With a new roster, the old one's workers are not built (a missing key may be the
-    // very thing being fixed); the lease comes first either way: a run another process
-    // advances keeps its roster.
-    let mut session = match roster {
-        Some(_) => engine.open_for_preview(id)?,
-        None => engine.open_with_keys(id, None, ctx.keys())?,
+    let mut context = ctx.op_context();
+    let new_roster = match roster {
+        Some(path) => {
+            let file = roster_from(path)?;
+            // The file's literal keys (never stored, so not in the op), else the
+            // configuration's.
+            context.keys = Some(match ctx.keys() {
+                Some(k) => baton_engine::orchestrator::with_keys(file.clone(), k),
+                None => file.clone(),
+            });
+            Some(NewRoster {
+                roster: serde_json::to_value(&file)?,
+                source: path.display().to_string(),
+            })
+        }
+        None => None,
     };
-    // Before the lease: `baton cancel` of the run cancels this token.
-    session.cancel = baton_gateway::Cancel::on_interrupt();
-    engine.lease(&mut session, baton_engine::lease::DEFAULT_RUN_LEASE)?;
-    if let Some(path) = roster {
-        let keys = replace_roster(
-            ctx,
-            engine,
-            id,
-            path,
-            baton_engine::orchestrator::Place::Run,
-        )?;
-        let (lease, cancel) = (session.run_lease.take(), session.cancel.clone());
-        session = engine.open_with_keys(id, None, Some(&keys))?;
-        session.run_lease = lease;
-        session.cancel = cancel;
-    }
-    if session.status == baton_store::RunStatus::Blocked {
-        eprintln!("run {id} was blocked; resuming as asked");
-        engine.unblock(&mut session)?;
-    }
+    let op = Op::Resume {
+        run: id.0.clone(),
+        max_turns,
+        roster: new_roster,
+    };
     let started = Instant::now();
-    let mut last = None;
-    // Each turn's line is said by the event stream (see `live`).
-    let end = engine.run(&mut session, max_turns, &mut |summary, _| {
-        last = Some(summary.clone());
+    let applied = ops::apply(engine, &context, op, &mut |s| {
+        if let Started::Resuming {
+            run,
+            was_blocked,
+            roster_changes,
+        } = s
+        {
+            // Each change is said by the event stream (see `live`).
+            if let (Some([]), Some(path)) = (roster_changes, roster) {
+                say_same_roster(path);
+            }
+            if was_blocked {
+                eprintln!("run {run} was blocked; resuming as asked");
+            }
+        }
     });
     // Record what ran even when the run stopped on an error.
     if let Some(path) = record {
         write_record(store, id, path)?;
     }
-    if let Some(code) = interrupted(store, id, &end, &session) {
-        return Ok(code);
-    }
-    let end = end?;
+    let (end, last) = match applied? {
+        OpOutcome::Stopped {
+            run,
+            stop,
+            requested,
+        } => return stopped(store, &run, stop, requested),
+        OpOutcome::Resumed { end, last, .. } => (end, last),
+        other => return Err(unexpected(&other)),
+    };
     let (report, state, _) = baton_engine::report::build(store, id)?;
     print!(
         "{}",
         render::run_summary(&report, &state, started.elapsed())
     );
+    // Each turn's line was said by the event stream (see `live`).
     Ok(match end {
-        RunEnd::Finished => turn_exit(id, last.as_ref()),
+        RunEnd::Finished => turn_exit(id, last.as_deref()),
         RunEnd::Paused => {
             println!(
                 "paused after {} turns as asked; continue with `baton resume {id}`",
                 max_turns.unwrap_or(0)
             );
-            turn_exit(id, last.as_ref())
+            turn_exit(id, last.as_deref())
         }
         // The question was said once, by the event stream, when the run blocked (a
-        // run blocked before is unblocked above, so every block here published one).
+        // run blocked before is unblocked first, so every block here published one).
         RunEnd::Blocked { .. } => Exit::Blocked.into(),
     })
 }

@@ -104,15 +104,27 @@ fn engine(e: &baton_engine::Error) -> Exit {
     match e {
         E::Store(s) => store(s),
         E::Gateway { error, .. } => class(&error.class()),
-        E::Config(_) | E::ConfigFile { .. } | E::NoSuchWorker { .. } => Exit::Config,
+        E::Config(_)
+        | E::ConfigFile { .. }
+        | E::NoSuchWorker { .. }
+        | E::UnknownCandidate { .. }
+        | E::CannotJudge { .. }
+        | E::NoJudge { .. } => Exit::Config,
+        E::GateWithoutCommand { .. } => Exit::Usage,
         E::JudgeAnswer { .. } => Exit::Provider,
         E::Workspace(_) | E::Drift(_) => Exit::Workspace,
         E::RunLeaseLost { .. } => Exit::LeaseLost,
-        E::RunBusy { .. } | E::Conflict(_) => Exit::Busy,
+        E::RunBusy { .. } | E::TurnTaken { .. } => Exit::Busy,
         E::Cancelled { .. } | E::Stopped { .. } | E::JudgeCancelled { .. } => Exit::Cancelled,
         E::Internal { .. } => Exit::Internal,
         // Nothing to compare yet: neither busy nor a provider's failure.
-        E::Core(_) | E::NotRunnable { .. } | E::TooFewCandidates { .. } | E::Io(_) => Exit::Failure,
+        E::Core(_)
+        | E::NotRunnable { .. }
+        | E::TooFewCandidates { .. }
+        | E::RunOfJob { .. }
+        | E::NoSuchProcess { .. }
+        | E::NoSuchGroup { .. }
+        | E::Io(_) => Exit::Failure,
     }
 }
 
@@ -155,5 +167,21 @@ mod tests {
         assert_eq!(of(&lease), Exit::LeaseLost);
         assert_eq!(of(&anyhow::anyhow!("lost its lease")), Exit::Failure);
         assert_eq!(of(&usage("--x twice")), Exit::Usage);
+        // Refusals the engine now types (they were strings, or the CLI's own bail!s).
+        let engine = |e: baton_engine::Error| of(&anyhow::Error::new(e));
+        let taken = baton_engine::Error::TurnTaken {
+            run: "r".into(),
+            turn: 3,
+        };
+        assert_eq!(engine(taken), Exit::Busy);
+        let gate = baton_engine::Error::GateWithoutCommand { gate: "x=".into() };
+        assert_eq!(engine(gate), Exit::Usage);
+        let judge = baton_engine::Error::NoJudge { roster: "a".into() };
+        assert_eq!(engine(judge), Exit::Config);
+        let bug = baton_engine::Error::Internal {
+            place: "a run's configuration",
+            detail: "key must be a string".into(),
+        };
+        assert_eq!(engine(bug), Exit::Internal);
     }
 }

@@ -6,11 +6,13 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
-use baton_engine::config::{Roster, WorkerConfig};
+use anyhow::{Context, Result};
+use baton_engine::config::Roster;
 use baton_engine::jobs::runner::{Progress, WorkOptions};
-use baton_engine::jobs::{self as engine_jobs, EnqueueRequest, GateSpec, JobSpec, decode_outbox};
+use baton_engine::jobs::{self as engine_jobs, JobSpec, decode_outbox};
+use baton_engine::ops::{self, OpOutcome, Started};
 use baton_engine::{Clock, SystemClock};
+use baton_protocol::Op;
 use baton_store::{JobInfo, JobStatus};
 use clap::Args;
 
@@ -75,73 +77,12 @@ pub enum Sandbox {
     Unconfined,
 }
 
-impl Sandbox {
-    fn name(self) -> &'static str {
-        match self {
-            Sandbox::Bwrap => "bwrap",
-            Sandbox::Unconfined => "none",
+impl From<Sandbox> for baton_protocol::Sandbox {
+    fn from(s: Sandbox) -> Self {
+        match s {
+            Sandbox::Bwrap => baton_protocol::Sandbox::Bwrap,
+            Sandbox::Unconfined => baton_protocol::Sandbox::None,
         }
-    }
-}
-
-/// A candidate's roster from `a` or `a+b`, by roster id or preset name.
-fn candidate(ctx: &Context_, spec: &str) -> Result<Roster> {
-    let (roster, _) = ctx.roster();
-    let mut workers = Vec::new();
-    for id in spec.split('+').map(str::trim).filter(|s| !s.is_empty()) {
-        if let Some(w) = roster.workers.iter().find(|w| w.id.as_str() == id) {
-            workers.push(w.clone());
-        } else if baton_gateway::command::preset(id).is_some() {
-            let mut w = WorkerConfig::mock(id, id);
-            w.model = format!("command/{id}");
-            w.family = id.to_string();
-            w.options.insert("preset".into(), id.into());
-            // One agent run per turn: its handoff report is derived from its claim.
-            w.options.insert("handoff".into(), "derive".into());
-            workers.push(w);
-        } else {
-            return Err(crate::exit::config(format!(
-                "no worker \"{id}\" in the roster ({}) and it is not a preset ({}); add it to baton.toml",
-                roster.ids(),
-                baton_gateway::command::preset_names()
-            )));
-        }
-    }
-    if workers.is_empty() {
-        bail!("--worker \"{spec}\" names no worker");
-    }
-    Ok(Roster { workers })
-}
-
-/// Applies `--sandbox` to a candidate's command workers, and hides baton's database
-/// (and its WAL files) from every sandboxed one: the agent must not read the other
-/// candidates' records.
-fn confine(ctx: &Context_, roster: &mut Roster, sandbox: Option<&str>) {
-    for w in &mut roster.workers {
-        if !w.model.starts_with("command/") {
-            continue;
-        }
-        if let Some(mode) = sandbox
-            && !w.options.contains_key("sandbox")
-        {
-            w.options.insert("sandbox".into(), mode.into());
-        }
-        if w.options.get("sandbox").and_then(|v| v.as_str()) != Some("bwrap") {
-            continue;
-        }
-        let db = std::path::absolute(ctx.db_path()).unwrap_or_else(|_| ctx.db_path().to_path_buf());
-        let mut hide = match w.options.remove("sandbox_hide") {
-            Some(serde_json::Value::Array(items)) => items,
-            Some(other) => vec![other],
-            None => Vec::new(),
-        };
-        for suffix in ["", "-wal", "-shm"] {
-            let path = format!("{}{suffix}", db.display());
-            if !hide.iter().any(|h| h.as_str() == Some(path.as_str())) {
-                hide.push(path.into());
-            }
-        }
-        w.options.insert("sandbox_hide".into(), hide.into());
     }
 }
 
@@ -178,15 +119,27 @@ pub fn enqueue(ctx: &Context_, args: EnqueueArgs) -> Result<ExitCode> {
     // Check the repository before anything is created on disk (the database included).
     baton_workspace::Repo::open(&args.repo)?;
     let (objective, tasks) = args.text.read()?;
+    let op = Op::Enqueue {
+        objective,
+        tasks,
+        candidates: args.workers,
+        gates: args.gates,
+        gate_each_turn: args.gate_each_turn,
+        fix_turns: Some(args.fix_turns),
+        sandbox: args.sandbox.map(Into::into),
+        repo: Some(args.repo),
+        base: args.base,
+        worktrees: args.worktrees,
+        rubric: args.rubric,
+        roster: None,
+        settings: args.budget.settings(),
+    };
     let store = ctx.store()?;
-    let mut candidates = args
-        .workers
-        .iter()
-        .map(|w| candidate(ctx, w))
-        .collect::<Result<Vec<_>>>()?;
-    for roster in &mut candidates {
-        confine(ctx, roster, args.sandbox.map(Sandbox::name));
-    }
+    let engine = baton_engine::Engine::new(store);
+    let (queued, candidates) = match ops::apply(&engine, &ctx.op_context(), op, &mut |_| {})? {
+        OpOutcome::Enqueued { queued, candidates } => (queued, candidates),
+        other => return Err(unexpected(&other)),
+    };
     let mut unconfined: Vec<String> = Vec::new();
     for roster in &candidates {
         for id in unconfined_as_root(roster) {
@@ -196,28 +149,6 @@ pub fn enqueue(ctx: &Context_, args: EnqueueArgs) -> Result<ExitCode> {
         }
     }
     warn_root(&unconfined, "when these jobs are worked,");
-    let request = EnqueueRequest {
-        objective,
-        tasks,
-        repo: args.repo,
-        base: args.base,
-        worktree_root: args.worktrees,
-        gates: args
-            .gates
-            .iter()
-            .map(|g| {
-                GateSpec::try_parse(g).with_context(|| {
-                    format!("--gate \"{g}\" has no command; use --gate \"name=command\" or --gate \"command\"")
-                })
-            })
-            .collect::<Result<Vec<_>>>()?,
-        gate_each_turn: args.gate_each_turn,
-        fix_turns: args.fix_turns,
-        candidates,
-        settings: ctx.settings(&args.budget),
-        rubric: args.rubric,
-    };
-    let queued = engine_jobs::enqueue(store.as_ref(), &SystemClock, &request)?;
     println!(
         "queued {} job(s) in group {} from {}: {}",
         queued.jobs.len(),
@@ -227,6 +158,15 @@ pub fn enqueue(ctx: &Context_, args: EnqueueArgs) -> Result<ExitCode> {
     );
     println!("run them with `baton work` (add --concurrency N to run several at once)");
     Ok(ExitCode::SUCCESS)
+}
+
+/// An outcome of another op than the one applied: a bug.
+fn unexpected(outcome: &OpOutcome) -> anyhow::Error {
+    baton_engine::Error::Internal {
+        place: "the CLI's op",
+        detail: format!("unexpected outcome {outcome:?}"),
+    }
+    .into()
 }
 
 pub fn work(ctx: &Context_, concurrency: usize, lease_s: u64, follow: bool) -> Result<ExitCode> {
@@ -595,20 +535,6 @@ pub fn outbox(ctx: &Context_, job: Option<&str>, json: bool) -> Result<ExitCode>
     Ok(ExitCode::SUCCESS)
 }
 
-fn api_workers(roster: &Roster) -> String {
-    let ids: Vec<&str> = roster
-        .workers
-        .iter()
-        .filter(|w| !w.model.starts_with("command/"))
-        .map(|w| w.id.as_str())
-        .collect();
-    if ids.is_empty() {
-        " (the roster has none: add one to baton.toml)".to_string()
-    } else {
-        format!(" ({})", ids.join(", "))
-    }
-}
-
 /// The judge's calls in a few words: how many, and what they cost when priced.
 fn judge_cost(j: &engine_jobs::judge::Judgement) -> String {
     let calls = match j.calls.len() {
@@ -654,84 +580,42 @@ fn failed_cost(j: &engine_jobs::judge::FailedJudgement) -> String {
 
 pub fn judge(ctx: &Context_, target: &str, judge: Option<&str>) -> Result<ExitCode> {
     let store = ctx.existing_store()?;
-    let jobs = store.list_jobs()?;
-    let group = if jobs.iter().any(|j| j.group == target) {
-        target.to_string()
-    } else {
-        store.job(&store.resolve_job(target)?)?.group
-    };
-    let (roster, note) = ctx.roster();
-    // A command worker needs a worktree to run in; the judge reads patches, so it is
-    // an API model.
-    let can_judge = |w: &WorkerConfig| !w.model.starts_with("command/");
-    let worker = match judge {
-        Some(id) => {
-            let w = roster.find(id)?.clone();
-            if !can_judge(&w) {
-                bail!(
-                    "worker \"{id}\" is a command worker ({}); it works in a job's worktree and cannot judge. Pass --judge with an API model from the roster{}",
-                    w.model,
-                    api_workers(&roster)
-                );
-            }
-            w
-        }
-        None => roster
-            .workers
-            .iter()
-            .find(|w| w.enabled && can_judge(w))
-            .cloned()
-            .with_context(|| {
-                format!(
-                    "no judge: the roster ({note}) has no API model, and command workers cannot judge; add one to baton.toml (model = \"<provider>/<model>\", see `baton workers`) and pass --judge ID"
-                )
-            })?,
-    };
-    let mut worker = worker;
-    if worker.api_key.is_none()
-        && let Some(keys) = ctx.keys()
-    {
-        worker.api_key = keys
-            .workers
-            .iter()
-            .find(|k| k.id == worker.id)
-            .and_then(|k| k.api_key.clone());
-    }
-    let gateway = baton_engine::orchestrator::build_gateway(&worker)?;
     // Its calls as they happen on stderr (each call's line with `-v`), rendered from
     // the event stream as a run's turns are; stopped by Ctrl-C or `baton cancel GROUP`.
-    let run = engine_jobs::judge::JudgeRun {
-        cancel: baton_gateway::Cancel::on_interrupt(),
-        ..Default::default()
-    };
-    run.publisher.subscribe(crate::live::progress(ctx.verbose));
+    let engine = baton_engine::Engine::new(store.clone());
+    engine.subscribe(crate::live::progress(ctx.verbose));
     crate::signals::install();
-    let watch = engine_jobs::judge::watch_cancel(store.clone(), &group, run.cancel.clone())?;
-    eprintln!(
-        "judging group {group} with {} ({}); `baton cancel {group}` stops it from another shell",
-        worker.id, worker.model
-    );
-    let judged = engine_jobs::judge::judge_with(
-        store.as_ref(),
-        &SystemClock,
-        &group,
-        &worker,
-        gateway.as_ref(),
-        &run,
-    );
-    drop(watch);
-    let j = match judged {
-        Ok(j) => j,
+    let op = Op::Judge {
+        group: target.to_string(),
+        judge: judge.map(str::to_string),
+    };
+    let mut judging = None;
+    let judged = ops::apply(&engine, &ctx.op_context(), op, &mut |s| {
+        if let Started::Judging { group, judge } = s {
+            eprintln!(
+                "judging group {group} with {} ({}); `baton cancel {group}` stops it from another shell",
+                judge.id, judge.model
+            );
+            judging = Some(group.to_string());
+        }
+    });
+    let j = match (judged, judging) {
+        (Ok(OpOutcome::Judged(j)), _) => j,
+        (Ok(other), _) => return Err(unexpected(&other)),
         // Recorded as a failed judgement (its calls and their cost): say where.
-        Err(
-            e @ (baton_engine::Error::Gateway { .. } | baton_engine::Error::JudgeAnswer { .. }),
+        (
+            Err(
+                e @ (baton_engine::Error::Gateway { .. } | baton_engine::Error::JudgeAnswer { .. }),
+            ),
+            Some(group),
         ) => {
             return Err(anyhow::Error::new(e).context(format!(
                 "the judge of group {group} has no verdict; its calls are recorded as a failed judgement (`baton outbox` shows it) and `baton judge {group}` tries again"
             )));
         }
-        Err(e) => return Err(e.into()),
+        (Err(e), _) => return Err(e.into()),
     };
+    let group = &j.group;
     println!(
         "group {group}, judged by {}{} against: {}",
         j.judge,

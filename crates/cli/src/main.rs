@@ -53,6 +53,17 @@ pub struct BudgetArgs {
     pub estimator: Option<EstimatorKind>,
 }
 
+impl BudgetArgs {
+    /// The flags given, for an op (what is unset is the configuration's).
+    pub fn settings(&self) -> baton_protocol::Settings {
+        baton_protocol::Settings {
+            budget: self.budget,
+            total_budget: self.total_budget,
+            estimator: self.estimator,
+        }
+    }
+}
+
 /// What `baton export` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ExportFormat {

@@ -9,7 +9,7 @@ use baton_core::state::{ExecutionState, IssueStatus, StepStatus};
 use baton_core::turn::{TurnRecord, TurnStatus};
 use baton_engine::Roster;
 use baton_engine::bench::BenchRow;
-use baton_engine::report::{RunReport, unverified_resolutions};
+use baton_engine::report::{RowFormat, RunReport, render_row, unverified_resolutions};
 use baton_store::RunInfo;
 
 pub use baton_protocol::render::{assignment_label, n};
@@ -195,60 +195,10 @@ pub fn history(r: &RunReport) -> String {
             r.run.id, r.run.id
         );
     }
-    let mut out = String::new();
-    for t in &r.turns {
-        let _ = writeln!(
-            out,
-            "turn {:>3} · {} ({}) · {} · {} · briefing {}/{} · sent {} · received {}",
-            t.turn,
-            t.worker,
-            t.model,
-            t.assignment,
-            match t.status {
-                TurnStatus::Committed => "committed",
-                TurnStatus::Failed => "FAILED",
-            },
-            n(t.package_tokens as u64),
-            n(t.budget as u64),
-            n(t.tokens_sent as u64),
-            n(t.tokens_received as u64)
-        );
-        if let Some(e) = &t.error {
-            let _ = writeln!(out, "      error: {e}");
-        }
-        if let Some(cut) = &t.cut_off {
-            let _ = writeln!(out, "      the model had written: {cut}");
-        }
-        if let Some(w) = &t.workspace {
-            let short = &w.commit[..w.commit.len().min(12)];
-            if w.changed {
-                let _ = writeln!(
-                    out,
-                    "      commit {short}: {} file(s): {}",
-                    w.files.len(),
-                    w.files.join(", ")
-                );
-            } else {
-                let _ = writeln!(out, "      no changes (head {short})");
-            }
-            for g in &w.gates {
-                let _ = writeln!(
-                    out,
-                    "      gate {}: {} (exit {})",
-                    g.name,
-                    if g.passed { "passed" } else { "FAILED" },
-                    g.exit_code.map_or("none".into(), |c| c.to_string())
-                );
-            }
-        }
-        for x in &t.refusals {
-            let _ = writeln!(out, "      refused {}: {}", x.claim, x.reason);
-        }
-        for w in &t.warnings {
-            let _ = writeln!(out, "      warning: {w}");
-        }
-    }
-    out
+    r.turns
+        .iter()
+        .map(|t| render_row(t, RowFormat::Text))
+        .collect()
 }
 
 pub fn package(p: &HandoffPackage, turn: Option<&TurnRecord>, with_text: bool) -> String {

@@ -284,6 +284,20 @@ impl Roster {
                     "worker {id}: temperature {t} is outside 0..2"
                 )));
             }
+            // Not left to the first call, which would look for a variable named "".
+            if let Some(var) = w
+                .gateway_options()
+                .get("api_key_env")
+                .and_then(|v| v.as_str())
+                && var.trim().is_empty()
+            {
+                let usual = baton_gateway::providers::ProviderKind::from_prefix(w.provider())
+                    .and_then(|k| k.default_key_env())
+                    .unwrap_or("PROVIDER_API_KEY");
+                return Err(Error::Config(format!(
+                    "worker {id}: api_key_env is empty; write the name of the environment variable that holds its key (api_key_env = \"{usual}\"), or remove the line to use the provider's usual variable"
+                )));
+            }
             if w.context_window == Some(0) {
                 return Err(Error::Config(format!(
                     "worker {id}: context_window = 0; give the model's context size in tokens (llama-server -c, Ollama num_ctx), or remove it"
@@ -440,39 +454,7 @@ pub fn parse_file(path: &str, text: &str) -> Result<FileConfig> {
     let roster = if raw_workers.is_empty() {
         None
     } else {
-        let workers = raw_workers
-            .into_iter()
-            .map(|w| {
-                let api_key = (w.api_key.map(Credential::new).transpose())
-                    .map_err(|e| bad(format!("worker {}: {e}", w.id)))?;
-                let family = w.family.unwrap_or_else(|| {
-                    w.model
-                        .split_once('/')
-                        .map(|(p, _)| p.to_string())
-                        .unwrap_or_default()
-                });
-                Ok(WorkerConfig {
-                    id: WorkerId::new(w.id),
-                    model: w.model,
-                    family,
-                    role: w.role,
-                    api_key_env: w.api_key_env,
-                    api_base: w.api_base,
-                    temperature: w.temperature,
-                    max_tokens: w.max_tokens,
-                    context_window: w.context_window,
-                    max_retries: w.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
-                    enabled: w.enabled.unwrap_or(true),
-                    price: w.price,
-                    calls: w.calls,
-                    api_key,
-                    options: w.options,
-                })
-            })
-            .collect::<Result<_>>()?;
-        let roster = Roster { workers };
-        roster.validate().map_err(|e| bad(e.to_string()))?;
-        Some(roster)
+        Some(roster_of(path, raw_workers)?)
     };
     Ok(FileConfig {
         db: raw.db,
@@ -483,6 +465,67 @@ pub fn parse_file(path: &str, text: &str) -> Result<FileConfig> {
         repair_attempts: raw.repair_attempts,
         warnings,
     })
+}
+
+/// The workers of an op (`baton_protocol::Op`), written as a roster file's
+/// `[[workers]]` are (`{"workers": [...]}`); `source` names where it came from in errors.
+pub fn parse_roster(source: &str, value: &serde_json::Value) -> Result<Roster> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct RawRoster {
+        workers: Vec<RawWorker>,
+    }
+    let raw = RawRoster::deserialize(value).map_err(|e| Error::ConfigFile {
+        path: source.to_string(),
+        detail: e.to_string(),
+    })?;
+    roster_of(source, raw.workers)
+}
+
+/// `[[workers]]` resolved and validated; errors name `path`.
+fn roster_of(path: &str, raw_workers: Vec<RawWorker>) -> Result<Roster> {
+    let bad = |detail: String| Error::ConfigFile {
+        path: path.to_string(),
+        detail,
+    };
+    if raw_workers.is_empty() {
+        return Err(bad(
+            "the roster is empty; add at least one [[workers]] entry (or remove `workers` to use the offline mock workers)".into(),
+        ));
+    }
+    let workers = raw_workers
+        .into_iter()
+        .map(|w| {
+            let api_key = (w.api_key.map(Credential::new).transpose())
+                .map_err(|e| bad(format!("worker {}: {e}", w.id)))?;
+            let family = w.family.unwrap_or_else(|| {
+                w.model
+                    .split_once('/')
+                    .map(|(p, _)| p.to_string())
+                    .unwrap_or_default()
+            });
+            Ok(WorkerConfig {
+                id: WorkerId::new(w.id),
+                model: w.model,
+                family,
+                role: w.role,
+                api_key_env: w.api_key_env,
+                api_base: w.api_base,
+                temperature: w.temperature,
+                max_tokens: w.max_tokens,
+                context_window: w.context_window,
+                max_retries: w.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
+                enabled: w.enabled.unwrap_or(true),
+                price: w.price,
+                calls: w.calls,
+                api_key,
+                options: w.options,
+            })
+        })
+        .collect::<Result<_>>()?;
+    let roster = Roster { workers };
+    roster.validate().map_err(|e| bad(e.to_string()))?;
+    Ok(roster)
 }
 
 /// The roster file `baton init` writes: commented, valid, offline.
@@ -566,6 +609,30 @@ calls = "two"
         let zero = "[[workers]]\nid = \"a\"\nmodel = \"llamacpp/x\"\ncontext_window = 0\n";
         let e = parse_file("baton.toml", zero).unwrap_err().to_string();
         assert!(e.contains("context_window = 0"), "{e}");
+    }
+
+    /// Regression: `api_key_env = ""` was taken as a variable named "" and failed only
+    /// when the run's first call was built, as an authentication error ("environment
+    /// variable  is not set"). It is refused when the roster is read, saying what to
+    /// write instead.
+    #[test]
+    fn an_empty_api_key_env_is_refused_with_what_to_write() {
+        for roster in [
+            "[[workers]]\nid = \"a\"\nmodel = \"openai/gpt-4.1\"\napi_key_env = \"\"\n",
+            "[[workers]]\nid = \"a\"\nmodel = \"openai/gpt-4.1\"\napi_key_env = \"  \"\n",
+            "[[workers]]\nid = \"a\"\nmodel = \"openai/gpt-4.1\"\noptions = { api_key_env = \"\" }\n",
+        ] {
+            let e = parse_file("baton.toml", roster).unwrap_err();
+            assert!(matches!(e, Error::ConfigFile { .. }), "{e:?}");
+            let e = e.to_string();
+            assert!(
+                e.contains("baton.toml")
+                    && e.contains("worker a")
+                    && e.contains("api_key_env is empty")
+                    && e.contains("api_key_env = \"OPENAI_API_KEY\""),
+                "{e}"
+            );
+        }
     }
 
     #[test]

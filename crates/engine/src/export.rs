@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use baton_core::ErrorClass;
 use baton_core::ids::RunId;
 use baton_core::state::{ExecutionState, IssueStatus};
-use baton_core::turn::{TurnRecord, TurnStatus};
+use baton_core::turn::TurnRecord;
 use baton_gateway::scripted::{ScriptLine, ScriptedError, ScriptedUsage};
 use baton_store::{Store, StoredEvent};
 use serde::Serialize;
@@ -56,7 +56,8 @@ pub fn events_jsonl(store: &dyn Store, run: &RunId) -> Result<String> {
             seq: Some(e.seq),
             event: e.event,
         };
-        let line = serde_json::to_string(&envelope).map_err(|e| Error::Config(e.to_string()))?;
+        let line = serde_json::to_string(&envelope)
+            .map_err(crate::unencodable("an event of the export"))?;
         out.push_str(&line);
         out.push('\n');
     }
@@ -107,7 +108,8 @@ pub fn script(store: &dyn Store, run: &RunId) -> Result<String> {
                 },
                 (None, None) => continue,
             };
-            let text = serde_json::to_string(&line).map_err(|e| Error::Config(e.to_string()))?;
+            let text = serde_json::to_string(&line)
+                .map_err(crate::unencodable("a line of the replay script"))?;
             out.push_str(&text);
             out.push('\n');
         }
@@ -266,37 +268,10 @@ fn render_markdown(r: &RunReport, state: &ExecutionState, turns: &[TurnRecord]) 
             n.text, n.provenance.recorded_by, n.provenance.turn
         );
     }
-    md.push_str("\n## Turns\n\n| turn | worker | model | assignment | status | package tokens | sent | reported in/cached/out | cost | omitted sections | dropped | refused | warnings |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    md.push_str("\n## Turns\n\n");
+    md.push_str(report::MARKDOWN_TURN_HEADER);
     for t in &r.turns {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | {} | {}/{} | {} | {}/{}/{} | {} | {} | {} | {} | {} |",
-            t.turn,
-            t.worker,
-            t.model,
-            t.assignment,
-            match t.status {
-                TurnStatus::Committed => "committed",
-                TurnStatus::Failed => "FAILED",
-            },
-            t.package_tokens,
-            t.budget,
-            t.tokens_sent,
-            t.reported.input_tokens,
-            t.reported.cached_tokens,
-            t.reported.output_tokens,
-            t.cost_micro_usd
-                .map(report::dollars)
-                .unwrap_or_else(|| "—".into()),
-            if t.sections_omitted.is_empty() {
-                "—".to_string()
-            } else {
-                t.sections_omitted.join(", ")
-            },
-            t.items_dropped,
-            t.refusals.len(),
-            t.warnings.len()
-        );
+        md.push_str(&report::render_row(t, report::RowFormat::Markdown));
     }
     md.push_str("\n## Model calls\n\n| turn | call | worker | model | sent (estimated) | provider in/cached/out | cost | attempts | ms | error |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for t in turns {
@@ -318,10 +293,7 @@ fn render_markdown(r: &RunReport, state: &ExecutionState, turns: &[TurnRecord]) 
                     .unwrap_or_else(|| "—".into()),
                 c.attempts.len().max(1),
                 c.duration_ms,
-                c.error
-                    .as_deref()
-                    .map(|e| e.replace('|', "\\|"))
-                    .unwrap_or_default()
+                c.error.as_deref().map(report::cell).unwrap_or_default()
             );
         }
     }

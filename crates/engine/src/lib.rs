@@ -13,6 +13,7 @@ pub mod export;
 pub mod hook;
 pub mod jobs;
 pub mod lease;
+pub mod ops;
 pub mod orchestrator;
 pub mod policy;
 pub mod publish;
@@ -62,8 +63,13 @@ pub enum Error {
     /// repair call.
     #[error("the judge's answer could not be used: {detail}")]
     JudgeAnswer { detail: String },
-    #[error("{0}")]
-    Conflict(String),
+    /// Another process committed this turn first (fenced off); its turn stands.
+    #[error(
+        "another baton process committed turn {turn} of run {run} while this one was working on it; \
+         its turn stands and this one was discarded (its model calls are recorded nowhere). \
+         Run one `baton resume {run}` at a time."
+    )]
+    TurnTaken { run: String, turn: u32 },
     /// The judge was asked for a group with fewer than two finished candidates: there
     /// is nothing to compare yet (not a conflict with another process).
     #[error(
@@ -108,8 +114,65 @@ pub enum Error {
     /// nothing is lost.
     #[error("stopped before turn {next_turn} began")]
     Stopped { next_turn: u32 },
+    /// A run that belongs to a job was asked to take turns outside `baton work`.
+    #[error("run {run} is the run of job {job} ({}): its turns run in the job's worktree, not here; {}", status.as_str(), job_next(job, *status, owner.as_deref()))]
+    RunOfJob {
+        run: String,
+        job: String,
+        status: baton_store::JobStatus,
+        owner: Option<String>,
+    },
+    /// A candidate of an enqueue names neither a roster worker nor a preset.
+    #[error(
+        "no worker \"{id}\" in the roster ({known}) and it is not a preset ({presets}); add it to baton.toml"
+    )]
+    UnknownCandidate {
+        id: String,
+        known: String,
+        presets: String,
+    },
+    #[error(
+        "gate \"{gate}\" has no command; write \"name=command\" or \"command\" (--gate \"cargo test\")"
+    )]
+    GateWithoutCommand { gate: String },
+    /// The judge named is a command worker, which needs a worktree.
+    #[error(
+        "worker \"{worker}\" is a command worker ({model}); it works in a job's worktree and cannot judge. Pass --judge with an API model from the roster{}",
+        if api_models.is_empty() { " (the roster has none: add one to baton.toml)".to_string() } else { format!(" ({})", api_models.join(", ")) }
+    )]
+    CannotJudge {
+        worker: String,
+        model: String,
+        api_models: Vec<String>,
+    },
+    #[error(
+        "no judge: the roster ({roster}) has no API model, and command workers cannot judge; add one to baton.toml (model = \"<provider>/<model>\", see `baton workers`) and pass --judge ID"
+    )]
+    NoJudge { roster: String },
+    #[error(
+        "no process {owner} runs on this machine: there is nothing to stop (`baton jobs` shows who holds each running job)"
+    )]
+    NoSuchProcess { owner: String },
+    #[error("no group \"{group}\" in this database; `baton jobs` lists the groups")]
+    NoSuchGroup { group: String },
     #[error("{0}")]
     Io(#[from] std::io::Error),
+}
+
+/// How a job's run continues, for [`Error::RunOfJob`].
+fn job_next(job: &str, status: baton_store::JobStatus, owner: Option<&str>) -> String {
+    use baton_store::JobStatus;
+    match status {
+        JobStatus::Queued => "`baton work` runs it".to_string(),
+        JobStatus::Running => format!(
+            "`baton work` is running it{}",
+            owner.map(|o| format!(" ({o})")).unwrap_or_default()
+        ),
+        JobStatus::Failed | JobStatus::Cancelled => format!(
+            "continue it with `baton requeue {job}` (add --roster <file> to replace its roster), then `baton work`"
+        ),
+        _ => format!("it is finished: `baton outbox {job}`"),
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -121,6 +184,15 @@ impl Error {
             Error::Gateway { error, .. } => Some(error.class()),
             _ => None,
         }
+    }
+}
+
+/// A record of baton's own that would not encode: a bug, not a fault in the user's
+/// configuration.
+pub(crate) fn unencodable(place: &'static str) -> impl FnOnce(serde_json::Error) -> Error {
+    move |e| Error::Internal {
+        place,
+        detail: e.to_string(),
     }
 }
 

@@ -9,7 +9,10 @@
 //! `TurnAbandoned` and none of its events were stored. Events outside a turn are stored
 //! first and arrive with their `seq`.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use baton_core::ids::RunId;
 
 use baton_protocol::{Envelope, EventMsg};
 
@@ -106,21 +109,35 @@ impl Recorder {
     }
 
     /// What a subscriber can rely on: every event received, except those of turns that
-    /// were abandoned (and the `TurnAbandoned` notes themselves).
+    /// were abandoned (and the `TurnAbandoned` notes themselves). An abandoned turn
+    /// voids its own run's provisional events only: runs (and a judge, whose events
+    /// carry its group as their run) publish interleaved on one stream.
     pub fn durable(&self) -> Vec<EventMsg> {
-        let mut out: Vec<EventMsg> = Vec::new();
-        let mut turn_start = 0;
+        // Slots, not a list that shrinks: a run's turn start stays a valid index.
+        let mut kept: Vec<Option<Envelope>> = Vec::new();
+        let mut turn_start: HashMap<RunId, usize> = HashMap::new();
         for e in self.events() {
             match &e.event.kind {
-                baton_protocol::EventKind::TurnAbandoned { .. } => out.truncate(turn_start),
-                baton_protocol::EventKind::TurnStarted { .. } => {
-                    turn_start = out.len();
-                    out.push(e.event);
+                baton_protocol::EventKind::TurnAbandoned { .. } => {
+                    let run = &e.event.run_id;
+                    let start = turn_start.get(run).copied().unwrap_or(0);
+                    for slot in &mut kept[start..] {
+                        if slot
+                            .as_ref()
+                            .is_some_and(|k| &k.event.run_id == run && k.seq.is_none())
+                        {
+                            *slot = None;
+                        }
+                    }
                 }
-                _ => out.push(e.event),
+                baton_protocol::EventKind::TurnStarted { .. } => {
+                    turn_start.insert(e.event.run_id.clone(), kept.len());
+                    kept.push(Some(e));
+                }
+                _ => kept.push(Some(e)),
             }
         }
-        out
+        kept.into_iter().flatten().map(|e| e.event).collect()
     }
 }
 
@@ -130,5 +147,92 @@ impl Subscriber for Recorder {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(event.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use baton_core::ids::{RunId, Timestamp, WorkerId};
+    use baton_protocol::{EventKind, EventMsg};
+
+    use super::*;
+
+    fn event(run: &str, kind: EventKind) -> EventMsg {
+        EventMsg {
+            run_id: RunId(run.into()),
+            turn: Some(1),
+            at: Timestamp(0),
+            kind,
+        }
+    }
+
+    fn started(run: &str) -> EventMsg {
+        event(
+            run,
+            EventKind::TurnStarted {
+                worker: WorkerId::new("w"),
+                model: "mock/m".into(),
+                assignment: "T1".into(),
+                task: None,
+            },
+        )
+    }
+
+    fn warning(run: &str, text: &str) -> EventMsg {
+        event(
+            run,
+            EventKind::Warning {
+                worker: WorkerId::new("w"),
+                text: text.into(),
+            },
+        )
+    }
+
+    /// Regression: `durable` truncated from the last `TurnStarted` of any run, so run
+    /// a's abandoned turn voided run b's committed one (which started later) and kept
+    /// its own start.
+    #[test]
+    fn an_abandoned_turn_voids_its_own_runs_events_only_when_runs_interleave() {
+        let recorder = Recorder::new();
+        let publisher = Publisher::default();
+        publisher.subscribe(recorder.clone());
+        publisher.live(&started("a"));
+        publisher.live(&warning("a", "a1"));
+        publisher.live(&started("b"));
+        publisher.live(&warning("b", "b1"));
+        publisher.live(&warning("a", "a2"));
+        publisher.live(&event(
+            "a",
+            EventKind::TurnAbandoned {
+                reason: "cancelled".into(),
+            },
+        ));
+        publisher.durable(
+            7,
+            &event(
+                "b",
+                EventKind::TurnCommitted {
+                    worker: WorkerId::new("w"),
+                    status: "committed".into(),
+                    changes: 1,
+                    error: None,
+                    step_left_open: false,
+                    steps: None,
+                },
+            ),
+        );
+        let kept: Vec<(String, &str)> = recorder
+            .durable()
+            .iter()
+            .map(|e| (e.run_id.0.clone(), e.kind.name()))
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                ("b".to_string(), "turn_started"),
+                ("b".to_string(), "warning"),
+                ("b".to_string(), "turn_committed"),
+            ]
+        );
     }
 }

@@ -2,10 +2,13 @@
 //! the engine refused, and the measured transfer audit. Shared by the CLI's summaries
 //! and the Markdown export.
 
+use std::fmt::Write as _;
+
 use baton_core::claims::Refusal;
 use baton_core::compiler::Section;
 use baton_core::state::{ExecutionState, IssueStatus};
 use baton_core::turn::{ReportedUsage, TurnRecord, TurnStatus};
+use baton_protocol::render::n;
 use baton_store::{RunInfo, Store};
 use serde::Serialize;
 
@@ -98,6 +101,122 @@ pub fn row(t: &TurnRecord) -> TurnRow {
         messages_per_call: t.audit.messages_per_call.clone(),
         workspace: t.workspace.clone(),
     }
+}
+
+/// How a turn's row is written. One renderer for both, so `baton history` and the
+/// export say the same thing about a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowFormat {
+    /// `baton history`: one line, then a line each for its error, what the model had
+    /// written before a cut-off, its commit and gates, refusals and warnings.
+    Text,
+    /// A row of the Markdown export's turn table (under [`MARKDOWN_TURN_HEADER`]); its
+    /// refusals, warnings and error are listed after the table.
+    Markdown,
+}
+
+/// The head of the Markdown export's turn table, whose rows [`render_row`] writes.
+pub const MARKDOWN_TURN_HEADER: &str = "| turn | worker | model | assignment | status | package tokens | sent | reported in/cached/out | cost | omitted sections | dropped | refused | warnings |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+
+impl TurnRow {
+    pub fn status_word(&self) -> &'static str {
+        match self.status {
+            TurnStatus::Committed => "committed",
+            TurnStatus::Failed => "FAILED",
+        }
+    }
+}
+
+/// A turn's row in `format`, ending in a line break.
+pub fn render_row(t: &TurnRow, format: RowFormat) -> String {
+    let mut out = String::new();
+    match format {
+        RowFormat::Text => {
+            let _ = writeln!(
+                out,
+                "turn {:>3} · {} ({}) · {} · {} · briefing {}/{} · sent {} · received {}",
+                t.turn,
+                t.worker,
+                t.model,
+                t.assignment,
+                t.status_word(),
+                n(t.package_tokens as u64),
+                n(t.budget as u64),
+                n(t.tokens_sent as u64),
+                n(t.tokens_received as u64)
+            );
+            text_details(t, &mut out);
+        }
+        RowFormat::Markdown => {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {}/{} | {} | {}/{}/{} | {} | {} | {} | {} | {} |",
+                t.turn,
+                cell(&t.worker),
+                cell(&t.model),
+                cell(&t.assignment),
+                t.status_word(),
+                t.package_tokens,
+                t.budget,
+                t.tokens_sent,
+                t.reported.input_tokens,
+                t.reported.cached_tokens,
+                t.reported.output_tokens,
+                t.cost_micro_usd.map(dollars).unwrap_or_else(|| "—".into()),
+                if t.sections_omitted.is_empty() {
+                    "—".to_string()
+                } else {
+                    cell(&t.sections_omitted.join(", "))
+                },
+                t.items_dropped,
+                t.refusals.len(),
+                t.warnings.len()
+            );
+        }
+    }
+    out
+}
+
+fn text_details(t: &TurnRow, out: &mut String) {
+    if let Some(e) = &t.error {
+        let _ = writeln!(out, "      error: {e}");
+    }
+    if let Some(cut) = &t.cut_off {
+        let _ = writeln!(out, "      the model had written: {cut}");
+    }
+    if let Some(w) = &t.workspace {
+        let short = &w.commit[..w.commit.len().min(12)];
+        if w.changed {
+            let _ = writeln!(
+                out,
+                "      commit {short}: {} file(s): {}",
+                w.files.len(),
+                w.files.join(", ")
+            );
+        } else {
+            let _ = writeln!(out, "      no changes (head {short})");
+        }
+        for g in &w.gates {
+            let _ = writeln!(
+                out,
+                "      gate {}: {} (exit {})",
+                g.name,
+                if g.passed { "passed" } else { "FAILED" },
+                g.exit_code.map_or("none".into(), |c| c.to_string())
+            );
+        }
+    }
+    for x in &t.refusals {
+        let _ = writeln!(out, "      refused {}: {}", x.claim, x.reason);
+    }
+    for w in &t.warnings {
+        let _ = writeln!(out, "      warning: {w}");
+    }
+}
+
+/// Text for one Markdown table cell: a `|` would end the cell and a line break the row.
+pub fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
 }
 
 fn sum_usage(usages: impl Iterator<Item = ReportedUsage>) -> ReportedUsage {

@@ -280,6 +280,9 @@ pub fn resolve_credential(
         (Some(_), Some(_)) => Err(Error::Config(
             "give the API key either through an environment variable or directly, not both".into(),
         )),
+        (Some(var), None) if var.trim().is_empty() => Err(Error::Config(
+            "api_key_env is empty; write the name of the environment variable that holds the key (api_key_env = \"PROVIDER_API_KEY\"), or remove it to use the provider's usual variable".into(),
+        )),
         (Some(var), None) => match std::env::var(var) {
             Ok(value) if !value.trim().is_empty() => Credential::new(value).map(Some),
             Ok(_) => Err(Error::Auth {
@@ -454,6 +457,17 @@ mod tests {
         assert_eq!(fam("gsk_x"), Some(KeyFamily::Groq));
         assert_eq!(fam("xai-x"), Some(KeyFamily::Xai));
         assert_eq!(fam("0123abcd"), None);
+    }
+
+    /// Regression: an empty variable name was looked up as "" and reported as an
+    /// unset variable with no name, an authentication failure.
+    #[test]
+    fn an_empty_variable_name_is_a_configuration_error_not_an_unset_key() {
+        for name in ["", "  "] {
+            let err = resolve_credential(Some(name), None).unwrap_err();
+            assert!(matches!(err, Error::Config(_)), "{err:?}");
+            assert!(err.to_string().contains("api_key_env is empty"), "{err}");
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ pub mod op;
 pub mod render;
 
 pub use events::{CallDetail, Envelope, EventKind, EventMsg};
-pub use op::{CancelTarget, Op};
+pub use op::{CancelTarget, NewRoster, Op, Sandbox, Settings};
 
 /// The JSON Schemas of the protocol, as checked in under `schema/` (a test keeps
 /// them in step with the types).
@@ -58,5 +58,90 @@ mod tests {
             }
         );
         assert!(serde_json::from_str::<super::Op>(r#"{"op":"step","run":"r","rnu":"x"}"#).is_err());
+    }
+
+    /// Every op survives JSON both ways, with what each carries (a client's request is
+    /// what the engine gets), and the short forms a client writes by hand read.
+    #[test]
+    fn every_op_round_trips() {
+        use super::{CancelTarget, NewRoster, Op, Sandbox, Settings};
+        use baton_core::tokens::EstimatorKind;
+        let settings = Settings {
+            budget: Some(900),
+            total_budget: Some(5_000),
+            estimator: Some(EstimatorKind::Heuristic),
+        };
+        let roster = serde_json::json!({"workers": [{"id": "a", "model": "mock/a"}]});
+        let ops = vec![
+            Op::CreateRun {
+                objective: "o".into(),
+                tasks: vec!["t1".into(), "t2".into()],
+                step_budgets: vec![None, Some(400)],
+                roster: Some(roster.clone()),
+                settings: settings.clone(),
+            },
+            Op::Step { run: "r1".into() },
+            Op::Resume {
+                run: "r1".into(),
+                max_turns: Some(3),
+                roster: Some(NewRoster {
+                    roster: roster.clone(),
+                    source: "fixed.toml".into(),
+                }),
+            },
+            Op::Cancel {
+                target: CancelTarget::Group("g1".into()),
+            },
+            Op::Cancel {
+                target: CancelTarget::Worker("pid-1@h".into()),
+            },
+            Op::Enqueue {
+                objective: "o".into(),
+                tasks: vec!["t".into()],
+                candidates: vec!["a".into(), "a+b".into(), "claude".into()],
+                gates: vec!["test=cargo test".into()],
+                gate_each_turn: true,
+                fix_turns: Some(0),
+                sandbox: Some(Sandbox::Bwrap),
+                repo: Some("/src/x".into()),
+                base: Some("main".into()),
+                worktrees: Some("/tmp/wt".into()),
+                rubric: Some("smallest diff".into()),
+                roster: Some(roster),
+                settings,
+            },
+            Op::Judge {
+                group: "g1".into(),
+                judge: Some("referee".into()),
+            },
+        ];
+        for op in ops {
+            let json = serde_json::to_string(&op).unwrap();
+            let back: Op = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, op, "{json}");
+        }
+        let short: Op = serde_json::from_str(
+            r#"{"op":"enqueue","objective":"o","tasks":["t"],"candidates":["a"]}"#,
+        )
+        .unwrap();
+        let Op::Enqueue {
+            gates,
+            gate_each_turn,
+            settings,
+            sandbox,
+            ..
+        } = short
+        else {
+            panic!("not an enqueue: {short:?}");
+        };
+        assert!(gates.is_empty() && !gate_each_turn && sandbox.is_none());
+        assert!(settings.is_empty());
+        // A misspelt setting is refused, not ignored.
+        assert!(
+            serde_json::from_str::<Op>(
+                r#"{"op":"create_run","objective":"o","tasks":["t"],"settings":{"budegt":9}}"#
+            )
+            .is_err()
+        );
     }
 }

@@ -205,7 +205,12 @@ impl Renderer {
                     let _ = write!(line, " · {} refused", p.refused);
                 }
                 if p.warnings > 0 {
-                    let _ = write!(line, " · {} warnings", p.warnings);
+                    let _ = write!(
+                        line,
+                        " · {} warning{}",
+                        p.warnings,
+                        if p.warnings == 1 { "" } else { "s" }
+                    );
                 }
                 out.push(line);
             }
@@ -363,7 +368,7 @@ mod tests {
         let out = lines(&turn("r", 0, committed("committed", None)), false);
         assert_eq!(
             out,
-            "turn   0 · w1 (mock/m) · T1 write the parser · briefing 1,234/2,000 tokens · committed · steps 1/2 · 1 warnings\n"
+            "turn   0 · w1 (mock/m) · T1 write the parser · briefing 1,234/2,000 tokens · committed · steps 1/2 · 1 warning\n"
         );
         let failed = lines(&turn("r", 4, committed("failed", Some("timeout"))), false);
         assert!(failed.contains("· FAILED: timeout · steps 1/2"), "{failed}");

@@ -93,7 +93,17 @@ impl TokenEstimator for BpeEstimator {
 /// settings (stored by that name, so a run stored when the setting was a string loads
 /// as it is), the configuration file and the command line (`--estimator`, with the
 /// `clap` feature).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum EstimatorKind {

@@ -478,10 +478,7 @@ pub fn judge_with(
 }
 
 fn encode(record: &impl Serialize) -> Result<Value> {
-    serde_json::to_value(record).map_err(|e| Error::Internal {
-        place: "the judgement's record",
-        detail: e.to_string(),
-    })
+    serde_json::to_value(record).map_err(crate::unencodable("the judgement's record"))
 }
 
 /// Stops a judge of `group` when `baton cancel GROUP` asks, until dropped. Requests

@@ -193,8 +193,7 @@ pub fn enqueue(store: &dyn Store, clock: &dyn Clock, req: &EnqueueRequest) -> Re
             candidate: label.clone(),
         };
         let id = new_id("j");
-        let spec = serde_json::to_value(&spec)
-            .map_err(|e| Error::Config(format!("cannot encode job: {e}")))?;
+        let spec = serde_json::to_value(&spec).map_err(crate::unencodable("a job's spec"))?;
         store.enqueue_job(&NewJob {
             id: id.clone(),
             group: group.clone(),

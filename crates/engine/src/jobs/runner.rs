@@ -456,7 +456,9 @@ fn run_claimed(
                 // The real error is the job's; the database failing to record it is
                 // said too (once, when it is the same failure).
                 Err(store_error) => {
-                    let why = if store_error.to_string() == message {
+                    let same = matches!(&e, Error::Store(first)
+                        if std::mem::discriminant(first) == std::mem::discriminant(&store_error));
+                    let why = if same {
                         "for the same reason".to_string()
                     } else {
                         format!("({store_error})")
@@ -846,8 +848,7 @@ fn run_job(
         ended,
         drift,
     };
-    let value = serde_json::to_value(&outbox)
-        .map_err(|e| Error::Config(format!("cannot encode outbox: {e}")))?;
+    let value = serde_json::to_value(&outbox).map_err(crate::unencodable("a job's outbox"))?;
     store.finish_job(fence, status, Some(&value), error.as_deref(), clock.now())?;
     Ok(())
 }

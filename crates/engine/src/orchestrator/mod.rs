@@ -226,4 +226,12 @@ impl Engine {
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
     }
+
+    pub(crate) fn clock(&self) -> &dyn Clock {
+        &*self.clock
+    }
+
+    pub(crate) fn now(&self) -> baton_core::ids::Timestamp {
+        self.clock.now()
+    }
 }

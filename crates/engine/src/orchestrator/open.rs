@@ -109,7 +109,8 @@ impl Engine {
             turns: 0,
             created_at: now,
             updated_at: now,
-            config: serde_json::to_value(&config).map_err(|e| Error::Config(e.to_string()))?,
+            config: serde_json::to_value(&config)
+                .map_err(crate::unencodable("a run's configuration"))?,
         };
         let event = Event {
             run_id: id.clone(),

@@ -38,7 +38,8 @@ impl Engine {
             return Ok(changes);
         }
         config.roster = roster.clone();
-        let value = serde_json::to_value(&config).map_err(|e| Error::Config(e.to_string()))?;
+        let value =
+            serde_json::to_value(&config).map_err(crate::unencodable("a run's configuration"))?;
         let event = Event {
             run_id: run.clone(),
             turn: None,

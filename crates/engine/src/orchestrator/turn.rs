@@ -435,11 +435,10 @@ impl Engine {
             Ok(seqs) => self.published(&seqs[live..], &commit.events[live..]),
             // Fenced off: another process committed this turn first. Its turn stands.
             Err(baton_store::Error::TurnConflict { run, turn, .. }) => {
-                return Err(Error::Conflict(format!(
-                    "another baton process committed turn {turn} of run {run} while this one was working on it; \
-                     its turn stands and this one was discarded (its model calls are recorded nowhere). \
-                     Run one `baton resume {run}` at a time."
-                )));
+                return Err(Error::TurnTaken {
+                    run: run.to_string(),
+                    turn,
+                });
             }
             Err(e) => return Err(e.into()),
         }

@@ -28,7 +28,7 @@ use super::*;
 const KEY: &str = "sk-proj-TESTKEY-judge-0123456789";
 
 /// Two finished candidates of group `g`, each with a patch file and a gate.
-fn two_candidates(dir: &Path, store: &dyn Store) {
+pub(super) fn two_candidates(dir: &Path, store: &dyn Store) {
     let clock = SystemClock;
     for (i, who) in ["alpha", "beta"].iter().enumerate() {
         let roster = Roster {
@@ -91,7 +91,7 @@ fn two_candidates(dir: &Path, store: &dyn Store) {
     }
 }
 
-fn judge_worker(server: &TestServer, max_retries: u32) -> WorkerConfig {
+pub(super) fn judge_worker(server: &TestServer, max_retries: u32) -> WorkerConfig {
     let mut w = WorkerConfig::mock("referee", "x");
     w.model = "openai/gpt-4.1-mini".into();
     w.family = "openai".into();
@@ -106,7 +106,7 @@ fn judge_worker(server: &TestServer, max_retries: u32) -> WorkerConfig {
     w
 }
 
-fn answer(text: &str, prompt_tokens: u64, completion_tokens: u64) -> Action {
+pub(super) fn answer(text: &str, prompt_tokens: u64, completion_tokens: u64) -> Action {
     reply(
         200,
         &json!({
@@ -119,7 +119,7 @@ fn answer(text: &str, prompt_tokens: u64, completion_tokens: u64) -> Action {
     )
 }
 
-const VERDICT: &str = r#"{"scores":[{"candidate":"A","score":3,"reasons":"fails"},{"candidate":"B","score":9,"reasons":"passes"}],"winner":"B","verdict":"B passes its gate"}"#;
+pub(super) const VERDICT: &str = r#"{"scores":[{"candidate":"A","score":3,"reasons":"fails"},{"candidate":"B","score":9,"reasons":"passes"}],"winner":"B","verdict":"B passes its gate"}"#;
 
 fn recorded(store: &dyn Store) -> Judgement {
     let job = store.job("job-0").unwrap();
