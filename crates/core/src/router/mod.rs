@@ -26,7 +26,7 @@ pub use glob::Glob;
 pub use pin::{Pin, PinReason};
 pub use pool::{Allowance, Benches, Dimension, Fractions, Pool, PoolId, PoolUsage};
 pub use route::{Authored, Excluded, Exclusion, Pick, RouteInput, Routed, route};
-pub use seat::{CHECKPOINT_CONFIRM, CHECKPOINT_FIND, Candidate, Seat, SeatId};
+pub use seat::{CHECKPOINT_CONFIRM, CHECKPOINT_FIND, Candidate, SEAT_GROUPS, Seat, SeatId};
 pub use spend::CallSpend;
 pub use window::{ClockTime, Window};
 

@@ -9,6 +9,7 @@ mod invariants;
 mod jobs;
 mod judge;
 mod policy;
+mod pools;
 mod providers;
 mod replay;
 // The gateway suite's wire-format server, shared rather than copied.
