@@ -97,7 +97,7 @@ fn remedy(input: &RouteInput<'_>, all: &[Excluded], excluded: &Excluded) -> Stri
             let families: BTreeSet<&str> = all
                 .iter()
                 .filter_map(|e| match &e.reason {
-                    Exclusion::SameFamilyAsWriter { family, .. } => Some(family.as_str()),
+                    Exclusion::SameFamilyAsWriter { family, .. } => Some(*family),
                     _ => None,
                 })
                 .collect();
