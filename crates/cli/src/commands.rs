@@ -144,6 +144,19 @@ impl Context_ {
         engine
     }
 
+    /// The configuration's pools and seats (empty without a file or without them).
+    pub(crate) fn floor(&self) -> &config::Floor {
+        &self.file.floor
+    }
+
+    /// " in FILE" for a message about the configuration, or "" when there is none.
+    pub(crate) fn config_shown(&self) -> String {
+        self.config_path
+            .as_ref()
+            .map(|p| format!(" in {}", p.display()))
+            .unwrap_or_default()
+    }
+
     /// Literal keys from the configuration file's roster, which runs never store.
     pub(crate) fn keys(&self) -> Option<&Roster> {
         self.file.roster.as_ref()
@@ -378,6 +391,13 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Workers { run, verify } => workers(&ctx, run.as_deref(), verify),
+        Command::Pools { json } => crate::pools::list(&ctx, json),
+        Command::Pool { action } => match action {
+            crate::PoolAction::Bench { pool, reason } => {
+                crate::pools::bench(&ctx, &pool, true, reason)
+            }
+            crate::PoolAction::Unbench { pool } => crate::pools::bench(&ctx, &pool, false, None),
+        },
         Command::Compile {
             run,
             worker,

@@ -11,6 +11,7 @@ mod input;
 mod jobs;
 mod live;
 mod logs;
+mod pools;
 mod render;
 mod signals;
 
@@ -204,6 +205,17 @@ pub enum Command {
         #[arg(long)]
         verify: bool,
     },
+    /// Each pool: allowance, used and headroom in its current window, when it resets
+    /// (from the configuration's [[pools]] and the usage in the database)
+    Pools {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Bench a pool (take it off the floor) or put it back
+    Pool {
+        #[command(subcommand)]
+        action: PoolAction,
+    },
     /// Compile the briefing a worker would get now, without running it
     Compile {
         run: Option<String>,
@@ -294,6 +306,23 @@ pub enum Command {
         /// records each briefing delivered, per category
         #[arg(long)]
         fidelity: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum PoolAction {
+    /// Take a pool off the floor: recorded with who and when
+    Bench {
+        /// A pool id from [[pools]]
+        pool: String,
+        /// Why, for whoever reads `baton pools` later
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Put a benched pool back on the floor
+    Unbench {
+        /// A pool id from [[pools]]
+        pool: String,
     },
 }
 

@@ -1,0 +1,183 @@
+//! `baton pools` and `baton pool bench|unbench`: headroom falls by exactly the usage
+//! the providers reported on a run against local servers speaking their wire formats.
+
+use serde_json::Value;
+
+use super::providers::{run_args, serve, with_keys};
+use super::*;
+
+/// The providers' roster, its workers in two pools.
+fn roster_with_pools(base: &str) -> String {
+    format!(
+        r#"estimator = "heuristic"
+repair_attempts = 0
+
+[[pools]]
+id = "openai"
+allowance = {{ tokens = 1_000_000, usd = 10 }}
+window = "weekly"
+reset = "mon 00:00"
+
+[[pools]]
+id = "others"
+allowance = {{ requests = 100 }}
+window = "daily"
+
+[[workers]]
+id = "drafter"
+model = "openai/gpt-test"
+api_base = "{base}/v1"
+api_key_env = "BATON_TEST_OPENAI_KEY"
+max_retries = 0
+price = {{ input = 2.0, output = 8.0, cached = 0.5 }}
+pool = "openai"
+
+[[workers]]
+id = "reviewer"
+model = "anthropic/claude-test"
+api_base = "{base}"
+api_key_env = "BATON_TEST_ANTHROPIC_KEY"
+max_retries = 0
+pool = "others"
+
+[[workers]]
+id = "checker"
+model = "gemini/gemini-test"
+api_base = "{base}"
+api_key_env = "BATON_TEST_GEMINI_KEY"
+max_retries = 0
+pool = "others"
+"#
+    )
+}
+
+fn pools_json(d: &Path) -> Vec<Value> {
+    let out: Value = serde_json::from_str(&run_ok(d, &["pools", "--json"])).unwrap();
+    out["pools"].as_array().unwrap().clone()
+}
+
+#[test]
+fn pools_headroom_falls_by_exactly_the_usage_providers_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (base, _) = serve();
+    std::fs::write(d.join("baton.toml"), roster_with_pools(&base)).unwrap();
+
+    // Before any run: nothing used, and reading creates no database.
+    let before = pools_json(d);
+    assert_eq!(before[0]["id"], "openai");
+    assert_eq!(before[0]["used"]["tokens"], 0);
+    assert_eq!(before[0]["headroom"]["tokens"], 1_000_000);
+    assert_eq!(before[1]["headroom"]["requests"], 100);
+    assert_eq!(before[0]["window"], "weekly mon 00:00");
+    assert!(!db(d).exists());
+
+    let out = with_keys(&mut baton(d))
+        .args(run_args(&[]))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+
+    // What the providers reported, per pool, read back from the run's record.
+    let export: Value = serde_json::from_str(&run_ok(d, &["export", "--format", "json"])).unwrap();
+    let (mut tokens, mut micro_usd, mut requests) = ([0u64; 2], [0u64; 2], [0u64; 2]);
+    for turn in export["turns"].as_array().unwrap() {
+        let pool = usize::from(turn["worker"] != "drafter");
+        for call in turn["calls"].as_array().unwrap() {
+            tokens[pool] += call["usage"]["input_tokens"].as_u64().unwrap()
+                + call["usage"]["output_tokens"].as_u64().unwrap();
+            micro_usd[pool] += call["cost_micro_usd"].as_u64().unwrap_or(0);
+            requests[pool] += 1;
+        }
+    }
+    assert!(tokens[0] > 0 && tokens[1] > 0 && micro_usd[0] > 0);
+    assert_eq!(requests, [2, 3], "turns rotate drafter, reviewer, checker");
+
+    let after = pools_json(d);
+    let openai = &after[0];
+    assert_eq!(openai["used"]["tokens"], tokens[0]);
+    assert_eq!(openai["used"]["requests"], 2);
+    assert_eq!(openai["headroom"]["tokens"], 1_000_000 - tokens[0]);
+    let usd = micro_usd[0] as f64 / 1e6;
+    assert!((openai["used"]["usd"].as_f64().unwrap() - usd).abs() < 1e-9);
+    assert!((openai["headroom"]["usd"].as_f64().unwrap() - (10.0 - usd)).abs() < 1e-9);
+    let others = &after[1];
+    assert_eq!(others["used"]["tokens"], tokens[1]);
+    assert_eq!(others["headroom"]["requests"], 97);
+    assert!((others["used_fraction"].as_f64().unwrap() - 0.03).abs() < 1e-12);
+    // Requests are not metered in openai's allowance: no headroom is invented for them.
+    assert!(openai["headroom"].get("requests").is_none());
+
+    let shown = run_ok(d, &["pools"]);
+    assert!(
+        shown.contains("others  [#-------------------]   3.0% used · daily 00:00"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("requests              3 of 100, 97 left"),
+        "{shown}"
+    );
+    assert!(shown.contains("(not metered)"), "{shown}");
+}
+
+#[test]
+fn a_pool_is_benched_and_unbenched_by_name_and_an_unknown_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("baton.toml"),
+        roster_with_pools("http://127.0.0.1:9"),
+    )
+    .unwrap();
+    let out = baton(d)
+        .env("BATON_USER", "ada")
+        .args([
+            "pool",
+            "bench",
+            "openai",
+            "--reason",
+            "over budget this week",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("pool openai is benched; recorded as by ada")
+    );
+    assert!(
+        run_ok(d, &["pool", "bench", "openai"]).contains("was already benched; nothing recorded")
+    );
+    let shown = run_ok(d, &["pools"]);
+    assert!(
+        shown.contains("benched by ada at ")
+            && shown.contains(": over budget this week (`baton pool unbench openai`)"),
+        "{shown}"
+    );
+    assert_eq!(pools_json(d)[0]["benched"]["by"], "ada");
+    assert!(pools_json(d)[1].get("benched").is_none());
+
+    let out = baton(d).args(["pool", "bench", "opnai"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no pool named \"opnai\" in baton.toml; the pools are: openai, others"),
+        "{err}"
+    );
+
+    assert!(run_ok(d, &["pool", "unbench", "openai"]).contains("pool openai is back on the floor"));
+    assert!(pools_json(d)[0].get("benched").is_none());
+    assert!(!run_ok(d, &["pools"]).contains("benched"));
+}
+
+#[test]
+fn pools_without_pools_configured_says_how_to_configure_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = baton(d).arg("pools").output().unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no pools are configured; add [[pools]] entries"),
+        "{err}"
+    );
+}
