@@ -175,16 +175,33 @@ fn check_seat(roster: &Roster, seat: &Seat) -> Result<()> {
         .filter(|c| c.qualifies_for(&seat.id) && seat.admits(c))
         .collect();
     if admitted.is_empty() {
-        let narrowing = if seat.qualified.is_empty() {
-            String::new()
+        let narrowed: Vec<&Candidate> = candidates.iter().filter(|c| seat.admits(c)).collect();
+        let why = if narrowed.is_empty() {
+            format!(
+                "its qualified = [{}] matches no enabled worker's id or model; widen it",
+                join(seat.qualified.iter().map(Glob::as_str))
+            )
         } else {
             format!(
-                " its qualified = [{}] matches no enabled worker's id or model, or",
-                join(seat.qualified.iter().map(Glob::as_str))
+                "no {} qualified for it (the worker's qualified globs do not match {}); add the seat to a worker's qualified{}",
+                if seat.qualified.is_empty() {
+                    "enabled worker is".to_string()
+                } else {
+                    format!(
+                        "worker its qualified admits ({}) is",
+                        join(narrowed.iter().map(|c| c.id.as_str()))
+                    )
+                },
+                seat.id,
+                if seat.qualified.is_empty() {
+                    ""
+                } else {
+                    ", or widen the seat's"
+                }
             )
         };
         return Err(Error::Config(format!(
-            "seat {}: no enabled worker may take it:{narrowing} no worker's qualified covers it; widen the seat's qualified, or add the seat to a worker's qualified",
+            "seat {}: no enabled worker may take it: {why}",
             seat.id
         )));
     }

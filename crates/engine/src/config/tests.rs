@@ -454,6 +454,20 @@ fn pool_and_seat_mistakes_say_what_to_write() {
         let e = with(from, to);
         assert!(e.contains(says), "{to}: {e}");
     }
+    // The seat admits opus and glm-4, but only glm-4 is qualified for it, and it is off.
+    let e = refusal(
+        &POOLS
+            .replacen(
+                "pool = \"local\"\n",
+                "pool = \"local\"\nenabled = false\n",
+                1,
+            )
+            .replacen("\"checkpoint.*\", ", "", 1),
+    );
+    assert!(
+        e.contains("seat checkpoint.find: no enabled worker may take it: no worker its qualified admits (opus) is qualified for it (the worker's qualified globs do not match checkpoint.find); add the seat to a worker's qualified, or widen the seat's"),
+        "{e}"
+    );
     // A pool named where no pools are defined, and pools with nobody to fill them.
     let e = refusal("[[workers]]\nid = \"a\"\nmodel = \"mock/x\"\npool = \"p\"\n");
     assert!(
