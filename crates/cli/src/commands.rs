@@ -394,9 +394,20 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Pools { json } => crate::pools::list(&ctx, json),
         Command::Pool { action } => match action {
             crate::PoolAction::Bench { pool, reason } => {
-                crate::pools::bench(&ctx, &pool, true, reason)
+                crate::pools::bench_pool(&ctx, &pool, true, reason)
             }
-            crate::PoolAction::Unbench { pool } => crate::pools::bench(&ctx, &pool, false, None),
+            crate::PoolAction::Unbench { pool } => {
+                crate::pools::bench_pool(&ctx, &pool, false, None)
+            }
+            crate::PoolAction::Usage(args) => crate::pools::declare_usage(&ctx, &args),
+        },
+        Command::Worker { action } => match action {
+            crate::WorkerAction::Bench { worker, reason } => {
+                crate::pools::bench_worker(&ctx, &worker, true, reason)
+            }
+            crate::WorkerAction::Unbench { worker } => {
+                crate::pools::bench_worker(&ctx, &worker, false, None)
+            }
         },
         Command::Compile {
             run,

@@ -211,10 +211,15 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Bench a pool (take it off the floor) or put it back
+    /// Bench a pool (take it off the floor) or put it back; declare usage done outside baton
     Pool {
         #[command(subcommand)]
         action: PoolAction,
+    },
+    /// Bench one worker (take it off the floor) or put it back
+    Worker {
+        #[command(subcommand)]
+        action: WorkerAction,
     },
     /// Compile the briefing a worker would get now, without running it
     Compile {
@@ -323,6 +328,46 @@ pub enum PoolAction {
     Unbench {
         /// A pool id from [[pools]]
         pool: String,
+    },
+    /// Declare usage of work done outside baton (added to the current window), or with
+    /// --set what the provider's dashboard shows for the window so far
+    Usage(UsageArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct UsageArgs {
+    /// A pool id from [[pools]]
+    pub pool: String,
+    #[arg(long)]
+    pub tokens: Option<u64>,
+    /// US dollars
+    #[arg(long)]
+    pub usd: Option<f64>,
+    #[arg(long)]
+    pub requests: Option<u64>,
+    /// The numbers are the window's total so far (replacing what baton counted before
+    /// now), not an addition
+    #[arg(long)]
+    pub set: bool,
+    /// Where the numbers come from
+    #[arg(long)]
+    pub note: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum WorkerAction {
+    /// Take a worker off the floor: recorded with who and when
+    Bench {
+        /// A worker id from the roster
+        worker: String,
+        /// Why, for whoever reads it later
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Put a benched worker back on the floor
+    Unbench {
+        /// A worker id from the roster
+        worker: String,
     },
 }
 

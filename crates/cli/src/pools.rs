@@ -1,5 +1,6 @@
 //! `baton pools` (each pool's allowance, use and headroom in its current window, from
-//! the store) and `baton pool bench|unbench ID`.
+//! the store), `baton pool bench|unbench ID`, `baton pool usage ID` and `baton worker
+//! bench|unbench ID`.
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -9,7 +10,7 @@ use baton_core::ids::Timestamp;
 use baton_core::router::{Allowance, Pool, PoolId, PoolUsage};
 use baton_engine::{Clock, SystemClock};
 use baton_protocol::render::n as grouped;
-use baton_store::{Bench, BenchChange, BenchOutcome, BenchTarget, Store};
+use baton_store::{Bench, BenchChange, BenchOutcome, BenchTarget, ManualUsage, Store, UsageMode};
 use serde::Serialize;
 
 use crate::commands::Context_;
@@ -73,13 +74,32 @@ pub(crate) fn list(ctx: &Context_, json: bool) -> Result<ExitCode> {
     for pool in pools {
         rows.push(row(store.as_deref(), pool, &benches, now)?);
     }
+    let workers: Vec<&Bench> = benches
+        .iter()
+        .filter(|b| matches!(b.target, BenchTarget::Worker(_)))
+        .collect();
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "pools": rows }))?
-        );
+        let out = serde_json::json!({ "pools": rows, "benched_workers": workers });
+        println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         print!("{}", render(&rows, now));
+        for b in workers {
+            let why = b
+                .reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default();
+            println!(
+                "{} benched by {} at {}{why} (`baton worker unbench {}`)",
+                b.target,
+                b.by,
+                b.at,
+                match &b.target {
+                    BenchTarget::Worker(w) => w.as_str(),
+                    BenchTarget::Pool(p) => p.as_str(),
+                }
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -192,18 +212,13 @@ fn render(rows: &[PoolRow<'_>], now: Timestamp) -> String {
     }
     let _ = writeln!(
         out,
-        "as of {now}; used = provider-reported usage of baton's calls in the window, plus usage declared by hand"
+        "as of {now}; used = provider-reported usage of baton's calls in the window, plus usage declared with `baton pool usage`"
     );
     out
 }
 
-/// `baton pool bench|unbench ID`.
-pub(crate) fn bench(
-    ctx: &Context_,
-    id: &str,
-    benched: bool,
-    reason: Option<String>,
-) -> Result<ExitCode> {
+/// The configured pool named `id`, or a refusal naming the configured ones.
+fn configured_pool(ctx: &Context_, id: &str) -> Result<PoolId> {
     let pools = &ctx.floor().pools;
     if pools.is_empty() {
         return Err(no_pools(ctx));
@@ -217,27 +232,114 @@ pub(crate) fn bench(
             known.join(", ")
         )));
     }
+    Ok(pool)
+}
+
+/// `baton pool bench|unbench ID`.
+pub(crate) fn bench_pool(
+    ctx: &Context_,
+    id: &str,
+    benched: bool,
+    reason: Option<String>,
+) -> Result<ExitCode> {
+    let pool = configured_pool(ctx, id)?;
+    bench(ctx, BenchTarget::Pool(pool), benched, reason)
+}
+
+/// `baton worker bench|unbench ID`: a worker of the configured roster.
+pub(crate) fn bench_worker(
+    ctx: &Context_,
+    id: &str,
+    benched: bool,
+    reason: Option<String>,
+) -> Result<ExitCode> {
+    let (roster, note) = ctx.roster();
+    let worker = roster.find(id).map_err(|_| {
+        exit::config(format!(
+            "no worker named \"{id}\" ({note}); the workers are: {} (`baton workers` shows them)",
+            roster.ids()
+        ))
+    })?;
+    bench(ctx, BenchTarget::Worker(worker.id.clone()), benched, reason)
+}
+
+fn bench(
+    ctx: &Context_,
+    target: BenchTarget,
+    benched: bool,
+    reason: Option<String>,
+) -> Result<ExitCode> {
     let store = ctx.store()?;
     let change = BenchChange {
-        target: BenchTarget::Pool(pool),
+        target,
         benched,
         by: who(),
         at: SystemClock.now(),
         reason,
     };
-    let outcome = store.set_bench(&change)?;
     let what = if benched {
         "benched"
     } else {
         "back on the floor"
     };
-    match outcome {
+    match store.set_bench(&change)? {
         BenchOutcome::Changed => println!(
-            "pool {id} is {what}; recorded as by {} at {}",
-            change.by, change.at
+            "{} is {what}; recorded as by {} at {}",
+            change.target, change.by, change.at
         ),
-        BenchOutcome::Unchanged => println!("pool {id} was already {what}; nothing recorded"),
+        BenchOutcome::Unchanged => {
+            println!("{} was already {what}; nothing recorded", change.target)
+        }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `baton pool usage ID`: usage of work done outside baton, or a dashboard's reading.
+pub(crate) fn declare_usage(ctx: &Context_, args: &crate::UsageArgs) -> Result<ExitCode> {
+    let pool = configured_pool(ctx, &args.pool)?;
+    let micro_usd = match args.usd {
+        None => 0,
+        Some(usd) if (0.0..1e12).contains(&usd) => (usd * 1e6).round() as u64,
+        Some(usd) => {
+            return Err(exit::usage(format!(
+                "--usd {usd}: give the dollars spent as a number of 0 or more, e.g. --usd 12.40"
+            )));
+        }
+    };
+    if !args.set && args.tokens.is_none() && args.usd.is_none() && args.requests.is_none() {
+        return Err(exit::usage(
+            "say what was used: --tokens N, --usd X and/or --requests N (with --set, what the provider's dashboard shows for this window)",
+        ));
+    }
+    let now = SystemClock.now();
+    let usage = ManualUsage {
+        pool,
+        mode: if args.set {
+            UsageMode::Set
+        } else {
+            UsageMode::Add
+        },
+        at: now,
+        tokens: args.tokens.unwrap_or(0),
+        cost_micro_usd: micro_usd,
+        requests: args.requests.unwrap_or(0),
+        note: args.note.clone().unwrap_or_default(),
+        recorded_by: who(),
+        recorded_at: now,
+    };
+    ctx.store()?.record_usage(&usage)?;
+    println!(
+        "{} for pool {}: {} tokens, {}, {} requests; `baton pools` shows the pool now",
+        if args.set {
+            "set the window's usage"
+        } else {
+            "added usage"
+        },
+        usage.pool,
+        grouped(usage.tokens),
+        usd(micro_usd as f64 / 1e6),
+        grouped(usage.requests)
+    );
     Ok(ExitCode::SUCCESS)
 }
 

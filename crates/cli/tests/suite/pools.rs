@@ -181,3 +181,82 @@ fn pools_without_pools_configured_says_how_to_configure_them() {
         "{err}"
     );
 }
+
+#[test]
+fn a_worker_is_benched_by_name_and_usage_is_declared_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("baton.toml"),
+        roster_with_pools("http://127.0.0.1:9"),
+    )
+    .unwrap();
+    assert!(
+        run_ok(d, &["worker", "bench", "reviewer", "--reason", "flaky"])
+            .contains("worker reviewer is benched")
+    );
+    let shown = run_ok(d, &["pools"]);
+    assert!(
+        shown.contains("worker reviewer benched by ")
+            && shown.contains(": flaky (`baton worker unbench reviewer`)"),
+        "{shown}"
+    );
+    let json: Value = serde_json::from_str(&run_ok(d, &["pools", "--json"])).unwrap();
+    assert_eq!(json["benched_workers"][0]["target"]["id"], "reviewer");
+    let out = baton(d)
+        .args(["worker", "bench", "revewer"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("the workers are: drafter, reviewer, checker")
+    );
+    assert!(run_ok(d, &["worker", "unbench", "reviewer"]).contains("back on the floor"));
+
+    // Work done outside baton adds to the window; a dashboard's reading replaces it.
+    run_ok(
+        d,
+        &[
+            "pool",
+            "usage",
+            "openai",
+            "--tokens",
+            "1000",
+            "--usd",
+            "0.5",
+            "--note",
+            "playground",
+        ],
+    );
+    run_ok(
+        d,
+        &[
+            "pool",
+            "usage",
+            "openai",
+            "--tokens",
+            "500",
+            "--requests",
+            "2",
+        ],
+    );
+    let openai = &pools_json(d)[0];
+    assert_eq!(openai["used"]["tokens"], 1_500);
+    assert_eq!(openai["used"]["requests"], 2);
+    assert_eq!(openai["headroom"]["tokens"], 1_000_000 - 1_500);
+    assert!((openai["used"]["usd"].as_f64().unwrap() - 0.5).abs() < 1e-9);
+    run_ok(
+        d,
+        &[
+            "pool", "usage", "openai", "--set", "--tokens", "400000", "--usd", "4",
+        ],
+    );
+    let openai = &pools_json(d)[0];
+    assert_eq!(openai["used"]["tokens"], 400_000);
+    assert!((openai["used_fraction"].as_f64().unwrap() - 0.4).abs() < 1e-12);
+    let err = run_err(d, &["pool", "usage", "openai"]);
+    assert!(err.contains("say what was used"), "{err}");
+    let err = run_err(d, &["pool", "usage", "openai", "--usd=-3"]);
+    assert!(err.contains("a number of 0 or more"), "{err}");
+}
