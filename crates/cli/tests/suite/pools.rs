@@ -3,52 +3,46 @@
 
 use serde_json::Value;
 
-use super::providers::{run_args, serve, with_keys};
+use super::providers::{roster, run_args, serve, with_keys};
 use super::*;
 
 /// The providers' roster, its workers in two pools.
 fn roster_with_pools(base: &str) -> String {
-    format!(
-        r#"estimator = "heuristic"
-repair_attempts = 0
-
+    let mut toml = roster(base);
+    for (worker, pool) in [
+        ("drafter", "openai"),
+        ("reviewer", "others"),
+        ("checker", "others"),
+    ] {
+        let id = format!("id = \"{worker}\"\n");
+        toml = toml.replacen(&id, &format!("{id}pool = \"{pool}\"\n"), 1);
+    }
+    toml.push_str(
+        r#"
 [[pools]]
 id = "openai"
-allowance = {{ tokens = 1_000_000, usd = 10 }}
+allowance = { tokens = 1_000_000, usd = 10 }
 window = "weekly"
 reset = "mon 00:00"
 
 [[pools]]
 id = "others"
-allowance = {{ requests = 100 }}
+allowance = { requests = 100 }
 window = "daily"
+"#,
+    );
+    toml
+}
 
-[[workers]]
-id = "drafter"
-model = "openai/gpt-test"
-api_base = "{base}/v1"
-api_key_env = "BATON_TEST_OPENAI_KEY"
-max_retries = 0
-price = {{ input = 2.0, output = 8.0, cached = 0.5 }}
-pool = "openai"
-
-[[workers]]
-id = "reviewer"
-model = "anthropic/claude-test"
-api_base = "{base}"
-api_key_env = "BATON_TEST_ANTHROPIC_KEY"
-max_retries = 0
-pool = "others"
-
-[[workers]]
-id = "checker"
-model = "gemini/gemini-test"
-api_base = "{base}"
-api_key_env = "BATON_TEST_GEMINI_KEY"
-max_retries = 0
-pool = "others"
-"#
+/// A directory whose baton.toml has the two pools (its servers never called).
+fn configured() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("baton.toml"),
+        roster_with_pools("http://127.0.0.1:9"),
     )
+    .unwrap();
+    dir
 }
 
 fn pools_json(d: &Path) -> Vec<Value> {
@@ -122,13 +116,8 @@ fn pools_headroom_falls_by_exactly_the_usage_providers_reported() {
 
 #[test]
 fn a_pool_is_benched_and_unbenched_by_name_and_an_unknown_one_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = configured();
     let d = dir.path();
-    std::fs::write(
-        d.join("baton.toml"),
-        roster_with_pools("http://127.0.0.1:9"),
-    )
-    .unwrap();
     let out = baton(d)
         .env("BATON_USER", "ada")
         .args([
@@ -184,13 +173,8 @@ fn pools_without_pools_configured_says_how_to_configure_them() {
 
 #[test]
 fn a_worker_is_benched_by_name_and_usage_is_declared_by_hand() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = configured();
     let d = dir.path();
-    std::fs::write(
-        d.join("baton.toml"),
-        roster_with_pools("http://127.0.0.1:9"),
-    )
-    .unwrap();
     assert!(
         run_ok(d, &["worker", "bench", "reviewer", "--reason", "flaky"])
             .contains("worker reviewer is benched")

@@ -208,7 +208,7 @@ fn answer(seen: &Seen) -> (&'static str, Value) {
     )
 }
 
-fn roster(base: &str) -> String {
+pub(super) fn roster(base: &str) -> String {
     format!(
         r#"estimator = "heuristic"
 repair_attempts = 0
