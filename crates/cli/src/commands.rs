@@ -401,6 +401,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             }
             crate::PoolAction::Usage(args) => crate::pools::declare_usage(&ctx, &args),
         },
+        Command::Route { seat, tags, json } => crate::pools::route(&ctx, &seat, &tags, json),
         Command::Worker { action } => match action {
             crate::WorkerAction::Bench { worker, reason } => {
                 crate::pools::bench_worker(&ctx, &worker, true, reason)

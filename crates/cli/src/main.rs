@@ -216,6 +216,17 @@ pub enum Command {
         #[command(subcommand)]
         action: PoolAction,
     },
+    /// Dry run of the router: who would take SEAT now, every other worker's reason, from
+    /// the configured pools, seats and roster and the database's usage and benches
+    Route {
+        /// A seat name (`review.deep-rounds`, `checkpoint.find`, …)
+        seat: String,
+        /// The step's tags, read against the seat's deny_tags
+        #[arg(long, value_delimiter = ',')]
+        tags: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Bench one worker (take it off the floor) or put it back
     Worker {
         #[command(subcommand)]

@@ -1,13 +1,15 @@
 //! `baton pools` (each pool's allowance, use and headroom in its current window, from
-//! the store), `baton pool bench|unbench ID`, `baton pool usage ID` and `baton worker
-//! bench|unbench ID`.
+//! the store), `baton pool bench|unbench ID`, `baton pool usage ID`, `baton worker
+//! bench|unbench ID`, and `baton route SEAT`, the router's dry run on all of them.
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use anyhow::Result;
 use baton_core::ids::Timestamp;
-use baton_core::router::{Allowance, Pool, PoolId, PoolUsage};
+use baton_core::router::{
+    Allowance, Candidate, Pick, Pool, PoolId, PoolUsage, RouteInput, SEAT_GROUPS, Seat, SeatId,
+};
 use baton_engine::{Clock, SystemClock};
 use baton_protocol::render::n as grouped;
 use baton_store::{Bench, BenchChange, BenchOutcome, BenchTarget, ManualUsage, Store, UsageMode};
@@ -349,4 +351,89 @@ fn who() -> String {
         .iter()
         .find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()))
         .unwrap_or_else(|| "unknown".into())
+}
+
+/// `baton route SEAT [--tags …]`: who the router would seat now, from the configured
+/// pools, seats and roster and the store's usage and benches; no run, so no pins and
+/// no history of who wrote what (the cross-family rule has nothing to compare).
+pub(crate) fn route(ctx: &Context_, seat: &str, tags: &[String], json: bool) -> Result<ExitCode> {
+    let floor = ctx.floor();
+    if floor.pools.is_empty() {
+        return Err(no_pools(ctx));
+    }
+    let id = SeatId::new(seat);
+    if !id.in_known_group() {
+        return Err(exit::usage(format!(
+            "\"{seat}\" is not a seat any station asks for: a seat's name starts with one of {}",
+            SEAT_GROUPS.join(", ")
+        )));
+    }
+    let seat = floor
+        .seats
+        .iter()
+        .find(|s| s.id == id)
+        .cloned()
+        .unwrap_or_else(|| Seat::new(id));
+    let (roster, _) = ctx.roster();
+    let candidates: Vec<Candidate> = roster.workers.iter().map(|w| w.candidate()).collect();
+    let now = SystemClock.now();
+    let store = ctx.try_reader()?;
+    let mut usage = Vec::with_capacity(floor.pools.len());
+    let mut benches = Vec::new();
+    if let Some(store) = &store {
+        for pool in &floor.pools {
+            let (start, end) = pool.window.bounds(now)?;
+            usage.push(store.pool_usage(&pool.id, start, end)?);
+        }
+        benches = store.benches()?;
+    }
+    let benches = baton_store::bench_set(&benches);
+    let input = RouteInput {
+        seat: &seat,
+        phase: "dry run",
+        handoff: 0,
+        now,
+        tags,
+        candidates: &candidates,
+        pools: &floor.pools,
+        usage: &usage,
+        benches: &benches,
+        pins: &[],
+        step: None,
+        history: &[],
+        inherit_from: None,
+    };
+    let routed = baton_core::router::route(&input);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&routed)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    match &routed.pick {
+        Pick::Seated { pin } | Pick::Held { pin } => println!(
+            "seat {}: {} ({}, pool {}), the coldest eligible pool",
+            seat.id, pin.worker, pin.model, pin.pool
+        ),
+        Pick::Nobody { question, .. } => println!("{question}"),
+    }
+    let fraction = |id: &PoolId| {
+        let used = usage.iter().find(|u| &u.pool == id);
+        floor
+            .pool(id)
+            .zip(used)
+            .map_or(0.0, |(p, u)| p.allowance.used_fraction(u))
+    };
+    for worker in &routed.eligible {
+        if let Some(c) = candidates.iter().find(|c| &c.id == *worker) {
+            println!(
+                "  eligible  {} (pool {}, {:.1}% used)",
+                c.id,
+                c.pool,
+                fraction(&c.pool) * 100.0
+            );
+        }
+    }
+    for e in &routed.excluded {
+        println!("  excluded  {}: {}", e.worker, e.reason);
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -244,3 +244,56 @@ fn a_worker_is_benched_by_name_and_usage_is_declared_by_hand() {
     let err = run_err(d, &["pool", "usage", "openai", "--usd=-3"]);
     assert!(err.contains("a number of 0 or more"), "{err}");
 }
+
+#[test]
+fn route_dry_runs_the_router_on_the_configured_floor_and_the_stores_usage() {
+    let dir = configured();
+    let d = dir.path();
+    // Nothing used: both pools are at 0 %, and the tie goes to the first pool id.
+    let out = run_ok(d, &["route", "review.deep-rounds"]);
+    assert!(
+        out.starts_with("seat review.deep-rounds: drafter (openai/gpt-test, pool openai)"),
+        "{out}"
+    );
+    // openai at 40 %: the colder pool's workers come first, by worker id.
+    run_ok(
+        d,
+        &["pool", "usage", "openai", "--set", "--tokens", "400000"],
+    );
+    let out = run_ok(d, &["route", "review.deep-rounds"]);
+    assert!(
+        out.starts_with("seat review.deep-rounds: checker (gemini/gemini-test, pool others)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  eligible  drafter (pool openai, 40.0% used)"),
+        "{out}"
+    );
+    // Benching others leaves openai; benching drafter too leaves nobody, with a question.
+    run_ok(d, &["pool", "bench", "others"]);
+    let out = run_ok(d, &["route", "review.deep-rounds"]);
+    assert!(
+        out.contains("  excluded  checker: pool others is benched"),
+        "{out}"
+    );
+    assert!(out.starts_with("seat review.deep-rounds: drafter"), "{out}");
+    run_ok(d, &["worker", "bench", "drafter"]);
+    let out = run_ok(d, &["route", "review.deep-rounds"]);
+    assert!(
+        out.starts_with(
+            "Nobody can take seat review.deep-rounds (phase dry run). All 3 workers are excluded"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("unbench pool others (baton pool unbench others)"),
+        "{out}"
+    );
+    let json: Value =
+        serde_json::from_str(&run_ok(d, &["route", "review.deep-rounds", "--json"])).unwrap();
+    assert_eq!(json["pick"]["kind"], "nobody");
+    assert_eq!(json["excluded"][0]["worker"], "checker");
+    assert_eq!(json["excluded"][0]["reason"]["reason"], "benched");
+    let err = run_err(d, &["route", "reveiw.deep-rounds"]);
+    assert!(err.contains("is not a seat any station asks for"), "{err}");
+}
