@@ -157,6 +157,19 @@ impl Context_ {
         }
     }
 
+    /// The configuration's pools and seats (empty without a file or without them).
+    pub(crate) fn floor(&self) -> &config::Floor {
+        &self.file.floor
+    }
+
+    /// " in FILE" for a message about the configuration, or "" when there is none.
+    pub(crate) fn config_shown(&self) -> String {
+        self.config_path
+            .as_ref()
+            .map(|p| format!(" in {}", p.display()))
+            .unwrap_or_default()
+    }
+
     /// Literal keys from the configuration file's roster, which runs never store.
     pub(crate) fn keys(&self) -> Option<&Roster> {
         self.file.roster.as_ref()
@@ -405,6 +418,25 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Workers { run, verify } => workers(&ctx, run.as_deref(), verify),
+        Command::Pools { json } => crate::pools::list(&ctx, json),
+        Command::Pool { action } => match action {
+            crate::PoolAction::Bench { pool, reason } => {
+                crate::pools::bench_pool(&ctx, &pool, true, reason)
+            }
+            crate::PoolAction::Unbench { pool } => {
+                crate::pools::bench_pool(&ctx, &pool, false, None)
+            }
+            crate::PoolAction::Usage(args) => crate::pools::declare_usage(&ctx, &args),
+        },
+        Command::Route { seat, tags, json } => crate::pools::route(&ctx, &seat, &tags, json),
+        Command::Worker { action } => match action {
+            crate::WorkerAction::Bench { worker, reason } => {
+                crate::pools::bench_worker(&ctx, &worker, true, reason)
+            }
+            crate::WorkerAction::Unbench { worker } => {
+                crate::pools::bench_worker(&ctx, &worker, false, None)
+            }
+        },
         Command::Compile {
             run,
             worker,

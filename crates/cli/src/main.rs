@@ -11,6 +11,7 @@ mod input;
 mod jobs;
 mod live;
 mod logs;
+mod pools;
 mod render;
 mod signals;
 
@@ -215,6 +216,33 @@ pub enum Command {
         #[arg(long)]
         verify: bool,
     },
+    /// Each pool: allowance, used and headroom in its current window, when it resets
+    /// (from the configuration's [[pools]] and the usage in the database)
+    Pools {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Bench a pool (take it off the floor) or put it back; declare usage done outside baton
+    Pool {
+        #[command(subcommand)]
+        action: PoolAction,
+    },
+    /// Dry run of the router: who would take SEAT now, every other worker's reason, from
+    /// the configured pools, seats and roster and the database's usage and benches
+    Route {
+        /// A seat name (`review.deep-rounds`, `checkpoint.find`, …)
+        seat: String,
+        /// The step's tags, read against the seat's deny_tags
+        #[arg(long, value_delimiter = ',')]
+        tags: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Bench one worker (take it off the floor) or put it back
+    Worker {
+        #[command(subcommand)]
+        action: WorkerAction,
+    },
     /// Compile the briefing a worker would get now, without running it
     Compile {
         run: Option<String>,
@@ -305,6 +333,63 @@ pub enum Command {
         /// records each briefing delivered, per category
         #[arg(long)]
         fidelity: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum PoolAction {
+    /// Take a pool off the floor: recorded with who and when
+    Bench {
+        /// A pool id from [[pools]]
+        pool: String,
+        /// Why, for whoever reads `baton pools` later
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Put a benched pool back on the floor
+    Unbench {
+        /// A pool id from [[pools]]
+        pool: String,
+    },
+    /// Declare usage of work done outside baton (added to the current window), or with
+    /// --set what the provider's dashboard shows for the window so far
+    Usage(UsageArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct UsageArgs {
+    /// A pool id from [[pools]]
+    pub pool: String,
+    #[arg(long)]
+    pub tokens: Option<u64>,
+    /// US dollars
+    #[arg(long)]
+    pub usd: Option<f64>,
+    #[arg(long)]
+    pub requests: Option<u64>,
+    /// The numbers are the window's total so far (replacing what baton counted before
+    /// now), not an addition
+    #[arg(long)]
+    pub set: bool,
+    /// Where the numbers come from
+    #[arg(long)]
+    pub note: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum WorkerAction {
+    /// Take a worker off the floor: recorded with who and when
+    Bench {
+        /// A worker id from the roster
+        worker: String,
+        /// Why, for whoever reads it later
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Put a benched worker back on the floor
+    Unbench {
+        /// A worker id from the roster
+        worker: String,
     },
 }
 

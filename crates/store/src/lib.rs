@@ -12,6 +12,7 @@
 //! database's clock.
 
 use baton_core::ids::{RunId, Timestamp, WorkerId};
+use baton_core::router::{PoolId, PoolUsage};
 use baton_core::state::{ExecutionState, RecordChange, StateHeader};
 use baton_core::turn::TurnRecord;
 use baton_protocol::EventMsg as Event;
@@ -21,11 +22,13 @@ use thiserror::Error;
 pub mod cancel;
 pub mod jobs;
 mod location;
+pub mod pools;
 pub mod sqlite;
 
 pub use cancel::{CancelOutcome, CancelTarget};
 pub use jobs::{ClaimOutcome, JobInfo, JobStatus, JudgementOutcome, JudgementRecord, NewJob};
 pub use location::sqlite_path;
+pub use pools::{Bench, BenchChange, BenchOutcome, BenchTarget, ManualUsage, UsageMode, bench_set};
 
 pub use sqlite::SqliteStore;
 
@@ -200,6 +203,9 @@ pub struct TurnCommit {
     /// Delays providers asked for during the turn, per worker. Each replaces the
     /// worker's earlier hold, in the turn's transaction.
     pub holds: Vec<WorkerHold>,
+    /// The pool of the turn's worker when the turn was made: every call of the turn
+    /// counts against it (see `Store::pool_usage`). `None` when the roster has no pools.
+    pub pool: Option<PoolId>,
 }
 
 /// A worker a provider asked baton not to call again before `not_before` (a 429's
@@ -437,4 +443,25 @@ pub trait Store: Send + Sync {
     /// Forgets the requests for `target` (the holder stopped; a process starting
     /// under an owner name a dead process used must not stop at once).
     fn clear_cancel(&self, target: &CancelTarget) -> Result<()>;
+
+    /// What `pool` used in the window `[start, end)` (the pool's `Window::bounds`):
+    /// the provider-reported spend of every committed call made in it by a worker of
+    /// the pool (`TurnCommit::pool`), plus the usage declared for it (the latest `Set`
+    /// row in the window replaces everything before it). `exhausted_until` is the
+    /// latest reset among the spent-quota marks that reach into the window; a mark
+    /// that named no reset holds to the end of the window it was made in (`end`).
+    fn pool_usage(&self, pool: &PoolId, start: Timestamp, end: Timestamp) -> Result<PoolUsage>;
+
+    /// Declares usage for a pool (work done outside baton, or a dashboard's reading).
+    fn record_usage(&self, usage: &ManualUsage) -> Result<()>;
+
+    /// Every usage row declared for `pool`, oldest first.
+    fn declared_usage(&self, pool: &PoolId) -> Result<Vec<ManualUsage>>;
+
+    /// Benches or unbenches a pool or a worker, with who and when; `Unchanged` (and
+    /// nothing recorded) when it already was so.
+    fn set_bench(&self, change: &BenchChange) -> Result<BenchOutcome>;
+
+    /// The benches in force, pools first, each by id.
+    fn benches(&self) -> Result<Vec<Bench>>;
 }

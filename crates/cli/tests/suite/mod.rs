@@ -13,6 +13,7 @@ mod input;
 mod jobs;
 mod judge;
 mod live_model;
+mod pools;
 mod presets;
 mod providers;
 mod store;

@@ -18,7 +18,7 @@ const ANTHROPIC_KEY: &str = "sk-ant-api03-SENTINELanthr0pic55d1";
 const GEMINI_KEY: &str = "AIzaSENTINELgem1ni0b8e2";
 
 #[derive(Debug, Clone)]
-struct Seen {
+pub(super) struct Seen {
     path: String,
     headers: Vec<(String, String)>,
     body: Value,
@@ -34,7 +34,7 @@ impl Seen {
 }
 
 /// A local server for all three providers; returns its base URL and what it saw.
-fn serve() -> (String, Arc<Mutex<Vec<Seen>>>) {
+pub(super) fn serve() -> (String, Arc<Mutex<Vec<Seen>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -208,7 +208,7 @@ fn answer(seen: &Seen) -> (&'static str, Value) {
     )
 }
 
-fn roster(base: &str) -> String {
+pub(super) fn roster(base: &str) -> String {
     format!(
         r#"estimator = "heuristic"
 repair_attempts = 0
@@ -238,7 +238,7 @@ max_retries = 0
     )
 }
 
-fn with_keys(cmd: &mut std::process::Command) -> &mut std::process::Command {
+pub(super) fn with_keys(cmd: &mut std::process::Command) -> &mut std::process::Command {
     cmd.env("BATON_TEST_OPENAI_KEY", OPENAI_KEY)
         .env("BATON_TEST_ANTHROPIC_KEY", ANTHROPIC_KEY)
         .env("BATON_TEST_GEMINI_KEY", GEMINI_KEY)
@@ -252,7 +252,7 @@ const STEPS: [&str; 5] = [
     "Review the whole architecture for inconsistencies and missing dependencies",
 ];
 
-fn run_args(extra: &[&str]) -> Vec<String> {
+pub(super) fn run_args(extra: &[&str]) -> Vec<String> {
     let mut args: Vec<String> = vec![
         "-v".into(),
         "run".into(),

@@ -256,7 +256,8 @@ fn a_reading_command_upgrades_a_database_from_an_older_baton_once() {
     run_ok(d, &["demo"]);
     // Back to schema 3: runs had no lease columns before migration 4, there were no
     // provider holds before migration 5, no cancel requests before 6, events had no
-    // per-run number before 7, no delete triggers before 8, and no judgement history before 9.
+    // per-run number before 7, no delete triggers before 8, no judgement history before 9,
+    // and no pool usage or benches before 10.
     let conn = rusqlite::Connection::open(db(d)).unwrap();
     conn.execute_batch(
         "ALTER TABLE runs DROP COLUMN lease_token; ALTER TABLE runs DROP COLUMN lease_owner;
@@ -267,6 +268,7 @@ fn a_reading_command_upgrades_a_database_from_an_older_baton_once() {
          DROP TRIGGER record_changes_never_vanish; DROP TRIGGER call_outputs_never_change;
          DROP TRIGGER call_outputs_never_vanish; DROP TRIGGER runs_never_vanish;
          DROP TABLE judgements;
+         DROP TABLE pool_calls; DROP TABLE pool_usage; DROP TABLE benches;
          PRAGMA user_version = 3;",
     )
     .unwrap();
@@ -274,7 +276,7 @@ fn a_reading_command_upgrades_a_database_from_an_older_baton_once() {
     let out = baton(d).arg("runs").output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("from schema version 3 to 9"), "{err}");
+    assert!(err.contains("from schema version 3 to 10"), "{err}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("finished"));
     // The old events were numbered in the order they were written, from 1.
     let jsonl = run_ok(d, &["export", "--format", "events-jsonl"]);

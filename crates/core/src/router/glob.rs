@@ -59,8 +59,16 @@ fn matches(pattern: &[u8], text: &[u8]) -> bool {
     while t < text.len() {
         match pattern.get(p) {
             Some(b'*') => {
-                star = Some((p + 1, t));
                 p += 1;
+                if p == pattern.len() {
+                    // A trailing star swallows the rest of the text.
+                    return true;
+                }
+                let Some(at) = skip_to_literal(pattern, p, text, t) else {
+                    return false;
+                };
+                t = at;
+                star = Some((p, t));
                 continue;
             }
             Some(b'?') => {
@@ -77,7 +85,11 @@ fn matches(pattern: &[u8], text: &[u8]) -> bool {
         }
         match star {
             Some((resume, swallowed)) => {
-                let swallowed = next_char(text, swallowed);
+                let Some(swallowed) =
+                    skip_to_literal(pattern, resume, text, next_char(text, swallowed))
+                else {
+                    return false;
+                };
                 star = Some((resume, swallowed));
                 p = resume;
                 t = swallowed;
@@ -86,6 +98,22 @@ fn matches(pattern: &[u8], text: &[u8]) -> bool {
         }
     }
     pattern[p.min(pattern.len())..].iter().all(|&c| c == b'*')
+}
+
+/// Where a star may stop swallowing: the first position from `t` whose byte is the
+/// literal that follows the star at `resume` (any position when a wildcard follows).
+/// Skipping the positions in between is what the matcher would do one failed
+/// comparison at a time; `None` when the literal never comes, so nothing can match.
+/// The literal's first byte is a UTF-8 lead byte, never found inside a character.
+fn skip_to_literal(pattern: &[u8], resume: usize, text: &[u8], t: usize) -> Option<usize> {
+    match pattern.get(resume) {
+        Some(&c) if c != b'*' && c != b'?' => text
+            .get(t..)?
+            .iter()
+            .position(|&b| b == c)
+            .map(|skip| t + skip),
+        _ => Some(t),
+    }
 }
 
 /// The index just past the UTF-8 character that starts at `at`.

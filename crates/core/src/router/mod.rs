@@ -19,13 +19,15 @@ mod pool;
 mod question;
 mod route;
 mod seat;
+mod spend;
 mod window;
 
 pub use glob::Glob;
 pub use pin::{Pin, PinReason};
 pub use pool::{Allowance, Benches, Dimension, Fractions, Pool, PoolId, PoolUsage};
 pub use route::{Authored, Excluded, Exclusion, Pick, RouteInput, Routed, route};
-pub use seat::{CHECKPOINT_CONFIRM, CHECKPOINT_FIND, Candidate, Seat, SeatId};
+pub use seat::{CHECKPOINT_CONFIRM, CHECKPOINT_FIND, Candidate, SEAT_GROUPS, Seat, SeatId};
+pub use spend::CallSpend;
 pub use window::{ClockTime, Window};
 
 /// What is wrong with a pool or seat as written; each message says what to write instead.

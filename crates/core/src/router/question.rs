@@ -2,7 +2,7 @@
 //! worker was excluded, and what would unblock it.
 
 use std::collections::BTreeSet;
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
 
 use super::{Excluded, Exclusion, RouteInput};
 
@@ -32,7 +32,7 @@ pub(super) fn nobody(input: &RouteInput<'_>, excluded: &[Excluded]) -> String {
     );
     let reasons: Vec<String> = excluded
         .iter()
-        .map(|e| format!("{} ({})", e.worker, describe(&e.reason)))
+        .map(|e| format!("{} ({})", e.worker, e.reason))
         .collect();
     question.push_str(&reasons.join("; "));
     // Each remedy once, in the order of the reasons' severity.
@@ -48,24 +48,31 @@ pub(super) fn nobody(input: &RouteInput<'_>, excluded: &[Excluded]) -> String {
     question
 }
 
-fn describe(reason: &Exclusion) -> String {
-    match reason {
-        Exclusion::NotQualified => "not qualified for this seat".into(),
-        Exclusion::PolicyDenied { tag } => format!("its family may not see steps tagged {tag}"),
-        Exclusion::SameFamilyAsWriter { family, writer } => {
-            format!("same family ({family}) as the writer, {writer}")
+impl fmt::Display for Exclusion<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Exclusion::NotQualified => f.write_str("not qualified for this seat"),
+            Exclusion::PolicyDenied { tag } => {
+                write!(f, "its family may not see steps tagged {tag}")
+            }
+            Exclusion::SameFamilyAsWriter { family, writer } => {
+                write!(f, "same family ({family}) as the writer, {writer}")
+            }
+            Exclusion::HeldFind => f.write_str("it found this checkpoint, so it cannot confirm it"),
+            Exclusion::Disabled => f.write_str("switched off in the config"),
+            Exclusion::Benched { pool: Some(pool) } => write!(f, "pool {pool} is benched"),
+            Exclusion::Benched { pool: None } => f.write_str("benched"),
+            Exclusion::PoolExhausted { pool, until } => {
+                write!(f, "pool {pool} is exhausted until {until}")
+            }
+            Exclusion::NoHeadroom {
+                pool, dimension, ..
+            } => write!(
+                f,
+                "pool {pool} has spent its {dimension} allowance for this window"
+            ),
+            Exclusion::UnknownPool { pool } => write!(f, "its pool {pool} is not configured"),
         }
-        Exclusion::HeldFind => "it found this checkpoint, so it cannot confirm it".into(),
-        Exclusion::Disabled => "switched off in the config".into(),
-        Exclusion::Benched { pool: Some(pool) } => format!("pool {pool} is benched"),
-        Exclusion::Benched { pool: None } => "benched".into(),
-        Exclusion::PoolExhausted { pool, until } => {
-            format!("pool {pool} is exhausted until {until}")
-        }
-        Exclusion::NoHeadroom {
-            pool, dimension, ..
-        } => format!("pool {pool} has spent its {dimension} allowance for this window"),
-        Exclusion::UnknownPool { pool } => format!("its pool {pool} is not configured"),
     }
 }
 
@@ -97,7 +104,7 @@ fn remedy(input: &RouteInput<'_>, all: &[Excluded], excluded: &Excluded) -> Stri
             let families: BTreeSet<&str> = all
                 .iter()
                 .filter_map(|e| match &e.reason {
-                    Exclusion::SameFamilyAsWriter { family, .. } => Some(family.as_str()),
+                    Exclusion::SameFamilyAsWriter { family, .. } => Some(*family),
                     _ => None,
                 })
                 .collect();

@@ -56,56 +56,63 @@ pub struct RouteInput<'a> {
 /// that applies, in the order of the variants: the ones no owner's action lifts come
 /// first, so that the reason shown for a benched worker is never one that unbenching
 /// would not fix.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Names are borrowed from the `RouteInput`, as in `Excluded` and `Routed`: a decision
+/// over 100 workers would otherwise copy a hundred ids that the caller already holds,
+/// and those copies were most of its cost. Only the pick's pin is owned.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(tag = "reason", rename_all = "snake_case")]
-pub enum Exclusion {
+pub enum Exclusion<'a> {
     /// The worker's `qualified` globs do not cover the seat, or the seat's narrowing
     /// matches neither its id nor its model.
     NotQualified,
     /// The seat's policy keeps the worker's family from steps with this tag.
-    PolicyDenied { tag: String },
+    PolicyDenied { tag: &'a str },
     /// The seat reviews, checks or judges work written by this family.
-    SameFamilyAsWriter { family: String, writer: WorkerId },
+    SameFamilyAsWriter {
+        family: &'a str,
+        writer: &'a WorkerId,
+    },
     /// `checkpoint.confirm` for a step whose checkpoint this worker found.
     HeldFind,
     /// Switched off in the config.
     Disabled,
     /// Benched by the owner: the worker's pool when `pool` is given, else the worker.
     Benched {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        pool: Option<PoolId>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pool: Option<&'a PoolId>,
     },
     /// A provider said the pool's quota is gone until this reset.
-    PoolExhausted { pool: PoolId, until: Timestamp },
+    PoolExhausted { pool: &'a PoolId, until: Timestamp },
     /// The pool has spent its allowance on this dimension for the current window,
     /// which ends at `resets_at`.
     NoHeadroom {
-        pool: PoolId,
+        pool: &'a PoolId,
         dimension: Dimension,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(skip_serializing_if = "Option::is_none")]
         resets_at: Option<Timestamp>,
     },
     /// The worker names a pool that is not configured (the config refuses this; the
     /// router still never guesses a pool's headroom).
-    UnknownPool { pool: PoolId },
+    UnknownPool { pool: &'a PoolId },
 }
 
 /// One worker left out, and why.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Excluded {
-    pub worker: WorkerId,
-    pub reason: Exclusion,
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Excluded<'a> {
+    pub worker: &'a WorkerId,
+    pub reason: Exclusion<'a>,
 }
 
 /// The router's answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Routed {
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Routed<'a> {
     pub pick: Pick,
     /// Every eligible worker, in the order the router ranks them (the pick's pool
     /// first unless a pin held).
-    pub eligible: Vec<WorkerId>,
+    pub eligible: Vec<&'a WorkerId>,
     /// Every other worker, by id.
-    pub excluded: Vec<Excluded>,
+    pub excluded: Vec<Excluded<'a>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -119,7 +126,7 @@ pub enum Pick {
     Nobody { seat: SeatId, question: String },
 }
 
-impl Routed {
+impl Routed<'_> {
     /// The pin of whoever takes the seat, held or new.
     pub fn pin(&self) -> Option<&Pin> {
         match &self.pick {
@@ -131,9 +138,11 @@ impl Routed {
 
 /// A pool's standing at `now`, computed once per decision.
 struct PoolState<'a> {
-    pool: &'a Pool,
     usage: Option<&'a PoolUsage>,
     fraction: f64,
+    /// The dimension whose allowance is used up, with the end of the window (when the
+    /// clock is in the calendar): computed here, once per pool, not per worker.
+    spent: Option<(Dimension, Option<Timestamp>)>,
 }
 
 /// Fills `input.seat`.
@@ -143,36 +152,34 @@ struct PoolState<'a> {
 /// pick is the eligible worker of the coldest pool (lowest used fraction, the largest
 /// over its dimensions), ties broken by pool id and then worker id, so the same input
 /// gives the same answer in whatever order the roster lists its workers.
-pub fn route(input: &RouteInput<'_>) -> Routed {
+pub fn route<'a>(input: &RouteInput<'a>) -> Routed<'a> {
     let pools = pool_states(input);
     let writers = writers_under_review(input);
     let found_by = find_holders(input);
 
     let mut eligible: Vec<(f64, &PoolId, &Candidate)> = Vec::with_capacity(input.candidates.len());
-    let mut excluded = Vec::new();
+    let mut excluded = Vec::with_capacity(input.candidates.len());
     for candidate in input.candidates {
         match exclusion(input, &pools, &writers, &found_by, candidate) {
-            None => {
-                let fraction = pools.get(&candidate.pool).map_or(0.0, |p| p.fraction);
-                eligible.push((fraction, &candidate.pool, candidate));
-            }
-            Some(reason) => excluded.push(Excluded {
-                worker: candidate.id.clone(),
+            Ok(fraction) => eligible.push((fraction, &candidate.pool, candidate)),
+            Err(reason) => excluded.push(Excluded {
+                worker: &candidate.id,
                 reason,
             }),
         }
     }
-    eligible.sort_by(|a, b| {
+    // Unstable sorts are deterministic here: worker ids are unique, so no two keys tie.
+    eligible.sort_unstable_by(|a, b| {
         a.0.total_cmp(&b.0)
             .then_with(|| a.1.cmp(b.1))
             .then_with(|| a.2.id.cmp(&b.2.id))
     });
-    excluded.sort_by(|a, b| a.worker.cmp(&b.worker));
+    excluded.sort_unstable_by(|a, b| a.worker.cmp(b.worker));
 
     let pick = pick(input, &pools, &eligible, &excluded);
     Routed {
         pick,
-        eligible: eligible.iter().map(|(_, _, c)| c.id.clone()).collect(),
+        eligible: eligible.iter().map(|(_, _, c)| &c.id).collect(),
         excluded,
     }
 }
@@ -184,12 +191,18 @@ fn pool_states<'a>(input: &RouteInput<'a>) -> BTreeMap<&'a PoolId, PoolState<'a>
         .map(|pool| {
             let usage = input.usage.iter().find(|u| u.pool == pool.id);
             let fraction = usage.map_or(0.0, |u| pool.allowance.used_fraction(u));
+            let spent = usage
+                .and_then(|u| pool.allowance.spent_dimension(u))
+                .map(|dimension| {
+                    let resets_at = pool.window.bounds(input.now).ok().map(|(_, end)| end);
+                    (dimension, resets_at)
+                });
             (
                 &pool.id,
                 PoolState {
-                    pool,
                     usage,
                     fraction,
+                    spent,
                 },
             )
         })
@@ -204,11 +217,18 @@ fn writers_under_review<'a>(input: &RouteInput<'a>) -> Vec<&'a Authored> {
     if !input.seat.id.reviews_work() {
         return Vec::new();
     }
-    input
-        .history
-        .iter()
-        .filter(|a| a.step == step && !a.seat.reviews_work())
-        .collect()
+    // One writer per family is enough to name: the rule is about families, and every
+    // worker is compared against each entry.
+    let mut writers: Vec<&Authored> = Vec::new();
+    for authored in input.history {
+        if authored.step == step
+            && !authored.seat.reviews_work()
+            && !writers.iter().any(|w| w.family == authored.family)
+        {
+            writers.push(authored);
+        }
+    }
+    writers
 }
 
 /// The workers that held `checkpoint.find` for the step, when this is its confirmation.
@@ -227,58 +247,55 @@ fn find_holders<'a>(input: &RouteInput<'a>) -> Vec<&'a WorkerId> {
         .collect()
 }
 
-fn exclusion(
-    input: &RouteInput<'_>,
-    pools: &BTreeMap<&PoolId, PoolState<'_>>,
-    writers: &[&Authored],
-    found_by: &[&WorkerId],
-    candidate: &Candidate,
-) -> Option<Exclusion> {
+/// The worker's pool's used fraction when it may take the seat, else the first reason
+/// it may not.
+fn exclusion<'a>(
+    input: &RouteInput<'a>,
+    pools: &BTreeMap<&'a PoolId, PoolState<'a>>,
+    writers: &[&'a Authored],
+    found_by: &[&'a WorkerId],
+    candidate: &'a Candidate,
+) -> Result<f64, Exclusion<'a>> {
     let seat = input.seat;
     if !candidate.qualifies_for(&seat.id) || !seat.admits(candidate) {
-        return Some(Exclusion::NotQualified);
+        return Err(Exclusion::NotQualified);
     }
     if let Some(tag) = seat.denied_tag(input.tags, &candidate.family) {
-        return Some(Exclusion::PolicyDenied { tag: tag.clone() });
+        return Err(Exclusion::PolicyDenied { tag });
     }
     if let Some(writer) = writers.iter().find(|w| w.family == candidate.family) {
-        return Some(Exclusion::SameFamilyAsWriter {
-            family: writer.family.clone(),
-            writer: writer.worker.clone(),
+        return Err(Exclusion::SameFamilyAsWriter {
+            family: &writer.family,
+            writer: &writer.worker,
         });
     }
     if found_by.contains(&&candidate.id) {
-        return Some(Exclusion::HeldFind);
+        return Err(Exclusion::HeldFind);
     }
     if !candidate.enabled {
-        return Some(Exclusion::Disabled);
+        return Err(Exclusion::Disabled);
     }
-    let Some(state) = pools.get(&candidate.pool) else {
-        return Some(Exclusion::UnknownPool {
-            pool: candidate.pool.clone(),
-        });
+    let pool = &candidate.pool;
+    let Some(state) = pools.get(pool) else {
+        return Err(Exclusion::UnknownPool { pool });
     };
-    if input.benches.pools.contains(&candidate.pool) {
-        return Some(Exclusion::Benched {
-            pool: Some(candidate.pool.clone()),
-        });
+    if input.benches.pools.contains(pool) {
+        return Err(Exclusion::Benched { pool: Some(pool) });
     }
     if input.benches.workers.contains(&candidate.id) {
-        return Some(Exclusion::Benched { pool: None });
+        return Err(Exclusion::Benched { pool: None });
     }
-    let usage = state.usage?;
-    if let Some(until) = usage.exhausted_at(input.now) {
-        return Some(Exclusion::PoolExhausted {
-            pool: candidate.pool.clone(),
-            until,
-        });
+    if let Some(until) = state.usage.and_then(|u| u.exhausted_at(input.now)) {
+        return Err(Exclusion::PoolExhausted { pool, until });
     }
-    let dimension = state.pool.allowance.spent_dimension(usage)?;
-    Some(Exclusion::NoHeadroom {
-        pool: candidate.pool.clone(),
-        dimension,
-        resets_at: state.pool.window.bounds(input.now).ok().map(|(_, end)| end),
-    })
+    match state.spent {
+        None => Ok(state.fraction),
+        Some((dimension, resets_at)) => Err(Exclusion::NoHeadroom {
+            pool,
+            dimension,
+            resets_at,
+        }),
+    }
 }
 
 fn pick(
@@ -329,14 +346,16 @@ fn pick(
 fn reseat_reason(input: &RouteInput<'_>, pin: &Pin, excluded: &[Excluded]) -> PinReason {
     let reason = excluded
         .iter()
-        .find(|e| e.worker == pin.worker)
+        .find(|e| *e.worker == pin.worker)
         .map(|e| &e.reason);
     match reason {
-        Some(Exclusion::Benched { pool: Some(pool) }) => {
-            PinReason::PoolBenched { pool: pool.clone() }
-        }
+        Some(Exclusion::Benched { pool: Some(pool) }) => PinReason::PoolBenched {
+            pool: (*pool).clone(),
+        },
         Some(Exclusion::PoolExhausted { pool, .. } | Exclusion::NoHeadroom { pool, .. }) => {
-            PinReason::PoolExhausted { pool: pool.clone() }
+            PinReason::PoolExhausted {
+                pool: (*pool).clone(),
+            }
         }
         _ => PinReason::ReseatedAtHandoff {
             handoff: input.handoff,

@@ -44,6 +44,30 @@ impl fmt::Display for SeatId {
     }
 }
 
+/// The stations and roles a seat's name starts with (`review` in `review.deep-rounds`,
+/// `judge` on its own): the assembly line's stations (DESIGN.md) plus `lead` and
+/// `judge`. A config that names a seat outside them has a typo: it would configure a
+/// seat no station ever asks for.
+pub const SEAT_GROUPS: &[&str] = &[
+    "discovery",
+    "plan",
+    "lead",
+    "build",
+    "checkpoint",
+    "review",
+    "gate",
+    "merge",
+    "judge",
+];
+
+impl SeatId {
+    /// Whether the name starts with one of `SEAT_GROUPS` (alone, or followed by `.`).
+    pub fn in_known_group(&self) -> bool {
+        let group = self.0.split('.').next().unwrap_or("");
+        SEAT_GROUPS.contains(&group)
+    }
+}
+
 /// The seat that finds a step's checkpoint; `checkpoint.confirm` is never its holder.
 pub const CHECKPOINT_FIND: &str = "checkpoint.find";
 /// The seat that confirms what `checkpoint.find` found.

@@ -77,7 +77,7 @@ impl World {
         }
     }
 
-    fn route(&self) -> Routed {
+    fn route(&self) -> Routed<'_> {
         route(&RouteInput {
             seat: &self.seat,
             phase: "build",
@@ -105,14 +105,14 @@ impl World {
     }
 }
 
-fn picked(routed: &Routed) -> &str {
+fn picked<'r>(routed: &'r Routed<'_>) -> &'r str {
     match &routed.pick {
         Pick::Seated { pin } | Pick::Held { pin } => pin.worker.as_str(),
         Pick::Nobody { question, .. } => panic!("nobody picked: {question}"),
     }
 }
 
-fn reason_for<'r>(routed: &'r Routed, worker: &str) -> &'r Exclusion {
+fn reason_for<'r>(routed: &'r Routed<'_>, worker: &str) -> &'r Exclusion<'r> {
     &routed
         .excluded
         .iter()
@@ -121,7 +121,7 @@ fn reason_for<'r>(routed: &'r Routed, worker: &str) -> &'r Exclusion {
         .reason
 }
 
-fn question(routed: &Routed) -> &str {
+fn question<'r>(routed: &'r Routed<'_>) -> &'r str {
     match &routed.pick {
         Pick::Nobody { question, .. } => question,
         other => panic!("expected nobody, got {other:?}"),
@@ -130,7 +130,8 @@ fn question(routed: &Routed) -> &str {
 
 #[test]
 fn the_coldest_pool_is_picked_and_the_pin_records_every_fraction() {
-    let routed = World::new("lead.build").route();
+    let world = World::new("lead.build");
+    let routed = world.route();
     let Pick::Seated { pin } = &routed.pick else {
         panic!("{routed:?}");
     };
@@ -206,7 +207,7 @@ fn a_seats_narrowing_matches_worker_ids_or_models() {
     // glm by id, opus by model; glm's pool is colder.
     assert_eq!(
         routed.eligible,
-        [WorkerId::new("glm"), WorkerId::new("opus")]
+        [&WorkerId::new("glm"), &WorkerId::new("opus")]
     );
 }
 
@@ -226,9 +227,7 @@ fn a_denied_family_never_sees_a_tagged_step() {
     let routed = world.route();
     assert_eq!(
         reason_for(&routed, "gpt"),
-        &Exclusion::PolicyDenied {
-            tag: "credentials".into()
-        }
+        &Exclusion::PolicyDenied { tag: "credentials" }
     );
     assert_eq!(picked(&routed), "glm");
 }
@@ -249,8 +248,8 @@ fn a_reviewing_seat_never_gets_the_writers_family() {
             assert_eq!(
                 reason_for(&routed, w),
                 &Exclusion::SameFamilyAsWriter {
-                    family: "openai".into(),
-                    writer: WorkerId::new("gpt"),
+                    family: "openai",
+                    writer: &WorkerId::new("gpt"),
                 },
                 "{seat}"
             );
@@ -320,7 +319,7 @@ fn disabled_and_benched_workers_and_benched_pools_are_off_the_floor() {
     assert_eq!(
         reason_for(&routed, "gpt"),
         &Exclusion::Benched {
-            pool: Some(PoolId::new("codex"))
+            pool: Some(&PoolId::new("codex"))
         }
     );
     assert_eq!(picked(&routed), "glm");
@@ -335,7 +334,7 @@ fn an_exhausted_pool_is_out_until_the_reset_it_named() {
     assert_eq!(
         reason_for(&routed, "gpt"),
         &Exclusion::PoolExhausted {
-            pool: PoolId::new("codex"),
+            pool: &PoolId::new("codex"),
             until
         }
     );
@@ -354,7 +353,7 @@ fn a_spent_dimension_leaves_no_headroom_until_the_window_resets() {
     assert_eq!(
         reason_for(&routed, "gpt"),
         &Exclusion::NoHeadroom {
-            pool: PoolId::new("codex"),
+            pool: &PoolId::new("codex"),
             dimension: Dimension::Requests,
             // The default window: next Monday 00:00 UTC.
             resets_at: Some(at("2026-12-07T00:00:00Z")),
@@ -365,7 +364,7 @@ fn a_spent_dimension_leaves_no_headroom_until_the_window_resets() {
     world.usage[1].requests = 19;
     let routed = world.route();
     assert!(routed.excluded.is_empty(), "{routed:?}");
-    assert_eq!(routed.eligible.last(), Some(&WorkerId::new("gpt")));
+    assert_eq!(routed.eligible.last(), Some(&&WorkerId::new("gpt")));
 }
 
 #[test]
@@ -377,7 +376,7 @@ fn a_worker_of_an_unconfigured_pool_is_never_picked() {
     assert_eq!(
         reason_for(&routed, "ghost"),
         &Exclusion::UnknownPool {
-            pool: PoolId::new("nowhere")
+            pool: &PoolId::new("nowhere")
         }
     );
 }

@@ -283,7 +283,7 @@ fn fraction(case: &Case, pool: &PoolId) -> f64 {
     .fold(0.0, f64::max)
 }
 
-fn seated_worker(routed: &Routed) -> Option<&WorkerId> {
+fn seated_worker<'r>(routed: &'r Routed<'_>) -> Option<&'r WorkerId> {
     routed.pin().map(|p| &p.worker)
 }
 
@@ -299,9 +299,9 @@ proptest! {
             .filter(|c| eligible(&case, c))
             .map(|c| &c.id)
             .collect();
-        let got: BTreeSet<&WorkerId> = routed.eligible.iter().collect();
+        let got: BTreeSet<&WorkerId> = routed.eligible.iter().copied().collect();
         prop_assert_eq!(&got, &expected);
-        let excluded: BTreeSet<&WorkerId> = routed.excluded.iter().map(|e| &e.worker).collect();
+        let excluded: BTreeSet<&WorkerId> = routed.excluded.iter().map(|e| e.worker).collect();
         let everyone: BTreeSet<&WorkerId> = case.candidates.iter().map(|c| &c.id).collect();
         prop_assert!(got.is_disjoint(&excluded));
         prop_assert_eq!(got.union(&excluded).copied().collect::<BTreeSet<_>>(), everyone);

@@ -430,6 +430,7 @@ impl Engine {
             lease: session.lease.clone(),
             run_lease: session.run_lease.as_ref().map(|l| l.token.clone()),
             holds: holds.clone(),
+            pool: worker.pool.clone(),
         };
         match self.store.commit_turn(&commit) {
             Ok(seqs) => self.published(&seqs[live..], &commit.events[live..]),

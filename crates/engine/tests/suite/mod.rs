@@ -11,6 +11,7 @@ mod jobs;
 mod judge;
 mod ops;
 mod policy;
+mod pools;
 mod providers;
 mod replay;
 // The gateway suite's wire-format server, shared rather than copied.

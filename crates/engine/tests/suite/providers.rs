@@ -27,7 +27,7 @@ pub(super) fn openai_worker(id: &str, server: &TestServer, max_retries: u32) -> 
     w
 }
 
-fn anthropic_worker(id: &str, server: &TestServer) -> WorkerConfig {
+pub(super) fn anthropic_worker(id: &str, server: &TestServer) -> WorkerConfig {
     let mut w = WorkerConfig::mock(id, "x");
     w.model = "anthropic/claude-sonnet-4-5".into();
     w.family = "anthropic".into();
@@ -115,7 +115,10 @@ pub(super) fn process(dir: &std::path::Path) -> (Arc<dyn baton_store::Store>, En
 }
 
 /// Creates the run of `spec` in a fresh process on `dir` and runs it to its end.
-fn run_in(dir: &std::path::Path, spec: &RunSpec) -> (Arc<dyn baton_store::Store>, RunId, RunEnd) {
+pub(super) fn run_in(
+    dir: &std::path::Path,
+    spec: &RunSpec,
+) -> (Arc<dyn baton_store::Store>, RunId, RunEnd) {
     let (store, engine) = process(dir);
     let id = engine.create_run(spec).unwrap();
     let mut session = engine
@@ -126,7 +129,7 @@ fn run_in(dir: &std::path::Path, spec: &RunSpec) -> (Arc<dyn baton_store::Store>
 }
 
 /// [`run_in`], for a run that must end blocked: its question.
-fn run_blocked(
+pub(super) fn run_blocked(
     dir: &std::path::Path,
     spec: &RunSpec,
 ) -> (Arc<dyn baton_store::Store>, RunId, String) {

@@ -191,6 +191,66 @@ const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER judgements_never_vanish BEFORE DELETE ON judgements
     BEGIN SELECT RAISE(ABORT, 'judgements are append-only'); END;
     "#,
+    // 10: pools. What each committed call spent, counted against the pool its worker
+    // belonged to when the turn was committed (calls from before pools existed count
+    // against none); usage the owner declares for work done outside baton; benches of a
+    // pool or a worker, the latest row per target in force. All append-only: a
+    // correction is a new row, and who benched what stays on record.
+    r#"
+    CREATE TABLE pool_calls (
+        pool             TEXT NOT NULL,
+        run_id           TEXT NOT NULL,
+        turn             INTEGER NOT NULL,
+        call             INTEGER NOT NULL,
+        -- The call's start, engine clock: the window it counts in.
+        at               INTEGER NOT NULL,
+        tokens           INTEGER NOT NULL,
+        cost_micro_usd   INTEGER NOT NULL,
+        requests         INTEGER NOT NULL,
+        -- 1 when the provider said the quota is spent; until the reset it named, or
+        -- (NULL) until the pool's window ends.
+        exhausted        INTEGER NOT NULL,
+        exhausted_until  INTEGER,
+        PRIMARY KEY (run_id, turn, call),
+        FOREIGN KEY (run_id, turn) REFERENCES turns(run_id, turn)
+    ) STRICT;
+    CREATE INDEX pool_calls_by_pool ON pool_calls(pool, at);
+    CREATE TABLE pool_usage (
+        seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+        pool            TEXT NOT NULL,
+        mode            TEXT NOT NULL,
+        at              INTEGER NOT NULL,
+        tokens          INTEGER NOT NULL,
+        cost_micro_usd  INTEGER NOT NULL,
+        requests        INTEGER NOT NULL,
+        note            TEXT NOT NULL,
+        recorded_by     TEXT NOT NULL,
+        recorded_at     INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX pool_usage_by_pool ON pool_usage(pool, at);
+    CREATE TABLE benches (
+        seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+        kind     TEXT NOT NULL,
+        target   TEXT NOT NULL,
+        benched  INTEGER NOT NULL,
+        by       TEXT NOT NULL,
+        at       INTEGER NOT NULL,
+        reason   TEXT
+    ) STRICT;
+    CREATE INDEX benches_by_target ON benches(kind, target, seq);
+    CREATE TRIGGER pool_calls_never_change BEFORE UPDATE ON pool_calls
+    BEGIN SELECT RAISE(ABORT, 'pool usage is append-only'); END;
+    CREATE TRIGGER pool_calls_never_vanish BEFORE DELETE ON pool_calls
+    BEGIN SELECT RAISE(ABORT, 'pool usage is append-only'); END;
+    CREATE TRIGGER pool_usage_never_change BEFORE UPDATE ON pool_usage
+    BEGIN SELECT RAISE(ABORT, 'pool usage is append-only'); END;
+    CREATE TRIGGER pool_usage_never_vanish BEFORE DELETE ON pool_usage
+    BEGIN SELECT RAISE(ABORT, 'pool usage is append-only'); END;
+    CREATE TRIGGER benches_never_change BEFORE UPDATE ON benches
+    BEGIN SELECT RAISE(ABORT, 'benches are append-only'); END;
+    CREATE TRIGGER benches_never_vanish BEFORE DELETE ON benches
+    BEGIN SELECT RAISE(ABORT, 'benches are append-only'); END;
+    "#,
 ];
 
 /// The schema version this build writes.
@@ -244,6 +304,57 @@ mod tests {
                 if found == SCHEMA_VERSION + 1 && supported == SCHEMA_VERSION),
             "{err:?}"
         );
+    }
+
+    /// A database of schema 9 (before pools) is upgraded to 10: its runs and turns are
+    /// kept, its old calls count against no pool (none was recorded for them), and the
+    /// new tables take rows and refuse to change them.
+    #[test]
+    fn a_schema_9_database_is_upgraded_to_pools() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        for sql in &MIGRATIONS[..9] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 9).unwrap();
+        conn.execute_batch(
+            "INSERT INTO runs (id, objective, status, turns, created_at, updated_at, config, header)
+             VALUES ('a', 'o', 'active', 1, 1, 1, '{}', '{}');
+             INSERT INTO turns (run_id, turn, worker, model, status, started_at, finished_at, record)
+             VALUES ('a', 0, 'w', 'm', 'committed', 1, 2, '{}');",
+        )
+        .unwrap();
+        migrate(&mut conn).unwrap();
+        assert_eq!(user_version(&conn).unwrap(), 10);
+        let count = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+        assert_eq!(count("SELECT count(*) FROM turns"), 1);
+        assert_eq!(count("SELECT count(*) FROM pool_calls"), 0);
+        conn.execute_batch(
+            "INSERT INTO pool_calls (pool, run_id, turn, call, at, tokens, cost_micro_usd,
+                                     requests, exhausted, exhausted_until)
+             VALUES ('claude', 'a', 0, 0, 1, 10, 0, 1, 0, NULL);
+             INSERT INTO pool_usage (pool, mode, at, tokens, cost_micro_usd, requests, note,
+                                     recorded_by, recorded_at)
+             VALUES ('claude', 'add', 1, 1, 1, 1, '', 'ada', 1);
+             INSERT INTO benches (kind, target, benched, by, at) VALUES ('pool', 'claude', 1, 'ada', 1);",
+        )
+        .unwrap();
+        // A call row must belong to a committed turn.
+        assert!(
+            conn.execute_batch(
+                "INSERT INTO pool_calls (pool, run_id, turn, call, at, tokens, cost_micro_usd,
+                                         requests, exhausted) VALUES ('c', 'a', 7, 0, 1, 1, 1, 1, 0)"
+            )
+            .is_err()
+        );
+        for table in ["pool_calls", "pool_usage", "benches"] {
+            for sql in [
+                format!("UPDATE {table} SET at = 5"),
+                format!("DELETE FROM {table}"),
+            ] {
+                let err = conn.execute(&sql, []).unwrap_err().to_string();
+                assert!(err.contains("append-only"), "{sql}: {err}");
+            }
+        }
     }
 
     /// A database written before events had per-run numbers: its rows are numbered in

@@ -12,6 +12,7 @@ mod cancel;
 mod jobs;
 mod migrations;
 mod open;
+mod pools;
 mod read;
 mod write;
 
@@ -66,7 +67,7 @@ pub(crate) fn fail<T>(e: Error) -> Result<T> {
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Distinct statements the store prepares; the cache must hold them all to stay warm.
-const STATEMENT_CACHE: usize = 64;
+const STATEMENT_CACHE: usize = 80;
 
 /// The SQLite store. `Send + Sync`; share it as `Arc<dyn Store>`.
 pub struct SqliteStore {
@@ -496,6 +497,34 @@ impl Store for SqliteStore {
 
     fn clear_cancel(&self, target: &crate::CancelTarget) -> crate::Result<()> {
         self.write("clear_cancel", |tx| cancel::clear(tx, target))
+    }
+
+    fn pool_usage(
+        &self,
+        pool: &baton_core::router::PoolId,
+        start: Timestamp,
+        end: Timestamp,
+    ) -> crate::Result<baton_core::router::PoolUsage> {
+        self.read("pool_usage", |conn| pools::usage(conn, pool, start, end))
+    }
+
+    fn record_usage(&self, usage: &crate::ManualUsage) -> crate::Result<()> {
+        self.write("record_usage", |tx| pools::record_usage(tx, usage))
+    }
+
+    fn declared_usage(
+        &self,
+        pool: &baton_core::router::PoolId,
+    ) -> crate::Result<Vec<crate::ManualUsage>> {
+        self.read("declared_usage", |conn| pools::declared_usage(conn, pool))
+    }
+
+    fn set_bench(&self, change: &crate::BenchChange) -> crate::Result<crate::BenchOutcome> {
+        self.write("set_bench", |tx| pools::set_bench(tx, change))
+    }
+
+    fn benches(&self) -> crate::Result<Vec<crate::Bench>> {
+        self.read("benches", pools::benches)
     }
 }
 

@@ -228,6 +228,9 @@ pub(super) fn commit_turn(tx: &Transaction<'_>, turn: &EncodedTurn<'_>) -> Resul
     }
 
     put_holds(tx, run, &commit.holds)?;
+    if let Some(pool) = &commit.pool {
+        super::pools::insert_calls(tx, pool, rec)?;
+    }
     insert_events(tx, &turn.events)
 }
 

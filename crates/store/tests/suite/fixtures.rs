@@ -159,6 +159,7 @@ pub fn next_turn(before: &ExecutionState) -> (ExecutionState, TurnCommit) {
         lease: None,
         run_lease: None,
         holds: Vec::new(),
+        pool: None,
     };
     (after, commit)
 }

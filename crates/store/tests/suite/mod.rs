@@ -8,6 +8,7 @@
 pub mod conformance;
 pub mod fixtures;
 pub mod jobs;
+pub mod pools;
 mod sqlite;
 
 use baton_core::ids::RunId;
@@ -169,6 +170,30 @@ macro_rules! conformance_tests {
             $crate::suite::jobs::job_runs_are_created_with_their_link_and_jobs_are_released_and_requeued(
                 $new.store(),
             );
+        }
+        #[test]
+        fn pool_usage_sums_the_calls_of_its_workers_in_the_window() {
+            $crate::suite::pools::pool_usage_sums_the_calls_of_its_workers_in_the_window(&$new);
+        }
+        #[test]
+        fn a_refused_turn_counts_nothing_against_its_pool() {
+            $crate::suite::pools::a_refused_turn_counts_nothing(&$new);
+        }
+        #[test]
+        fn declared_usage_adds_and_a_set_replaces_what_came_before_it() {
+            $crate::suite::pools::declared_usage_adds_and_a_set_replaces_what_came_before_it(
+                $new.store(),
+            );
+        }
+        #[test]
+        fn a_spent_quota_marks_its_pool_exhausted_until_the_reset() {
+            $crate::suite::pools::a_spent_quota_marks_its_pool_exhausted_until_the_reset(
+                $new.store(),
+            );
+        }
+        #[test]
+        fn benches_record_who_and_when_and_unbench_puts_back() {
+            $crate::suite::pools::benches_record_who_and_when_and_unbench_puts_back(&$new);
         }
         #[test]
         fn cancel_requests_stop_the_lease_they_name_and_no_other() {

@@ -1,0 +1,129 @@
+//! Pools in the store: what their workers' calls spent, usage the owner declares for
+//! work done outside baton, and benches. The store sums; the router (core) decides.
+
+use std::fmt;
+
+use baton_core::ids::{Timestamp, WorkerId};
+use baton_core::router::{Benches, PoolId};
+use serde::{Deserialize, Serialize};
+
+/// What the owner takes off the floor.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "id", rename_all = "snake_case")]
+pub enum BenchTarget {
+    Pool(PoolId),
+    Worker(WorkerId),
+}
+
+impl BenchTarget {
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            BenchTarget::Pool(_) => "pool",
+            BenchTarget::Worker(_) => "worker",
+        }
+    }
+
+    pub(crate) fn id(&self) -> &str {
+        match self {
+            BenchTarget::Pool(p) => p.as_str(),
+            BenchTarget::Worker(w) => w.as_str(),
+        }
+    }
+}
+
+impl fmt::Display for BenchTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.kind(), self.id())
+    }
+}
+
+/// A bench or an unbench, as the owner asked it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BenchChange {
+    pub target: BenchTarget,
+    /// `true` benches, `false` puts it back on the floor.
+    pub benched: bool,
+    /// Who asked (a user name, or `baton` for the engine's own changes).
+    pub by: String,
+    pub at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Whether a `BenchChange` changed anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BenchOutcome {
+    Changed,
+    /// Already benched (or already on the floor): nothing was recorded.
+    Unchanged,
+}
+
+/// A bench in force: who benched what, when and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bench {
+    pub target: BenchTarget,
+    pub by: String,
+    pub at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// The router's view of the benches in force.
+pub fn bench_set(benches: &[Bench]) -> Benches {
+    let mut set = Benches::default();
+    for bench in benches {
+        match &bench.target {
+            BenchTarget::Pool(pool) => set.pools.insert(pool.clone()),
+            BenchTarget::Worker(worker) => set.workers.insert(worker.clone()),
+        };
+    }
+    set
+}
+
+/// How a declared usage row counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UsageMode {
+    /// Work done outside baton: added to what the pool used in the window holding `at`.
+    Add,
+    /// What the provider's own dashboard says the pool used in its window as of `at`:
+    /// it replaces every call and declared row before `at` in that window (the
+    /// dashboard counted them), and what comes from `at` on is added to it.
+    Set,
+}
+
+impl UsageMode {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            UsageMode::Add => "add",
+            UsageMode::Set => "set",
+        }
+    }
+
+    pub(crate) fn parse(text: &str) -> Option<UsageMode> {
+        match text {
+            "add" => Some(UsageMode::Add),
+            "set" => Some(UsageMode::Set),
+            _ => None,
+        }
+    }
+}
+
+/// Usage the owner declares for a pool (imported, or set by hand). Append-only: a
+/// correction is a new row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManualUsage {
+    pub pool: PoolId,
+    pub mode: UsageMode,
+    /// When the work was done (`Add`) or the dashboard read (`Set`).
+    pub at: Timestamp,
+    pub tokens: u64,
+    pub cost_micro_usd: u64,
+    pub requests: u64,
+    /// Where the numbers come from, in the owner's words.
+    #[serde(default)]
+    pub note: String,
+    pub recorded_by: String,
+    pub recorded_at: Timestamp,
+}

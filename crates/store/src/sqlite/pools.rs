@@ -1,0 +1,230 @@
+//! Pools: per-call spend written with its turn, declared usage, benches; and the sums
+//! that make a pool's usage in a window.
+
+use baton_core::ids::{Timestamp, WorkerId};
+use baton_core::router::{CallSpend, PoolId, PoolUsage};
+use baton_core::turn::TurnRecord;
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
+
+use super::Result;
+use crate::Error;
+use crate::pools::{Bench, BenchChange, BenchOutcome, BenchTarget, ManualUsage, UsageMode};
+
+/// SQLite integers are i64; a spend or a count beyond that is clamped, not wrapped.
+fn int(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn count(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+/// Counts every call of `record` against `pool`, in the turn's transaction.
+pub(super) fn insert_calls(tx: &Transaction<'_>, pool: &PoolId, record: &TurnRecord) -> Result<()> {
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO pool_calls (pool, run_id, turn, call, at, tokens, cost_micro_usd, requests,
+                                 exhausted, exhausted_until)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?;
+    for (i, call) in record.calls.iter().enumerate() {
+        let spend = CallSpend::of(call);
+        insert.execute(params![
+            pool.as_str(),
+            record.run_id.0,
+            record.turn,
+            i as u32,
+            call.started_at.0,
+            int(spend.tokens),
+            int(spend.cost_micro_usd),
+            int(spend.requests),
+            spend.exhausted,
+            spend.exhausted_until.map(|t| t.0),
+        ])?;
+    }
+    Ok(())
+}
+
+/// Sums of (tokens, micro-dollars, requests).
+type Sums = (i64, i64, i64);
+
+/// `pool`'s usage in the window `[start, end)`. See `Store::pool_usage`.
+pub(super) fn usage(
+    conn: &Connection,
+    pool: &PoolId,
+    start: Timestamp,
+    end: Timestamp,
+) -> Result<PoolUsage> {
+    let (start, end) = (start.0, end.0);
+    let set: Option<(i64, i64, i64, i64)> = conn
+        .prepare_cached(
+            "SELECT at, tokens, cost_micro_usd, requests FROM pool_usage
+             WHERE pool = ?1 AND mode = 'set' AND at >= ?2 AND at < ?3
+             ORDER BY at DESC, seq DESC LIMIT 1",
+        )?
+        .query_row(params![pool.as_str(), start, end], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })
+        .optional()?;
+    // A dashboard reading counts everything before it; only what follows is added.
+    let (from, base) = match set {
+        Some((at, tokens, usd, requests)) => (at, (tokens, usd, requests)),
+        None => (start, (0, 0, 0)),
+    };
+    let sums = |sql: &str| -> Result<Sums> {
+        Ok(conn
+            .prepare_cached(sql)?
+            .query_row(params![pool.as_str(), from, end], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?)
+    };
+    let calls = sums(
+        "SELECT coalesce(sum(tokens), 0), coalesce(sum(cost_micro_usd), 0), coalesce(sum(requests), 0)
+         FROM pool_calls WHERE pool = ?1 AND at >= ?2 AND at < ?3",
+    )?;
+    let added = sums(
+        "SELECT coalesce(sum(tokens), 0), coalesce(sum(cost_micro_usd), 0), coalesce(sum(requests), 0)
+         FROM pool_usage WHERE pool = ?1 AND mode = 'add' AND at >= ?2 AND at < ?3",
+    )?;
+    let total = |pick: fn(Sums) -> i64| {
+        count(
+            pick(base)
+                .saturating_add(pick(calls))
+                .saturating_add(pick(added)),
+        )
+    };
+    // A mark made in an earlier window still holds while its named reset is ahead; one
+    // that named no reset holds to the end of the window it was made in.
+    let exhausted_until: Option<i64> = conn
+        .prepare_cached(
+            "SELECT max(coalesce(exhausted_until, ?3)) FROM pool_calls
+             WHERE pool = ?1 AND exhausted = 1 AND at < ?3
+               AND ((exhausted_until IS NOT NULL AND exhausted_until > ?2)
+                    OR (exhausted_until IS NULL AND at >= ?2))",
+        )?
+        .query_row(params![pool.as_str(), start, end], |r| r.get(0))?;
+    Ok(PoolUsage {
+        pool: pool.clone(),
+        tokens: total(|s| s.0),
+        usd: total(|s| s.1) as f64 / 1_000_000.0,
+        requests: total(|s| s.2),
+        exhausted_until: exhausted_until.map(Timestamp),
+    })
+}
+
+pub(super) fn record_usage(tx: &Transaction<'_>, usage: &ManualUsage) -> Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO pool_usage (pool, mode, at, tokens, cost_micro_usd, requests, note,
+                                 recorded_by, recorded_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        usage.pool.as_str(),
+        usage.mode.as_str(),
+        usage.at.0,
+        int(usage.tokens),
+        int(usage.cost_micro_usd),
+        int(usage.requests),
+        usage.note,
+        usage.recorded_by,
+        usage.recorded_at.0,
+    ])?;
+    Ok(())
+}
+
+/// Every usage row declared for `pool`, oldest first.
+pub(super) fn declared_usage(conn: &Connection, pool: &PoolId) -> Result<Vec<ManualUsage>> {
+    let mut select = conn.prepare_cached(
+        "SELECT mode, at, tokens, cost_micro_usd, requests, note, recorded_by, recorded_at
+         FROM pool_usage WHERE pool = ?1 ORDER BY seq",
+    )?;
+    let rows = select.query_map([pool.as_str()], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            ManualUsage {
+                pool: pool.clone(),
+                mode: UsageMode::Add,
+                at: Timestamp(r.get(1)?),
+                tokens: count(r.get(2)?),
+                cost_micro_usd: count(r.get(3)?),
+                requests: count(r.get(4)?),
+                note: r.get(5)?,
+                recorded_by: r.get(6)?,
+                recorded_at: Timestamp(r.get(7)?),
+            },
+        ))
+    })?;
+    rows.map(|row| {
+        let (mode, usage) = row?;
+        let mode = UsageMode::parse(&mode).ok_or_else(|| Error::Corrupt {
+            what: format!("usage declared for pool {pool}"),
+            detail: format!("unknown mode {mode:?}"),
+        })?;
+        Ok(ManualUsage { mode, ..usage })
+    })
+    .collect()
+}
+
+pub(super) fn set_bench(tx: &Transaction<'_>, change: &BenchChange) -> Result<BenchOutcome> {
+    let target = &change.target;
+    let benched: Option<bool> = tx
+        .prepare_cached(
+            "SELECT benched FROM benches WHERE kind = ?1 AND target = ?2 ORDER BY seq DESC LIMIT 1",
+        )?
+        .query_row(params![target.kind(), target.id()], |r| r.get(0))
+        .optional()?;
+    if benched.unwrap_or(false) == change.benched {
+        return Ok(BenchOutcome::Unchanged);
+    }
+    tx.prepare_cached(
+        "INSERT INTO benches (kind, target, benched, by, at, reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(params![
+        target.kind(),
+        target.id(),
+        change.benched,
+        change.by,
+        change.at.0,
+        change.reason,
+    ])?;
+    Ok(BenchOutcome::Changed)
+}
+
+/// The benches in force: each target whose latest row benches it, pools first, by id.
+pub(super) fn benches(conn: &Connection) -> Result<Vec<Bench>> {
+    let mut select = conn.prepare_cached(
+        "SELECT kind, target, by, at, reason FROM benches b
+         WHERE benched = 1
+           AND seq = (SELECT max(seq) FROM benches l WHERE l.kind = b.kind AND l.target = b.target)
+         ORDER BY kind, target",
+    )?;
+    let rows = select.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, i64>(3)?,
+            r.get::<_, Option<String>>(4)?,
+        ))
+    })?;
+    rows.map(|row| {
+        let (kind, id, by, at, reason) = row?;
+        let target = match kind.as_str() {
+            "pool" => BenchTarget::Pool(PoolId::new(id)),
+            "worker" => BenchTarget::Worker(WorkerId::new(id)),
+            _ => {
+                return Err(Error::Corrupt {
+                    what: format!("bench of {id}"),
+                    detail: format!("unknown kind {kind:?}"),
+                }
+                .into());
+            }
+        };
+        Ok(Bench {
+            target,
+            by,
+            at: Timestamp(at),
+            reason,
+        })
+    })
+    .collect()
+}

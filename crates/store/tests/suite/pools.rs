@@ -1,0 +1,264 @@
+//! Pools in the store: spend counted against the pool of the turn's worker, declared
+//! usage, exhaustion marks from spent quotas, benches.
+
+use baton_core::ErrorClass;
+use baton_core::ids::{Timestamp, WorkerId};
+use baton_core::router::{PoolId, PoolUsage};
+use baton_core::state::ExecutionState;
+use baton_core::turn::ReportedUsage;
+use baton_store::{
+    BenchChange, BenchOutcome, BenchTarget, ManualUsage, Store, UsageMode, bench_set,
+};
+
+use super::Backend;
+use super::fixtures::{self, T0};
+
+const HOUR: i64 = 3_600_000;
+
+fn pool(id: &str) -> PoolId {
+    PoolId::new(id)
+}
+
+/// Commits the next turn of `state` with its worker in `pool` (or none), each call
+/// reporting `tokens` (input 3/4, output 1/4) at `micro_usd`.
+fn commit(
+    store: &dyn Store,
+    state: &ExecutionState,
+    in_pool: Option<&str>,
+    tokens: u64,
+    micro_usd: u64,
+) -> ExecutionState {
+    let (after, mut commit) = fixtures::next_turn(state);
+    for call in &mut commit.record.calls {
+        call.usage = Some(ReportedUsage {
+            input_tokens: tokens * 3 / 4,
+            output_tokens: tokens / 4,
+            cached_tokens: 0,
+        });
+        call.cost_micro_usd = Some(micro_usd);
+    }
+    commit.pool = in_pool.map(pool);
+    store.commit_turn(&commit).unwrap();
+    after
+}
+
+fn usage(store: &dyn Store, id: &str, start: i64, end: i64) -> PoolUsage {
+    store
+        .pool_usage(&pool(id), Timestamp(start), Timestamp(end))
+        .unwrap()
+}
+
+/// Every call of a turn counts against the pool its worker was in, in the window its
+/// start falls in; other pools and pool-less turns count against nothing.
+pub fn pool_usage_sums_the_calls_of_its_workers_in_the_window(backend: &dyn Backend) {
+    let store = backend.store();
+    let state = fixtures::create(store, "run-1", T0);
+    // Turns 0 and 2 in claude, 1 in codex, 3 in none; two calls each.
+    let state = commit(store, &state, Some("claude"), 1_000, 2_500);
+    let state = commit(store, &state, Some("codex"), 400, 100);
+    let state = commit(store, &state, Some("claude"), 2_000, 1_500_000);
+    commit(store, &state, None, 9_999, 9_999);
+
+    let claude = usage(store, "claude", T0, T0 + HOUR);
+    assert_eq!(claude.tokens, 2 * 1_000 + 2 * 2_000);
+    assert_eq!(claude.requests, 4);
+    assert!(
+        (claude.usd - 2.0 * (0.0025 + 1.5)).abs() < 1e-9,
+        "{}",
+        claude.usd
+    );
+    assert_eq!(claude.exhausted_until, None);
+    let codex = usage(store, "codex", T0, T0 + HOUR);
+    assert_eq!((codex.tokens, codex.requests), (800, 2));
+    // Turn 2 starts at T0 + 2000: a window ending there holds turns 0 and 1 only.
+    assert_eq!(usage(store, "claude", T0, T0 + 2_000).tokens, 2_000);
+    assert_eq!(usage(store, "claude", T0 + HOUR, T0 + 2 * HOUR).tokens, 0);
+    // A pool nobody used reads as nothing used, and another process reads the same.
+    assert_eq!(
+        usage(store, "glm", T0, T0 + HOUR),
+        PoolUsage::none(pool("glm"))
+    );
+    let other = backend.reopen();
+    assert_eq!(usage(other.as_ref(), "claude", T0, T0 + HOUR), claude);
+}
+
+/// A turn that is refused (fenced off) counts nothing against its pool.
+pub fn a_refused_turn_counts_nothing(backend: &dyn Backend) {
+    let store = backend.store();
+    let state = fixtures::create(store, "run-1", T0);
+    let (_, mut first) = fixtures::next_turn(&state);
+    first.pool = Some(pool("claude"));
+    store.commit_turn(&first).unwrap();
+    let before = usage(store, "claude", T0, T0 + HOUR);
+    assert_eq!(before.requests, 2);
+    assert!(store.commit_turn(&first).is_err());
+    assert_eq!(usage(store, "claude", T0, T0 + HOUR), before);
+}
+
+fn declared(id: &str, mode: UsageMode, at: i64, tokens: u64, micro_usd: u64) -> ManualUsage {
+    ManualUsage {
+        pool: pool(id),
+        mode,
+        at: Timestamp(at),
+        tokens,
+        cost_micro_usd: micro_usd,
+        requests: 1,
+        note: "from the provider's dashboard".into(),
+        recorded_by: "ada".into(),
+        recorded_at: Timestamp(at + 5),
+    }
+}
+
+/// Declared usage adds to the calls; a `Set` replaces everything before it in its
+/// window (the dashboard counted it) and what comes after is added to it.
+pub fn declared_usage_adds_and_a_set_replaces_what_came_before_it(store: &dyn Store) {
+    let state = fixtures::create(store, "run-1", T0);
+    let state = commit(store, &state, Some("claude"), 1_000, 0); // T0, T0+100
+    store
+        .record_usage(&declared("claude", UsageMode::Add, T0 + 500, 300, 40))
+        .unwrap();
+    assert_eq!(usage(store, "claude", T0, T0 + HOUR).tokens, 2_300);
+    // The dashboard says 50,000 as of T0 + 800; turn 1 (T0 + 1000) comes after.
+    store
+        .record_usage(&declared(
+            "claude",
+            UsageMode::Set,
+            T0 + 800,
+            50_000,
+            7_000_000,
+        ))
+        .unwrap();
+    commit(store, &state, Some("claude"), 8, 1_000);
+    store
+        .record_usage(&declared("claude", UsageMode::Add, T0 + 1_500, 5, 0))
+        .unwrap();
+    let used = usage(store, "claude", T0, T0 + HOUR);
+    assert_eq!(used.tokens, 50_000 + 2 * 8 + 5);
+    assert_eq!(used.requests, 1 + 2 + 1);
+    assert!((used.usd - 7.002).abs() < 1e-9, "{}", used.usd);
+    // Work declared for another window, or another pool, is not counted here.
+    store
+        .record_usage(&declared("claude", UsageMode::Add, T0 + HOUR, 1, 0))
+        .unwrap();
+    store
+        .record_usage(&declared("codex", UsageMode::Add, T0 + 10, 1, 0))
+        .unwrap();
+    assert_eq!(usage(store, "claude", T0, T0 + HOUR), used);
+    // A set in the next window starts that window afresh.
+    assert_eq!(usage(store, "claude", T0 + HOUR, T0 + 2 * HOUR).tokens, 1);
+    let rows = store.declared_usage(&pool("claude")).unwrap();
+    assert_eq!(
+        rows.iter().map(|r| (r.mode, r.tokens)).collect::<Vec<_>>(),
+        [
+            (UsageMode::Add, 300),
+            (UsageMode::Set, 50_000),
+            (UsageMode::Add, 5),
+            (UsageMode::Add, 1)
+        ]
+    );
+    assert_eq!(rows[1].recorded_by, "ada");
+}
+
+/// A call whose provider said the quota is spent marks its pool exhausted until the
+/// reset it named; with no reset named (Gemini's per-day quota), until the end of the
+/// window the mark was made in.
+pub fn a_spent_quota_marks_its_pool_exhausted_until_the_reset(store: &dyn Store) {
+    let state = fixtures::create(store, "run-1", T0);
+    let spent = |state: &ExecutionState, id: &str, reset: Option<i64>| {
+        let (after, mut commit) = fixtures::next_turn(state);
+        let call = &mut commit.record.calls[0];
+        call.error_class = Some(ErrorClass::QuotaExhausted);
+        call.quota_reset_at = reset.map(Timestamp);
+        commit.pool = Some(pool(id));
+        store.commit_turn(&commit).unwrap();
+        after
+    };
+    // Turn 0 (T0): claude's quota is back at T0 + 30 h.
+    let state = spent(&state, "claude", Some(T0 + 30 * HOUR));
+    // Turn 1 (T0 + 1000): gemini's per-day quota, no reset named.
+    let state = spent(&state, "gemini", None);
+    commit(store, &state, Some("codex"), 10, 0);
+
+    let day = 24 * HOUR;
+    let claude = usage(store, "claude", T0, T0 + day);
+    assert_eq!(claude.exhausted_until, Some(Timestamp(T0 + 30 * HOUR)));
+    // The next window still sees a mark whose reset lies in it, but not a later one.
+    assert_eq!(
+        usage(store, "claude", T0 + day, T0 + 2 * day).exhausted_until,
+        Some(Timestamp(T0 + 30 * HOUR))
+    );
+    assert_eq!(
+        usage(store, "claude", T0 + 2 * day, T0 + 3 * day).exhausted_until,
+        None
+    );
+    assert_eq!(
+        usage(store, "gemini", T0, T0 + day).exhausted_until,
+        Some(Timestamp(T0 + day))
+    );
+    assert_eq!(
+        usage(store, "gemini", T0 + day, T0 + 2 * day).exhausted_until,
+        None
+    );
+    assert_eq!(usage(store, "codex", T0, T0 + day).exhausted_until, None);
+    // The router reads the mark at its own clock.
+    assert!(claude.exhausted_at(Timestamp(T0 + HOUR)).is_some());
+    assert!(claude.exhausted_at(Timestamp(T0 + 30 * HOUR)).is_none());
+}
+
+/// Benches record who and when; benching twice records once; unbenching puts the
+/// target back, and the history of a re-bench names the latest bench.
+pub fn benches_record_who_and_when_and_unbench_puts_back(backend: &dyn Backend) {
+    let store = backend.store();
+    let change = |target: BenchTarget, benched: bool, by: &str, at: i64| BenchChange {
+        target,
+        benched,
+        by: by.into(),
+        at: Timestamp(at),
+        reason: benched.then(|| format!("{by} said so")),
+    };
+    let codex = || BenchTarget::Pool(pool("codex"));
+    let gpt = || BenchTarget::Worker(WorkerId::new("gpt-5"));
+    assert!(store.benches().unwrap().is_empty());
+    assert_eq!(
+        store.set_bench(&change(codex(), false, "ada", 1)).unwrap(),
+        BenchOutcome::Unchanged
+    );
+    assert_eq!(
+        store.set_bench(&change(codex(), true, "ada", 2)).unwrap(),
+        BenchOutcome::Changed
+    );
+    assert_eq!(
+        store.set_bench(&change(codex(), true, "bob", 3)).unwrap(),
+        BenchOutcome::Unchanged
+    );
+    store.set_bench(&change(gpt(), true, "bob", 4)).unwrap();
+    let benches = backend.reopen().benches().unwrap();
+    assert_eq!(benches.len(), 2);
+    assert_eq!(benches[0].target, codex());
+    assert_eq!(
+        (benches[0].by.as_str(), benches[0].at),
+        ("ada", Timestamp(2))
+    );
+    assert_eq!(benches[0].reason.as_deref(), Some("ada said so"));
+    assert_eq!(benches[1].target, gpt());
+    let set = bench_set(&benches);
+    assert!(set.pools.contains(&pool("codex")) && set.workers.contains(&WorkerId::new("gpt-5")));
+
+    assert_eq!(
+        store.set_bench(&change(codex(), false, "bob", 5)).unwrap(),
+        BenchOutcome::Changed
+    );
+    store.set_bench(&change(gpt(), false, "bob", 6)).unwrap();
+    store.set_bench(&change(gpt(), true, "cy", 7)).unwrap();
+    let benches = store.benches().unwrap();
+    assert_eq!(benches.len(), 1);
+    assert_eq!(
+        (benches[0].target.clone(), benches[0].by.as_str()),
+        (gpt(), "cy")
+    );
+    // A pool and a worker with the same name are different targets.
+    store
+        .set_bench(&change(BenchTarget::Pool(pool("gpt-5")), true, "cy", 8))
+        .unwrap();
+    assert_eq!(store.benches().unwrap().len(), 2);
+}
