@@ -4,7 +4,9 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::{Likeness, RESTATEMENT_THRESHOLD, TermQuery, guarded, normalize, similarity, terms};
+use super::{
+    Likeness, RESTATEMENT_THRESHOLD, SubQuery, TermQuery, guarded, normalize, similarity, terms,
+};
 
 /// The assignment as the compiler scores records against it: the task and the objective
 /// together (relevance), and the task alone (which failed attempts are in its area).
@@ -12,6 +14,8 @@ use super::{Likeness, RESTATEMENT_THRESHOLD, TermQuery, guarded, normalize, simi
 pub struct AssignmentQuery {
     pub all: TermQuery,
     pub task: TermQuery,
+    /// `task` as a part of `all`, for counting both overlaps in one scan.
+    pub task_in_all: SubQuery,
 }
 
 /// The term sets of a state's records, and their overlap with the last assignment,
@@ -67,9 +71,12 @@ impl ScoringCache {
         {
             return query.clone();
         }
+        let all = TermQuery::new(&[task, objective]);
+        let task_only = TermQuery::new(&[task]);
         let query = Arc::new(AssignmentQuery {
-            all: TermQuery::new(&[task, objective]),
-            task: TermQuery::new(&[task]),
+            task_in_all: all.sub_query(&task_only),
+            all,
+            task: task_only,
         });
         *cached = Some((task.to_string(), objective.to_string(), query.clone()));
         query
@@ -129,7 +136,7 @@ impl ScoringCacheGuard<'_> {
     /// A fresh process's first compile scores every record of the state, and building a
     /// term set per record made it 20 times slower than the next compile of a 10,000-item
     /// state. So a record never scored before is scanned once against the query
-    /// (`TermQuery::overlap_within`: only words whose prefix a query term has are
+    /// (`TermQuery::overlap_in`: only words whose prefix a query term has are
     /// hashed), and only one scored again under another query (the next step's) gets
     /// its term set built, which every later query then intersects cheaply. The same
     /// query and stamp again reuse the overlaps.
@@ -161,7 +168,7 @@ impl ScoringCacheGuard<'_> {
             let terms = self.terms(kind, index, stamp, texts);
             (query.all.shared(terms), query.task.shared(terms))
         } else {
-            query.all.overlap_within(texts, &query.task)
+            query.all.overlap_in(texts, &query.task_in_all)
         };
         *slot(&mut self.slots.overlaps, kind, index) = Some(CachedOverlap {
             generation,
