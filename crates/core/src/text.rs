@@ -43,25 +43,54 @@ const STOPWORDS: &[&str] = &[
 /// cannot both match, so list order is kept) because this runs for every word the
 /// compiler scores.
 fn stem(word: &[u8]) -> &[u8] {
-    &word[..word.len() - suffix_len(word, word.len())]
+    &word[..word.len() - suffix_len(last_bytes(word, 0), word.len())]
 }
 
-/// The length of the suffix `stem` cuts off a word of `n` bytes that ends with `tail`
-/// (lower-case, at least the word's last six bytes or all of them).
-fn suffix_len(tail: &[u8], n: usize) -> usize {
-    let ends = |suffix: &[u8]| n > suffix.len() + 3 && tail.ends_with(suffix);
-    match tail.last() {
-        Some(b's') => [&b"ations"[..], b"ings", b"ies", b"es", b"s"]
-            .into_iter()
-            .find(|s| ends(s))
-            .map_or(0, <[u8]>::len),
-        Some(b'n') if ends(b"ation") => 5,
-        Some(b'g') if ends(b"ing") => 3,
-        Some(b'd') => [&b"ied"[..], b"ed"]
-            .into_iter()
-            .find(|s| ends(s))
-            .map_or(0, <[u8]>::len),
-        Some(b'e') if ends(b"e") => 1,
+/// The last eight bytes of `word` (all of them when it is shorter), each or-ed with
+/// `set`, the last one lowest: the form `suffix_len` reads, so that a suffix test is one
+/// mask and compare.
+#[inline]
+fn last_bytes(word: &[u8], set: u8) -> u64 {
+    match word.last_chunk::<8>() {
+        Some(last) => u64::from_be_bytes(*last) | (u64::from(set) * 0x0101_0101_0101_0101),
+        None => word.iter().fold(0, |x, &b| x << 8 | u64::from(b | set)),
+    }
+}
+
+/// A suffix as `last_bytes` has it: its bytes, the mask of its length, its length.
+type Suffix = (u64, u64, usize);
+
+const fn suffix(s: &[u8]) -> Suffix {
+    let (mut bytes, mut i) = (0u64, 0);
+    while i < s.len() {
+        bytes = bytes << 8 | s[i] as u64;
+        i += 1;
+    }
+    (bytes, (1 << (8 * s.len())) - 1, s.len())
+}
+
+/// The length of the suffix `stem` cuts off a word of `n` bytes whose `last_bytes`,
+/// lower-case, are `last`.
+#[inline]
+fn suffix_len(last: u64, n: usize) -> usize {
+    const ATIONS: Suffix = suffix(b"ations");
+    const ATION: Suffix = suffix(b"ation");
+    const INGS: Suffix = suffix(b"ings");
+    const ING: Suffix = suffix(b"ing");
+    const IES: Suffix = suffix(b"ies");
+    const IED: Suffix = suffix(b"ied");
+    const ED: Suffix = suffix(b"ed");
+    const ES: Suffix = suffix(b"es");
+    const S: Suffix = suffix(b"s");
+    const E: Suffix = suffix(b"e");
+    let ends = |(bytes, mask, len): Suffix| n > len + 3 && last & mask == bytes;
+    let first = |suffixes: &[Suffix]| suffixes.iter().find(|&&s| ends(s)).map_or(0, |s| s.2);
+    match last as u8 {
+        b's' => first(&[ATIONS, INGS, IES, ES, S]),
+        b'n' if ends(ATION) => 5,
+        b'g' if ends(ING) => 3,
+        b'd' => first(&[IED, ED]),
+        b'e' if ends(E) => 1,
         _ => 0,
     }
 }
