@@ -22,6 +22,9 @@ const FAST_QUERY_TERMS: usize = 256;
 /// 64-byte blocks whose masks a scan computes at once (texts are mostly shorter).
 const SEGMENT_BLOCKS: usize = 8;
 
+/// `TermQuery::slots`' mark of a slot to search.
+const SLOT_MANY: u8 = u8::MAX;
+
 /// A bit per query term (by its index in `TermQuery::terms`).
 type Seen = [u64; FAST_QUERY_TERMS / 64];
 
@@ -210,9 +213,10 @@ fn load4(bytes: &[u8], at: usize) -> u32 {
 pub struct TermQuery {
     terms: Vec<u64>,
     prefixes: Box<[u64; PREFIX_BITS / 64]>,
-    /// A 4096-bit filter over `terms`, so counting shared terms costs a bit test per
-    /// candidate term and a search only on a (rare) hit.
-    filter: Box<[u64; 64]>,
+    /// Each term's index plus one at the slot of its top twelve bits (`SLOT_MANY` where
+    /// two terms meet, or for an index past 253; 0 where none is): a hash rarely finds
+    /// a query term, and finding one costs a load and a compare, not a search.
+    slots: Box<[u8; 4096]>,
     /// Query terms that are also a stopword's stem ("ther" is that of "there"): only a
     /// word stemming to one of these needs the stopword test.
     stop_stems: Seen,
@@ -246,10 +250,13 @@ impl TermQuery {
         }
         terms.sort_unstable();
         terms.dedup();
-        let mut filter = Box::new([0u64; 64]);
-        for &t in &terms {
-            let bit = (t >> 52) as usize;
-            filter[bit >> 6] |= 1 << (bit & 63);
+        let mut slots = Box::new([0u8; 4096]);
+        for (k, &t) in terms.iter().enumerate() {
+            let slot = &mut slots[(t >> 52) as usize];
+            *slot = match (*slot, u8::try_from(k + 1)) {
+                (0, Ok(entry)) if entry < SLOT_MANY => entry,
+                _ => SLOT_MANY,
+            };
         }
         let mut stop_stems = [0u64; FAST_QUERY_TERMS / 64];
         for word in STOPWORDS {
@@ -262,7 +269,7 @@ impl TermQuery {
         TermQuery {
             terms,
             prefixes,
-            filter,
+            slots,
             stop_stems,
         }
     }
@@ -270,11 +277,14 @@ impl TermQuery {
     /// The index of `term` among the query's terms.
     #[inline]
     fn find(&self, term: u64) -> Option<usize> {
-        let bit = (term >> 52) as usize;
-        if self.filter[bit >> 6] & (1 << (bit & 63)) == 0 {
-            return None;
+        match self.slots[(term >> 52) as usize] {
+            0 => None,
+            SLOT_MANY => self.terms.binary_search(&term).ok(),
+            entry => {
+                let k = usize::from(entry) - 1;
+                (self.terms[k] == term).then_some(k)
+            }
         }
-        self.terms.binary_search(&term).ok()
     }
 
     /// How many of `terms` (distinct) are query terms: `overlap(terms, self.terms())`.
@@ -449,14 +459,24 @@ impl TermQuery {
                     .unwrap_or(bytes.len() - end);
             }
         }
-        self.mark(&bytes[at..end], seen);
+        self.mark(&bytes[..end], at, seen);
     }
 
-    /// Marks the query term that `word` (ASCII letters and digits, any case) stems to,
-    /// if any. `b | 0x20` lower-cases such a byte, so the word is read in place.
-    fn mark(&self, word: &[u8], seen: &mut Seen) {
+    /// Marks the query term that the word `text[at..]` (ASCII letters and digits, any
+    /// case) stems to, if any. `b | 0x20` lower-cases such a byte, so the word is read
+    /// in place; its last bytes are read with whatever precedes it, which the suffix
+    /// test masks off.
+    fn mark(&self, text: &[u8], at: usize, seen: &mut Seen) {
+        let word = &text[at..];
         let n = word.len();
-        let cut = suffix_len(last_bytes(word, 0x20), n);
+        let last = if n < 8
+            && let Some(window) = text.last_chunk::<8>()
+        {
+            u64::from_be_bytes(*window) | (0x20 * ONES)
+        } else {
+            last_bytes(word, 0x20)
+        };
+        let cut = suffix_len(last, n);
         let Some(k) = self.find(term_hash_mapped(&word[..n - cut], |b| b | 0x20)) else {
             return;
         };
