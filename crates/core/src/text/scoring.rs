@@ -44,6 +44,15 @@ struct Slots {
     overlaps: Vec<Vec<Option<CachedOverlap>>>,
     overlaps_for: Option<Arc<AssignmentQuery>>,
     generation: u64,
+    /// Query-independent facts about a record's text (see `fact`), per category and
+    /// index like `terms`.
+    facts: Vec<Vec<Option<CachedFact>>>,
+}
+
+#[derive(Clone, Copy)]
+struct CachedFact {
+    stamp: u32,
+    value: bool,
 }
 
 #[derive(Clone)]
@@ -177,6 +186,29 @@ impl ScoringCacheGuard<'_> {
             task: u32::try_from(task).unwrap_or(u32::MAX),
         });
         (all, task)
+    }
+}
+
+impl ScoringCacheGuard<'_> {
+    /// A fact about record `index` of category `kind` that depends only on its text
+    /// (`stamp` as for `overlaps`): `compute`d the first time, then remembered, so that
+    /// a warm compile does not scan every record's text for it again.
+    pub fn fact(
+        &mut self,
+        kind: usize,
+        index: usize,
+        stamp: u32,
+        compute: impl FnOnce() -> bool,
+    ) -> bool {
+        let slot = slot(&mut self.slots.facts, kind, index);
+        match slot {
+            Some(f) if f.stamp == stamp => f.value,
+            _ => {
+                let value = compute();
+                *slot = Some(CachedFact { stamp, value });
+                value
+            }
+        }
     }
 }
 
