@@ -167,24 +167,27 @@ impl ScoringCacheGuard<'_> {
             slots.generation += 1;
         }
         let generation = slots.generation;
-        let scored_before = match slot(&mut slots.overlaps, kind, index) {
-            Some(c) if c.generation == generation && c.stamp == stamp => {
-                return (c.all as usize, c.task as usize);
-            }
-            memo => memo.is_some(),
-        };
-        let (all, task) = if scored_before {
-            let terms = self.terms(kind, index, stamp, texts);
-            (query.all.shared(terms), query.task.shared(terms))
-        } else {
-            query.all.overlap_in(texts, &query.task_in_all)
-        };
-        *slot(&mut self.slots.overlaps, kind, index) = Some(CachedOverlap {
+        let memo = slot(&mut slots.overlaps, kind, index);
+        let counted = |all: usize, task: usize| CachedOverlap {
             generation,
             stamp,
             all: u32::try_from(all).unwrap_or(u32::MAX),
             task: u32::try_from(task).unwrap_or(u32::MAX),
-        });
+        };
+        match memo {
+            Some(c) if c.generation == generation && c.stamp == stamp => {
+                return (c.all as usize, c.task as usize);
+            }
+            Some(_) => {}
+            None => {
+                let (all, task) = query.all.overlap_in(texts, &query.task_in_all);
+                *memo = Some(counted(all, task));
+                return (all, task);
+            }
+        }
+        let terms = self.terms(kind, index, stamp, texts);
+        let (all, task) = (query.all.shared(terms), query.task.shared(terms));
+        *slot(&mut self.slots.overlaps, kind, index) = Some(counted(all, task));
         (all, task)
     }
 }
