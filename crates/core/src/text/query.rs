@@ -53,19 +53,15 @@ fn gather(high: u64) -> u64 {
 }
 
 /// Bit `k` set where byte `k` of `block` (at most 64 bytes) is an ASCII letter or digit;
-/// `None` when a byte is not ASCII. Sixteen bytes at a time with SSE2, which every
-/// x86-64 processor has: the classification is a third of the scan's work otherwise.
-#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-#[inline]
+/// `None` when a byte is not ASCII: what the scan's classifier (`sse2::alnum_bits` or
+/// `alnum_bits_swar`) computes.
+#[cfg(test)]
 fn alnum_bits(block: &[u8]) -> Option<u64> {
-    // SAFETY: the callee needs only SSE2, which this build enables (the `cfg` above).
-    unsafe { sse2::alnum_bits(block) }
-}
-
-#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
-#[inline]
-fn alnum_bits(block: &[u8]) -> Option<u64> {
-    alnum_bits_swar(block)
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    // SAFETY: the callee needs only SSE2, which this build enables.
+    return unsafe { sse2::alnum_bits(block) };
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+    return alnum_bits_swar(block);
 }
 
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
@@ -78,6 +74,7 @@ mod sse2 {
     /// Bit `k` set where byte `k` of `chunk` is an ASCII letter or digit, and bit `k`
     /// of the second value where it is not ASCII. Bytes are compared as signed, so a
     /// byte of 0x80 or more is below every bound and classed as neither.
+    #[inline]
     #[target_feature(enable = "sse2")]
     fn classify(chunk: &[u8; 16]) -> (u32, u32) {
         let (lo, hi) = chunk.split_at(8);
@@ -107,6 +104,7 @@ mod sse2 {
         chunk
     }
 
+    #[inline]
     #[target_feature(enable = "sse2")]
     pub(super) fn alnum_bits(block: &[u8]) -> Option<u64> {
         let (chunks, tail) = block.as_chunks::<16>();
@@ -131,7 +129,8 @@ mod sse2 {
     }
 }
 
-/// `alnum_bits` eight bytes at a time in plain integer arithmetic.
+/// `alnum_bits` eight bytes at a time in plain integer arithmetic (the classifier where
+/// SSE2 is not there).
 #[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), allow(dead_code))]
 fn alnum_bits_swar(block: &[u8]) -> Option<u64> {
     let (groups, tail) = block.as_chunks::<8>();
@@ -365,17 +364,38 @@ impl TermQuery {
         if self.terms.len() > FAST_QUERY_TERMS {
             return None;
         }
-        for text in texts {
-            if !self.scan(text.as_bytes(), &mut seen) {
-                return None;
-            }
-        }
-        Some(seen)
+        self.scan_texts(texts, &mut seen).then_some(seen)
+    }
+
+    /// `scan` of every text, classifying sixteen bytes at a time with SSE2, which every
+    /// x86-64 processor has (the classification is a third of the scan otherwise); the
+    /// whole scan is compiled with it so that the classifier inlines into the loop.
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    fn scan_texts(&self, texts: &[&str], seen: &mut Seen) -> bool {
+        // SAFETY: the callee needs only SSE2, which this build enables (the `cfg` above).
+        unsafe { self.scan_texts_sse2(texts, seen) }
+    }
+
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    #[target_feature(enable = "sse2")]
+    fn scan_texts_sse2(&self, texts: &[&str], seen: &mut Seen) -> bool {
+        (texts.iter()).all(|t| self.scan(t.as_bytes(), seen, |block| sse2::alnum_bits(block)))
+    }
+
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+    fn scan_texts(&self, texts: &[&str], seen: &mut Seen) -> bool {
+        (texts.iter()).all(|t| self.scan(t.as_bytes(), seen, alnum_bits_swar))
     }
 
     /// Marks in `seen` the query terms among the words of `bytes`; false when a byte is
     /// not ASCII (Unicode case and letters are left to the slow path).
-    fn scan(&self, bytes: &[u8], seen: &mut Seen) -> bool {
+    #[inline(always)]
+    fn scan(
+        &self,
+        bytes: &[u8],
+        seen: &mut Seen,
+        alnum_bits: impl Fn(&[u8]) -> Option<u64>,
+    ) -> bool {
         if bytes.len() <= 64 {
             // Most record texts: one block, and no segment to set up.
             let Some(mask) = alnum_bits(bytes) else {
