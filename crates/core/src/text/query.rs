@@ -578,6 +578,12 @@ mod tests {
             let q = TermQuery::new(&query);
             let reference = super::super::terms(&text);
             proptest::prop_assert_eq!(q.overlap(&[&text]), overlap(&reference, q.terms()));
+            // Both classifiers, whichever one this target scans with.
+            for block in text.as_bytes().chunks(64) {
+                let expected = alnum_bits_reference(block);
+                proptest::prop_assert_eq!(alnum_bits(block), expected);
+                proptest::prop_assert_eq!(alnum_bits_swar(block), expected);
+            }
         }
     }
 }
