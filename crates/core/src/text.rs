@@ -2,9 +2,11 @@
 //! reconciler (recognising restatements, with `guard` keeping apart what differs).
 
 mod guard;
+mod query;
 mod scoring;
 
 pub use guard::{Aspect, Difference, difference};
+pub use query::{SubQuery, TermQuery};
 pub use scoring::{AssignmentQuery, ScoringCache, ScoringCacheGuard, Statement};
 
 /// Lower-cases, keeps letters and digits, and collapses everything else to one space.
@@ -41,30 +43,69 @@ const STOPWORDS: &[&str] = &[
 /// cannot both match, so list order is kept) because this runs for every word the
 /// compiler scores.
 fn stem(word: &[u8]) -> &[u8] {
-    let n = word.len();
-    let ends = |suffix: &[u8]| n > suffix.len() + 3 && word.ends_with(suffix);
-    let cut = match word.last() {
-        Some(b's') => [&b"ations"[..], b"ings", b"ies", b"es", b"s"]
-            .into_iter()
-            .find(|s| ends(s))
-            .map_or(0, <[u8]>::len),
-        Some(b'n') if ends(b"ation") => 5,
-        Some(b'g') if ends(b"ing") => 3,
-        Some(b'd') => [&b"ied"[..], b"ed"]
-            .into_iter()
-            .find(|s| ends(s))
-            .map_or(0, <[u8]>::len),
-        Some(b'e') if ends(b"e") => 1,
+    &word[..word.len() - suffix_len(last_bytes(word, 0), word.len())]
+}
+
+/// The last eight bytes of `word` (all of them when it is shorter), each or-ed with
+/// `set`, the last one lowest: the form `suffix_len` reads, so that a suffix test is one
+/// mask and compare.
+#[inline]
+fn last_bytes(word: &[u8], set: u8) -> u64 {
+    match word.last_chunk::<8>() {
+        Some(last) => u64::from_be_bytes(*last) | (u64::from(set) * 0x0101_0101_0101_0101),
+        None => word.iter().fold(0, |x, &b| x << 8 | u64::from(b | set)),
+    }
+}
+
+/// A suffix as `last_bytes` has it: its bytes, the mask of its length, its length.
+type Suffix = (u64, u64, usize);
+
+const fn suffix(s: &[u8]) -> Suffix {
+    let (mut bytes, mut i) = (0u64, 0);
+    while i < s.len() {
+        bytes = bytes << 8 | s[i] as u64;
+        i += 1;
+    }
+    (bytes, (1 << (8 * s.len())) - 1, s.len())
+}
+
+/// The length of the suffix `stem` cuts off a word of `n` bytes whose `last_bytes`,
+/// lower-case, are `last`.
+#[inline]
+fn suffix_len(last: u64, n: usize) -> usize {
+    const ATIONS: Suffix = suffix(b"ations");
+    const ATION: Suffix = suffix(b"ation");
+    const INGS: Suffix = suffix(b"ings");
+    const ING: Suffix = suffix(b"ing");
+    const IES: Suffix = suffix(b"ies");
+    const IED: Suffix = suffix(b"ied");
+    const ED: Suffix = suffix(b"ed");
+    const ES: Suffix = suffix(b"es");
+    const S: Suffix = suffix(b"s");
+    const E: Suffix = suffix(b"e");
+    let ends = |(bytes, mask, len): Suffix| n > len + 3 && last & mask == bytes;
+    let first = |suffixes: &[Suffix]| suffixes.iter().find(|&&s| ends(s)).map_or(0, |s| s.2);
+    match last as u8 {
+        b's' => first(&[ATIONS, INGS, IES, ES, S]),
+        b'n' if ends(ATION) => 5,
+        b'g' if ends(ING) => 3,
+        b'd' => first(&[IED, ED]),
+        b'e' if ends(E) => 1,
         _ => 0,
-    };
-    &word[..n - cut]
+    }
 }
 
 /// FNV-1a over a stemmed term: stable across processes and platforms.
 fn term_hash(term: &[u8]) -> u64 {
+    term_hash_mapped(term, |b| b)
+}
+
+/// `term_hash` of `term` with `map` applied to each byte.
+#[inline]
+fn term_hash_mapped(term: &[u8], map: impl Fn(u8) -> u8) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for &b in term {
-        h ^= u64::from(b);
+        h ^= u64::from(map(b));
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     h
@@ -101,253 +142,6 @@ pub fn terms(text: &str) -> Vec<u64> {
     out.sort_unstable();
     out.dedup();
     out
-}
-
-/// Bits in `TermQuery`'s filter of stem prefixes.
-const PREFIX_BITS: usize = 1 << 14;
-/// Query terms the fast path tracks in its fixed-size match set.
-const FAST_QUERY_TERMS: usize = 256;
-/// Longest word the fast path lower-cases on the stack.
-const FAST_WORD_BYTES: usize = 64;
-
-/// The scoring scan's view of a byte: `SEPARATOR`, `NON_ASCII` for every byte of a
-/// non-ASCII char, else the byte lower-cased. One load per byte tells the scan both
-/// whether a word goes on and what to put in its prefix key.
-const SEPARATOR: u8 = 0;
-const NON_ASCII: u8 = 0xff;
-
-static FOLD: [u8; 256] = {
-    let mut t = [SEPARATOR; 256];
-    let mut b = 0;
-    while b < 256 {
-        let c = b as u8;
-        t[b] = if c >= 0x80 {
-            NON_ASCII
-        } else if c.is_ascii_alphanumeric() {
-            c.to_ascii_lowercase()
-        } else {
-            SEPARATOR
-        };
-        b += 1;
-    }
-    t
-};
-
-/// True for a `FOLD` value that continues a word (neither `SEPARATOR` nor `NON_ASCII`).
-#[inline]
-fn in_word(folded: u8) -> bool {
-    folded.wrapping_add(1) > 1
-}
-
-/// Filter slot of a word's (or stem's) first four bytes, or all of them when shorter.
-/// A stem keeps at least four bytes when it cuts a suffix, so a word and its stem share
-/// this key.
-fn prefix_slot(prefix: &[u8]) -> usize {
-    let mut key = prefix.len().min(4) as u32;
-    for &b in prefix.iter().take(4) {
-        key = (key << 8) ^ u32::from(b);
-    }
-    slot_of(key)
-}
-
-/// `prefix_slot` of a prefix key: its length (when under four bytes, shifted out
-/// otherwise) above its bytes, big-endian.
-#[inline]
-fn slot_of(key: u32) -> usize {
-    (key.wrapping_mul(0x9e37_79b1) >> (32 - 14)) as usize
-}
-
-/// A fixed set of query terms, prepared for scoring many texts against it.
-///
-/// `overlap` gives exactly `overlap(&terms(joined texts), query.terms())`, but for ASCII
-/// text it does not build a term set: it skips every word whose four-byte prefix is not
-/// in a small filter of the query stems' prefixes, and hashes only the rest. The compiler scores every record of a large state
-/// against the assignment, so this is its hot loop.
-#[derive(Debug, Clone)]
-pub struct TermQuery {
-    terms: Vec<u64>,
-    prefixes: Vec<u64>,
-    /// A 4096-bit filter over `terms`, so counting shared terms costs a bit test per
-    /// candidate term and a search only on a (rare) hit.
-    filter: Box<[u64; 64]>,
-}
-
-impl TermQuery {
-    /// The union of the terms of `texts`.
-    pub fn new(texts: &[&str]) -> Self {
-        let mut terms = Vec::new();
-        let mut prefixes = vec![0u64; PREFIX_BITS / 64];
-        for text in texts {
-            for_each_stem(text, |stem| {
-                terms.push(term_hash(stem));
-                // Only ASCII prefixes matter: the fast path only sees ASCII words.
-                let head = &stem[..stem.len().min(4)];
-                if head.is_ascii() {
-                    let slot = prefix_slot(head);
-                    prefixes[slot / 64] |= 1 << (slot % 64);
-                }
-            });
-        }
-        terms.sort_unstable();
-        terms.dedup();
-        let mut filter = Box::new([0u64; 64]);
-        for &t in &terms {
-            let bit = (t >> 52) as usize;
-            filter[bit >> 6] |= 1 << (bit & 63);
-        }
-        TermQuery {
-            terms,
-            prefixes,
-            filter,
-        }
-    }
-
-    /// How many of `terms` (distinct) are query terms: `overlap(terms, self.terms())`.
-    pub fn shared(&self, terms: &[u64]) -> usize {
-        terms
-            .iter()
-            .filter(|&&t| {
-                let bit = (t >> 52) as usize;
-                self.filter[bit >> 6] & (1 << (bit & 63)) != 0
-                    && self.terms.binary_search(&t).is_ok()
-            })
-            .count()
-    }
-
-    /// The query's distinct terms, sorted (as `terms` returns them).
-    pub fn terms(&self) -> &[u64] {
-        &self.terms
-    }
-
-    /// Distinct query terms that occur in any of `texts`.
-    pub fn overlap(&self, texts: &[&str]) -> usize {
-        match self.matched(texts) {
-            Some(seen) => seen.iter().map(|w| w.count_ones() as usize).sum(),
-            None => self.overlap_slow(texts),
-        }
-    }
-
-    /// Distinct query terms that occur in any of `texts`, and how many of those are also
-    /// terms of `sub`: `(overlap(T, self), overlap(T, self ∩ sub))` for the term set `T`
-    /// of `texts`, which is `overlap(T, sub)` when `sub`'s terms are among this query's
-    /// (the compiler's task query is part of its task-and-objective query). One scan for
-    /// both, with no term set built for ASCII text.
-    pub fn overlap_within(&self, texts: &[&str], sub: &TermQuery) -> (usize, usize) {
-        match self.matched(texts) {
-            Some(seen) => {
-                let (mut all, mut within) = (0, 0);
-                for (w, &word) in seen.iter().enumerate() {
-                    let mut bits = word;
-                    while bits != 0 {
-                        let k = w * 64 + bits.trailing_zeros() as usize;
-                        bits &= bits - 1;
-                        all += 1;
-                        within += usize::from(sub.terms.binary_search(&self.terms[k]).is_ok());
-                    }
-                }
-                (all, within)
-            }
-            None => {
-                let all = self.text_terms(texts);
-                let mine: Vec<u64> = sub
-                    .terms
-                    .iter()
-                    .copied()
-                    .filter(|t| self.terms.binary_search(t).is_ok())
-                    .collect();
-                (overlap(&all, &self.terms), overlap(&all, &mine))
-            }
-        }
-    }
-
-    /// The fast path: a bit per query term (by its index in `terms`) that occurs in
-    /// `texts`, or `None` when it does not apply (a query of more than
-    /// `FAST_QUERY_TERMS` terms, or non-ASCII text).
-    fn matched(&self, texts: &[&str]) -> Option<[u64; FAST_QUERY_TERMS / 64]> {
-        let mut seen = [0u64; FAST_QUERY_TERMS / 64];
-        if self.terms.is_empty() {
-            return Some(seen);
-        }
-        if self.terms.len() > FAST_QUERY_TERMS {
-            return None;
-        }
-        let mut buf = [0u8; FAST_WORD_BYTES];
-        for text in texts {
-            let bytes = text.as_bytes();
-            let n = bytes.len();
-            let mut i = 0;
-            while i < n {
-                let c = FOLD[usize::from(bytes[i])];
-                i += 1;
-                if c == SEPARATOR {
-                    continue;
-                }
-                if c == NON_ASCII {
-                    return None;
-                }
-                // A word: its prefix key is built as it is read, then the rest skipped.
-                let start = i - 1;
-                let mut key = u32::from(c);
-                while i < n && i - start < 4 {
-                    let c = FOLD[usize::from(bytes[i])];
-                    if !in_word(c) {
-                        break;
-                    }
-                    key = (key << 8) | u32::from(c);
-                    i += 1;
-                }
-                while i < n && in_word(FOLD[usize::from(bytes[i])]) {
-                    i += 1;
-                }
-                // A non-ASCII byte that ended the word is met by the next iteration.
-                let len = i - start;
-                if len < 2 {
-                    continue;
-                }
-                if len < 4 {
-                    key |= (len as u32) << (8 * len);
-                }
-                let slot = slot_of(key);
-                if self.prefixes[slot / 64] & (1 << (slot % 64)) == 0 {
-                    continue;
-                }
-                if len > FAST_WORD_BYTES {
-                    let word = text[start..i].to_ascii_lowercase();
-                    self.mark(word.as_bytes(), &mut seen);
-                } else {
-                    let word = &mut buf[..len];
-                    word.copy_from_slice(&bytes[start..i]);
-                    word.make_ascii_lowercase();
-                    self.mark(word, &mut seen);
-                }
-            }
-        }
-        Some(seen)
-    }
-
-    fn mark(&self, word: &[u8], seen: &mut [u64; FAST_QUERY_TERMS / 64]) {
-        // Look up first: the stopword test is only needed for the rare word that hits.
-        if let Ok(k) = self.terms.binary_search(&term_hash(stem(word)))
-            && !is_stopword(word)
-        {
-            seen[k / 64] |= 1 << (k % 64);
-        }
-    }
-
-    fn overlap_slow(&self, texts: &[&str]) -> usize {
-        overlap(&self.text_terms(texts), &self.terms)
-    }
-
-    /// The union of the term sets of `texts`.
-    fn text_terms(&self, texts: &[&str]) -> Vec<u64> {
-        let mut all = Vec::new();
-        for text in texts {
-            for_each_stem(text, |stem| all.push(term_hash(stem)));
-        }
-        all.sort_unstable();
-        all.dedup();
-        all
-    }
 }
 
 /// Size of the intersection of two sorted, deduplicated term sets.

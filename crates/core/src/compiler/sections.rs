@@ -588,7 +588,12 @@ fn decisions(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
                 let s = cx.score_cached(KIND_DECISION, i, stamp, &texts, d.provenance.turn);
                 // A decision that names an earlier one revises it: a later worker that
                 // misses it follows the decision it replaced.
-                if i < ANCHORED || cites_earlier_decision(&d.text, i) {
+                // Memoised: every decision is scanned for ids otherwise, each compile.
+                let revises = || {
+                    (cx.cache.borrow_mut())
+                        .fact(KIND_DECISION, i, 0, || cites_earlier_decision(&d.text, i))
+                };
+                if i < ANCHORED || revises() {
                     s + ANCHOR_BONUS
                 } else {
                     s

@@ -4,7 +4,9 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::{Likeness, RESTATEMENT_THRESHOLD, TermQuery, guarded, normalize, similarity, terms};
+use super::{
+    Likeness, RESTATEMENT_THRESHOLD, SubQuery, TermQuery, guarded, normalize, similarity, terms,
+};
 
 /// The assignment as the compiler scores records against it: the task and the objective
 /// together (relevance), and the task alone (which failed attempts are in its area).
@@ -12,6 +14,8 @@ use super::{Likeness, RESTATEMENT_THRESHOLD, TermQuery, guarded, normalize, simi
 pub struct AssignmentQuery {
     pub all: TermQuery,
     pub task: TermQuery,
+    /// `task` as a part of `all`, for counting both overlaps in one scan.
+    pub task_in_all: SubQuery,
 }
 
 /// The term sets of a state's records, and their overlap with the last assignment,
@@ -40,6 +44,15 @@ struct Slots {
     overlaps: Vec<Vec<Option<CachedOverlap>>>,
     overlaps_for: Option<Arc<AssignmentQuery>>,
     generation: u64,
+    /// Query-independent facts about a record's text (see `fact`), per category and
+    /// index like `terms`.
+    facts: Vec<Vec<Option<CachedFact>>>,
+}
+
+#[derive(Clone, Copy)]
+struct CachedFact {
+    stamp: u32,
+    value: bool,
 }
 
 #[derive(Clone)]
@@ -67,9 +80,12 @@ impl ScoringCache {
         {
             return query.clone();
         }
+        let all = TermQuery::new(&[task, objective]);
+        let task_only = TermQuery::new(&[task]);
         let query = Arc::new(AssignmentQuery {
-            all: TermQuery::new(&[task, objective]),
-            task: TermQuery::new(&[task]),
+            task_in_all: all.sub_query(&task_only),
+            all,
+            task: task_only,
         });
         *cached = Some((task.to_string(), objective.to_string(), query.clone()));
         query
@@ -129,7 +145,7 @@ impl ScoringCacheGuard<'_> {
     /// A fresh process's first compile scores every record of the state, and building a
     /// term set per record made it 20 times slower than the next compile of a 10,000-item
     /// state. So a record never scored before is scanned once against the query
-    /// (`TermQuery::overlap_within`: only words whose prefix a query term has are
+    /// (`TermQuery::overlap_in`: only words whose prefix a query term has are
     /// hashed), and only one scored again under another query (the next step's) gets
     /// its term set built, which every later query then intersects cheaply. The same
     /// query and stamp again reuse the overlaps.
@@ -151,25 +167,51 @@ impl ScoringCacheGuard<'_> {
             slots.generation += 1;
         }
         let generation = slots.generation;
-        let scored_before = match slot(&mut slots.overlaps, kind, index) {
-            Some(c) if c.generation == generation && c.stamp == stamp => {
-                return (c.all as usize, c.task as usize);
-            }
-            memo => memo.is_some(),
-        };
-        let (all, task) = if scored_before {
-            let terms = self.terms(kind, index, stamp, texts);
-            (query.all.shared(terms), query.task.shared(terms))
-        } else {
-            query.all.overlap_within(texts, &query.task)
-        };
-        *slot(&mut self.slots.overlaps, kind, index) = Some(CachedOverlap {
+        let memo = slot(&mut slots.overlaps, kind, index);
+        let counted = |all: usize, task: usize| CachedOverlap {
             generation,
             stamp,
             all: u32::try_from(all).unwrap_or(u32::MAX),
             task: u32::try_from(task).unwrap_or(u32::MAX),
-        });
+        };
+        match memo {
+            Some(c) if c.generation == generation && c.stamp == stamp => {
+                return (c.all as usize, c.task as usize);
+            }
+            Some(_) => {}
+            None => {
+                let (all, task) = query.all.overlap_in(texts, &query.task_in_all);
+                *memo = Some(counted(all, task));
+                return (all, task);
+            }
+        }
+        let terms = self.terms(kind, index, stamp, texts);
+        let (all, task) = (query.all.shared(terms), query.task.shared(terms));
+        *slot(&mut self.slots.overlaps, kind, index) = Some(counted(all, task));
         (all, task)
+    }
+}
+
+impl ScoringCacheGuard<'_> {
+    /// A fact about record `index` of category `kind` that depends only on its text
+    /// (`stamp` as for `overlaps`): `compute`d the first time, then remembered, so that
+    /// a warm compile does not scan every record's text for it again.
+    pub fn fact(
+        &mut self,
+        kind: usize,
+        index: usize,
+        stamp: u32,
+        compute: impl FnOnce() -> bool,
+    ) -> bool {
+        let slot = slot(&mut self.slots.facts, kind, index);
+        match slot {
+            Some(f) if f.stamp == stamp => f.value,
+            _ => {
+                let value = compute();
+                *slot = Some(CachedFact { stamp, value });
+                value
+            }
+        }
     }
 }
 
