@@ -13,17 +13,13 @@ use std::collections::HashSet;
 use baton_core::compiler::HandoffPackage;
 use baton_core::prompt::Prompt;
 use baton_core::turn::{CallRecord, TransferAudit};
-use sha2::{Digest, Sha256};
 
 /// Prior outputs shorter than this are too generic to identify a transcript.
 const WINDOW: usize = 48;
 
+/// sha256 of `prompt` as built (system, NUL, user).
 pub fn request_hash(prompt: &Prompt) -> String {
-    let mut h = Sha256::new();
-    h.update(prompt.system.as_bytes());
-    h.update([0u8]);
-    h.update(prompt.user.as_bytes());
-    hex::encode(h.finalize())
+    baton_gateway::pair_hash(&prompt.system, &prompt.user)
 }
 
 const BASE: u64 = 0x0000_0100_0000_01b3;
@@ -320,6 +316,7 @@ mod tests {
             workspace: None,
             cancel: None,
             output: None,
+            hashed: None,
         };
         let honest = baton_gateway::MockGateway::new();
         let sent = honest.complete(&request).unwrap().sent;

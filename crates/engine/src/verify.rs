@@ -115,6 +115,7 @@ pub fn verify_worker(worker: &WorkerConfig, budget: usize) -> Verdict {
         workspace: None,
         cancel: None,
         output: None,
+        hashed: None,
     };
     let t0 = Instant::now();
     match gateway.complete(&request) {

@@ -45,6 +45,7 @@ fn bench(c: &mut Criterion) {
         workspace: Some(workspace.path()),
         cancel: None,
         output: None,
+        hashed: None,
     };
     let quoted = format!("echo '{CLAIM}'");
     let stdin = gateway(&quoted);

@@ -145,6 +145,7 @@ fn overhead(c: &mut Criterion) {
         workspace: None,
         cancel: None,
         output: None,
+        hashed: None,
     };
     let providers = [
         (

@@ -65,6 +65,59 @@ pub struct ModelRequest<'a> {
     /// Receives an agent's output lines as they come (`baton -v work`), scrubbed of
     /// its key; API models send none.
     pub output: Option<&'a OutputSink>,
+    /// Keeps `pair_hash` once computed, so the caller that built the request and a
+    /// gateway that sends it as it was handed hash its bytes once between them; `None`
+    /// computes it at every ask.
+    pub hashed: Option<&'a PairHashMemo>,
+}
+
+impl ModelRequest<'_> {
+    /// sha256 (hex) of `system`, NUL, `user`: the request as built, which is what a
+    /// gateway with no wire format of its own sends (see `Sent::pair`). Computed once
+    /// per `hashed` memo and taken from it only for these same two texts.
+    pub fn pair_hash(&self) -> String {
+        let Some(memo) = self.hashed else {
+            return pair_hash(self.system, self.user);
+        };
+        let texts = PairHashMemo::key(self.system, self.user);
+        let (hashed, hash) = memo
+            .0
+            .get_or_init(|| (texts, pair_hash(self.system, self.user)));
+        if *hashed == texts {
+            hash.clone()
+        } else {
+            pair_hash(self.system, self.user)
+        }
+    }
+}
+
+/// Where a request's `pair_hash` is kept (see `ModelRequest::hashed`): one per request,
+/// living no longer than the texts it was made for. It names the texts it hashed by
+/// address and length, so a copy of the request with other texts (a gateway that
+/// rewrote the user message before handing it on) is hashed on its own; texts that a
+/// request borrows cannot change, so the same address and length are the same bytes.
+#[derive(Debug, Default)]
+pub struct PairHashMemo(std::sync::OnceLock<([usize; 4], String)>);
+
+impl PairHashMemo {
+    fn key(system: &str, user: &str) -> [usize; 4] {
+        [
+            system.as_ptr() as usize,
+            system.len(),
+            user.as_ptr() as usize,
+            user.len(),
+        ]
+    }
+}
+
+/// sha256 (hex) of `system`, NUL, `user`, hashed where they lie (nothing is copied).
+pub fn pair_hash(system: &str, user: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(system.as_bytes());
+    h.update([0u8]);
+    h.update(user.as_bytes());
+    hex::encode(h.finalize())
 }
 
 /// One line an agent printed.
@@ -146,23 +199,16 @@ pub struct Sent {
 impl Sent {
     /// The request handed to a gateway that sends both messages as they are.
     pub fn pair(request: &ModelRequest<'_>) -> Sent {
-        let mut bytes = Vec::with_capacity(request.system.len() + request.user.len() + 1);
-        bytes.extend_from_slice(request.system.as_bytes());
-        bytes.push(0);
-        bytes.extend_from_slice(request.user.as_bytes());
         Sent {
             messages: 2,
-            request_hash: sha256_hex(&bytes),
+            request_hash: request.pair_hash(),
         }
     }
 }
 
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(Sha256::digest(bytes))
 }
 
 /// Failure classes callers act on.
@@ -597,5 +643,49 @@ pub fn validate_model(model: &str) -> Result<()> {
             model: model.to_string(),
             known: KNOWN_PROVIDERS,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request<'a>(user: &'a str, memo: Option<&'a PairHashMemo>) -> ModelRequest<'a> {
+        ModelRequest {
+            model: "demo",
+            system: "sys",
+            user,
+            call: CallKind::Combined,
+            turn: 0,
+            schema: &serde_json::Value::Null,
+            max_tokens: None,
+            temperature: None,
+            workspace: None,
+            cancel: None,
+            output: None,
+            hashed: memo,
+        }
+    }
+
+    /// The memo saves a second hash of the same request, and never answers for a copy
+    /// whose texts differ (a gateway that rewrote the user message and handed it on).
+    #[test]
+    fn a_memoised_pair_hash_is_the_hash_of_the_requests_own_texts() {
+        let memo = PairHashMemo::default();
+        let built = request("the briefing", Some(&memo));
+        let expected = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(b"sys\0the briefing"));
+        assert_eq!(Sent::pair(&built).request_hash, expected);
+        assert_eq!(built.pair_hash(), expected);
+        let longer = String::from("the briefing and an earlier answer");
+        let rewritten = ModelRequest {
+            user: &longer,
+            ..built
+        };
+        assert_eq!(
+            Sent::pair(&rewritten).request_hash,
+            pair_hash("sys", &longer)
+        );
+        assert_ne!(rewritten.pair_hash(), expected);
+        assert_eq!(request("the briefing", None).pair_hash(), expected);
     }
 }

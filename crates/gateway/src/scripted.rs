@@ -263,6 +263,7 @@ mod tests {
             workspace: None,
             cancel: None,
             output: None,
+            hashed: None,
         }
     }
 

@@ -130,6 +130,7 @@ fn mock_text(system: &str, user: &str, model: &str) -> String {
         workspace: None,
         cancel: None,
         output: None,
+        hashed: None,
     };
     MockGateway::new().complete(&request).unwrap().text
 }

@@ -16,6 +16,51 @@ pub trait TokenEstimator: Send + Sync {
     fn count(&self, text: &str) -> usize;
     /// A short name for reports (`bpe-o200k`, `heuristic`).
     fn name(&self) -> &'static str;
+    /// True when a text cut just after a line break, before a `next` char, counts as
+    /// its two parts do: `count(a + b) == count(a) + count(b)` for every `a` that ends
+    /// with `\n` and every `b` that starts with `next`, whatever else they hold. It lets
+    /// `count_extended` recount only the end of a text whose beginning was counted.
+    /// `false`, the default, is always true to the contract.
+    fn splits_after_line_break(&self, _next: char) -> bool {
+        false
+    }
+}
+
+/// The tokens of `text`, which begins with `known`, counted `known_tokens` by `estimator`:
+/// always `estimator.count(text)`, but without counting `known` again where the
+/// estimator can say where a text splits (`splits_after_line_break`). Then only what follows the
+/// last cut inside `known` is counted, and the part of `known` before it is taken from
+/// `known_tokens`. A `known_tokens` that is not `known`'s count, or a `text` that does
+/// not begin with `known`, gets `text` counted whole.
+pub fn count_extended(
+    estimator: &dyn TokenEstimator,
+    known: &str,
+    known_tokens: usize,
+    text: &str,
+) -> usize {
+    let Some(cut) = text
+        .starts_with(known)
+        .then(|| last_cut(estimator, known))
+        .flatten()
+    else {
+        return estimator.count(text);
+    };
+    // `known` is its part before the cut and the part after it, counted apart.
+    match known_tokens.checked_sub(estimator.count(&known[cut..])) {
+        Some(before_cut) => before_cut + estimator.count(&text[cut..]),
+        None => estimator.count(text),
+    }
+}
+
+/// The last place inside `text` (after a line break, before more text) where
+/// `estimator` says its count splits.
+fn last_cut(estimator: &dyn TokenEstimator, text: &str) -> Option<usize> {
+    text.rmatch_indices('\n').map(|(i, _)| i + 1).find(|&cut| {
+        text[cut..]
+            .chars()
+            .next()
+            .is_some_and(|next| estimator.splits_after_line_break(next))
+    })
 }
 
 /// `max(words, ceil(chars / 4))`, where words are separated by ASCII whitespace or other
@@ -86,6 +131,9 @@ impl TokenEstimator for BpeEstimator {
     }
     fn name(&self) -> &'static str {
         "bpe-o200k"
+    }
+    fn splits_after_line_break(&self, next: char) -> bool {
+        pretokenize::splits_after_line_break(next)
     }
 }
 

@@ -10,8 +10,8 @@ use std::sync::LazyLock;
 use proptest::prelude::*;
 
 use super::o200k::{self, rank, token, vocab_len};
-use super::pretokenize::{Class, class_of, pieces};
-use super::{BpeEstimator, TokenEstimator};
+use super::pretokenize::{Class, class_of, pieces, splits_after_line_break};
+use super::{BpeEstimator, HeuristicEstimator, TokenEstimator, count_extended};
 
 static TIKTOKEN: LazyLock<tiktoken_rs::CoreBPE> =
     LazyLock::new(|| tiktoken_rs::o200k_base().expect("tiktoken-rs loads o200k_base"));
@@ -328,6 +328,107 @@ fn briefings_count_as_tiktoken_counts_them() {
     }
 }
 
+/// Every request's user message is its briefing and then the call's own text; counted
+/// by extending the briefing's count, it counts as tiktoken counts it whole.
+#[test]
+fn requests_counted_from_their_briefing_count_as_tiktoken_counts_them() {
+    use crate::compiler::{Assignment, AssignmentKind, WorkerProfile, compile};
+    use crate::ids::WorkerId;
+    use crate::prompt;
+    let worker = WorkerProfile {
+        id: WorkerId::new("w2"),
+        model: "mock/beta".into(),
+        family: "beta".into(),
+        role: None,
+    };
+    let mut recounted = 0;
+    let mut states = vec![crate::synthetic::demo_sized_state()];
+    states
+        .extend((0..6).map(|seed| crate::synthetic::state_with_items(40 + 60 * seed, seed as u64)));
+    for state in &states {
+        for (step, task) in [
+            (
+                Some("T3"),
+                "Implement token authentication with refresh token rotation",
+            ),
+            (
+                None,
+                "Continue: review what is left and say what comes next.",
+            ),
+        ] {
+            let assignment = Assignment {
+                kind: if step.is_some() {
+                    AssignmentKind::Step
+                } else {
+                    AssignmentKind::Continuation
+                },
+                step_id: step.map(Into::into),
+                task: task.into(),
+            };
+            for budget in [60, 300, 800, 2000, 3000] {
+                let package = compile(state, &assignment, &worker, budget, &BpeEstimator);
+                let answer = "{\"summary\": \"did it\", \"last_action\": \"wrote it.\"}";
+                for user in [
+                    prompt::combined_prompt(&package).user,
+                    prompt::execute_prompt(&package).user,
+                    prompt::handoff_prompt(&package, answer).user,
+                ] {
+                    let whole = TIKTOKEN.encode_ordinary(&user).len();
+                    assert_eq!(
+                        count_extended(&BpeEstimator, &package.text, package.tokens, &user),
+                        whole,
+                        "budget {budget}, briefing ending {:?}",
+                        &package.text[package.text.len().saturating_sub(80)..]
+                    );
+                    recounted += 1;
+                }
+            }
+        }
+    }
+    assert!(recounted >= 200, "{recounted} requests");
+}
+
+/// A wrong count for the known part is not trusted: the text is counted whole.
+#[test]
+fn a_known_count_that_is_wrong_or_a_text_that_does_not_extend_it_counts_whole() {
+    let known = "## Task\nDo it.\n## Objective\nShip";
+    let text = format!("{known}\n\n---\n## Your answer\nNow.");
+    let whole = BpeEstimator.count(&text);
+    assert_eq!(
+        count_extended(&BpeEstimator, known, BpeEstimator.count(known), &text),
+        whole
+    );
+    assert_eq!(count_extended(&BpeEstimator, known, 0, &text), whole);
+    assert_eq!(
+        count_extended(&BpeEstimator, "something else", 3, &text),
+        whole
+    );
+    // An estimator that names no cut counts the whole text.
+    assert_eq!(
+        count_extended(&HeuristicEstimator, known, 1_000, &text),
+        HeuristicEstimator.count(&text)
+    );
+}
+
+/// A cut after a line break is refused before whitespace and `/`: there a join changes
+/// the pieces (a newline run grows, `[\r\n/]*` goes on).
+#[test]
+fn a_cut_before_whitespace_or_a_slash_is_refused_because_a_join_changes_the_pieces() {
+    for (a, b) in [
+        ("x\n", "\ny"),
+        ("x\n", " \ny"),
+        ("x\n", "\r\ny"),
+        ("x.\n", "/y"),
+        ("x\n", "\u{a0}\ny"),
+    ] {
+        let next = b.chars().next().unwrap_or_default();
+        assert!(!splits_after_line_break(next), "{next:?}");
+        let mut parts = tiktoken_pieces(a);
+        parts.extend(tiktoken_pieces(b));
+        assert_ne!(tiktoken_pieces(&format!("{a}{b}")), parts, "{a:?} + {b:?}");
+    }
+}
+
 /// Fragments that meet at every kind of boundary the pattern distinguishes.
 const FRAGMENTS: &[&str] = &[
     "a", "Z", "word", " the", "CAPS", "Mixed", "'s", "'T", "'re", "'VE", "'ll", "'d", "'m", "'",
@@ -351,5 +452,37 @@ proptest! {
     fn counts_equal_tiktokens_on_any_text(text in any::<String>()) {
         prop_assert_eq!(our_pieces(&text), tiktoken_pieces(&text));
         prop_assert_eq!(o200k::count(&text), TIKTOKEN.encode_ordinary(&text).len());
+    }
+}
+
+proptest! {
+    // Cuts before a rejected char are a few in a hundred cases: many cases, so that
+    // a wrong acceptance is met.
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    /// Cut after any line break before a char `splits_after_line_break` accepts, a text
+    /// has tiktoken's pieces of its two parts and their two counts added up.
+    #[test]
+    fn a_text_cut_after_a_line_break_counts_as_its_parts(
+        before in proptest::collection::vec(proptest::sample::select(FRAGMENTS), 0..30),
+        next in proptest::sample::select(FRAGMENTS),
+        after in proptest::collection::vec(proptest::sample::select(FRAGMENTS), 0..30),
+    ) {
+        let a = before.concat() + "\n";
+        let b = format!("{next}{}", after.concat());
+        let joined = format!("{a}{b}");
+        if b.chars().next().is_some_and(splits_after_line_break) {
+            let mut parts = tiktoken_pieces(&a);
+            parts.extend(tiktoken_pieces(&b));
+            prop_assert_eq!(tiktoken_pieces(&joined), parts);
+            prop_assert_eq!(
+                TIKTOKEN.encode_ordinary(&joined).len(),
+                TIKTOKEN.encode_ordinary(&a).len() + TIKTOKEN.encode_ordinary(&b).len()
+            );
+            prop_assert_eq!(
+                count_extended(&BpeEstimator, &a, o200k::count(&a), &joined),
+                o200k::count(&joined)
+            );
+        }
     }
 }

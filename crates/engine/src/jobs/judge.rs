@@ -363,6 +363,7 @@ pub fn judge_with(
         gateway: Some(gateway),
         estimator: &*estimator,
         system_tokens: estimator.count(&system),
+        briefing: None,
         redactor: &redactor,
         cancel: &run.cancel,
         clock,

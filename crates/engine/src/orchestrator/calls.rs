@@ -7,8 +7,9 @@ use std::path::Path;
 use std::time::Instant;
 
 use baton_core::claims;
+use baton_core::compiler::HandoffPackage;
 use baton_core::prompt::Prompt;
-use baton_core::tokens::TokenEstimator;
+use baton_core::tokens::{self, TokenEstimator};
 use baton_core::turn::{AttemptRecord, CallKind, CallRecord, ReportedUsage};
 use baton_gateway::{Gateway, ModelRequest, RetryPolicy, complete_with_retry};
 use serde_json::Value;
@@ -19,7 +20,6 @@ use baton_protocol::{CallDetail, EventKind, EventMsg};
 use super::reshape::Reshape;
 use super::station::{Station, Unread};
 use super::{Engine, Session};
-use crate::audit;
 use crate::clock::Clock;
 use crate::config::WorkerConfig;
 use crate::publish::Publisher;
@@ -33,6 +33,9 @@ pub(crate) struct Caller<'a> {
     pub estimator: &'a dyn TokenEstimator,
     /// Tokens of the system message, counted once by the caller (it rarely changes).
     pub system_tokens: usize,
+    /// The briefing the call's user message begins with, when it has one: its tokens
+    /// are known, so only what follows it is counted (see `count_extended`).
+    pub briefing: Option<&'a HandoffPackage>,
     pub redactor: &'a baton_gateway::Redactor,
     pub cancel: &'a baton_gateway::Cancel,
     pub clock: &'a dyn Clock,
@@ -106,13 +109,20 @@ impl std::fmt::Display for NoAnswer {
 }
 
 impl Engine {
-    /// The caller for `worker_index`'s calls in `session`'s turn.
-    pub(super) fn caller<'a>(&'a self, session: &'a Session, worker_index: usize) -> Caller<'a> {
+    /// The caller for `worker_index`'s calls in `session`'s turn, whose requests are
+    /// built from `briefing`.
+    pub(super) fn caller<'a>(
+        &'a self,
+        session: &'a Session,
+        worker_index: usize,
+        briefing: &'a HandoffPackage,
+    ) -> Caller<'a> {
         Caller {
             worker: &session.config.roster.workers[worker_index],
             gateway: session.gateways[worker_index].as_deref(),
             estimator: &*session.estimator,
             system_tokens: session.system_tokens,
+            briefing: Some(briefing),
             redactor: &session.redactor,
             cancel: &session.cancel,
             clock: &*self.clock,
@@ -128,12 +138,13 @@ impl Engine {
         &self,
         session: &Session,
         worker_index: usize,
+        briefing: &HandoffPackage,
         prompt: &Prompt,
         call: CallKind,
         turn: u32,
     ) -> (CallRecord, std::result::Result<String, String>) {
         let (record, out) =
-            self.caller(session, worker_index)
+            self.caller(session, worker_index, briefing)
                 .call(prompt, call, schema_of(call), turn);
         (record, out.map_err(|e| e.message))
     }
@@ -146,6 +157,7 @@ impl Engine {
         &self,
         session: &Session,
         worker_index: usize,
+        briefing: &HandoffPackage,
         prompt: Prompt,
         call: CallKind,
         turn: u32,
@@ -154,7 +166,7 @@ impl Engine {
         prompts: &mut Vec<Prompt>,
     ) -> std::result::Result<(T, String), String> {
         let station = super::station::Claims { call, parse };
-        self.caller(session, worker_index)
+        self.caller(session, worker_index, briefing)
             .call_for_answer(&station, prompt, call, turn, calls, prompts)
             .map_err(|e| e.to_string())
     }
@@ -181,6 +193,7 @@ impl Caller<'_> {
             .split_once('/')
             .map(|(_, m)| m)
             .unwrap_or(&worker.model);
+        let hashed = baton_gateway::PairHashMemo::default();
         let request = ModelRequest {
             model: model_name,
             system: &prompt.system,
@@ -193,6 +206,7 @@ impl Caller<'_> {
             workspace: self.workspace,
             cancel: Some(self.cancel),
             output: self.output,
+            hashed: Some(&hashed),
         };
         // What goes on the wire besides the messages, read before the call: a gateway
         // may change how it asks after this one.
@@ -311,7 +325,13 @@ impl Caller<'_> {
         // both messages and, where the gateway sends one, the answer format (a schema
         // rides in every request that enforces one). An attempt that never connected
         // cost nothing and counts nothing.
-        let per_attempt = self.system_tokens + self.estimator.count(&prompt.user) + format_tokens;
+        let user_tokens = match self.briefing {
+            Some(b) if b.estimator == self.estimator.name() => {
+                tokens::count_extended(self.estimator, &b.text, b.tokens, &prompt.user)
+            }
+            _ => self.estimator.count(&prompt.user),
+        };
+        let per_attempt = self.system_tokens + user_tokens + format_tokens;
         let tokens_sent = per_attempt * attempts.iter().filter(|a| a.sent).count();
         let record = CallRecord {
             call,
@@ -320,7 +340,8 @@ impl Caller<'_> {
             messages: outcome
                 .as_ref()
                 .map_or(Prompt::MESSAGES, |r| r.sent.messages),
-            request_hash: audit::request_hash(prompt),
+            // The gateway that sent the request as it was handed hashed these bytes.
+            request_hash: request.pair_hash(),
             sent_hash: outcome.as_ref().ok().map(|r| r.sent.request_hash.clone()),
             tokens_sent,
             tokens_received: outcome

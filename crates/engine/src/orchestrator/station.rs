@@ -181,6 +181,7 @@ mod tests {
             gateway: Some(gateway),
             estimator: &HeuristicEstimator,
             system_tokens: 1,
+            briefing: None,
             redactor: &redactor,
             cancel: &cancel,
             clock: &SystemClock,

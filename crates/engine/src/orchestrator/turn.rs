@@ -86,8 +86,14 @@ impl Engine {
                 .map(|w| w.checks())
                 .unwrap_or_default();
             let prompt = prompt::agent_prompt(&package, &checks);
-            let (mut record, out) =
-                self.call_model(session, plan.worker, &prompt, CallKind::Execute, turn);
+            let (mut record, out) = self.call_model(
+                session,
+                plan.worker,
+                &package,
+                &prompt,
+                CallKind::Execute,
+                turn,
+            );
             prompts.push(prompt);
             match out {
                 Err(e) => error = Some(format!("execute call failed: {e}")),
@@ -115,6 +121,7 @@ impl Engine {
             let answered = self.call_for_claim(
                 session,
                 plan.worker,
+                &package,
                 prompt::combined_prompt(&package),
                 CallKind::Combined,
                 turn,
@@ -130,6 +137,7 @@ impl Engine {
             let executed = self.call_for_claim(
                 session,
                 plan.worker,
+                &package,
                 prompt::execute_prompt(&package),
                 CallKind::Execute,
                 turn,
@@ -143,6 +151,7 @@ impl Engine {
                     let handed = self.call_for_claim(
                         session,
                         plan.worker,
+                        &package,
                         prompt::handoff_prompt(&package, &raw1),
                         CallKind::Handoff,
                         turn,

@@ -269,3 +269,44 @@ fn a_combined_answer_that_fails_its_schema_is_repaired_once() {
     assert_eq!(called, recorded);
     assert!(!called[0].0);
 }
+
+/// At a user's defaults (the o200k BPE, the mock roster, one combined call), every
+/// call's tokens are the whole request counted afresh, and its hashes are the request
+/// as built: the briefing's known count and the gateway's hash are reused, never
+/// trusted blind.
+#[test]
+fn a_default_runs_calls_count_and_hash_the_whole_request() {
+    use baton_core::prompt;
+    use baton_core::tokens::BpeEstimator;
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let engine = engine(&store);
+    let spec = baton_engine::RunSpec {
+        objective: baton_gateway::mock::demo::OBJECTIVE.into(),
+        tasks: baton_engine::bench::tasks(30),
+        step_budgets: Vec::new(),
+        roster: Roster::mock(5),
+        settings: baton_engine::config::RunSettings::default(),
+    };
+    let (id, end) = run_all(&engine, &spec);
+    assert_eq!(end, RunEnd::Finished);
+    let turns = store.turns(&id).unwrap();
+    assert!(turns.len() >= 30, "{} turns", turns.len());
+    let bpe = BpeEstimator;
+    for turn in &turns {
+        assert_eq!(turn.package.estimator, "bpe-o200k");
+        assert_eq!(turn.calls.len(), 1, "turn {}", turn.turn);
+        let call = &turn.calls[0];
+        let built = prompt::combined_prompt(&turn.package);
+        assert_eq!(
+            call.tokens_sent,
+            bpe.count(&built.system) + bpe.count(&built.user),
+            "turn {}",
+            turn.turn
+        );
+        let hash = baton_gateway::pair_hash(&built.system, &built.user);
+        assert_eq!(call.request_hash, hash, "turn {}", turn.turn);
+        assert_eq!(call.sent_hash.as_ref(), Some(&hash), "turn {}", turn.turn);
+        assert_eq!(turn.audit.request_hashes, [hash]);
+    }
+}

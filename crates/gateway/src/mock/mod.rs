@@ -455,6 +455,7 @@ mod tests {
             workspace: None,
             cancel: None,
             output: None,
+            hashed: None,
         };
         let a = g.complete(&req).unwrap();
         assert_eq!(a, g.complete(&req).unwrap());

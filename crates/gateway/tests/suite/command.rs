@@ -91,6 +91,7 @@ pub fn request(call: CallKind, workspace: Option<&Path>) -> ModelRequest<'_> {
         workspace,
         cancel: None,
         output: None,
+        hashed: None,
     }
 }
 

@@ -54,6 +54,7 @@ pub fn request(user: &str) -> ModelRequest<'_> {
         workspace: None,
         cancel: None,
         output: None,
+        hashed: None,
     }
 }
 
