@@ -6,10 +6,13 @@ mod o200k;
 #[cfg(test)]
 mod o200k_tests;
 mod pretokenize;
+mod remember;
 mod unicode;
 mod vocab_hash;
 
 use std::sync::Arc;
+
+pub use remember::Remembering;
 
 /// Counts the tokens a text costs. Implementations must be deterministic.
 pub trait TokenEstimator: Send + Sync {

@@ -7,6 +7,7 @@ use std::time::Duration;
 use baton_core::ids::RunId;
 use baton_core::prompt;
 use baton_core::state::ExecutionState;
+use baton_core::tokens::{Remembering, TokenEstimator};
 use baton_gateway::Gateway;
 use baton_protocol::{EventKind, EventMsg as Event};
 use baton_store::{RunInfo, RunStatus};
@@ -169,7 +170,9 @@ impl Engine {
             config.roster = with_keys(config.roster, keys);
         }
         let state = self.store.load_state(run)?;
-        let estimator = config.settings.estimator.build();
+        // Every turn's briefing counts mostly the pieces the last one counted.
+        let estimator: Arc<dyn TokenEstimator> =
+            Arc::new(Remembering::new(config.settings.estimator.build()));
         let system_tokens = estimator.count(prompt::SYSTEM_PROMPT);
         let mut gateways = Vec::with_capacity(config.roster.workers.len());
         let mut redactor = baton_gateway::Redactor::default();

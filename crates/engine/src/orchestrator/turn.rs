@@ -178,7 +178,11 @@ impl Engine {
         let transfer = audit::audit(&package, &prompt_refs, &calls, &own, &session.prior_outputs);
 
         let now = self.clock.now();
+        // The scoring memo moves to the next state rather than being copied: it is
+        // derived, and a turn that does not commit leaves a state that rebuilds it.
+        let scoring = std::mem::take(&mut session.state.scoring);
         let mut next = session.state.clone();
+        next.scoring = scoring;
         // The turn's events after its calls (the calls' own were emitted as they went).
         let mut events: Vec<Event> = Vec::new();
 

@@ -327,19 +327,32 @@ fn upsert_records(
 /// Events are stored under their own run id; the foreign key refuses an event for a run
 /// that does not exist (and with it the whole transaction). Each gets the next number
 /// of its run, read and written in this transaction, so a run's numbers have no gaps
-/// and a rolled-back write takes none (a global sequence would lose some).
+/// and a rolled-back write takes none (a global sequence would lose some). A run's last
+/// number is read once per write, not once per event: the write transaction holds the
+/// database's only write lock, so nobody else numbers events meanwhile (and the unique
+/// index refuses a number taken twice).
 fn insert_events(tx: &Transaction<'_>, events: &[EncodedEvent]) -> Result<Vec<u64>> {
+    let mut last_of =
+        tx.prepare_cached("SELECT coalesce(max(run_seq), 0) FROM events WHERE run_id = ?1")?;
     let mut insert = tx.prepare_cached(
-        "INSERT INTO events (run_id, turn, at, type, body, run_seq)
-         VALUES (?1, ?2, ?3, ?4, ?5,
-                 (SELECT coalesce(max(run_seq), 0) + 1 FROM events WHERE run_id = ?1))
-         RETURNING run_seq",
+        "INSERT INTO events (run_id, turn, at, type, body, run_seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
+    // The runs written to and each one's last number; a write names one run or a few.
+    let mut last: Vec<(&str, i64)> = Vec::new();
     let mut seqs = Vec::with_capacity(events.len());
     for e in events {
-        let seq: i64 = insert.query_row(params![e.run_id, e.turn, e.at, e.kind, e.body], |r| {
-            r.get(0)
-        })?;
+        let seq = match last.iter_mut().find(|(run, _)| *run == e.run_id) {
+            Some((_, n)) => {
+                *n += 1;
+                *n
+            }
+            None => {
+                let n = last_of.query_row([&e.run_id], |r| r.get::<_, i64>(0))? + 1;
+                last.push((&e.run_id, n));
+                n
+            }
+        };
+        insert.execute(params![e.run_id, e.turn, e.at, e.kind, e.body, seq])?;
         seqs.push(seq as u64);
     }
     Ok(seqs)
