@@ -7,17 +7,21 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::TokenEstimator;
 
-/// Texts longer than this are counted afresh: a whole briefing or request is new every
-/// turn, and remembering it would only fill the memo.
+/// Texts longer than this are not remembered whole: a whole briefing or request is new
+/// every turn, and remembering it would only fill the memo. Such a text is counted as
+/// the sum of its parts between the places where its count splits (see
+/// `splits_after_line_break`), each remembered: the lines of this turn's briefing are
+/// mostly the last one's.
 const LONGEST: usize = 2048;
 
 /// Bytes of remembered text per generation. A turn's pieces come to a few kilobytes,
 /// so the counts of the texts a run keeps showing stay in the memo.
 const GENERATION_BYTES: usize = 256 * 1024;
 
-/// `inner`'s counts, remembered per text (short texts only), so a text counted before
-/// costs a lookup. Exact: a count is reused only for the same text, so every count is
-/// `inner`'s own. Bounded: when a generation of remembered text is full it becomes the
+/// `inner`'s counts, remembered per text, so a text counted before costs a lookup.
+/// Exact: a count is reused only for the same text, and a text is cut only where
+/// `inner` says its count is the sum of the parts', so every count is `inner`'s own.
+/// One per session: the memo is behind a lock that one thread takes at a time. Bounded: when a generation of remembered text is full it becomes the
 /// old one, and the one before it is forgotten; a text found in the old generation is
 /// carried into the new one, so what keeps recurring stays.
 pub struct Remembering {
@@ -60,6 +64,36 @@ impl Remembering {
         }
     }
 
+    /// `text`'s count as the sum of its parts' (see `LONGEST`), each remembered.
+    fn count_parts(&self, memo: &mut Generations, text: &str) -> usize {
+        let mut total = 0;
+        let mut start = 0;
+        for (i, _) in text.match_indices('\n') {
+            let cut = i + 1;
+            let splits = text[cut..]
+                .chars()
+                .next()
+                .is_some_and(|next| self.inner.splits_after_line_break(next));
+            if splits {
+                total += self.count_part(memo, &text[start..cut]);
+                start = cut;
+            }
+        }
+        total + self.count_part(memo, &text[start..])
+    }
+
+    fn count_part(&self, memo: &mut Generations, part: &str) -> usize {
+        if part.len() > LONGEST {
+            return self.inner.count(part);
+        }
+        if let Some(n) = memo.get(part) {
+            return n;
+        }
+        let n = self.inner.count(part);
+        memo.insert(part, n);
+        n
+    }
+
     fn memo(&self) -> std::sync::MutexGuard<'_, Generations> {
         // The memo holds only counts already made: one left half-updated by a panic is
         // still true.
@@ -77,16 +111,16 @@ impl std::fmt::Debug for Remembering {
 
 impl TokenEstimator for Remembering {
     fn count(&self, text: &str) -> usize {
-        if text.len() > LONGEST {
-            return self.inner.count(text);
+        let mut memo = self.memo();
+        if text.len() <= LONGEST {
+            if let Some(n) = memo.get(text) {
+                return n;
+            }
         }
-        if let Some(n) = self.memo().get(text) {
-            return n;
+        let n = self.count_parts(&mut memo, text);
+        if text.len() <= LONGEST {
+            memo.insert(text, n);
         }
-        // Counted without the lock held: another thread's count of the same text is
-        // the same number.
-        let n = self.inner.count(text);
-        self.memo().insert(text, n);
         n
     }
 
@@ -153,6 +187,7 @@ mod tests {
             assert_eq!(memo.count(&text), BpeEstimator.count(&text));
             assert_eq!(memo.count(recurring), BpeEstimator.count(recurring));
         }
+        // Long, and with no place to cut: counted whole every time.
         let long = "a b ".repeat(LONGEST);
         for _ in 0..3 {
             assert_eq!(memo.count(&long), BpeEstimator.count(&long));
@@ -166,5 +201,45 @@ mod tests {
             inner.0.load(std::sync::atomic::Ordering::Relaxed),
             n + 1 + 3
         );
+    }
+
+    /// Long texts are counted by their parts, and come to the count of the whole: real
+    /// briefings (each compiled with the memo, as a session does) and long sources.
+    #[test]
+    fn a_long_text_counted_by_its_parts_counts_as_the_whole() {
+        use crate::compiler::{Assignment, AssignmentKind, WorkerProfile, compile};
+        use crate::ids::WorkerId;
+        let memo = Remembering::new(Arc::new(BpeEstimator));
+        let worker = WorkerProfile {
+            id: WorkerId::new("w2"),
+            model: "mock/beta".into(),
+            family: "beta".into(),
+            role: None,
+        };
+        let assignment = Assignment {
+            kind: AssignmentKind::Step,
+            step_id: Some("T3".into()),
+            task: "Implement token authentication with refresh token rotation".into(),
+        };
+        let mut long = 0;
+        for seed in 0..4 {
+            let state = crate::synthetic::state_with_items(50 + 100 * seed, seed as u64);
+            for budget in [300, 2000, 3000] {
+                let remembered = compile(&state, &assignment, &worker, budget, &memo);
+                let fresh = compile(&state, &assignment, &worker, budget, &BpeEstimator);
+                assert_eq!(remembered, fresh);
+                assert_eq!(memo.count(&fresh.text), BpeEstimator.count(&fresh.text));
+                long += usize::from(fresh.text.len() > LONGEST);
+            }
+        }
+        assert!(long >= 4, "{long} long briefings");
+        for text in [
+            include_str!("mod.rs"),
+            include_str!("pretokenize.rs"),
+            include_str!("../../../../README.md"),
+        ] {
+            assert_eq!(memo.count(text), BpeEstimator.count(text));
+            assert_eq!(memo.count(text), BpeEstimator.count(text), "remembered");
+        }
     }
 }
