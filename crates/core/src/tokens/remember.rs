@@ -112,10 +112,10 @@ impl std::fmt::Debug for Remembering {
 impl TokenEstimator for Remembering {
     fn count(&self, text: &str) -> usize {
         let mut memo = self.memo();
-        if text.len() <= LONGEST {
-            if let Some(n) = memo.get(text) {
-                return n;
-            }
+        if text.len() <= LONGEST
+            && let Some(n) = memo.get(text)
+        {
+            return n;
         }
         let n = self.count_parts(&mut memo, text);
         if text.len() <= LONGEST {
