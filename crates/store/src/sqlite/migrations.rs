@@ -251,6 +251,12 @@ const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER benches_never_vanish BEFORE DELETE ON benches
     BEGIN SELECT RAISE(ABORT, 'benches are append-only'); END;
     "#,
+    // 11: a run's events are read and numbered by `run_seq` (migration 7) and the
+    // store's cursor is `seq`, the primary key: the index of migration 1 on
+    // (run_id, seq) serves no query, and every event wrote it.
+    r#"
+    DROP INDEX IF EXISTS events_by_run;
+    "#,
 ];
 
 /// The schema version this build writes.
@@ -412,5 +418,50 @@ mod tests {
         assert_eq!(a[2].event.kind.name(), "turn_committed");
         // Still append-only after the migration lifted the trigger for its one update.
         assert!(conn.execute("UPDATE events SET body = '{}'", []).is_err());
+    }
+
+    /// Every way the store reads the events is served by an index that is kept, so
+    /// the one dropped by migration 11 was written for nothing.
+    #[test]
+    fn the_events_are_read_through_the_indexes_that_are_kept() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrate(&mut conn).unwrap();
+        let plan = |sql: &str| -> String {
+            let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+            let rows = stmt
+                .query_map([], |r| r.get::<_, String>(3))
+                .unwrap()
+                .map(|r| r.unwrap())
+                .collect::<Vec<_>>();
+            rows.join("; ")
+        };
+        for (sql, index) in [
+            (
+                "SELECT run_seq, body FROM events WHERE run_id = 'r' AND run_seq > 0 ORDER BY run_seq",
+                "events_by_run_seq",
+            ),
+            (
+                "SELECT coalesce(max(run_seq), 0) FROM events WHERE run_id = 'r'",
+                "events_by_run_seq",
+            ),
+            (
+                "SELECT seq, run_seq, run_id, body FROM events WHERE seq > 0 ORDER BY seq LIMIT 5",
+                "INTEGER PRIMARY KEY",
+            ),
+        ] {
+            let plan = plan(sql);
+            assert!(
+                plan.contains(index) && !plan.contains("SCAN"),
+                "{sql}: {plan}"
+            );
+        }
+        let indexes: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'events'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(indexes, 1, "events_by_run_seq alone");
     }
 }
