@@ -31,59 +31,56 @@ fn window_hash(bytes: &[u8]) -> u64 {
     })
 }
 
-/// Earlier outputs to look for, indexed once for all of a turn's requests. Candidate
-/// start positions are found by the needles' first two bytes (a 64 Kibit table), and
-/// only there is a `WINDOW`-byte prefix hashed and looked up: model outputs start with a
+/// Adds to `found` the indices of the `needles` that occur in `hay`. Candidate start
+/// positions are found by the needles' first two bytes (a 64 Kibit table), and only
+/// there is a `WINDOW`-byte prefix hashed and looked up: model outputs start with a
 /// few distinct byte pairs (`{"`), so almost every position is skipped with one load.
-struct Needles<'a> {
-    /// `(index, needle, hash of its first WINDOW bytes)`, by hash.
-    needles: Vec<(usize, &'a str, u64)>,
-    starts: Vec<u64>,
-}
-
-impl<'a> Needles<'a> {
-    /// Needles shorter than `WINDOW` are too generic to look for.
-    fn new(needles: &[&'a str]) -> Self {
-        let mut indexed: Vec<(usize, &str, u64)> = needles
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| n.len() >= WINDOW)
-            .map(|(i, n)| (i, *n, window_hash(&n.as_bytes()[..WINDOW])))
-            .collect();
-        indexed.sort_unstable_by_key(|&(i, _, h)| (h, i));
-        let mut starts = vec![0u64; 1024];
-        for (_, n, _) in &indexed {
-            let b = n.as_bytes();
-            let pair = usize::from(b[0]) << 8 | usize::from(b[1]);
-            starts[pair >> 6] |= 1 << (pair & 63);
-        }
-        Needles {
-            needles: indexed,
-            starts,
-        }
+fn find_occurring(hay: &str, needles: &[&str], found: &mut HashSet<usize>) {
+    let bytes = hay.as_bytes();
+    let candidates: Vec<(usize, &str)> = needles
+        .iter()
+        .enumerate()
+        .filter(|(i, n)| n.len() >= WINDOW && n.len() <= hay.len() && !found.contains(i))
+        .map(|(i, n)| (i, *n))
+        .collect();
+    if candidates.is_empty() || bytes.len() < WINDOW {
+        return;
     }
-
-    /// Adds to `found` the indices of the needles that occur in `hay`.
-    fn find(&self, hay: &str, found: &mut HashSet<usize>) {
-        let bytes = hay.as_bytes();
-        if self.needles.is_empty() || bytes.len() < WINDOW {
-            return;
-        }
-        for pos in 0..=bytes.len() - WINDOW {
-            let pair = usize::from(bytes[pos]) << 8 | usize::from(bytes[pos + 1]);
-            if self.starts[pair >> 6] & (1 << (pair & 63)) == 0 {
-                continue;
+    let mut starts = vec![0u64; 1024];
+    let mut prefixes: HashSet<u64> = HashSet::with_capacity(candidates.len());
+    for (_, n) in &candidates {
+        let b = n.as_bytes();
+        let pair = usize::from(b[0]) << 8 | usize::from(b[1]);
+        starts[pair >> 6] |= 1 << (pair & 63);
+        prefixes.insert(window_hash(&b[..WINDOW]));
+    }
+    // Model outputs nearly always open with the same byte (`{`): then the positions to
+    // try are found by a byte search, which skips many bytes at a time.
+    let first = candidates[0].1.as_bytes()[0];
+    let one_first = first.is_ascii() && candidates.iter().all(|(_, n)| n.as_bytes()[0] == first);
+    let last = bytes.len() - WINDOW;
+    let mut pos = 0;
+    while pos <= last {
+        if one_first {
+            // `pos` follows an ASCII byte (or is 0), so it is a char boundary.
+            match hay[pos..].find(char::from(first)) {
+                Some(at) if pos + at <= last => pos += at,
+                _ => break,
             }
-            let h = window_hash(&bytes[pos..pos + WINDOW]);
-            let from = self.needles.partition_point(|&(_, _, nh)| nh < h);
-            let rest = &bytes[pos..];
-            for &(i, n, _) in self.needles[from..]
-                .iter()
-                .take_while(|&&(_, _, nh)| nh == h)
-            {
-                if rest.starts_with(n.as_bytes()) {
-                    found.insert(i);
-                }
+        }
+        let at = pos;
+        pos += 1;
+        let pair = usize::from(bytes[at]) << 8 | usize::from(bytes[at + 1]);
+        if starts[pair >> 6] & (1 << (pair & 63)) == 0 {
+            continue;
+        }
+        if !prefixes.contains(&window_hash(&bytes[at..at + WINDOW])) {
+            continue;
+        }
+        let rest = &bytes[at..];
+        for (i, n) in &candidates {
+            if rest.starts_with(n.as_bytes()) {
+                found.insert(*i);
             }
         }
     }
@@ -92,7 +89,7 @@ impl<'a> Needles<'a> {
 #[cfg(test)]
 fn count_occurring(hay: &str, needles: &[&str]) -> u32 {
     let mut found = HashSet::new();
-    Needles::new(needles).find(hay, &mut found);
+    find_occurring(hay, needles, &mut found);
     found.len() as u32
 }
 
@@ -111,7 +108,6 @@ pub fn audit(
 ) -> TransferAudit {
     let needles: Vec<&str> = prior_outputs.iter().map(String::as_str).collect();
     let longest = needles.iter().map(|n| n.len()).max().unwrap_or(0);
-    let index = Needles::new(&needles);
     let mut found = HashSet::new();
     let mut package_only = true;
     for (i, prompt) in prompts.iter().enumerate() {
@@ -121,7 +117,7 @@ pub fn audit(
         let prefix_ok = prompt.user.starts_with(&package.text);
         package_only &= prefix_ok;
         if i == 0 || prompt.system != first.system {
-            index.find(&prompt.system, &mut found);
+            find_occurring(&prompt.system, &needles, &mut found);
         }
         // The whole request is searched, package included: a compiler that pasted a
         // transcript would be caught too. A later call repeats the package, so only what
@@ -134,13 +130,13 @@ pub fn audit(
                 from -= 1;
             }
         }
-        let mut tail = std::borrow::Cow::Borrowed(&prompt.user[from..]);
+        let mut tail = prompt.user[from..].to_string();
         if i > 0 {
             for own in own_outputs.iter().filter(|o| !o.is_empty()) {
-                tail = tail.replacen(own, "", 1).into();
+                tail = tail.replacen(own, "", 1);
             }
         }
-        index.find(&tail, &mut found);
+        find_occurring(&tail, &needles, &mut found);
     }
     TransferAudit {
         messages_per_call: calls.iter().map(|c| c.messages).collect(),
@@ -180,15 +176,17 @@ mod tests {
             0
         );
         assert_eq!(count_occurring(&a, &needles), 1);
-        // Outputs that begin alike are told apart by what follows.
-        let shared = "{\"summary\":\"the same opening words for both of these outputs";
-        let d = format!("{shared}, then the first ending\"}}");
-        let e = format!("{shared}, then the second ending\"}}");
-        let alike = [a.as_str(), d.as_str(), e.as_str()];
-        assert_eq!(count_occurring(&format!("x {e} y"), &alike), 1);
-        let mut found = HashSet::new();
-        Needles::new(&alike).find(&format!("{e} and {d}"), &mut found);
-        assert_eq!(found, HashSet::from([1, 2]));
+        // Found among multi-byte chars, at the very end, and by the byte-pair table
+        // when the outputs open with different bytes.
+        let accented = format!("été {a} ünï {b}");
+        assert_eq!(count_occurring(&accented, &needles), 2);
+        assert_eq!(
+            count_occurring(&format!("{}{a}", "日本".repeat(40)), &needles),
+            1
+        );
+        let plain = "plain text output that is also long enough to count as one";
+        let mixed = [a.as_str(), plain];
+        assert_eq!(count_occurring(&format!("é {plain} and {a} é"), &mixed), 2);
     }
 
     fn package(text: &str) -> HandoffPackage {
