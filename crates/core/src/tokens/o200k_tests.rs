@@ -297,12 +297,11 @@ fn counts_equal_tiktokens_on_a_mixed_corpus() {
     }
 }
 
-#[test]
-fn briefings_count_as_tiktoken_counts_them() {
-    use crate::compiler::{Assignment, AssignmentKind, WorkerProfile, compile};
-    use crate::ids::WorkerId;
+/// The worker and the step the briefing tests compile for.
+pub(super) fn briefed() -> (crate::compiler::WorkerProfile, crate::compiler::Assignment) {
+    use crate::compiler::{Assignment, AssignmentKind, WorkerProfile};
     let worker = WorkerProfile {
-        id: WorkerId::new("w2"),
+        id: crate::ids::WorkerId::new("w2"),
         model: "mock/beta".into(),
         family: "beta".into(),
         role: None,
@@ -312,6 +311,13 @@ fn briefings_count_as_tiktoken_counts_them() {
         step_id: Some("T3".into()),
         task: "Implement token authentication with refresh token rotation".into(),
     };
+    (worker, assignment)
+}
+
+#[test]
+fn briefings_count_as_tiktoken_counts_them() {
+    use crate::compiler::compile;
+    let (worker, assignment) = briefed();
     for state in [
         crate::synthetic::demo_sized_state(),
         crate::synthetic::state_with_items(400, 3),
@@ -332,15 +338,9 @@ fn briefings_count_as_tiktoken_counts_them() {
 /// by extending the briefing's count, it counts as tiktoken counts it whole.
 #[test]
 fn requests_counted_from_their_briefing_count_as_tiktoken_counts_them() {
-    use crate::compiler::{Assignment, AssignmentKind, WorkerProfile, compile};
-    use crate::ids::WorkerId;
+    use crate::compiler::{Assignment, AssignmentKind, compile};
     use crate::prompt;
-    let worker = WorkerProfile {
-        id: WorkerId::new("w2"),
-        model: "mock/beta".into(),
-        family: "beta".into(),
-        role: None,
-    };
+    let (worker, _) = briefed();
     let mut recounted = 0;
     let mut states = vec![crate::synthetic::demo_sized_state()];
     states

@@ -207,20 +207,9 @@ mod tests {
     /// briefings (each compiled with the memo, as a session does) and long sources.
     #[test]
     fn a_long_text_counted_by_its_parts_counts_as_the_whole() {
-        use crate::compiler::{Assignment, AssignmentKind, WorkerProfile, compile};
-        use crate::ids::WorkerId;
+        use crate::compiler::compile;
         let memo = Remembering::new(Arc::new(BpeEstimator));
-        let worker = WorkerProfile {
-            id: WorkerId::new("w2"),
-            model: "mock/beta".into(),
-            family: "beta".into(),
-            role: None,
-        };
-        let assignment = Assignment {
-            kind: AssignmentKind::Step,
-            step_id: Some("T3".into()),
-            task: "Implement token authentication with refresh token rotation".into(),
-        };
+        let (worker, assignment) = crate::tokens::o200k_tests::briefed();
         let mut long = 0;
         for seed in 0..4 {
             let state = crate::synthetic::state_with_items(50 + 100 * seed, seed as u64);
