@@ -312,7 +312,7 @@ mod tests {
         );
     }
 
-    /// A database of schema 9 (before pools) is upgraded to 10: its runs and turns are
+    /// A database of schema 9 (before pools) is upgraded through 10: its runs and turns are
     /// kept, its old calls count against no pool (none was recorded for them), and the
     /// new tables take rows and refuse to change them.
     #[test]
@@ -330,7 +330,7 @@ mod tests {
         )
         .unwrap();
         migrate(&mut conn).unwrap();
-        assert_eq!(user_version(&conn).unwrap(), 10);
+        assert_eq!(user_version(&conn).unwrap(), SCHEMA_VERSION);
         let count = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
         assert_eq!(count("SELECT count(*) FROM turns"), 1);
         assert_eq!(count("SELECT count(*) FROM pool_calls"), 0);
