@@ -313,6 +313,8 @@ pub fn package(p: &HandoffPackage, turn: Option<&TurnRecord>, with_text: bool) -
                 let why = match d.reason {
                     DropReason::Cap => "over the section's cap",
                     DropReason::Budget => "budget",
+                    DropReason::NotRelevant => "not relevant to the task",
+                    DropReason::Summarized => "in a range",
                 };
                 format!("{} ({why})", d.label())
             })

@@ -133,9 +133,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
         if let Some(role) = &worker.role {
             let _ = write!(out, " as {role}");
         }
-        out.push_str(
-            "\nRecord ids (D3, I2, F1, …) are stable: cite them when you refer to records.",
-        );
+        out.push_str("\nCite record ids (D3, I2, F1…) when you refer to records.");
         let header = arena.end();
 
         let task_prefix = match (assignment.kind, &assignment.step_id) {
