@@ -44,7 +44,7 @@ fn worker_result_filled() -> WorkerResult {
     WorkerResult {
         summary: "<what you did this turn, briefly>".into(),
         completed: vec!["<work you finished>".into()],
-        steps_completed: vec!["<your step's id if you finished it, e.g. T2>".into()],
+        steps_completed: vec!["<your step's id if finished, e.g. T2>".into()],
         decisions: vec![DecisionClaim {
             text: "<a decision to follow from now on>".into(),
             reason: Some("<why>".into()),
@@ -90,8 +90,8 @@ static TURN_ANSWER_EXAMPLE: LazyLock<String> = LazyLock::new(|| {
         assumptions: r.assumptions,
         last_action: r.last_action,
         next_action: "<the exact next action>".into(),
-        notes: "<what the next worker must know that the record does not say>".into(),
-        warnings: vec!["<what the next worker must not assume, or must check first>".into()],
+        notes: "<what the next worker must know beyond the record>".into(),
+        warnings: vec!["<what the next worker must not assume or must check>".into()],
     };
     example_text(&example)
 });
@@ -99,8 +99,8 @@ static TURN_ANSWER_EXAMPLE: LazyLock<String> = LazyLock::new(|| {
 /// A `HandoffReport` filled in the same way.
 static HANDOFF_REPORT_EXAMPLE: LazyLock<String> = LazyLock::new(|| {
     let example = HandoffReport {
-        notes: "<what the next worker must know that the record does not say>".into(),
-        warnings: vec!["<what the next worker must not assume, or must check first>".into()],
+        notes: "<what the next worker must know beyond the record>".into(),
+        warnings: vec!["<what the next worker must not assume or must check>".into()],
         last_action: "<the last thing you did>".into(),
         next_action: "<the exact next action>".into(),
         decisions: Vec::new(),

@@ -206,5 +206,6 @@ pub(super) fn current_task_state(arena: &mut Arena<'_>, cx: &Context<'_>) -> Blo
         cap_dropped: work_block.cap_dropped,
         warnings: 0,
         floor: 0,
+        primary: usize::MAX,
     }
 }

@@ -146,6 +146,7 @@ pub(super) fn progress(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
         cap_dropped,
         warnings: 0,
         floor: 0,
+        primary: usize::MAX,
     };
     block.with_heading(arena, |out| {
         let done = plan.iter().filter(|s| s.status == StepStatus::Done).count();

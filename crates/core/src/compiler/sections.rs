@@ -35,6 +35,9 @@ pub const CAP_ASSUMPTIONS: usize = 8;
 pub const ANCHORED: usize = 2;
 /// Added to the score of anchored items (and fixed lines), above any relevance score.
 pub const ANCHOR_BONUS: u32 = 1_000_000;
+/// Added to the score of a decision shown in full that is not anchored: it ranks above
+/// every decision shown short, and below the anchored tier.
+pub const FULL_DECISION_BONUS: u32 = ANCHOR_BONUS / 2;
 /// Warnings that are always delivered, at least in their shortest form.
 pub const FLOOR_WARNINGS: usize = 8;
 
@@ -94,6 +97,9 @@ pub(super) struct Block {
     pub warnings: usize,
     /// Leading ranked items every section gets before any section grows (see `with_floor`).
     pub floor: usize,
+    /// Leading ranked items that grow before the predecessor's notes in full; the rest
+    /// (decisions off the task, in their short form) only after them.
+    pub primary: usize,
 }
 
 /// Best first; ties go to the earlier record so the ranking is a total order.
@@ -176,6 +182,7 @@ pub(super) fn block<T>(arena: &mut Arena<'_>, spec: Spec<'_, T>) -> Block {
         section: spec.section,
         heading,
         floor: 0,
+        primary: usize::MAX,
         items,
         available,
         cap_dropped,
@@ -380,14 +387,23 @@ fn decisions(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
         let restated = d.reaffirmed.last().map_or(0, |r| r.turn);
         scored.score(i) >= ANCHOR_BONUS || scored.relevant(cx, i, d.provenance.turn.max(restated))
     };
-    block(
+    // The short ones rank below every full one, and are the last thing a briefing grows.
+    let score = |i: usize, d: &Decision| {
+        let s = scored.score(i);
+        if s < ANCHOR_BONUS && full(i, d) {
+            s + FULL_DECISION_BONUS
+        } else {
+            s
+        }
+    };
+    let mut block = block(
         arena,
         Spec {
             section: Section::Decisions,
             cap: CAP_DECISIONS,
             records: decisions,
             include: &|_| true,
-            score: &|i, _| scored.score(i),
+            score: &score,
             relevant: &|_, _| true,
             id: &|d| &d.id,
             render: &|i, d, out| {
@@ -410,7 +426,11 @@ fn decisions(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
                 cut
             },
         },
-    )
+    );
+    block.primary = (block.items.iter())
+        .take_while(|i| i.score >= FULL_DECISION_BONUS)
+        .count();
+    block
 }
 
 fn completed(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
@@ -483,7 +503,12 @@ fn artifacts(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
                 };
                 let _ = write!(out, "- {} `", a.id);
                 let mut cut = push_clean(out, &a.name, MAX_ITEM_CHARS / 2);
-                let _ = write!(out, "` ({}) v{}: ", a.kind, latest.version);
+                let _ = write!(out, "` ({})", a.kind);
+                // A first version says so by "created by" with no "modified by".
+                if a.versions.len() > 1 {
+                    let _ = write!(out, " v{}", latest.version);
+                }
+                out.push_str(": ");
                 cut |= push_clean(out, &latest.description, MAX_ITEM_CHARS);
                 let _ = write!(out, " — created by {}", a.creator());
                 let modifiers = a.modifiers();
@@ -696,6 +721,7 @@ fn notes(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             items: Vec::new(),
             available: 0,
             floor: 0,
+            primary: usize::MAX,
             cap_dropped: Vec::new(),
             warnings: 0,
         };
@@ -760,6 +786,7 @@ fn notes(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
         available: items.len(),
         // The notes block's floor is handled by the fill (warnings, then the notes).
         floor: 0,
+        primary: usize::MAX,
         items,
         cap_dropped: Vec::new(),
         warnings: all_warnings,

@@ -10,8 +10,8 @@ use baton_core::compiler::{
 };
 use baton_core::ids::{RunId, Timestamp, WorkerId};
 use baton_core::state::{
-    CompletedWork, Decision, ExecutionState, FailedAttempt, Issue, IssueStatus, Provenance,
-    Severity, StepStatus,
+    CompletedWork, Decision, ExecutionState, FailedAttempt, HandoffRecord, Issue, IssueStatus,
+    Provenance, Severity, StepStatus,
 };
 use baton_core::tokens::{BpeEstimator, TokenEstimator};
 
@@ -309,6 +309,38 @@ fn a_decision_off_the_task_arrives_without_its_reason() {
         "{:?}",
         p.dropped
     );
+}
+
+/// What does not bear on the task is the last thing a briefing grows: a decision off the
+/// task, in its short form, gives way to the predecessor's notes in full.
+#[test]
+fn decisions_off_the_task_give_way_to_the_predecessors_notes() {
+    let mut s = plan_state(30, 25);
+    for n in 1..=8 {
+        s.decisions.push(decision(
+            n,
+            &format!("Use colour scheme variant {n} for the docs site"),
+            "the designers asked",
+            n as u32,
+        ));
+    }
+    let notes = "Read the pagination notes first: ".repeat(12);
+    s.handoffs.push(HandoffRecord {
+        id: "H25".into(),
+        notes: notes.clone(),
+        warnings: Vec::new(),
+        engine_warnings: Vec::new(),
+        provenance: prov(24),
+    });
+    let a = step("T26", "Add cursor pagination to the list endpoints");
+    let full = compile(&s, &a, &worker(), 100_000, &BpeEstimator);
+    assert!(full.text.contains(notes.trim_end()));
+    let p = compile(&s, &a, &worker(), full.tokens - 1, &BpeEstimator);
+    assert!(p.text.contains(notes.trim_end()), "{}", p.text);
+    let trimmed = dropped(&p, DropReason::Budget);
+    assert!(trimmed.iter().any(|d| d.starts_with('D')), "{trimmed:?}");
+    // The founding decisions, anchored, stay.
+    assert!(section(&p, "Decisions").contains("- D1: "));
 }
 
 /// True when every record of `d` is one the relevance floor may leave out: completed
