@@ -31,7 +31,7 @@ fn bpe() -> BpeEstimator {
     BpeEstimator
 }
 
-fn worker() -> WorkerProfile {
+pub(super) fn worker() -> WorkerProfile {
     WorkerProfile {
         id: WorkerId::new("w9"),
         model: "mock/zeta".into(),
@@ -40,7 +40,7 @@ fn worker() -> WorkerProfile {
     }
 }
 
-fn step(id: &str, task: &str) -> Assignment {
+pub(super) fn step(id: &str, task: &str) -> Assignment {
     Assignment {
         kind: AssignmentKind::Step,
         step_id: Some(id.into()),

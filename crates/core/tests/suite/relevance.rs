@@ -5,8 +5,7 @@
 //! the compiler that filled every briefing to its budget.
 
 use baton_core::compiler::{
-    Assignment, AssignmentKind, DropReason, DroppedItem, HandoffPackage, RECENT_TURNS, Section,
-    WorkerProfile, compile,
+    DropReason, DroppedItem, HandoffPackage, RECENT_TURNS, Section, compile,
 };
 use baton_core::ids::{RunId, Timestamp, WorkerId};
 use baton_core::state::{
@@ -15,22 +14,7 @@ use baton_core::state::{
 };
 use baton_core::tokens::{BpeEstimator, TokenEstimator};
 
-fn worker() -> WorkerProfile {
-    WorkerProfile {
-        id: WorkerId::new("w9"),
-        model: "mock/zeta".into(),
-        family: "zeta".into(),
-        role: None,
-    }
-}
-
-fn step(id: &str, task: &str) -> Assignment {
-    Assignment {
-        kind: AssignmentKind::Step,
-        step_id: Some(id.into()),
-        task: task.into(),
-    }
-}
+use super::compiler::{step, worker};
 
 fn prov(turn: u32) -> Provenance {
     Provenance {
