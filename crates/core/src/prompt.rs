@@ -38,7 +38,7 @@ impl Prompt {
 /// A `WorkerResult` with every field filled in with what belongs there, built from the
 /// type so it always parses.
 static WORKER_RESULT_EXAMPLE: LazyLock<String> =
-    LazyLock::new(|| example_text(&worker_result_filled()));
+    LazyLock::new(|| pretty_example_text(&worker_result_filled()));
 
 fn worker_result_filled() -> WorkerResult {
     WorkerResult {
@@ -113,8 +113,20 @@ static HANDOFF_REPORT_EXAMPLE: LazyLock<String> = LazyLock::new(|| {
         failed_attempts: Vec::new(),
         assumptions: Vec::new(),
     };
-    example_text(&example)
+    pretty_example_text(&example)
 });
+
+/// Pretty JSON of `example` without its empty lists, for the two calls of a turn in
+/// `calls = "two"` mode: measured with SmolLM2-135M in schema mode, its execute call
+/// looped inside the grammar to the output limit with the compact example below and
+/// answered within it with this one.
+fn pretty_example_text<T: serde::Serialize>(example: &T) -> String {
+    let mut value = serde_json::to_value(example).unwrap_or_default();
+    if let Some(map) = value.as_object_mut() {
+        map.retain(|_, v| v.as_array().is_none_or(|a| !a.is_empty()));
+    }
+    serde_json::to_string_pretty(&value).unwrap_or_default()
+}
 
 /// Compact JSON of `example`, one field a line in the type's own order (the summary
 /// first, as a model writes it), without its empty lists. Pretty-printed, the same

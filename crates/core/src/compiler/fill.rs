@@ -133,7 +133,12 @@ impl<'a, 'e> Compiler<'a, 'e> {
         if let Some(role) = &worker.role {
             let _ = write!(out, " as {role}");
         }
-        out.push_str("\nCite record ids (D3, I2, F1…) when you refer to records.");
+        // Kept word for word: with a shorter "Cite record ids …" line, Qwen2.5-Coder-0.5B's
+        // first answer in schema mode looped inside llama.cpp's grammar to its output limit
+        // (the live-model suite), and with this one it did not.
+        out.push_str(
+            "\nRecord ids (D3, I2, F1, …) are stable: cite them when you refer to records.",
+        );
         let header = arena.end();
 
         let task_prefix = match (assignment.kind, &assignment.step_id) {
