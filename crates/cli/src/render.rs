@@ -263,11 +263,13 @@ pub fn package(p: &HandoffPackage, turn: Option<&TurnRecord>, with_text: bool) -
                 let why = match d.reason {
                     DropReason::Cap => "over the section's cap",
                     DropReason::Budget => "budget",
+                    DropReason::NotRelevant => "not relevant to the task",
+                    DropReason::Summarized => "in a range",
                 };
                 format!("{} ({why})", d.label())
             })
             .collect();
-        let _ = writeln!(out, "   items that did not fit: {}", items.join(", "));
+        let _ = writeln!(out, "   items left out: {}", items.join(", "));
     }
     if with_text {
         let _ = writeln!(out, "\n{}\n", p.text.trim_end());
@@ -449,9 +451,18 @@ pub fn demo(
             included.len(),
             included.join(", ")
         );
-        if !row.sections_omitted.is_empty() || row.items_dropped > 0 {
-            let dropped: Vec<String> = p.dropped.iter().map(|d| d.label()).collect();
-            let _ = writeln!(
+        // Plan steps in a range are in the briefing's text; what the relevance floor
+        // kept out is not a matter of room.
+        let labels = |reasons: &[DropReason]| -> Vec<String> {
+            (p.dropped.iter())
+                .filter(|d| reasons.contains(&d.reason))
+                .map(|d| d.label())
+                .collect()
+        };
+        let unfit = labels(&[DropReason::Cap, DropReason::Budget]);
+        let irrelevant = labels(&[DropReason::NotRelevant]);
+        if !row.sections_omitted.is_empty() || !unfit.is_empty() || !irrelevant.is_empty() {
+            let _ = write!(
                 out,
                 "      omitted sections: {} · items that did not fit: {}",
                 if row.sections_omitted.is_empty() {
@@ -459,12 +470,20 @@ pub fn demo(
                 } else {
                     row.sections_omitted.join(", ")
                 },
-                if dropped.is_empty() {
+                if unfit.is_empty() {
                     "none".into()
                 } else {
-                    dropped.join(", ")
+                    unfit.join(", ")
                 }
             );
+            if !irrelevant.is_empty() {
+                let _ = write!(
+                    out,
+                    " · not relevant to the task: {}",
+                    irrelevant.join(", ")
+                );
+            }
+            out.push('\n');
         }
     }
     out.push_str("\nclaims the engine refused or flagged\n");

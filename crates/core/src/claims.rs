@@ -222,13 +222,59 @@ static TURN_ANSWER_SCHEMA: LazyLock<Value> = LazyLock::new(schema_of::<TurnAnswe
 /// descriptions and the defaults are left out. The prompt's filled-in example already
 /// says what each field is for; the structure (types, required fields, closed
 /// objects) is all a schema-constrained decoder needs.
+///
+/// Each definition is used once or twice, so it is written in place rather than behind a
+/// `$ref` (the `$defs` names and paths cost more than the repetition), and an optional
+/// field is typed `"string"`, not `["string","null"]`: it is left out when there is
+/// nothing to say, never sent as null.
 fn schema_of<T: JsonSchema>() -> Value {
     let mut schema = serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null);
-    if let Some(root) = schema.as_object_mut() {
-        root.remove("$schema");
-    }
+    let defs = schema
+        .as_object_mut()
+        .and_then(|root| {
+            root.remove("$schema");
+            root.remove("$defs")
+        })
+        .unwrap_or(Value::Null);
+    inline_refs(&mut schema, &defs, 0);
     strip_annotations(&mut schema);
     schema
+}
+
+/// Replaces every `{"$ref": "#/$defs/X"}` with the definition of `X`, and `[T, "null"]`
+/// types with `T`. The claim types are not recursive; the depth bound keeps a mistaken
+/// one from looping.
+fn inline_refs(value: &mut Value, defs: &Value, depth: usize) {
+    if depth > 16 {
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            let target = map
+                .get("$ref")
+                .and_then(Value::as_str)
+                .and_then(|r| r.strip_prefix("#/$defs/"))
+                .and_then(|name| defs.get(name));
+            if let Some(target) = target {
+                *value = target.clone();
+                inline_refs(value, defs, depth + 1);
+                return;
+            }
+            if let Some(Value::Array(types)) = map.get("type")
+                && let [one, Value::String(null)] = types.as_slice()
+                && null == "null"
+            {
+                let one = one.clone();
+                map.insert("type".into(), one);
+            }
+            map.values_mut()
+                .for_each(|v| inline_refs(v, defs, depth + 1));
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|v| inline_refs(v, defs, depth + 1)),
+        _ => {}
+    }
 }
 
 /// Removes `description` and `default` at any depth, except as property names.
@@ -666,6 +712,31 @@ mod tests {
         let t = turn_answer_schema();
         assert!(t.to_string().contains("\"description\":{"), "{t}");
         assert_eq!(t["title"], "TurnAnswer");
+    }
+
+    /// The definitions are written in place and optional fields are plain strings: the
+    /// schema rides in every request that enforces one. Nested objects stay closed and a
+    /// nested unknown field is still dropped by name.
+    #[test]
+    fn schemas_have_no_references_or_null_types() {
+        for s in [
+            worker_result_schema(),
+            handoff_report_schema(),
+            turn_answer_schema(),
+        ] {
+            let text = s.to_string();
+            assert!(!text.contains("$ref") && !text.contains("$defs"), "{text}");
+            assert!(!text.contains("null"), "{text}");
+        }
+        let t = turn_answer_schema();
+        let issue = &t["properties"]["issues"]["items"];
+        assert_eq!(issue["additionalProperties"], Value::Bool(false));
+        assert_eq!(issue["properties"]["detail"]["type"], "string");
+        assert_eq!(issue["properties"]["severity"]["enum"][3], "critical");
+        let raw = r#"{"summary":"s","last_action":"a","issues":[{"title":"t",
+            "severity":"high","mood":"x"}]}"#;
+        let parsed = parse_worker_result(raw).unwrap();
+        assert!(parsed.warnings.iter().any(|w| w.contains("issues[0].mood")));
     }
 
     #[test]

@@ -112,7 +112,7 @@ fn connection(
 fn mock_text(system: &str, user: &str, model: &str) -> String {
     let call = if user.contains("## Your handoff (call 2 of 2)") {
         CallKind::Handoff
-    } else if user.contains("## Your answer (the work and the handoff, in one)") {
+    } else if !user.contains("(call 1 of 2: the work)") {
         CallKind::Combined
     } else {
         CallKind::Execute

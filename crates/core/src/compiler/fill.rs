@@ -6,7 +6,7 @@
 //! in full; then every section's floor, Progress … Next action and the predecessor's
 //! notes in their shortest form (so a long plan cannot starve what the next worker must
 //! not repeat or ignore); then each section grows, in the same order, and the notes
-//! last. Within a section items are taken best-ranked first and the first that does not
+//! last, and what does not bear on the task after them. Within a section items are taken best-ranked first and the first that does not
 //! fit ends the section, so a trimmed section loses its least relevant items and never a
 //! better one.
 
@@ -133,6 +133,9 @@ impl<'a, 'e> Compiler<'a, 'e> {
         if let Some(role) = &worker.role {
             let _ = write!(out, " as {role}");
         }
+        // Kept word for word: with a shorter "Cite record ids …" line, Qwen2.5-Coder-0.5B's
+        // first answer in schema mode looped inside llama.cpp's grammar to its output limit
+        // (the live-model suite), and with this one it did not.
         out.push_str(
             "\nRecord ids (D3, I2, F1, …) are stable: cite them when you refer to records.",
         );
@@ -338,9 +341,10 @@ impl<'a, 'e> Compiler<'a, 'e> {
             }
         }
 
-        // Then each section grows, in priority order, and the notes in full last.
+        // Then each section grows, in priority order, with what bears on the task; the
+        // notes in full; and last what does not (decisions off the task, short).
         for (b, block) in sections.iter().enumerate() {
-            take(&mut plan.kept[b], block, block.items.len(), &mut remaining);
+            take(&mut plan.kept[b], block, block.primary, &mut remaining);
         }
         if plan.kept[notes_at] > notes.warnings
             && !plan.full_notes
@@ -351,8 +355,12 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 .tokens
                 .saturating_sub(item.short.map_or(item.piece.tokens, |s| s.tokens));
             if extra <= remaining {
+                remaining -= extra;
                 plan.full_notes = true;
             }
+        }
+        for (b, block) in sections.iter().enumerate() {
+            take(&mut plan.kept[b], block, block.items.len(), &mut remaining);
         }
         plan
     }

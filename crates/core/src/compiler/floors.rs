@@ -1,7 +1,7 @@
 //! Section floors: what every section is guaranteed before any section grows, and the
 //! rules that put a record in a section's anchored tier.
 
-use super::sections::{ANCHOR_BONUS, Block};
+use super::sections::{ANCHOR_BONUS, Block, Context};
 
 /// Section floors: the items a section is guaranteed before any section grows. A floor
 /// is every item of the anchored tier (anchored records, fixed lines, open high and
@@ -34,6 +34,75 @@ impl Block {
             .count();
         self.floor = anchored.max(floor.min).min(floor.max).min(self.items.len());
         self
+    }
+}
+
+/// Completed work, artifacts and assumptions of other steps are optional: the briefing
+/// carries one only when it is recent (recorded in the last `RECENT_TURNS` turns) or
+/// relevant to the assignment by the task's own terms: at least `AREA_TERMS` of them,
+/// and more than the category's typical record shares. A term most records share (a
+/// plan whose steps are all "Refine part N of the plan") says nothing about which one
+/// matters. The rest are reported as not relevant, and the budget is a ceiling, not a
+/// target.
+pub const RECENT_TURNS: u32 = 1;
+/// Records a category needs before its typical overlap is told apart from a relevant
+/// one's; below it, every record sharing `AREA_TERMS` task terms is relevant.
+const TYPICAL_FROM: usize = 4;
+
+/// The task overlap a category's typical record has: its lower median.
+pub(super) struct RelevanceFloor {
+    typical: usize,
+}
+
+impl RelevanceFloor {
+    pub(super) fn of(mut overlaps: Vec<usize>) -> RelevanceFloor {
+        let typical = if overlaps.len() < TYPICAL_FROM {
+            0
+        } else {
+            let mid = (overlaps.len() - 1) / 2;
+            *overlaps.select_nth_unstable(mid).1
+        };
+        RelevanceFloor { typical }
+    }
+}
+
+/// A category's scores and task overlaps, by record index (`None` when the record is not
+/// in the section), with its relevance floor.
+pub(super) struct Optional {
+    scored: Vec<Option<(u32, usize)>>,
+    floor: RelevanceFloor,
+}
+
+impl Optional {
+    pub(super) fn new(scored: Vec<Option<(u32, usize)>>) -> Optional {
+        let overlaps = scored.iter().flatten().map(|&(_, o)| o).collect();
+        Optional {
+            floor: RelevanceFloor::of(overlaps),
+            scored,
+        }
+    }
+
+    pub(super) fn score(&self, i: usize) -> u32 {
+        self.scored[i].map_or(0, |(s, _)| s)
+    }
+
+    pub(super) fn relevant(&self, cx: &Context<'_>, i: usize, turn: u32) -> bool {
+        self.scored[i].is_some_and(|(_, o)| cx.above_floor(&self.floor, o, turn))
+    }
+}
+
+impl Context<'_> {
+    /// True when a record of an optional category recorded at `turn`, sharing
+    /// `task_overlap` terms with the assigned task, is above the relevance floor (see
+    /// `RECENT_TURNS`).
+    pub(super) fn above_floor(
+        &self,
+        floor: &RelevanceFloor,
+        task_overlap: usize,
+        turn: u32,
+    ) -> bool {
+        turn.saturating_add(RECENT_TURNS) >= self.state.turns
+            || (self.same_area(task_overlap) && task_overlap > floor.typical)
     }
 }
 

@@ -3,8 +3,10 @@
 //! Deterministic (invariant 7), bounded by the token count of the *rendered* package,
 //! and honest about what it left out (invariant 6).
 
+mod current;
 mod fill;
 mod floors;
+mod progress;
 mod render;
 mod sections;
 
@@ -14,14 +16,16 @@ use crate::ids::{RunId, WorkerId};
 use crate::state::ExecutionState;
 use crate::tokens::TokenEstimator;
 
+pub use current::SHOWN_ATTEMPTS;
 pub use fill::MIN_KEEP_CHARS;
 pub use floors::{
     FLOOR_ACTION, FLOOR_CURRENT, FLOOR_DECISIONS, FLOOR_FAILED, FLOOR_ISSUES, FLOOR_PROGRESS,
-    FLOOR_RECORDS, Floor,
+    FLOOR_RECORDS, Floor, RECENT_TURNS,
 };
+pub use progress::OPEN_BEHIND;
 pub use sections::{
     ANCHOR_BONUS, ANCHORED, CAP_ARTIFACTS, CAP_ASSUMPTIONS, CAP_COMPLETED, CAP_DECISIONS,
-    CAP_FAILED, CAP_ISSUES, CAP_PROGRESS, CAP_STEP_WORK, FLOOR_WARNINGS, relevance,
+    CAP_FAILED, CAP_ISSUES, CAP_STEP_WORK, FLOOR_WARNINGS, relevance,
 };
 
 /// What a worker is asked to do this turn.
@@ -226,6 +230,11 @@ pub enum DropReason {
     Cap,
     /// Did not fit the token budget.
     Budget,
+    /// Below the relevance floor: completed work, an artifact or an assumption neither
+    /// recent nor on the assigned task's own terms. Not a candidate, whatever the budget.
+    NotRelevant,
+    /// Shown only within a range or a count (plan steps away from the assigned one).
+    Summarized,
 }
 
 /// One compiled briefing: the only thing a worker ever receives about the run.

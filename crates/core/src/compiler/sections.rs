@@ -4,23 +4,24 @@
 use std::cmp::Ordering;
 use std::fmt::Write as _;
 
+use super::current::current_task_state;
 use super::floors::{
     FLOOR_ACTION, FLOOR_CURRENT, FLOOR_DECISIONS, FLOOR_FAILED, FLOOR_ISSUES, FLOOR_PROGRESS,
-    FLOOR_RECORDS, cites_earlier_decision,
+    FLOOR_RECORDS, Optional, cites_earlier_decision,
 };
+use super::progress::progress;
 use super::render::{
     Arena, MAX_ITEM_CHARS, MAX_NOTES_CHARS, NOTES_FLOOR_WORDS, Piece, push_by, push_clean,
     push_warning_floor, push_words,
 };
 use super::{Assignment, AssignmentKind, DropReason, DroppedItem, Section};
 use crate::state::{
-    AttemptOutcome, CompletedWork, ExecutionState, IssueStatus, Severity, StepAttempt, StepStatus,
+    Artifact, CompletedWork, Decision, ExecutionState, IssueStatus, Severity, Stamped,
 };
 use crate::text::{AssignmentQuery, ScoringCacheGuard, TermQuery};
 use std::cell::RefCell;
 
 /// Per-category caps: candidates beyond them are dropped with `DropReason::Cap`.
-pub const CAP_PROGRESS: usize = 40;
 pub const CAP_STEP_WORK: usize = 8;
 pub const CAP_DECISIONS: usize = 12;
 pub const CAP_COMPLETED: usize = 10;
@@ -34,6 +35,9 @@ pub const CAP_ASSUMPTIONS: usize = 8;
 pub const ANCHORED: usize = 2;
 /// Added to the score of anchored items (and fixed lines), above any relevance score.
 pub const ANCHOR_BONUS: u32 = 1_000_000;
+/// Added to the score of a decision shown in full that is not anchored: it ranks above
+/// every decision shown short, and below the anchored tier.
+pub const FULL_DECISION_BONUS: u32 = ANCHOR_BONUS / 2;
 /// Warnings that are always delivered, at least in their shortest form.
 pub const FLOOR_WARNINGS: usize = 8;
 
@@ -49,14 +53,14 @@ pub fn relevance(query: &TermQuery, texts: &[&str], turn: u32, state_turns: u32)
 }
 
 /// `relevance` given the number of shared query terms.
-fn relevance_from_overlap(overlap: usize, turn: u32, state_turns: u32) -> u32 {
+pub(super) fn relevance_from_overlap(overlap: usize, turn: u32, state_turns: u32) -> u32 {
     let o = overlap as u64;
     let rel = 1000 * o / (o + 2);
     let rec = (1000 * (u64::from(turn) + 1) / (u64::from(state_turns) + 1)).min(1000);
     (7 * rel + 3 * rec) as u32
 }
 
-fn severity_bonus(s: Severity) -> u32 {
+pub(super) fn severity_bonus(s: Severity) -> u32 {
     match s {
         Severity::Low => 0,
         Severity::Medium => 500,
@@ -93,6 +97,9 @@ pub(super) struct Block {
     pub warnings: usize,
     /// Leading ranked items every section gets before any section grows (see `with_floor`).
     pub floor: usize,
+    /// Leading ranked items that grow before the predecessor's notes in full; the rest
+    /// (decisions off the task, in their short form) only after them.
+    pub primary: usize,
 }
 
 /// Best first; ties go to the earlier record so the ranking is a total order.
@@ -116,71 +123,51 @@ fn top(mut scored: Vec<(u32, u32)>, cap: usize) -> Vec<(u32, u32)> {
 }
 
 /// Shared shape of a record section: which records belong, their score, id and line.
-struct Spec<'s, T> {
-    section: Section,
-    cap: usize,
-    records: &'s [T],
-    include: &'s dyn Fn(&T) -> bool,
-    score: &'s dyn Fn(usize, &T) -> u32,
-    id: &'s dyn Fn(&T) -> &str,
+pub(super) struct Spec<'s, T> {
+    pub section: Section,
+    pub cap: usize,
+    pub records: &'s [T],
+    pub include: &'s dyn Fn(&T) -> bool,
+    pub score: &'s dyn Fn(usize, &T) -> u32,
+    /// False for a record below the relevance floor: reported, never a candidate.
+    pub relevant: &'s dyn Fn(usize, &T) -> bool,
+    pub id: &'s dyn Fn(&T) -> &str,
     /// Writes the line (without its final newline); true when text was clipped.
-    render: &'s dyn Fn(&T, &mut String) -> bool,
+    pub render: &'s dyn Fn(usize, &T, &mut String) -> bool,
 }
 
-fn block<T>(arena: &mut Arena<'_>, spec: Spec<'_, T>) -> Block {
+pub(super) fn block<T>(arena: &mut Arena<'_>, spec: Spec<'_, T>) -> Block {
     let mut scores: Vec<(u32, u32)> = Vec::with_capacity(spec.records.len());
+    let mut below_floor: Vec<(u32, u32)> = Vec::new();
     for (i, r) in spec.records.iter().enumerate() {
         if (spec.include)(r) {
-            scores.push(((spec.score)(i, r), i as u32));
+            let scored = ((spec.score)(i, r), i as u32);
+            if (spec.relevant)(i, r) {
+                scores.push(scored);
+            } else {
+                below_floor.push(scored);
+            }
         }
     }
-    let available = scores.len();
+    let available = scores.len() + below_floor.len();
     let mut cap_dropped = Vec::new();
-    let ranked = if available > spec.cap {
-        // Scores by record index, so the dropped runs can be walked in record order
-        // without keeping a second copy of the scored list.
-        let mut score_of = vec![u32::MAX; spec.records.len()];
-        for &(score, i) in &scores {
-            score_of[i as usize] = score;
-        }
-        let ranked = top(scores, spec.cap);
-        for &(_, i) in &ranked {
-            score_of[i as usize] = u32::MAX;
-        }
-        // Runs of consecutive records dropped by the cap (records that are kept or not
-        // in the section end a run).
-        let mut run: Option<(usize, usize, u32)> = None;
-        let flush = |run: Option<(usize, usize, u32)>, out: &mut Vec<DroppedItem>| {
-            if let Some((first, last, best)) = run {
-                out.push(DroppedItem {
-                    section: spec.section,
-                    item: (spec.id)(&spec.records[first]).to_string(),
-                    through: (last > first).then(|| (spec.id)(&spec.records[last]).to_string()),
-                    count: (last - first + 1) as u32,
-                    reason: DropReason::Cap,
-                    score: best,
-                });
-            }
-        };
-        for (i, &score) in score_of.iter().enumerate() {
-            if score == u32::MAX {
-                flush(run.take(), &mut cap_dropped);
-                continue;
-            }
-            run = Some(match run {
-                Some((first, _, best)) => (first, i, best.max(score)),
-                None => (i, i, score),
-            });
-        }
-        flush(run, &mut cap_dropped);
+    let ranked = if scores.len() > spec.cap {
+        let ranked = top(scores.clone(), spec.cap);
+        let mut capped = scores;
+        let kept: std::collections::BTreeSet<u32> = ranked.iter().map(|&(_, i)| i).collect();
+        capped.retain(|(_, i)| !kept.contains(i));
+        cap_dropped = runs(&spec, &capped, DropReason::Cap);
         ranked
     } else {
         top(scores, spec.cap)
     };
+    if !below_floor.is_empty() {
+        cap_dropped.extend(runs(&spec, &below_floor, DropReason::NotRelevant));
+    }
     let mut items = Vec::with_capacity(ranked.len());
     for (score, i) in ranked {
         let r = &spec.records[i as usize];
-        let shortened = (spec.render)(r, arena.begin());
+        let shortened = (spec.render)(i as usize, r, arena.begin());
         items.push(Item {
             id: (spec.id)(r).to_string(),
             score,
@@ -195,6 +182,7 @@ fn block<T>(arena: &mut Arena<'_>, spec: Spec<'_, T>) -> Block {
         section: spec.section,
         heading,
         floor: 0,
+        primary: usize::MAX,
         items,
         available,
         cap_dropped,
@@ -202,7 +190,48 @@ fn block<T>(arena: &mut Arena<'_>, spec: Spec<'_, T>) -> Block {
     }
 }
 
-fn heading(arena: &mut Arena<'_>, section: Section, empty: bool, extra: Option<&str>) -> Piece {
+/// `dropped` (`(score, index)`, in record order) as runs of consecutive records: a
+/// record not in `dropped` ends a run, so a large record costs its briefing report a
+/// few entries rather than one per record.
+pub(super) fn runs<T>(
+    spec: &Spec<'_, T>,
+    dropped: &[(u32, u32)],
+    reason: DropReason,
+) -> Vec<DroppedItem> {
+    let mut out = Vec::new();
+    let mut run: Option<(usize, usize, u32)> = None;
+    let flush = |run: Option<(usize, usize, u32)>, out: &mut Vec<DroppedItem>| {
+        if let Some((first, last, best)) = run {
+            out.push(DroppedItem {
+                section: spec.section,
+                item: (spec.id)(&spec.records[first]).to_string(),
+                through: (last > first).then(|| (spec.id)(&spec.records[last]).to_string()),
+                count: (last - first + 1) as u32,
+                reason,
+                score: best,
+            });
+        }
+    };
+    for &(score, i) in dropped {
+        let i = i as usize;
+        run = Some(match run {
+            Some((first, last, best)) if last + 1 == i => (first, i, best.max(score)),
+            other => {
+                flush(other, &mut out);
+                (i, i, score)
+            }
+        });
+    }
+    flush(run, &mut out);
+    out
+}
+
+pub(super) fn heading(
+    arena: &mut Arena<'_>,
+    section: Section,
+    empty: bool,
+    extra: Option<&str>,
+) -> Piece {
     if empty {
         return Piece::default();
     }
@@ -216,7 +245,7 @@ fn heading(arena: &mut Arena<'_>, section: Section, empty: bool, extra: Option<&
 }
 
 /// A block of fixed lines, in the given order (they rank in that order, above records).
-fn fixed_item(arena: &mut Arena<'_>, id: &str, pos: usize, line: &str) -> Item {
+pub(super) fn fixed_item(arena: &mut Arena<'_>, id: &str, pos: usize, line: &str) -> Item {
     let out = arena.begin();
     let shortened = push_clean(out, line, MAX_ITEM_CHARS * 2);
     Item {
@@ -246,17 +275,17 @@ pub(super) struct Context<'s> {
 pub const AREA_TERMS: usize = 2;
 
 /// Slots of the scoring cache, one per record category.
-const KIND_DECISION: usize = 0;
-const KIND_COMPLETED: usize = 1;
-const KIND_ARTIFACT: usize = 2;
-const KIND_ISSUE: usize = 3;
-const KIND_FAILED: usize = 4;
-const KIND_ASSUMPTION: usize = 5;
+pub(super) const KIND_DECISION: usize = 0;
+pub(super) const KIND_COMPLETED: usize = 1;
+pub(super) const KIND_ARTIFACT: usize = 2;
+pub(super) const KIND_ISSUE: usize = 3;
+pub(super) const KIND_FAILED: usize = 4;
+pub(super) const KIND_ASSUMPTION: usize = 5;
 
 impl Context<'_> {
     /// `relevance` of record `index` of a state category, with its overlaps memoised.
     /// `stamp` must change whenever `texts` can have changed (see the call sites).
-    fn score_cached(
+    pub(super) fn score_cached(
         &self,
         kind: usize,
         index: usize,
@@ -269,7 +298,7 @@ impl Context<'_> {
     }
 
     /// `score_cached`, and how many terms the record shares with the assigned task.
-    fn score_and_task_overlap(
+    pub(super) fn score_and_task_overlap(
         &self,
         kind: usize,
         index: usize,
@@ -285,12 +314,12 @@ impl Context<'_> {
     }
 
     /// True when a record sharing `overlap` terms with the task is in the task's area.
-    fn same_area(&self, overlap: usize) -> bool {
+    pub(super) fn same_area(&self, overlap: usize) -> bool {
         let need = AREA_TERMS.min(self.query.task.terms().len());
         need > 0 && overlap >= need
     }
 
-    fn assigned_step_id(&self) -> Option<&str> {
+    pub(super) fn assigned_step_id(&self) -> Option<&str> {
         match self.assignment.kind {
             AssignmentKind::Step => self.assignment.step_id.as_deref(),
             AssignmentKind::Continuation => None,
@@ -315,56 +344,13 @@ pub(super) fn blocks(arena: &mut Arena<'_>, cx: &Context<'_>) -> Vec<Block> {
     ]
 }
 
-fn progress(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
-    let plan = &cx.state.plan;
-    let len = plan.len().max(1) as u64;
-    let here = cx.step_index.unwrap_or(0);
-    let assigned = cx.assigned_step_id();
-    block(
-        arena,
-        Spec {
-            section: Section::Progress,
-            cap: CAP_PROGRESS,
-            records: plan,
-            include: &|_| true,
-            // The assigned step first, then the steps nearest to it.
-            score: &|i, _| {
-                if Some(i) == cx.step_index {
-                    ANCHOR_BONUS
-                } else {
-                    (10_000 - 10_000 * (i.abs_diff(here) as u64) / len) as u32
-                }
-            },
-            id: &|s| &s.id,
-            render: &|s, out| {
-                let done = s.status == StepStatus::Done;
-                out.push_str(if done { "- [x] " } else { "- [ ] " });
-                out.push_str(&s.id);
-                out.push(' ');
-                let cut = push_clean(out, &s.title, MAX_ITEM_CHARS);
-                if let (true, Some(by)) = (done, &s.done_by) {
-                    let _ = write!(out, " (done by {by}");
-                    if let Some(t) = s.done_at_turn {
-                        let _ = write!(out, ", turn {t}");
-                    }
-                    out.push(')');
-                }
-                if Some(s.id.as_str()) == assigned {
-                    out.push_str(" ← your step");
-                }
-                cut
-            },
-        },
-    )
-    .with_heading(arena, |out| {
-        let done = plan.iter().filter(|s| s.status == StepStatus::Done).count();
-        let _ = write!(out, " ({done} of {} steps done)", plan.len());
-    })
-}
-
 impl Block {
     /// Replaces the heading with one that carries a summary, when the block has items.
-    fn with_heading(mut self, arena: &mut Arena<'_>, extra: impl FnOnce(&mut String)) -> Block {
+    pub(super) fn with_heading(
+        mut self,
+        arena: &mut Arena<'_>,
+        extra: impl FnOnce(&mut String),
+    ) -> Block {
         if !self.items.is_empty() {
             let mut s = String::new();
             extra(&mut s);
@@ -374,218 +360,16 @@ impl Block {
     }
 }
 
-/// Earlier attempts on a step shown in full; older ones are counted in one line.
-pub const SHOWN_ATTEMPTS: usize = 3;
-/// Longest rendering of one attempt's detail, in chars.
-const ATTEMPT_CHARS: usize = 160;
-
-/// One line per earlier attempt on the step (the last `SHOWN_ATTEMPTS`, oldest first,
-/// after a count of any older ones). Ranked right after the step line, the latest
-/// first, so a tight budget trims the oldest.
-fn attempt_items(arena: &mut Arena<'_>, attempts: &[StepAttempt]) -> Vec<Item> {
-    let hidden = attempts.len().saturating_sub(SHOWN_ATTEMPTS);
-    let shown = &attempts[hidden..];
-    let mut items = Vec::with_capacity(shown.len() + 1);
-    for (age, a) in shown.iter().rev().enumerate() {
-        let out = arena.begin();
-        let _ = write!(
-            out,
-            "- turn {} ({}): {} — ",
-            a.turn,
-            a.worker,
-            a.outcome.as_str()
-        );
-        let cut = push_clean(out, &a.detail, ATTEMPT_CHARS);
-        items.push(Item {
-            id: format!("attempt.turn{}", a.turn),
-            score: 2 * ANCHOR_BONUS - 1 - age as u32,
-            order: (1 + SHOWN_ATTEMPTS - age) as u64,
-            piece: arena.end(),
-            short: None,
-            shortened: cut,
-        });
-    }
-    if hidden > 0 {
-        let (first, last) = (attempts[0].turn, attempts[hidden - 1].turn);
-        let failed = attempts[..hidden]
-            .iter()
-            .filter(|a| a.outcome == AttemptOutcome::Failed)
-            .count();
-        let line = format!(
-            "- {hidden} earlier attempt(s) not shown (turns {first}–{last}: {failed} failed, {} \
-             without evidence of work)",
-            hidden - failed
-        );
-        let mut item = fixed_item(arena, "attempts.older", SHOWN_ATTEMPTS + 1, &line);
-        item.order = 1;
-        items.push(item);
-    }
-    items
-}
-
-fn current_task_state(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
-    let state = cx.state;
-    let mut items = Vec::new();
-    let mut step_work = Vec::new();
-    match (cx.assignment.kind, cx.assigned_step_id()) {
-        (AssignmentKind::Step, Some(id)) => {
-            // With their indices in `state.completed`, for the scoring cache.
-            let work: Vec<(usize, &CompletedWork)> = state
-                .completed
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| c.step.as_deref() == Some(id))
-                .collect();
-            let mut line = String::new();
-            let mut attempts: &[StepAttempt] = &[];
-            match cx.step_index.and_then(|i| state.plan.get(i)) {
-                Some(step) => {
-                    let _ = write!(line, "Step {id} \"{}\" is ", step.title);
-                    match (&step.status, &step.done_by, step.done_at_turn) {
-                        (StepStatus::Done, Some(by), Some(t)) => {
-                            let _ = write!(line, "already marked done (by {by}, turn {t}).");
-                        }
-                        (StepStatus::Done, _, _) => line.push_str("already marked done."),
-                        (StepStatus::Pending, _, _) => {
-                            line.push_str("pending.");
-                            attempts = &step.attempts;
-                        }
-                    }
-                }
-                None => {
-                    let _ = write!(line, "Step {id} is not in the plan.");
-                }
-            }
-            if !attempts.is_empty() {
-                let _ = write!(
-                    line,
-                    " This is attempt {} of this step: {} earlier turn(s) did not complete \
-                     it (below); do not repeat what failed. A step is done only with evidence \
-                     of work: completed work, an artifact, a decision, or a commit.",
-                    attempts.len() + 1,
-                    attempts.len()
-                );
-                if !work.is_empty() {
-                    let _ = write!(
-                        line,
-                        " The record has {} completed-work item(s) for it: build on them.",
-                        work.len()
-                    );
-                }
-                items.push(fixed_item(arena, "step", 0, &line));
-                items.extend(attempt_items(arena, attempts));
-            } else if work.is_empty() {
-                line.push_str(
-                    " The record has no work for it yet: as far as the record shows, this is \
-                     its first attempt.",
-                );
-            } else {
-                let _ = write!(
-                    line,
-                    " The record already has {} completed-work item(s) for it, so it was \
-                     attempted before: build on them, do not redo them.",
-                    work.len()
-                );
-            }
-            if attempts.is_empty() {
-                items.push(fixed_item(arena, "step", 0, &line));
-            }
-            step_work = work;
-        }
-        (AssignmentKind::Step, None) => {
-            items.push(fixed_item(
-                arena,
-                "step",
-                0,
-                "No plan step is named for this assignment.",
-            ));
-        }
-        (AssignmentKind::Continuation, _) => {
-            let total = state.plan.len();
-            let done = state.steps_done();
-            let line = if done == total {
-                format!("All {total} plan steps are done; continue from the record.")
-            } else {
-                format!(
-                    "{done} of {total} plan steps are done and the rest are taken; this turn \
-                     has no step of its own."
-                )
-            };
-            items.push(fixed_item(arena, "steps", 0, &line));
-            let (mut open, mut critical, mut high, mut claimed) = (0, 0, 0, 0);
-            for i in state.open_issues() {
-                open += 1;
-                critical += usize::from(i.severity == Severity::Critical);
-                high += usize::from(i.severity == Severity::High);
-                claimed += usize::from(i.resolution_claimed_by.is_some());
-            }
-            let line = format!(
-                "Open issues: {open} ({critical} critical, {high} high); {claimed} with a \
-                 resolution claimed but NOT verified."
-            );
-            items.push(fixed_item(arena, "open_issues", 1, &line));
-            let unverified = state
-                .artifacts
-                .iter()
-                .filter(|a| !a.versions.last().is_some_and(|v| v.verified))
-                .count();
-            let line = format!(
-                "Artifacts whose latest version is NOT verified: {unverified} of {}.",
-                state.artifacts.len()
-            );
-            items.push(fixed_item(arena, "artifacts", 2, &line));
-        }
-    }
-    let fixed = items.len();
-    let mut work_block = block(
-        arena,
-        Spec {
-            section: Section::CurrentTaskState,
-            cap: CAP_STEP_WORK,
-            records: &step_work,
-            include: &|_| true,
-            score: &|_, &(i, c)| {
-                cx.score_cached(KIND_COMPLETED, i, 0, &[&c.text], c.provenance.turn)
-            },
-            id: &|(_, c)| &c.id,
-            render: &|(_, c), out| {
-                let _ = write!(out, "- {}: ", c.id);
-                let cut = push_clean(out, &c.text, MAX_ITEM_CHARS);
-                out.push(' ');
-                push_by(out, &c.provenance.recorded_by, c.provenance.turn);
-                cut
-            },
-        },
-    );
-    for item in &mut work_block.items {
-        // After the fixed lines, in record order.
-        item.order += 16;
-    }
-    items.append(&mut work_block.items);
-    Block {
-        section: Section::CurrentTaskState,
-        heading: heading(arena, Section::CurrentTaskState, items.is_empty(), None),
-        available: fixed + work_block.available,
-        items,
-        cap_dropped: work_block.cap_dropped,
-        warnings: 0,
-        floor: 0,
-    }
-}
-
 fn decisions(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
-    block(
-        arena,
-        Spec {
-            section: Section::Decisions,
-            cap: CAP_DECISIONS,
-            records: &cx.state.decisions,
-            include: &|_| true,
-            score: &|i, d| {
+    let decisions = &cx.state.decisions;
+    let scored = Optional::new(
+        (decisions.iter().enumerate())
+            .map(|(i, d)| {
                 let texts = [d.text.as_str(), d.reason.as_deref().unwrap_or("")];
                 // A restatement may supply a missing reason later: that changes the text.
                 let stamp = u32::from(d.reason.is_some());
-                let s = cx.score_cached(KIND_DECISION, i, stamp, &texts, d.provenance.turn);
+                let (s, on_task) =
+                    cx.score_and_task_overlap(KIND_DECISION, i, stamp, &texts, d.provenance.turn);
                 // A decision that names an earlier one revises it: a later worker that
                 // misses it follows the decision it replaced.
                 // Memoised: every decision is scanned for ids otherwise, each compile.
@@ -593,15 +377,46 @@ fn decisions(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
                     (cx.cache.borrow_mut())
                         .fact(KIND_DECISION, i, 0, || cites_earlier_decision(&d.text, i))
                 };
-                if i < ANCHORED || revises() {
-                    s + ANCHOR_BONUS
+                Some(if i < ANCHORED || revises() {
+                    (s + ANCHOR_BONUS, on_task)
                 } else {
-                    s
-                }
-            },
+                    (s, on_task)
+                })
+            })
+            .collect(),
+    );
+    // Every decision in force binds every worker, so none is left out for relevance;
+    // one that bears on neither the task nor the last turns is shown without its
+    // reason and stamp: what it says is what a worker must not contradict.
+    let full = |i: usize, d: &Decision| {
+        let restated = d.reaffirmed.last().map_or(0, |r| r.turn);
+        scored.score(i) >= ANCHOR_BONUS || scored.relevant(cx, i, d.provenance.turn.max(restated))
+    };
+    // The short ones rank below every full one, and are the last thing a briefing grows.
+    let score = |i: usize, d: &Decision| {
+        let s = scored.score(i);
+        if s < ANCHOR_BONUS && full(i, d) {
+            s + FULL_DECISION_BONUS
+        } else {
+            s
+        }
+    };
+    let mut block = block(
+        arena,
+        Spec {
+            section: Section::Decisions,
+            cap: CAP_DECISIONS,
+            records: decisions,
+            include: &|_| true,
+            score: &score,
+            relevant: &|_, _| true,
             id: &|d| &d.id,
-            render: &|d, out| {
+            render: &|i, d, out| {
                 let _ = write!(out, "- {}: ", d.id);
+                if !full(i, d) {
+                    push_clean(out, &d.text, MAX_ITEM_CHARS / 2);
+                    return true;
+                }
                 let mut cut = push_clean(out, &d.text, MAX_ITEM_CHARS);
                 if let Some(reason) = &d.reason {
                     out.push_str(" — because ");
@@ -616,22 +431,38 @@ fn decisions(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
                 cut
             },
         },
-    )
+    );
+    block.primary = (block.items.iter())
+        .take_while(|i| i.score >= FULL_DECISION_BONUS)
+        .count();
+    block
 }
 
 fn completed(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
     // Work for the assigned step is listed under the current task state instead.
     let assigned = cx.assigned_step_id();
+    let include = &|c: &CompletedWork| assigned.is_none() || c.step.as_deref() != assigned;
+    let scored = Optional::new(
+        (cx.state.completed.iter().enumerate())
+            .map(|(i, c)| {
+                include(c).then(|| {
+                    let texts = [c.text.as_str()];
+                    cx.score_and_task_overlap(KIND_COMPLETED, i, 0, &texts, c.provenance.turn)
+                })
+            })
+            .collect(),
+    );
     block(
         arena,
         Spec {
             section: Section::CompletedWork,
             cap: CAP_COMPLETED,
             records: &cx.state.completed,
-            include: &|c| assigned.is_none() || c.step.as_deref() != assigned,
-            score: &|i, c| cx.score_cached(KIND_COMPLETED, i, 0, &[&c.text], c.provenance.turn),
+            include,
+            score: &|i, _| scored.score(i),
+            relevant: &|i, c| scored.relevant(cx, i, c.provenance.turn),
             id: &|c| &c.id,
-            render: &|c, out| {
+            render: &|_, c, out| {
                 let _ = write!(out, "- {}", c.id);
                 if let Some(step) = &c.step {
                     let _ = write!(out, " [{step}]");
@@ -647,6 +478,18 @@ fn completed(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
 }
 
 fn artifacts(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
+    let turn_of = |a: &Artifact| a.versions.last().map_or(0, |v| v.provenance.turn);
+    let scored = Optional::new(
+        (cx.state.artifacts.iter().enumerate())
+            .map(|(i, a)| {
+                let latest = a.versions.last()?;
+                // A new version is the only way the scored description changes.
+                let stamp = a.versions.len() as u32;
+                let texts = [a.name.as_str(), latest.description.as_str()];
+                Some(cx.score_and_task_overlap(KIND_ARTIFACT, i, stamp, &texts, turn_of(a)))
+            })
+            .collect(),
+    );
     block(
         arena,
         Spec {
@@ -656,21 +499,21 @@ fn artifacts(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             // compiler skips rather than panics on.
             records: &cx.state.artifacts,
             include: &|a| !a.versions.is_empty(),
-            score: &|i, a| {
-                let turn = a.versions.last().map_or(0, |v| v.provenance.turn);
-                let desc = a.versions.last().map_or("", |v| v.description.as_str());
-                // A new version is the only way the scored description changes.
-                let stamp = a.versions.len() as u32;
-                cx.score_cached(KIND_ARTIFACT, i, stamp, &[&a.name, desc], turn)
-            },
+            score: &|i, _| scored.score(i),
+            relevant: &|i, a| scored.relevant(cx, i, turn_of(a)),
             id: &|a| &a.id,
-            render: &|a, out| {
+            render: &|_, a, out| {
                 let Some(latest) = a.versions.last() else {
                     return false;
                 };
                 let _ = write!(out, "- {} `", a.id);
                 let mut cut = push_clean(out, &a.name, MAX_ITEM_CHARS / 2);
-                let _ = write!(out, "` ({}) v{}: ", a.kind, latest.version);
+                let _ = write!(out, "` ({})", a.kind);
+                // A first version says so by "created by" with no "modified by".
+                if a.versions.len() > 1 {
+                    let _ = write!(out, " v{}", latest.version);
+                }
+                out.push_str(": ");
                 cut |= push_clean(out, &latest.description, MAX_ITEM_CHARS);
                 let _ = write!(out, " — created by {}", a.creator());
                 let modifiers = a.modifiers();
@@ -697,6 +540,25 @@ fn artifacts(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
 }
 
 fn issues(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
+    let scored = Optional::new(
+        (cx.state.issues.iter().enumerate())
+            .map(|(n, i)| {
+                (i.status == IssueStatus::Open).then(|| {
+                    let texts = [i.title.as_str(), i.detail.as_str()];
+                    let (s, on_task) =
+                        cx.score_and_task_overlap(KIND_ISSUE, n, 0, &texts, i.provenance.turn);
+                    let s = s + severity_bonus(i.severity);
+                    // Open high and critical issues are what the next worker must not
+                    // ignore, whatever its task: they rank with the anchored records.
+                    if i.severity >= Severity::High {
+                        (s + ANCHOR_BONUS, on_task)
+                    } else {
+                        (s, on_task)
+                    }
+                })
+            })
+            .collect(),
+    );
     block(
         arena,
         Spec {
@@ -704,20 +566,12 @@ fn issues(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             cap: CAP_ISSUES,
             records: &cx.state.issues,
             include: &|i| i.status == IssueStatus::Open,
-            score: &|n, i| {
-                let s =
-                    cx.score_cached(KIND_ISSUE, n, 0, &[&i.title, &i.detail], i.provenance.turn)
-                        + severity_bonus(i.severity);
-                // Open high and critical issues are what the next worker must not
-                // ignore, whatever its task: they rank with the anchored records.
-                if i.severity >= Severity::High {
-                    s + ANCHOR_BONUS
-                } else {
-                    s
-                }
+            score: &|n, _| scored.score(n),
+            relevant: &|n, i| {
+                i.severity >= Severity::High || scored.relevant(cx, n, i.provenance.turn)
             },
             id: &|i| &i.id,
-            render: &|i, out| {
+            render: &|_, i, out| {
                 let _ = write!(out, "- {} [{}] ", i.id, i.severity.as_str());
                 let mut cut = push_clean(out, &i.title, MAX_ITEM_CHARS);
                 // A gate that keeps failing reaffirms its issue with each run's output:
@@ -752,6 +606,24 @@ fn issues(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
 }
 
 fn failed(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
+    let scored = Optional::new(
+        (cx.state.failed_attempts.iter().enumerate())
+            .map(|(i, f)| {
+                let texts = [f.what.as_str(), f.why.as_str()];
+                let (s, on_task) =
+                    cx.score_and_task_overlap(KIND_FAILED, i, 0, &texts, f.provenance.turn);
+                // Every dead end in the assigned task's area, then the first ones, are
+                // what the next worker must not repeat.
+                Some(if cx.same_area(on_task) {
+                    (s + ANCHOR_BONUS + ANCHOR_BONUS / 2, on_task)
+                } else if i < ANCHORED {
+                    (s + ANCHOR_BONUS, on_task)
+                } else {
+                    (s, on_task)
+                })
+            })
+            .collect(),
+    );
     block(
         arena,
         Spec {
@@ -759,22 +631,12 @@ fn failed(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             cap: CAP_FAILED,
             records: &cx.state.failed_attempts,
             include: &|_| true,
-            score: &|i, f| {
-                let texts = [f.what.as_str(), f.why.as_str()];
-                let (s, on_task) =
-                    cx.score_and_task_overlap(KIND_FAILED, i, 0, &texts, f.provenance.turn);
-                // Every dead end in the assigned task's area, then the first ones, are
-                // what the next worker must not repeat.
-                if cx.same_area(on_task) {
-                    s + ANCHOR_BONUS + ANCHOR_BONUS / 2
-                } else if i < ANCHORED {
-                    s + ANCHOR_BONUS
-                } else {
-                    s
-                }
+            score: &|i, _| scored.score(i),
+            relevant: &|i, f| {
+                scored.score(i) >= ANCHOR_BONUS || scored.relevant(cx, i, f.provenance.turn)
             },
             id: &|f| &f.id,
-            render: &|f, out| {
+            render: &|_, f, out| {
                 let _ = write!(out, "- {}: ", f.id);
                 let mut cut = push_clean(out, &f.what, MAX_ITEM_CHARS);
                 out.push_str(" — failed because ");
@@ -788,6 +650,14 @@ fn failed(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
 }
 
 fn assumptions(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
+    let scored = Optional::new(
+        (cx.state.assumptions.iter().enumerate())
+            .map(|(i, a)| {
+                let texts = [a.text.as_str()];
+                Some(cx.score_and_task_overlap(KIND_ASSUMPTION, i, 0, &texts, a.provenance.turn))
+            })
+            .collect(),
+    );
     block(
         arena,
         Spec {
@@ -795,9 +665,10 @@ fn assumptions(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             cap: CAP_ASSUMPTIONS,
             records: &cx.state.assumptions,
             include: &|_| true,
-            score: &|i, a| cx.score_cached(KIND_ASSUMPTION, i, 0, &[&a.text], a.provenance.turn),
+            score: &|i, _| scored.score(i),
+            relevant: &|i, a| scored.relevant(cx, i, a.provenance.turn),
             id: &|a| &a.id,
-            render: &|a, out| {
+            render: &|_, a, out| {
                 let _ = write!(out, "- {}: ", a.id);
                 let cut = push_clean(out, &a.text, MAX_ITEM_CHARS);
                 out.push(' ');
@@ -821,12 +692,22 @@ fn stamped(arena: &mut Arena<'_>, cx: &Context<'_>, section: Section) -> Block {
             cap: 1,
             records,
             include: &|_| true,
+            relevant: &|_, _| true,
             score: &|_, _| ANCHOR_BONUS,
             id: &|_| id,
-            render: &|s, out| {
+            render: &|_, s, out| {
                 let cut = push_clean(out, &s.text, MAX_ITEM_CHARS);
-                out.push(' ');
-                push_by(out, &s.provenance.recorded_by, s.provenance.turn);
+                // The next action stated with the last one needs no stamp of its own.
+                let p = &s.provenance;
+                let same = |l: &Stamped| {
+                    l.provenance.recorded_by == p.recorded_by && l.provenance.turn == p.turn
+                };
+                if section == Section::LastAction
+                    || !cx.state.last_action.as_ref().is_some_and(same)
+                {
+                    out.push(' ');
+                    push_by(out, &p.recorded_by, p.turn);
+                }
                 cut
             },
         },
@@ -845,6 +726,7 @@ fn notes(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             items: Vec::new(),
             available: 0,
             floor: 0,
+            primary: usize::MAX,
             cap_dropped: Vec::new(),
             warnings: 0,
         };
@@ -902,16 +784,14 @@ fn notes(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
         });
     }
     let p = &h.provenance;
-    let extra = format!(
-        "\nFrom {} ({}), handoff {} at turn {}:",
-        p.recorded_by, p.model, h.id, p.turn
-    );
+    let extra = format!("\nFrom {} ({}), turn {}:", p.recorded_by, p.model, p.turn);
     Block {
         section,
         heading: heading(arena, section, items.is_empty(), Some(&extra)),
         available: items.len(),
         // The notes block's floor is handled by the fill (warnings, then the notes).
         floor: 0,
+        primary: usize::MAX,
         items,
         cap_dropped: Vec::new(),
         warnings: all_warnings,

@@ -1,8 +1,8 @@
 //! The briefing compiler: budget, never-drop rules, trimming order, determinism.
 
 use baton_core::compiler::{
-    Assignment, AssignmentKind, CAP_DECISIONS, DropReason, HandoffPackage, MIN_KEEP_CHARS, Section,
-    WorkerProfile, compile,
+    Assignment, AssignmentKind, CAP_DECISIONS, DropReason, DroppedItem, HandoffPackage,
+    MIN_KEEP_CHARS, Section, WorkerProfile, compile,
 };
 use baton_core::ids::{RunId, Timestamp, WorkerId};
 use baton_core::state::{
@@ -10,6 +10,8 @@ use baton_core::state::{
     Provenance, ResolutionClaim, Severity, StepAttempt,
 };
 use baton_core::synthetic;
+
+use super::relevance::below_relevance_floor;
 use baton_core::tokens::{BpeEstimator, HeuristicEstimator, TokenEstimator};
 use proptest::prelude::*;
 
@@ -29,7 +31,7 @@ fn bpe() -> BpeEstimator {
     BpeEstimator
 }
 
-fn worker() -> WorkerProfile {
+pub(super) fn worker() -> WorkerProfile {
     WorkerProfile {
         id: WorkerId::new("w9"),
         model: "mock/zeta".into(),
@@ -38,7 +40,7 @@ fn worker() -> WorkerProfile {
     }
 }
 
-fn step(id: &str, task: &str) -> Assignment {
+pub(super) fn step(id: &str, task: &str) -> Assignment {
     Assignment {
         kind: AssignmentKind::Step,
         step_id: Some(id.into()),
@@ -148,9 +150,13 @@ fn check_package(
             "{:?}",
             r.section
         );
-        // Trimming removes the least relevant first.
+        // Trimming removes the least relevant first (a record below the relevance floor
+        // was never a candidate: it may outrank one that was kept).
         if let Some(min_kept) = r.kept.iter().map(|k| k.score).min() {
-            for d in p.dropped.iter().filter(|d| d.section == r.section) {
+            let trimmed = |d: &&DroppedItem| {
+                d.section == r.section && matches!(d.reason, DropReason::Budget | DropReason::Cap)
+            };
+            for d in p.dropped.iter().filter(trimmed) {
                 prop_assert!(
                     d.score <= min_kept,
                     "{:?}: dropped {} ({}) outranks a kept item ({})",
@@ -173,6 +179,13 @@ fn check_package(
                 prop_assert!(!p.text.contains(&line), "dropped {} in text", d.item);
             }
         }
+    }
+    for d in p
+        .dropped
+        .iter()
+        .filter(|d| d.reason == DropReason::NotRelevant)
+    {
+        prop_assert!(below_relevance_floor(d, state), "{d:?} is relevant");
     }
     // The predecessor's warnings always arrive (their first words at least).
     if let Some(h) = state.handoffs.last()
@@ -257,12 +270,16 @@ fn budget_boundaries_are_exact() {
     let state = synthetic::demo_sized_state();
     let a = step("T4", "Add CRUD endpoints for projects");
     let full = compile(&state, &a, &worker(), 1_000_000, &Words);
-    assert!(full.dropped.is_empty() && full.omitted_sections.is_empty());
+    // All that is left out of an unbounded briefing is below the relevance floor, or
+    // plan steps counted in a range.
+    let on_purpose =
+        |d: &DroppedItem| matches!(d.reason, DropReason::NotRelevant | DropReason::Summarized);
+    assert!(full.dropped.iter().all(on_purpose), "{:?}", full.dropped);
 
     // Exactly the full size: everything fits.
     let at = compile(&state, &a, &worker(), full.tokens, &Words);
     assert_eq!(at.text, full.text);
-    assert!(at.dropped.is_empty());
+    assert_eq!(at.dropped, full.dropped);
 
     // One token less: exactly something goes, and it is a least relevant item.
     let below = compile(&state, &a, &worker(), full.tokens - 1, &Words);
@@ -495,7 +512,7 @@ fn step_attempted_before_shows_its_recorded_work() {
     });
     s.completed.push(CompletedWork {
         id: "C2".into(),
-        text: "Wrote the schema".into(),
+        text: "Wrote the schema of the project endpoints".into(),
         step: Some("T1".into()),
         provenance: prov("w1", 0),
         reaffirmed: vec![],

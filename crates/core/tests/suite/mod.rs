@@ -1,5 +1,6 @@
 mod claims;
 mod compiler;
 mod fidelity;
+mod relevance;
 mod restatements;
 mod router;
