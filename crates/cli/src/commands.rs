@@ -185,6 +185,7 @@ impl Context_ {
                 .or(self.file.estimator)
                 .unwrap_or(d.estimator),
             repair_attempts: self.file.repair_attempts.unwrap_or(d.repair_attempts),
+            floor: self.file.floor.clone(),
         }
     }
 
@@ -231,6 +232,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Run {
             text,
             step_budgets,
+            step_seats,
             budget,
             max_turns,
             create_only,
@@ -262,6 +264,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
                 objective,
                 tasks,
                 step_budgets: step_budgets.into_iter().map(Some).collect(),
+                step_seats: step_seats.into_iter().map(Some).collect(),
                 // The configuration's roster is the context's; a replayed one differs.
                 roster: match replay {
                     Some(_) => Some(serde_json::to_value(&roster)?),

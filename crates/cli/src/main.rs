@@ -115,6 +115,11 @@ pub enum Command {
         /// Budget for one step, in order (repeat; overrides the split for that step)
         #[arg(long = "step-budget")]
         step_budgets: Vec<usize>,
+        /// The seat of one step, in order (repeat; `build.step`, the default, for a step
+        /// that builds; `review.code` for one that reviews): used when pools or seats
+        /// are configured
+        #[arg(long = "step-seat", value_name = "SEAT")]
+        step_seats: Vec<String>,
         #[command(flatten)]
         budget: BudgetArgs,
         /// Stop after this many turns (continue later with `baton resume`)
