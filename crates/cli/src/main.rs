@@ -13,6 +13,7 @@ mod live;
 mod logs;
 mod pools;
 mod render;
+mod seats;
 mod signals;
 
 use std::path::PathBuf;
@@ -240,6 +241,34 @@ pub enum Command {
         /// The step's tags, read against the seat's deny_tags
         #[arg(long, value_delimiter = ',')]
         tags: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Who holds each seat of a routed run now, since when and why (its latest pins)
+    Seats {
+        run: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The pin log: every seating of a run (or of every run), and why
+    Pins {
+        #[arg(conflicts_with = "all")]
+        run: Option<String>,
+        /// Every run's pins
+        #[arg(long)]
+        all: bool,
+        /// Only this seat's
+        #[arg(long)]
+        seat: Option<String>,
+        /// Only this pool's
+        #[arg(long)]
+        pool: Option<String>,
+        /// Only this phase's (`step T2`)
+        #[arg(long)]
+        phase: Option<String>,
+        /// Only pins made from this time (2026-12-02T09:00:00Z) or date (2026-12-02) on
+        #[arg(long)]
+        since: Option<String>,
         #[arg(long)]
         json: bool,
     },

@@ -45,7 +45,12 @@ pub fn seat_of(step: &PlanStep) -> SeatId {
 
 /// The phase `step` is: its pin holds until the step is done.
 pub fn phase_of(step: &PlanStep) -> String {
-    format!("step {}", step.id)
+    phase_of_step(&step.id)
+}
+
+/// The phase of the plan step whose id is `step_id`.
+pub fn phase_of_step(step_id: &str) -> String {
+    format!("step {step_id}")
 }
 
 /// Refuses a step seat no station asks for, or more seats than steps, with what to write.
