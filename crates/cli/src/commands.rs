@@ -185,6 +185,7 @@ impl Context_ {
                 .or(self.file.estimator)
                 .unwrap_or(d.estimator),
             repair_attempts: self.file.repair_attempts.unwrap_or(d.repair_attempts),
+            floor: self.file.floor.clone(),
         }
     }
 
@@ -200,7 +201,7 @@ impl Context_ {
     }
 }
 
-fn resolve(store: &dyn Store, run: Option<&str>) -> Result<RunId> {
+pub(crate) fn resolve(store: &dyn Store, run: Option<&str>) -> Result<RunId> {
     match run {
         Some(prefix) => Ok(store.resolve_run(prefix)?),
         None => {
@@ -231,6 +232,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Run {
             text,
             step_budgets,
+            step_seats,
             budget,
             max_turns,
             create_only,
@@ -262,6 +264,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
                 objective,
                 tasks,
                 step_budgets: step_budgets.into_iter().map(Some).collect(),
+                step_seats: step_seats.into_iter().map(Some).collect(),
                 // The configuration's roster is the context's; a replayed one differs.
                 roster: match replay {
                     Some(_) => Some(serde_json::to_value(&roster)?),
@@ -429,6 +432,27 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             crate::PoolAction::Usage(args) => crate::pools::declare_usage(&ctx, &args),
         },
         Command::Route { seat, tags, json } => crate::pools::route(&ctx, &seat, &tags, json),
+        Command::Seats { run, json } => crate::seats::seats(&ctx, run.as_deref(), json),
+        Command::Pins {
+            run,
+            all,
+            seat,
+            pool,
+            phase,
+            since,
+            json,
+        } => crate::seats::pins(
+            &ctx,
+            &crate::seats::PinsQuery {
+                run: run.as_deref(),
+                all,
+                seat: seat.as_deref(),
+                pool: pool.as_deref(),
+                phase: phase.as_deref(),
+                since: since.as_deref(),
+                json,
+            },
+        ),
         Command::Worker { action } => match action {
             crate::WorkerAction::Bench { worker, reason } => {
                 crate::pools::bench_worker(&ctx, &worker, true, reason)

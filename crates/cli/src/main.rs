@@ -13,6 +13,7 @@ mod live;
 mod logs;
 mod pools;
 mod render;
+mod seats;
 mod signals;
 
 use std::path::PathBuf;
@@ -115,6 +116,11 @@ pub enum Command {
         /// Budget for one step, in order (repeat; overrides the split for that step)
         #[arg(long = "step-budget")]
         step_budgets: Vec<usize>,
+        /// The seat of one step, in order (repeat; `build.step`, the default, for a step
+        /// that builds; `review.code` for one that reviews): used when pools or seats
+        /// are configured
+        #[arg(long = "step-seat", value_name = "SEAT")]
+        step_seats: Vec<String>,
         #[command(flatten)]
         budget: BudgetArgs,
         /// Stop after this many turns (continue later with `baton resume`)
@@ -235,6 +241,34 @@ pub enum Command {
         /// The step's tags, read against the seat's deny_tags
         #[arg(long, value_delimiter = ',')]
         tags: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Who holds each seat of a routed run now, since when and why (its latest pins)
+    Seats {
+        run: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The pin log: every seating of a run (or of every run), and why
+    Pins {
+        #[arg(conflicts_with = "all")]
+        run: Option<String>,
+        /// Every run's pins
+        #[arg(long)]
+        all: bool,
+        /// Only this seat's
+        #[arg(long)]
+        seat: Option<String>,
+        /// Only this pool's
+        #[arg(long)]
+        pool: Option<String>,
+        /// Only this phase's (`step T2`)
+        #[arg(long)]
+        phase: Option<String>,
+        /// Only pins made from this time (2026-12-02T09:00:00Z) or date (2026-12-02) on
+        #[arg(long)]
+        since: Option<String>,
         #[arg(long)]
         json: bool,
     },

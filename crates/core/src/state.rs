@@ -50,6 +50,11 @@ pub struct PlanStep {
     /// Package budget for this step, in tokens, when set per step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<usize>,
+    /// The seat a routed run fills for this step (`review.code`); none: the default
+    /// seat of a plan step (see the engine's `seating`). Ignored when the run has no
+    /// pools or seats.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seat: Option<crate::router::SeatId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub done_by: Option<WorkerId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -326,6 +331,7 @@ impl ExecutionState {
                     title: title.clone(),
                     status: StepStatus::Pending,
                     budget: None,
+                    seat: None,
                     done_by: None,
                     done_at_turn: None,
                     attempts: Vec::new(),

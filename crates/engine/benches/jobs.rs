@@ -98,6 +98,7 @@ fn command_turn(c: &mut Criterion) {
             objective: "Write files".into(),
             tasks,
             step_budgets: Vec::new(),
+            step_seats: Vec::new(),
             roster: Roster {
                 workers: vec![worker],
             },

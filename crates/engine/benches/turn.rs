@@ -17,6 +17,7 @@ fn spec(turns: u32) -> RunSpec {
         objective: demo::OBJECTIVE.into(),
         tasks: tasks(turns),
         step_budgets: Vec::new(),
+        step_seats: Vec::new(),
         roster: Roster::mock(5),
         // The settings a run gets by default: the o200k BPE, budget 2,000.
         settings: RunSettings::default(),

@@ -32,6 +32,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         objective: state.objective.clone(),
         tasks: state.plan.iter().map(|s| s.title.clone()).collect(),
         step_budgets: Vec::new(),
+        step_seats: Vec::new(),
         roster: Roster::mock(5),
         settings: RunSettings::default(),
     })?;

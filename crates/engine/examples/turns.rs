@@ -32,6 +32,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         objective: demo::OBJECTIVE.into(),
         tasks: tasks(100),
         step_budgets: Vec::new(),
+        step_seats: Vec::new(),
         roster: Roster::mock(5),
         settings: RunSettings {
             budget,

@@ -108,6 +108,7 @@ pub fn run_one(
         objective: demo::OBJECTIVE.into(),
         tasks: tasks(n),
         step_budgets: Vec::new(),
+        step_seats: Vec::new(),
         roster: Roster::mock(5),
         settings: RunSettings {
             budget,

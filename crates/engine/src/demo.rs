@@ -32,6 +32,7 @@ pub fn spec() -> RunSpec {
         objective: demo::OBJECTIVE.into(),
         tasks: demo::STEPS.iter().map(|s| s.to_string()).collect(),
         step_budgets: Vec::new(),
+        step_seats: Vec::new(),
         roster: roster(),
         settings: RunSettings {
             total_budget: Some(DEMO_TOTAL_BUDGET),

@@ -21,6 +21,9 @@ struct JsonExport<'a> {
     state: &'a ExecutionState,
     turns: &'a [TurnRecord],
     events: &'a [StoredEvent],
+    /// A routed run's pins (the key is left out for any other run).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pins: &'a [baton_store::StoredPin],
 }
 
 pub fn json(store: &dyn Store, run: &RunId) -> Result<String> {
@@ -32,6 +35,7 @@ pub fn json(store: &dyn Store, run: &RunId) -> Result<String> {
         state: &state,
         turns: &turns,
         events: &events,
+        pins: &report.pins,
     };
     serde_json::to_string_pretty(&doc)
         .map_err(|e| Error::Config(format!("cannot serialise run: {e}")))
@@ -272,6 +276,26 @@ fn render_markdown(r: &RunReport, state: &ExecutionState, turns: &[TurnRecord]) 
     md.push_str(report::MARKDOWN_TURN_HEADER);
     for t in &r.turns {
         md.push_str(&report::render_row(t, report::RowFormat::Markdown));
+    }
+    if !r.pins.is_empty() {
+        md.push_str("\n## Pins\n\n| turn | seat | worker | model | family | pool | phase | at | why | pools used |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    }
+    for p in &r.pins {
+        let pin = &p.pin;
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            p.turn,
+            report::cell(pin.seat.as_str()),
+            report::cell(pin.worker.as_str()),
+            report::cell(&pin.model),
+            report::cell(&pin.family),
+            report::cell(pin.pool.as_str()),
+            report::cell(&pin.phase),
+            pin.at,
+            report::cell(&pin.reason.to_string()),
+            report::fractions(pin)
+        );
     }
     md.push_str("\n## Model calls\n\n| turn | call | worker | model | sent (estimated) | provider in/cached/out | cost | attempts | ms | error |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for t in turns {

@@ -396,6 +396,7 @@ mod tests {
             objective: "o".into(),
             tasks: vec!["t".into()],
             step_budgets: Vec::new(),
+            step_seats: Vec::new(),
             roster: Roster::mock(1),
             settings: RunSettings {
                 estimator: baton_core::tokens::EstimatorKind::Heuristic,

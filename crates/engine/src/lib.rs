@@ -18,6 +18,7 @@ pub mod orchestrator;
 pub mod policy;
 pub mod publish;
 pub mod report;
+pub mod seating;
 pub mod verify;
 
 pub use clock::{Clock, SystemClock};

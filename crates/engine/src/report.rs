@@ -6,10 +6,11 @@ use std::fmt::Write as _;
 
 use baton_core::claims::Refusal;
 use baton_core::compiler::Section;
+use baton_core::router::Pin;
 use baton_core::state::{ExecutionState, IssueStatus};
 use baton_core::turn::{ReportedUsage, TurnRecord, TurnStatus};
 use baton_protocol::render::n;
-use baton_store::{RunInfo, Store};
+use baton_store::{PinFilter, RunInfo, Store, StoredPin};
 use serde::Serialize;
 
 use crate::Result;
@@ -43,6 +44,17 @@ pub struct TurnRow {
     /// The turn's commit and gate runs, for workers in a workspace.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workspace: Option<baton_core::turn::WorkspaceTurn>,
+    /// A routed run's seating of the turn: the pin in force for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seat: Option<TurnSeat>,
+}
+
+/// The pin a routed turn worked under, and the turn that wrote it (this one for a new
+/// seating, an earlier one when the pin held).
+#[derive(Debug, Clone, Serialize)]
+pub struct TurnSeat {
+    pub pinned_at_turn: u32,
+    pub pin: Pin,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -61,6 +73,9 @@ pub struct RunReport {
     pub refusals: usize,
     pub warnings: usize,
     pub failed_turns: usize,
+    /// A routed run's pins, in the order written (none for any other run).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pins: Vec<StoredPin>,
 }
 
 pub fn row(t: &TurnRecord) -> TurnRow {
@@ -100,7 +115,30 @@ pub fn row(t: &TurnRecord) -> TurnRow {
         conversations_passed: t.audit.conversations_passed(),
         messages_per_call: t.audit.messages_per_call.clone(),
         workspace: t.workspace.clone(),
+        seat: None,
     }
+}
+
+/// The pin `t` worked under: the latest pin of its worker in its step's phase written
+/// at or before it.
+fn seat_of_turn(t: &TurnRecord, pins: &[StoredPin]) -> Option<TurnSeat> {
+    let phase = crate::seating::phase_of_step(t.assignment.step_id.as_deref()?);
+    pins.iter()
+        .rev()
+        .find(|p| p.turn <= t.turn && p.pin.phase == phase && p.pin.worker == t.worker)
+        .map(|p| TurnSeat {
+            pinned_at_turn: p.turn,
+            pin: p.pin.clone(),
+        })
+}
+
+/// "a 25%, b 100%": every pool's used share as a pin recorded it.
+pub fn fractions(pin: &Pin) -> String {
+    pin.fractions
+        .iter()
+        .map(|(pool, f)| format!("{pool} {:.0}%", f * 100.0))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// How a turn's row is written. One renderer for both, so `baton history` and the
@@ -178,6 +216,25 @@ pub fn render_row(t: &TurnRow, format: RowFormat) -> String {
 }
 
 fn text_details(t: &TurnRow, out: &mut String) {
+    if let Some(seat) = &t.seat {
+        let pin = &seat.pin;
+        if seat.pinned_at_turn == t.turn {
+            let _ = writeln!(
+                out,
+                "      seat {}: seated {}, pool {} (pools used: {})",
+                pin.seat,
+                pin.reason,
+                pin.pool,
+                fractions(pin)
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "      seat {}: pin of turn {} held (pool {})",
+                pin.seat, seat.pinned_at_turn, pin.pool
+            );
+        }
+    }
     if let Some(e) = &t.error {
         let _ = writeln!(out, "      error: {e}");
     }
@@ -251,7 +308,14 @@ pub fn build(
     let info = store.run_info(run)?;
     let state = store.load_state(run)?;
     let turns = store.turns(run)?;
-    let rows: Vec<TurnRow> = turns.iter().map(row).collect();
+    let pins = store.pins(&PinFilter::run(run))?;
+    let rows: Vec<TurnRow> = turns
+        .iter()
+        .map(|t| TurnRow {
+            seat: seat_of_turn(t, &pins),
+            ..row(t)
+        })
+        .collect();
     let report = RunReport {
         run: info,
         tokens_sent: rows.iter().map(|r| r.tokens_sent).sum(),
@@ -271,6 +335,7 @@ pub fn build(
             .filter(|r| r.status == TurnStatus::Failed)
             .count(),
         turns: rows,
+        pins,
     };
     Ok((report, state, turns))
 }

@@ -140,6 +140,17 @@ pub enum EventKind {
     RunBlocked {
         question: String,
     },
+    /// The router seated a worker for a routed run's turn (a new pin, written with the
+    /// turn: at phase start, or re-seated and why). A pin that holds says nothing.
+    Seated {
+        seat: String,
+        worker: WorkerId,
+        model: String,
+        pool: String,
+        phase: String,
+        /// Why, in words: `at phase start`, `pool claude exhausted`, …
+        reason: String,
+    },
     /// A human replaced the run's roster (e.g. `baton resume --roster`): what changed,
     /// and from which file. Stamped by the engine like every event.
     RosterChanged {
@@ -211,6 +222,7 @@ impl EventKind {
             EventKind::RunFinished { .. } => "run_finished",
             EventKind::RunBlocked { .. } => "run_blocked",
             EventKind::RosterChanged { .. } => "roster_changed",
+            EventKind::Seated { .. } => "seated",
             EventKind::WorkerFellBack { .. } => "worker_fell_back",
             EventKind::JobClaimed { .. } => "job_claimed",
             EventKind::GateStarted { .. } => "gate_started",

@@ -77,6 +77,7 @@ mod tests {
                 objective: "o".into(),
                 tasks: vec!["t1".into(), "t2".into()],
                 step_budgets: vec![None, Some(400)],
+                step_seats: vec![None, Some("review.code".into())],
                 roster: Some(roster.clone()),
                 settings: settings.clone(),
             },

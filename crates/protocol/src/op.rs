@@ -22,6 +22,10 @@ pub enum Op {
         /// A budget per step, in order (`null` keeps the step's share of the plan's).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         step_budgets: Vec<Option<usize>>,
+        /// A seat per step, in order (`null` keeps the default seat of a plan step), for a
+        /// run routed by pools and seats: `review.code` for a step that reviews.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        step_seats: Vec<Option<String>>,
         /// The workers, as a roster file holds them (`{"workers": [...]}`, the fields of
         /// `[[workers]]`); none: the server's roster.
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -248,6 +248,16 @@ impl Renderer {
             EventKind::LeaseLost { what, id, reason } => {
                 out.push(format!("{what} {id}: lease lost ({reason})"))
             }
+            EventKind::Seated {
+                seat,
+                worker,
+                model,
+                pool,
+                reason,
+                ..
+            } => out.push(format!(
+                "  seat {seat}: {worker} ({model}, pool {pool}), {reason}"
+            )),
             EventKind::RosterChanged { changes, .. } => {
                 for c in changes {
                     out.push(format!("roster of run {}: {c}", e.run_id));

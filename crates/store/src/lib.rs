@@ -12,7 +12,7 @@
 //! database's clock.
 
 use baton_core::ids::{RunId, Timestamp, WorkerId};
-use baton_core::router::{PoolId, PoolUsage};
+use baton_core::router::{Pin, PoolId, PoolUsage};
 use baton_core::state::{ExecutionState, RecordChange, StateHeader};
 use baton_core::turn::TurnRecord;
 use baton_protocol::EventMsg as Event;
@@ -28,7 +28,10 @@ pub mod sqlite;
 pub use cancel::{CancelOutcome, CancelTarget};
 pub use jobs::{ClaimOutcome, JobInfo, JobStatus, JudgementOutcome, JudgementRecord, NewJob};
 pub use location::sqlite_path;
-pub use pools::{Bench, BenchChange, BenchOutcome, BenchTarget, ManualUsage, UsageMode, bench_set};
+pub use pools::{
+    Bench, BenchChange, BenchOutcome, BenchTarget, ManualUsage, PinFilter, StoredPin, UsageMode,
+    bench_set,
+};
 
 pub use sqlite::SqliteStore;
 
@@ -206,6 +209,10 @@ pub struct TurnCommit {
     /// The pool of the turn's worker when the turn was made: every call of the turn
     /// counts against it (see `Store::pool_usage`). `None` when the roster has no pools.
     pub pool: Option<PoolId>,
+    /// The seating of the turn's worker when the router made a new one for it (a held
+    /// pin writes nothing): written in the turn's transaction, so a turn that does not
+    /// commit leaves no pin behind.
+    pub pins: Vec<Pin>,
 }
 
 /// A worker a provider asked baton not to call again before `not_before` (a 429's
@@ -464,4 +471,14 @@ pub trait Store: Send + Sync {
 
     /// The benches in force, pools first, each by id.
     fn benches(&self) -> Result<Vec<Bench>>;
+
+    /// What a routed turn reads at its hand-off, in one read: each pool's usage in its
+    /// window (as `pool_usage`, in the order given) and the benches in force.
+    fn floor_reading(
+        &self,
+        windows: &[(PoolId, Timestamp, Timestamp)],
+    ) -> Result<(Vec<PoolUsage>, Vec<Bench>)>;
+
+    /// The pins that match `filter`, in the order they were written.
+    fn pins(&self, filter: &PinFilter) -> Result<Vec<StoredPin>>;
 }

@@ -3,8 +3,8 @@
 
 use std::fmt;
 
-use baton_core::ids::{Timestamp, WorkerId};
-use baton_core::router::{Benches, PoolId};
+use baton_core::ids::{RunId, Timestamp, WorkerId};
+use baton_core::router::{Benches, Pin, PoolId, SeatId};
 use serde::{Deserialize, Serialize};
 
 /// What the owner takes off the floor.
@@ -126,4 +126,34 @@ pub struct ManualUsage {
     pub note: String,
     pub recorded_by: String,
     pub recorded_at: Timestamp,
+}
+
+/// A pin as stored: the run and the turn it seated (the turn it was committed with).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredPin {
+    pub run_id: RunId,
+    pub turn: u32,
+    #[serde(flatten)]
+    pub pin: Pin,
+}
+
+/// Which pins to read; every field left out matches all.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PinFilter {
+    pub run: Option<RunId>,
+    pub seat: Option<SeatId>,
+    pub pool: Option<PoolId>,
+    pub phase: Option<String>,
+    /// Pins made at or after this time.
+    pub since: Option<Timestamp>,
+}
+
+impl PinFilter {
+    /// Every pin of `run`.
+    pub fn run(run: &RunId) -> Self {
+        PinFilter {
+            run: Some(run.clone()),
+            ..PinFilter::default()
+        }
+    }
 }

@@ -16,6 +16,7 @@ mod live_model;
 mod pools;
 mod presets;
 mod providers;
+mod seats;
 mod store;
 
 // The gateway suite's wire-format server, shared rather than copied.

@@ -50,8 +50,49 @@ fn pools_json(d: &Path) -> Vec<Value> {
     out["pools"].as_array().unwrap().clone()
 }
 
+/// What the providers reported, per pool, read back from the run's record (the export):
+/// tokens, micro-dollars and requests of the openai pool ([0]) and the others ([1]).
+fn reported(d: &Path) -> ([u64; 2], [u64; 2], [u64; 2], Value) {
+    let export: Value = serde_json::from_str(&run_ok(d, &["export", "--format", "json"])).unwrap();
+    let (mut tokens, mut micro_usd, mut requests) = ([0u64; 2], [0u64; 2], [0u64; 2]);
+    for turn in export["turns"].as_array().unwrap() {
+        let pool = usize::from(turn["worker"] != "drafter");
+        for call in turn["calls"].as_array().unwrap() {
+            tokens[pool] += call["usage"]["input_tokens"].as_u64().unwrap()
+                + call["usage"]["output_tokens"].as_u64().unwrap();
+            micro_usd[pool] += call["cost_micro_usd"].as_u64().unwrap_or(0);
+            requests[pool] += 1;
+        }
+    }
+    (tokens, micro_usd, requests, export)
+}
+
+/// `baton pools` says exactly what the record says was reported.
+fn headroom_is_what_was_reported(d: &Path) -> ([u64; 2], Value) {
+    let (tokens, micro_usd, requests, export) = reported(d);
+    let after = pools_json(d);
+    let openai = &after[0];
+    assert_eq!(openai["used"]["tokens"], tokens[0]);
+    assert_eq!(openai["used"]["requests"], requests[0]);
+    assert_eq!(openai["headroom"]["tokens"], 1_000_000 - tokens[0]);
+    let usd = micro_usd[0] as f64 / 1e6;
+    assert!((openai["used"]["usd"].as_f64().unwrap() - usd).abs() < 1e-9);
+    assert!((openai["headroom"]["usd"].as_f64().unwrap() - (10.0 - usd)).abs() < 1e-9);
+    let others = &after[1];
+    assert_eq!(others["used"]["tokens"], tokens[1]);
+    assert_eq!(others["headroom"]["requests"], 100 - requests[1]);
+    let share = requests[1] as f64 / 100.0;
+    assert!((others["used_fraction"].as_f64().unwrap() - share).abs() < 1e-12);
+    // Requests are not metered in openai's allowance: no headroom is invented for them.
+    assert!(openai["headroom"].get("requests").is_none());
+    (requests, export)
+}
+
+/// With pools configured the run is routed (each turn's worker is the router's pick,
+/// coldest pool first), and headroom falls by exactly what the providers reported:
+/// half-way through the run (its first two turns) and at its end.
 #[test]
-fn pools_headroom_falls_by_exactly_the_usage_providers_reported() {
+fn pools_headroom_falls_by_exactly_the_usage_providers_reported_during_a_routed_run() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let (base, _) = serve();
@@ -67,50 +108,41 @@ fn pools_headroom_falls_by_exactly_the_usage_providers_reported() {
     assert!(!db(d).exists());
 
     let out = with_keys(&mut baton(d))
-        .args(run_args(&[]))
+        .args(run_args(&["--max-turns", "2"]))
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
+    let (requests, _) = headroom_is_what_was_reported(d);
+    assert_eq!(requests[0] + requests[1], 2);
+    // Both pools untouched at the first step: the tie goes to openai, by id; the second
+    // step goes to the colder pool, the others.
+    assert_eq!(requests, [1, 1]);
 
-    // What the providers reported, per pool, read back from the run's record.
-    let export: Value = serde_json::from_str(&run_ok(d, &["export", "--format", "json"])).unwrap();
-    let (mut tokens, mut micro_usd, mut requests) = ([0u64; 2], [0u64; 2], [0u64; 2]);
-    for turn in export["turns"].as_array().unwrap() {
-        let pool = usize::from(turn["worker"] != "drafter");
-        for call in turn["calls"].as_array().unwrap() {
-            tokens[pool] += call["usage"]["input_tokens"].as_u64().unwrap()
-                + call["usage"]["output_tokens"].as_u64().unwrap();
-            micro_usd[pool] += call["cost_micro_usd"].as_u64().unwrap_or(0);
-            requests[pool] += 1;
-        }
+    let out = with_keys(&mut baton(d)).arg("resume").output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let (requests, export) = headroom_is_what_was_reported(d);
+    assert_eq!(
+        requests[0] + requests[1],
+        5,
+        "one call per turn, five steps"
+    );
+    // Every turn was seated by a pin of the export, one per step (nothing ran out).
+    let pins = export["pins"].as_array().unwrap();
+    assert_eq!(pins.len(), 5, "{pins:?}");
+    assert!(pins.iter().all(|p| p["reason"]["kind"] == "at_phase_start"));
+    for (turn, pin) in export["turns"].as_array().unwrap().iter().zip(pins) {
+        assert_eq!(turn["worker"], pin["worker"]);
     }
-    assert!(tokens[0] > 0 && tokens[1] > 0 && micro_usd[0] > 0);
-    assert_eq!(requests, [2, 3], "turns rotate drafter, reviewer, checker");
-
-    let after = pools_json(d);
-    let openai = &after[0];
-    assert_eq!(openai["used"]["tokens"], tokens[0]);
-    assert_eq!(openai["used"]["requests"], 2);
-    assert_eq!(openai["headroom"]["tokens"], 1_000_000 - tokens[0]);
-    let usd = micro_usd[0] as f64 / 1e6;
-    assert!((openai["used"]["usd"].as_f64().unwrap() - usd).abs() < 1e-9);
-    assert!((openai["headroom"]["usd"].as_f64().unwrap() - (10.0 - usd)).abs() < 1e-9);
-    let others = &after[1];
-    assert_eq!(others["used"]["tokens"], tokens[1]);
-    assert_eq!(others["headroom"]["requests"], 97);
-    assert!((others["used_fraction"].as_f64().unwrap() - 0.03).abs() < 1e-12);
-    // Requests are not metered in openai's allowance: no headroom is invented for them.
-    assert!(openai["headroom"].get("requests").is_none());
 
     let shown = run_ok(d, &["pools"]);
-    assert!(
-        shown.contains("others  [#-------------------]   3.0% used · daily 00:00"),
-        "{shown}"
+    let others = format!("{:.1}% used · daily 00:00", requests[1] as f64);
+    assert!(shown.contains(&others), "{others}: {shown}");
+    let left = format!(
+        "requests              {} of 100, {} left",
+        requests[1],
+        100 - requests[1]
     );
-    assert!(
-        shown.contains("requests              3 of 100, 97 left"),
-        "{shown}"
-    );
+    assert!(shown.contains(&left), "{left}: {shown}");
     assert!(shown.contains("(not metered)"), "{shown}");
 }
 

@@ -16,6 +16,7 @@ use crate::{Error, Result};
 mod pools;
 
 pub use pools::Floor;
+pub(crate) use pools::check as check_floor;
 
 /// Default package budget in tokens when neither a per-package nor a total budget is set.
 pub const DEFAULT_BUDGET: usize = 2000;
@@ -374,6 +375,10 @@ pub struct RunSettings {
     /// validation error); after them the turn fails.
     #[serde(default = "default_repairs")]
     pub repair_attempts: u32,
+    /// The pools and seats turns are routed by (see `crate::seating`); empty: turns take
+    /// the roster in order, and the run's stored configuration is what it always was.
+    #[serde(default, skip_serializing_if = "Floor::is_empty")]
+    pub floor: Floor,
 }
 
 fn default_repairs() -> u32 {
@@ -397,6 +402,7 @@ impl Default for RunSettings {
             total_budget: None,
             estimator: EstimatorKind::Bpe,
             repair_attempts: DEFAULT_REPAIR_ATTEMPTS,
+            floor: Floor::default(),
         }
     }
 }

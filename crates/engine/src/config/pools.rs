@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use baton_core::router::{
     Allowance, Candidate, Glob, Pool, PoolId, SEAT_GROUPS, Seat, SeatId, Window,
 };
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Roster, WorkerConfig};
 use crate::{Error, Result};
@@ -35,10 +35,14 @@ pub(super) struct RawSeat {
     deny_tags: BTreeMap<String, Vec<String>>,
 }
 
-/// The pools and seats of a configuration file, checked against its roster.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// The pools and seats of a configuration file, checked against its roster. A routed
+/// run keeps its own copy with its settings, as it keeps its roster.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Floor {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub pools: Vec<Pool>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub seats: Vec<Seat>,
 }
 
@@ -128,7 +132,7 @@ impl WorkerConfig {
 }
 
 /// The checks that need both the roster and the floor.
-pub(super) fn check(roster: &Roster, floor: &Floor) -> Result<()> {
+pub(crate) fn check(roster: &Roster, floor: &Floor) -> Result<()> {
     for worker in &roster.workers {
         let id = &worker.id;
         match &worker.pool {

@@ -633,6 +633,7 @@ fn open_job(
                 objective: spec.objective.clone(),
                 tasks: spec.tasks.clone(),
                 step_budgets: Vec::new(),
+                step_seats: Vec::new(),
                 roster: spec.roster.clone(),
                 settings: spec.settings.clone(),
             },

@@ -6,7 +6,7 @@ use baton_protocol::Op;
 
 use super::{OpContext, OpOutcome, Started};
 use crate::Engine;
-use crate::config::{Roster, WorkerConfig};
+use crate::config::{Roster, RunSettings, WorkerConfig};
 use crate::jobs::{self as engine_jobs, EnqueueRequest, GateSpec};
 use crate::{Error, Result};
 
@@ -55,7 +55,11 @@ pub(super) fn enqueue(engine: &Engine, ctx: &OpContext, op: Op) -> Result<OpOutc
         gate_each_turn,
         fix_turns: fix_turns.unwrap_or(engine_jobs::DEFAULT_FIX_TURNS),
         candidates: rosters.clone(),
-        settings: ctx.settings(&settings),
+        // Jobs take turns in roster order: seats route plain runs only (so far).
+        settings: RunSettings {
+            floor: crate::config::Floor::default(),
+            ..ctx.settings(&settings)
+        },
         rubric,
     };
     let queued = engine_jobs::enqueue(engine.store().as_ref(), engine.clock(), &request)?;

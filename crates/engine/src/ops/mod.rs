@@ -65,6 +65,7 @@ impl OpContext {
             total_budget: op.total_budget.or(self.settings.total_budget),
             estimator: op.estimator.unwrap_or(self.settings.estimator),
             repair_attempts: self.settings.repair_attempts,
+            floor: self.settings.floor.clone(),
         }
     }
 }
@@ -159,6 +160,7 @@ pub fn apply(
             objective,
             tasks,
             step_budgets,
+            step_seats,
             roster,
             settings,
         } => {
@@ -172,6 +174,10 @@ pub fn apply(
             let spec = RunSpec {
                 step_budgets: (0..tasks.len())
                     .map(|i| step_budgets.get(i).copied().flatten())
+                    .collect(),
+                step_seats: step_seats
+                    .into_iter()
+                    .map(|s| s.map(baton_core::router::SeatId::new))
                     .collect(),
                 objective,
                 tasks,

@@ -34,6 +34,7 @@ mod holds;
 mod open;
 pub(crate) mod reshape;
 mod roster;
+mod seat;
 pub(crate) mod station;
 mod step;
 mod stepping_clock;
@@ -55,6 +56,9 @@ pub struct RunSpec {
     pub tasks: Vec<String>,
     /// Per-step budgets (same length as `tasks`, or empty).
     pub step_budgets: Vec<Option<usize>>,
+    /// Per-step seats (same length as `tasks`, or shorter; `None`: the default seat of a
+    /// plan step, see `crate::seating`). Used only by a run with pools or seats.
+    pub step_seats: Vec<Option<baton_core::router::SeatId>>,
     pub roster: Roster,
     pub settings: RunSettings,
 }
@@ -112,6 +116,8 @@ pub struct Session {
     /// short answer asked for, a fallback mode, a smaller budget): recorded as the
     /// turn's warnings.
     notices: Vec<String>,
+    /// A routed run's pins and history of who wrote what (empty for any other run).
+    seats: seat::Seats,
     /// The events of the turn under way, published live as they happen and committed
     /// with the turn (a Mutex: the calls see the session shared).
     turn_events: std::sync::Mutex<Vec<baton_protocol::EventMsg>>,

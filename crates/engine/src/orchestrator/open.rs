@@ -96,6 +96,13 @@ impl Engine {
         for (step, budget) in state.plan.iter_mut().zip(&spec.step_budgets) {
             step.budget = *budget;
         }
+        crate::seating::check_step_seats(&spec.step_seats, tasks.len())?;
+        for (step, seat) in state.plan.iter_mut().zip(&spec.step_seats) {
+            step.seat = seat.clone();
+        }
+        if !spec.settings.floor.is_empty() {
+            crate::config::check_floor(&spec.roster, &spec.settings.floor)?;
+        }
         let estimator = spec.settings.estimator.build();
         crate::policy::check_budgets(&state, &spec.settings, &spec.roster, &*estimator)?;
         let now = self.clock.now();
@@ -164,6 +171,9 @@ impl Engine {
         })?;
         if let Some(r) = roster {
             r.validate()?;
+            if !config.settings.floor.is_empty() {
+                crate::config::check_floor(&r, &config.settings.floor)?;
+            }
             config.roster = r;
         }
         if let Some(keys) = keys {
@@ -211,6 +221,7 @@ impl Engine {
             } else {
                 None
             },
+            seats: super::seat::Seats::open(&*self.store, run, &config, &state)?,
             run: run.clone(),
             prior_outputs: self.store.prior_outputs(run, state.turns)?,
             holds: self.store.worker_holds(run)?,

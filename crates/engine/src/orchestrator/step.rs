@@ -10,7 +10,10 @@ use baton_store::RunStatus;
 use super::block::{blocked_question, continue_hint};
 use super::turn::TurnEnd;
 use super::{Engine, MAX_CONSECUTIVE_FAILURES, RunEnd, Session, StepOutcome, TurnSummary, reshape};
+use baton_core::ids::WorkerId;
+
 use crate::policy::{PolicyInput, TurnPlan};
+use crate::seating::{self, Seating};
 use crate::{Error, Result};
 
 /// A policy's plan, its worker found in the roster.
@@ -22,17 +25,60 @@ pub(super) struct Planned {
     pub budget: usize,
     /// Run the workspace's gates after this turn whatever follows it.
     pub gates: bool,
+    /// A routed run's seating of the turn (see `crate::seating`): a new one's pin is
+    /// written with the turn.
+    pub seating: Option<Seating>,
+}
+
+/// What comes next in a run.
+#[derive(Debug, Clone)]
+pub(super) enum Next {
+    Turn(Planned),
+    /// Nothing: the run is done.
+    Done,
+    /// A routed run's seat that nobody may take: the run stops with this question.
+    Nobody {
+        question: String,
+    },
+}
+
+impl Next {
+    pub fn planned(self) -> Option<Planned> {
+        match self {
+            Next::Turn(plan) => Some(plan),
+            Next::Done | Next::Nobody { .. } => None,
+        }
+    }
 }
 
 impl Engine {
     /// The policy's next turn from `state` (`None` when the run is done), its worker
     /// looked up in the session's roster.
-    pub(super) fn next_planned(
-        &self,
-        session: &Session,
-        state: &ExecutionState,
-    ) -> Result<Option<Planned>> {
+    pub(super) fn next_planned(&self, session: &Session, state: &ExecutionState) -> Result<Next> {
         let roster = &session.config.roster;
+        if session.routed() {
+            let Some((step, assignment, budget)) =
+                seating::next_step(state, &session.config.settings)
+            else {
+                return Ok(Next::Done);
+            };
+            let seating = self.seat_step(session, state, step)?;
+            let worker = match &seating {
+                Seating::Nobody { question, .. } => {
+                    return Ok(Next::Nobody {
+                        question: question.clone(),
+                    });
+                }
+                Seating::Held { pin } | Seating::Seated { pin } => &pin.worker,
+            };
+            return Ok(Next::Turn(Planned {
+                worker: self.roster_index(session, worker)?,
+                assignment,
+                budget,
+                gates: false,
+                seating: Some(seating),
+            }));
+        }
         let input = PolicyInput::new(state, roster, &session.config.settings);
         let Some(TurnPlan {
             worker,
@@ -41,27 +87,41 @@ impl Engine {
             gates,
         }) = self.policy.next_turn(&input)
         else {
-            return Ok(None);
+            return Ok(Next::Done);
         };
-        // A policy may only pick a worker the run has: an id it made up is a bug in
-        // the policy, said as such rather than a panic on an index.
-        let Some(index) = roster.workers.iter().position(|w| w.id == worker) else {
-            return Err(Error::NoSuchWorker {
-                id: worker.to_string(),
-                known: roster
-                    .workers
-                    .iter()
-                    .map(|w| w.id.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            });
-        };
-        Ok(Some(Planned {
-            worker: index,
+        Ok(Next::Turn(Planned {
+            worker: self.roster_index(session, &worker)?,
             assignment,
             budget,
             gates,
+            seating: None,
         }))
+    }
+
+    /// The position of `worker` in the run's roster. A policy may only pick a worker
+    /// the run has: an id it made up is a bug in the policy, said as such rather than
+    /// a panic on an index.
+    fn roster_index(&self, session: &Session, worker: &WorkerId) -> Result<usize> {
+        let roster = &session.config.roster;
+        roster
+            .workers
+            .iter()
+            .position(|w| &w.id == worker)
+            .ok_or_else(|| Error::NoSuchWorker {
+                id: worker.to_string(),
+                known: roster.ids(),
+            })
+    }
+
+    /// Whether nothing is left for the run's policy after `state`: every step done
+    /// for a routed run (nothing is read from the store for it), else the policy's
+    /// answer.
+    pub(super) fn nothing_left(&self, session: &Session, state: &ExecutionState) -> bool {
+        if session.routed() {
+            return seating::next_step(state, &session.config.settings).is_none();
+        }
+        let input = PolicyInput::new(state, &session.config.roster, &session.config.settings);
+        self.policy.next_turn(&input).is_none()
     }
 
     /// Compiles the package `worker` would get for the next turn, without running it.
@@ -71,7 +131,7 @@ impl Engine {
         worker: Option<&str>,
         budget: Option<usize>,
     ) -> Result<HandoffPackage> {
-        let plan = self.next_planned(session, &session.state)?;
+        let plan = self.next_planned(session, &session.state)?.planned();
         let (index, assignment, planned_budget) = match plan {
             Some(p) => (p.worker, p.assignment, p.budget),
             None => (
@@ -133,7 +193,16 @@ impl Engine {
                 reason: loss.to_string(),
             });
         }
-        let Some(plan) = self.next_planned(session, &session.state)? else {
+        let plan = match self.next_planned(session, &session.state)? {
+            Next::Turn(plan) => Some(plan),
+            Next::Done => None,
+            Next::Nobody { question } => {
+                let question = format!("{question} Then {}.", continue_hint(session, false));
+                self.block(session, question.clone())?;
+                return Ok(StepOutcome::Blocked { question });
+            }
+        };
+        let Some(plan) = plan else {
             let event = Event {
                 run_id: session.run.clone(),
                 turn: None,
@@ -221,7 +290,7 @@ impl Engine {
             self.abandon_turn(session, session.state.turns, e.to_string());
         })?;
         session.reshape = reshape::Reshape::default();
-        let next = self.next_planned(session, &session.state)?;
+        let next = self.next_planned(session, &session.state)?.planned();
         let same_worker_next = next.as_ref().is_some_and(|n| n.worker == plan.worker);
         let worker = session.config.roster.workers[plan.worker].id.clone();
         let unreachable = match same_worker_next && summary.status == TurnStatus::Failed {

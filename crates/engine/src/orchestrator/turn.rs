@@ -21,7 +21,7 @@ use super::{Engine, Session, TurnSummary, holds};
 use crate::audit;
 use crate::config::{Calls, WorkerConfig};
 use crate::hook::{GateInput, HookOutcome, TurnFacts};
-use crate::policy::PolicyInput;
+use crate::seating::Seating;
 use crate::{Error, Result};
 
 impl Engine {
@@ -39,6 +39,27 @@ impl Engine {
             self.turn_budget(session, plan)?,
             &*session.estimator,
         );
+        // A new seating is said first (and, like every event of the turn, committed with
+        // it or voided with it).
+        let new_pin = match &plan.seating {
+            Some(Seating::Seated { pin }) => Some(pin.clone()),
+            _ => None,
+        };
+        if let Some(pin) = &new_pin {
+            self.emit(
+                session,
+                turn,
+                started_at,
+                EventKind::Seated {
+                    seat: pin.seat.to_string(),
+                    worker: pin.worker.clone(),
+                    model: pin.model.clone(),
+                    pool: pin.pool.to_string(),
+                    phase: pin.phase.clone(),
+                    reason: pin.reason.to_string(),
+                },
+            );
+        }
         // Said before anything is sent: a subscriber sees the turn start, not end.
         self.emit(
             session,
@@ -444,6 +465,7 @@ impl Engine {
             run_lease: session.run_lease.as_ref().map(|l| l.token.clone()),
             holds: holds.clone(),
             pool: worker.pool.clone(),
+            pins: new_pin.iter().cloned().collect(),
         };
         match self.store.commit_turn(&commit) {
             Ok(seqs) => self.published(&seqs[live..], &commit.events[live..]),
@@ -457,6 +479,12 @@ impl Engine {
             Err(e) => return Err(e.into()),
         }
         session.state = next;
+        session.seated(
+            new_pin.as_ref(),
+            commit.record.assignment.step_id.as_deref(),
+            plan.worker,
+            status,
+        );
         session.prior_outputs.extend(new_outputs);
         for hold in holds {
             session.holds.retain(|h| h.worker != hold.worker);
@@ -491,16 +519,7 @@ impl Engine {
         let Some(station) = session.workspace.as_ref().and_then(|w| w.gates()) else {
             return Ok(());
         };
-        let due = plan.gates
-            || station.every_turn()
-            || self
-                .policy
-                .next_turn(&PolicyInput::new(
-                    next,
-                    &session.config.roster,
-                    &session.config.settings,
-                ))
-                .is_none();
+        let due = plan.gates || station.every_turn() || self.nothing_left(session, next);
         if !due {
             return Ok(());
         }

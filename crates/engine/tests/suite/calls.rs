@@ -285,6 +285,7 @@ fn a_default_runs_calls_count_and_hash_the_whole_request() {
         objective: baton_gateway::mock::demo::OBJECTIVE.into(),
         tasks: baton_engine::bench::tasks(30),
         step_budgets: Vec::new(),
+        step_seats: Vec::new(),
         roster: Roster::mock(5),
         settings: baton_engine::config::RunSettings::default(),
     };

@@ -228,6 +228,7 @@ fn a_hundred_turn_mock_run_keeps_every_steps_completed_work() {
         objective: baton_gateway::mock::demo::OBJECTIVE.into(),
         tasks: baton_engine::bench::tasks(100),
         step_budgets: Vec::new(),
+        step_seats: Vec::new(),
         roster: Roster::mock(5),
         settings: RunSettings {
             budget: 3000,

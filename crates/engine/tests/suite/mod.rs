@@ -14,6 +14,7 @@ mod policy;
 mod pools;
 mod providers;
 mod replay;
+mod seats;
 // The gateway suite's wire-format server, shared rather than copied.
 #[allow(dead_code)]
 #[path = "../../../gateway/tests/suite/server.rs"]
@@ -67,6 +68,7 @@ pub fn spec(tasks: &[&str], roster: Roster) -> RunSpec {
         objective: "Build a small service".into(),
         tasks: tasks.iter().map(|t| t.to_string()).collect(),
         step_budgets: Vec::new(),
+        step_seats: Vec::new(),
         roster,
         // No repair calls unless a test asks for them: most tests script each call.
         settings: RunSettings {

@@ -26,6 +26,7 @@ fn create(engine: &Engine, ctx: &OpContext, tasks: &[&str]) -> RunId {
         objective: "Build a small service".into(),
         tasks: tasks.iter().map(|t| t.to_string()).collect(),
         step_budgets: Vec::new(),
+        step_seats: Vec::new(),
         roster: None,
         settings: Settings::default(),
     };
@@ -104,6 +105,7 @@ fn an_op_carries_its_roster_and_settings_over_the_contexts() {
         objective: "o".into(),
         tasks: vec!["one".into(), "two".into()],
         step_budgets: vec![None, Some(700)],
+        step_seats: Vec::new(),
         roster: Some(json!({"workers": [{"id": "solo", "model": "mock/solo"}]})),
         settings: Settings {
             budget: Some(900),
@@ -129,6 +131,7 @@ fn an_op_carries_its_roster_and_settings_over_the_contexts() {
         objective: "o".into(),
         tasks: vec!["one".into()],
         step_budgets: Vec::new(),
+        step_seats: Vec::new(),
         roster: Some(json!({"workers": [{"id": "x", "modle": "mock/x"}]})),
         settings: Settings::default(),
     };

@@ -257,6 +257,34 @@ const MIGRATIONS: &[&str] = &[
     r#"
     DROP INDEX IF EXISTS events_by_run;
     "#,
+    // 12: pins, the router's record of each seating of a routed run, written in the
+    // transaction of the turn it seats (hence the foreign key: no pin without its
+    // turn). Append-only: a re-seating is a new row, the old one stays on record.
+    r#"
+    CREATE TABLE pins (
+        seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id     TEXT NOT NULL,
+        turn       INTEGER NOT NULL,
+        seat       TEXT NOT NULL,
+        worker     TEXT NOT NULL,
+        model      TEXT NOT NULL,
+        family     TEXT NOT NULL,
+        pool       TEXT NOT NULL,
+        phase      TEXT NOT NULL,
+        -- Engine clock, when the router seated the worker.
+        at         INTEGER NOT NULL,
+        -- JSON: every pool's used fraction at that moment.
+        fractions  TEXT NOT NULL,
+        -- JSON: the PinReason.
+        reason     TEXT NOT NULL,
+        FOREIGN KEY (run_id, turn) REFERENCES turns(run_id, turn)
+    ) STRICT;
+    CREATE INDEX pins_by_run ON pins(run_id, seq);
+    CREATE TRIGGER pins_never_change BEFORE UPDATE ON pins
+    BEGIN SELECT RAISE(ABORT, 'pins are append-only'); END;
+    CREATE TRIGGER pins_never_vanish BEFORE DELETE ON pins
+    BEGIN SELECT RAISE(ABORT, 'pins are append-only'); END;
+    "#,
 ];
 
 /// The schema version this build writes.
@@ -360,6 +388,49 @@ mod tests {
                 let err = conn.execute(&sql, []).unwrap_err().to_string();
                 assert!(err.contains("append-only"), "{sql}: {err}");
             }
+        }
+    }
+
+    /// A database of schema 11 (before pins) is upgraded through 12: its turns and pool
+    /// usage are kept, and the pins table takes a pin of a committed turn, refuses one of
+    /// a turn that does not exist, and refuses to change or lose a row.
+    #[test]
+    fn a_schema_11_database_is_upgraded_to_pins() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        for sql in &MIGRATIONS[..11] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 11).unwrap();
+        conn.execute_batch(
+            "INSERT INTO runs (id, objective, status, turns, created_at, updated_at, config, header)
+             VALUES ('a', 'o', 'active', 1, 1, 1, '{}', '{}');
+             INSERT INTO turns (run_id, turn, worker, model, status, started_at, finished_at, record)
+             VALUES ('a', 0, 'w', 'm', 'committed', 1, 2, '{}');
+             INSERT INTO pool_calls (pool, run_id, turn, call, at, tokens, cost_micro_usd,
+                                     requests, exhausted, exhausted_until)
+             VALUES ('claude', 'a', 0, 0, 1, 10, 0, 1, 0, NULL);",
+        )
+        .unwrap();
+        migrate(&mut conn).unwrap();
+        assert_eq!(user_version(&conn).unwrap(), SCHEMA_VERSION);
+        let count = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+        assert_eq!(count("SELECT count(*) FROM turns"), 1);
+        assert_eq!(count("SELECT count(*) FROM pool_calls"), 1);
+        assert_eq!(count("SELECT count(*) FROM pins"), 0);
+        let pin = |turn: u32| {
+            format!(
+                "INSERT INTO pins (run_id, turn, seat, worker, model, family, pool, phase, at, fractions, reason)
+                 VALUES ('a', {turn}, 'build.step', 'w', 'm', 'f', 'claude', 'step T1', 1, '{{}}', '{{\"kind\":\"at_phase_start\"}}')"
+            )
+        };
+        conn.execute_batch(&pin(0)).unwrap();
+        assert!(
+            conn.execute_batch(&pin(7)).is_err(),
+            "a pin without its turn"
+        );
+        for sql in ["UPDATE pins SET at = 5", "DELETE FROM pins"] {
+            let err = conn.execute(sql, []).unwrap_err().to_string();
+            assert!(err.contains("append-only"), "{sql}: {err}");
         }
     }
 

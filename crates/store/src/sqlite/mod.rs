@@ -526,6 +526,23 @@ impl Store for SqliteStore {
     fn benches(&self) -> crate::Result<Vec<crate::Bench>> {
         self.read("benches", pools::benches)
     }
+
+    fn floor_reading(
+        &self,
+        windows: &[(baton_core::router::PoolId, Timestamp, Timestamp)],
+    ) -> crate::Result<(Vec<baton_core::router::PoolUsage>, Vec<crate::Bench>)> {
+        self.read("floor_reading", |conn| {
+            let usage = windows
+                .iter()
+                .map(|(pool, start, end)| pools::usage(conn, pool, *start, *end))
+                .collect::<Result<Vec<_>>>()?;
+            Ok((usage, pools::benches(conn)?))
+        })
+    }
+
+    fn pins(&self, filter: &crate::PinFilter) -> crate::Result<Vec<crate::StoredPin>> {
+        self.read("pins", |conn| pools::pins(conn, filter))
+    }
 }
 
 fn to_json<T: Serialize + ?Sized>(

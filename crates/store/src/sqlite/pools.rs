@@ -1,14 +1,16 @@
 //! Pools: per-call spend written with its turn, declared usage, benches; and the sums
 //! that make a pool's usage in a window.
 
-use baton_core::ids::{Timestamp, WorkerId};
-use baton_core::router::{CallSpend, PoolId, PoolUsage};
+use baton_core::ids::{RunId, Timestamp, WorkerId};
+use baton_core::router::{CallSpend, Pin, PoolId, PoolUsage, SeatId};
 use baton_core::turn::TurnRecord;
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::Result;
 use crate::Error;
-use crate::pools::{Bench, BenchChange, BenchOutcome, BenchTarget, ManualUsage, UsageMode};
+use crate::pools::{
+    Bench, BenchChange, BenchOutcome, BenchTarget, ManualUsage, PinFilter, StoredPin, UsageMode,
+};
 
 /// SQLite integers are i64; a spend or a count beyond that is clamped, not wrapped.
 fn int(n: u64) -> i64 {
@@ -224,6 +226,104 @@ pub(super) fn benches(conn: &Connection) -> Result<Vec<Bench>> {
             by,
             at: Timestamp(at),
             reason,
+        })
+    })
+    .collect()
+}
+
+/// Writes the turn's new pins, in the turn's transaction.
+pub(super) fn insert_pins(
+    tx: &Transaction<'_>,
+    run: &RunId,
+    turn: u32,
+    pins: &[Pin],
+) -> Result<()> {
+    if pins.is_empty() {
+        return Ok(());
+    }
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO pins (run_id, turn, seat, worker, model, family, pool, phase, at,
+                           fractions, reason)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    )?;
+    for pin in pins {
+        let fractions = super::to_json(&pin.fractions, || format!("pin of turn {turn}"))?;
+        let reason = super::to_json(&pin.reason, || format!("pin of turn {turn}"))?;
+        insert.execute(params![
+            run.0,
+            turn,
+            pin.seat.as_str(),
+            pin.worker.as_str(),
+            pin.model,
+            pin.family,
+            pin.pool.as_str(),
+            pin.phase,
+            pin.at.0,
+            fractions,
+            reason,
+        ])?;
+    }
+    Ok(())
+}
+
+/// The pins matching `filter`, in the order they were written.
+pub(super) fn pins(conn: &Connection, filter: &PinFilter) -> Result<Vec<StoredPin>> {
+    let mut select = conn.prepare_cached(
+        "SELECT run_id, turn, seat, worker, model, family, pool, phase, at, fractions, reason
+         FROM pins
+         WHERE (?1 IS NULL OR run_id = ?1) AND (?2 IS NULL OR seat = ?2)
+           AND (?3 IS NULL OR pool = ?3) AND (?4 IS NULL OR phase = ?4)
+           AND (?5 IS NULL OR at >= ?5)
+         ORDER BY seq",
+    )?;
+    let rows = select.query_map(
+        params![
+            filter.run.as_ref().map(|r| r.0.as_str()),
+            filter.seat.as_ref().map(SeatId::as_str),
+            filter.pool.as_ref().map(PoolId::as_str),
+            filter.phase.as_deref(),
+            filter.since.map(|t| t.0),
+        ],
+        |r| {
+            Ok((
+                (
+                    r.get::<_, String>(0)?,
+                    r.get::<_, u32>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                ),
+                (
+                    r.get::<_, String>(4)?,
+                    r.get::<_, String>(5)?,
+                    r.get::<_, String>(6)?,
+                    r.get::<_, String>(7)?,
+                ),
+                (
+                    r.get::<_, i64>(8)?,
+                    r.get::<_, String>(9)?,
+                    r.get::<_, String>(10)?,
+                ),
+            ))
+        },
+    )?;
+    rows.map(|row| {
+        let ((run, turn, seat, worker), (model, family, pool, phase), (at, fractions, reason)) =
+            row?;
+        let what = || format!("pin of run {run} turn {turn}");
+        Ok(StoredPin {
+            pin: Pin {
+                seat: SeatId::new(seat),
+                worker: WorkerId::new(worker),
+                model,
+                family,
+                pool: PoolId::new(pool),
+                phase,
+                at: Timestamp(at),
+                fractions: super::from_json(&fractions, what)?,
+                reason: super::from_json(&reason, what)?,
+            },
+            run_id: RunId(run),
+            turn,
         })
     })
     .collect()

@@ -231,6 +231,7 @@ pub(super) fn commit_turn(tx: &Transaction<'_>, turn: &EncodedTurn<'_>) -> Resul
     if let Some(pool) = &commit.pool {
         super::pools::insert_calls(tx, pool, rec)?;
     }
+    super::pools::insert_pins(tx, run, rec.turn, &commit.pins)?;
     insert_events(tx, &turn.events)
 }
 

@@ -160,6 +160,7 @@ pub fn next_turn(before: &ExecutionState) -> (ExecutionState, TurnCommit) {
         run_lease: None,
         holds: Vec::new(),
         pool: None,
+        pins: Vec::new(),
     };
     (after, commit)
 }

@@ -196,6 +196,20 @@ macro_rules! conformance_tests {
             $crate::suite::pools::benches_record_who_and_when_and_unbench_puts_back(&$new);
         }
         #[test]
+        fn pins_are_written_with_their_turn_and_read_back_in_order() {
+            $crate::suite::pools::pins_are_written_with_their_turn_and_read_back_in_order(&$new);
+        }
+        #[test]
+        fn a_turn_that_does_not_commit_leaves_no_pin() {
+            $crate::suite::pools::a_turn_that_does_not_commit_leaves_no_pin(&$new);
+        }
+        #[test]
+        fn floor_reading_is_each_pools_usage_and_the_benches() {
+            $crate::suite::pools::floor_reading_is_each_pools_usage_and_the_benches(
+                $new.store(),
+            );
+        }
+        #[test]
         fn cancel_requests_stop_the_lease_they_name_and_no_other() {
             $crate::suite::jobs::cancel_requests_stop_the_lease_they_name_and_no_other(
                 &$new,

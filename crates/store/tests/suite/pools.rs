@@ -3,11 +3,11 @@
 
 use baton_core::ErrorClass;
 use baton_core::ids::{Timestamp, WorkerId};
-use baton_core::router::{PoolId, PoolUsage};
+use baton_core::router::{Pin, PinReason, PoolId, PoolUsage, SeatId};
 use baton_core::state::ExecutionState;
 use baton_core::turn::ReportedUsage;
 use baton_store::{
-    BenchChange, BenchOutcome, BenchTarget, ManualUsage, Store, UsageMode, bench_set,
+    BenchChange, BenchOutcome, BenchTarget, ManualUsage, PinFilter, Store, UsageMode, bench_set,
 };
 
 use super::Backend;
@@ -261,4 +261,169 @@ pub fn benches_record_who_and_when_and_unbench_puts_back(backend: &dyn Backend) 
         .set_bench(&change(BenchTarget::Pool(pool("gpt-5")), true, "cy", 8))
         .unwrap();
     assert_eq!(store.benches().unwrap().len(), 2);
+}
+
+fn pin(seat: &str, worker: &str, pool_id: &str, phase: &str, at: i64, reason: PinReason) -> Pin {
+    Pin {
+        seat: SeatId::new(seat),
+        worker: WorkerId::new(worker),
+        model: format!("mock/{worker}"),
+        family: format!("family-{worker}"),
+        pool: pool(pool_id),
+        phase: phase.into(),
+        at: Timestamp(at),
+        fractions: [(pool("claude"), 0.25), (pool("codex"), 1.0)]
+            .into_iter()
+            .collect(),
+        reason,
+    }
+}
+
+/// A pin is stored with the turn it seats and read back whole (reason and fractions
+/// included), in the order written, by run, seat, pool, phase and time; another process
+/// reads the same.
+pub fn pins_are_written_with_their_turn_and_read_back_in_order(backend: &dyn Backend) {
+    let store = backend.store();
+    let state = fixtures::create(store, "run-1", T0);
+    let first = pin(
+        "build.step",
+        "a",
+        "claude",
+        "step T1",
+        T0,
+        PinReason::AtPhaseStart,
+    );
+    let second = pin(
+        "build.step",
+        "b",
+        "codex",
+        "step T1",
+        T0 + HOUR,
+        PinReason::PoolExhausted {
+            pool: pool("claude"),
+        },
+    );
+    let (state, mut commit) = fixtures::next_turn(&state);
+    commit.pins = vec![first.clone()];
+    store.commit_turn(&commit).unwrap();
+    // A turn the pin held for writes none.
+    let (state, commit) = fixtures::next_turn(&state);
+    store.commit_turn(&commit).unwrap();
+    let (_, mut commit) = fixtures::next_turn(&state);
+    commit.pins = vec![second.clone()];
+    store.commit_turn(&commit).unwrap();
+    let other = fixtures::create(store, "run-2", T0);
+    let (_, mut commit) = fixtures::next_turn(&other);
+    let third = pin(
+        "review.code",
+        "c",
+        "claude",
+        "step T2",
+        T0,
+        PinReason::AtPhaseStart,
+    );
+    commit.pins = vec![third.clone()];
+    store.commit_turn(&commit).unwrap();
+
+    let run1 = store
+        .pins(&PinFilter::run(&baton_core::ids::RunId("run-1".into())))
+        .unwrap();
+    assert_eq!(
+        run1.iter().map(|p| (p.turn, &p.pin)).collect::<Vec<_>>(),
+        [(0, &first), (2, &second)]
+    );
+    assert!(run1.iter().all(|p| p.run_id.0 == "run-1"));
+    let all = store.pins(&PinFilter::default()).unwrap();
+    assert_eq!(all.len(), 3);
+    let by = |filter: PinFilter| -> Vec<String> {
+        store
+            .pins(&filter)
+            .unwrap()
+            .into_iter()
+            .map(|p| p.pin.worker.to_string())
+            .collect()
+    };
+    let seat = PinFilter {
+        seat: Some(SeatId::new("review.code")),
+        ..PinFilter::default()
+    };
+    assert_eq!(by(seat), ["c"]);
+    let in_pool = PinFilter {
+        pool: Some(pool("claude")),
+        ..PinFilter::default()
+    };
+    assert_eq!(by(in_pool), ["a", "c"]);
+    let phase = PinFilter {
+        phase: Some("step T1".into()),
+        ..PinFilter::default()
+    };
+    assert_eq!(by(phase), ["a", "b"]);
+    let since = PinFilter {
+        since: Some(Timestamp(T0 + 1)),
+        ..PinFilter::default()
+    };
+    assert_eq!(by(since), ["b"]);
+    let reopened = backend.reopen();
+    assert_eq!(reopened.pins(&PinFilter::default()).unwrap(), all);
+}
+
+/// A turn refused at commit (here: fenced off, as a second process committing the same
+/// turn is) writes no pin: the pin lives and dies with its turn's transaction.
+pub fn a_turn_that_does_not_commit_leaves_no_pin(backend: &dyn Backend) {
+    let store = backend.store();
+    let state = fixtures::create(store, "run-1", T0);
+    let (_, mut first) = fixtures::next_turn(&state);
+    first.pins = vec![pin(
+        "build.step",
+        "a",
+        "claude",
+        "step T1",
+        T0,
+        PinReason::AtPhaseStart,
+    )];
+    store.commit_turn(&first).unwrap();
+    let mut again = first.clone();
+    again.pins = vec![pin(
+        "build.step",
+        "b",
+        "codex",
+        "step T1",
+        T0 + 5,
+        PinReason::ReseatedAtHandoff { handoff: 0 },
+    )];
+    assert!(store.commit_turn(&again).is_err());
+    let pins = store.pins(&PinFilter::default()).unwrap();
+    assert_eq!(pins.len(), 1);
+    assert_eq!(pins[0].pin.worker.as_str(), "a");
+}
+
+/// The one read of a hand-off gives what `pool_usage` and `benches` give apart.
+pub fn floor_reading_is_each_pools_usage_and_the_benches(store: &dyn Store) {
+    let state = fixtures::create(store, "run-1", T0);
+    let state = commit(store, &state, Some("claude"), 1_000, 2_500);
+    commit(store, &state, Some("codex"), 400, 100);
+    store
+        .set_bench(&BenchChange {
+            target: BenchTarget::Pool(pool("codex")),
+            benched: true,
+            by: "ada".into(),
+            at: Timestamp(T0),
+            reason: None,
+        })
+        .unwrap();
+    let windows = [
+        (pool("codex"), Timestamp(T0), Timestamp(T0 + HOUR)),
+        (pool("claude"), Timestamp(T0), Timestamp(T0 + HOUR)),
+    ];
+    let (usage_read, benches) = store.floor_reading(&windows).unwrap();
+    assert_eq!(
+        usage_read,
+        [
+            usage(store, "codex", T0, T0 + HOUR),
+            usage(store, "claude", T0, T0 + HOUR)
+        ]
+    );
+    assert_eq!(usage_read[1].tokens, 2_000);
+    assert_eq!(benches, store.benches().unwrap());
+    assert!(bench_set(&benches).pools.contains(&pool("codex")));
 }

@@ -1,0 +1,172 @@
+//! `baton seats [RUN]` (the ledger: who holds each seat of a routed run now, since when
+//! and why) and `baton pins [RUN|--all]` (the pin log, filtered by seat, pool, phase and
+//! time). Both read the pins the engine wrote with the turns they seated.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use baton_core::ids::{RunId, Timestamp};
+use baton_core::router::{PoolId, SeatId};
+use baton_engine::report::fractions;
+use baton_store::{PinFilter, StoredPin};
+use serde::Serialize;
+
+use crate::commands::{Context_, resolve};
+
+/// One seat as `baton seats` shows it: its latest pin.
+#[derive(Debug, Serialize)]
+struct SeatRow<'a> {
+    seat: &'a SeatId,
+    /// The turn whose commit wrote the pin: the seat is held since then.
+    since_turn: u32,
+    #[serde(flatten)]
+    pin: &'a baton_core::router::Pin,
+}
+
+/// `baton seats [RUN]`.
+pub(crate) fn seats(ctx: &Context_, run: Option<&str>, json: bool) -> Result<ExitCode> {
+    let store = ctx.reader()?;
+    let id = resolve(store.as_ref(), run)?;
+    let pins = store.pins(&PinFilter::run(&id))?;
+    let rows = ledger(&pins);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if rows.is_empty() {
+        println!("{}", unrouted(&id));
+        return Ok(ExitCode::SUCCESS);
+    }
+    for r in &rows {
+        println!(
+            "{}: {} ({}, family {}, pool {}) since turn {} at {}: {} · phase {}",
+            r.seat,
+            r.pin.worker,
+            r.pin.model,
+            r.pin.family,
+            r.pin.pool,
+            r.since_turn,
+            r.pin.at,
+            r.pin.reason,
+            r.pin.phase
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The latest pin of each seat, seats by name.
+fn ledger(pins: &[StoredPin]) -> Vec<SeatRow<'_>> {
+    let mut latest: std::collections::BTreeMap<&SeatId, &StoredPin> = Default::default();
+    for p in pins {
+        latest.insert(&p.pin.seat, p);
+    }
+    latest
+        .into_values()
+        .map(|p| SeatRow {
+            seat: &p.pin.seat,
+            since_turn: p.turn,
+            pin: &p.pin,
+        })
+        .collect()
+}
+
+fn unrouted(run: &RunId) -> String {
+    format!(
+        "run {run} has no pins: its turns take the roster in order (seats are filled by the router only when the configuration has [[pools]] or [[seats]]; README: \"Seats, pools and the router\")"
+    )
+}
+
+/// What `baton pins` selects.
+pub(crate) struct PinsQuery<'a> {
+    pub run: Option<&'a str>,
+    pub all: bool,
+    pub seat: Option<&'a str>,
+    pub pool: Option<&'a str>,
+    pub phase: Option<&'a str>,
+    /// RFC 3339 (`2026-12-02T09:00:00Z`) or a date (`2026-12-02`, midnight UTC).
+    pub since: Option<&'a str>,
+    pub json: bool,
+}
+
+/// `baton pins [RUN|--all]`.
+pub(crate) fn pins(ctx: &Context_, q: &PinsQuery<'_>) -> Result<ExitCode> {
+    let store = ctx.reader()?;
+    let run = if q.all {
+        None
+    } else {
+        Some(resolve(store.as_ref(), q.run)?)
+    };
+    let filter = PinFilter {
+        run: run.clone(),
+        seat: q.seat.map(SeatId::new),
+        pool: q.pool.map(PoolId::new),
+        phase: q.phase.map(str::to_string),
+        since: q.since.map(parse_since).transpose()?,
+    };
+    let pins = store.pins(&filter)?;
+    if q.json {
+        println!("{}", serde_json::to_string_pretty(&pins)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if pins.is_empty() {
+        match (
+            &run,
+            filter == PinFilter::run(run.as_ref().unwrap_or(&RunId(String::new()))),
+        ) {
+            (Some(id), true) => println!("{}", unrouted(id)),
+            _ => println!("no pins match"),
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    for p in &pins {
+        let pin = &p.pin;
+        let run = if q.all {
+            format!("run {} ", p.run_id)
+        } else {
+            String::new()
+        };
+        println!(
+            "{run}turn {:>3} · {} · {} · {} ({}, family {}, pool {}) · {} · pools used: {} · {}",
+            p.turn,
+            pin.at,
+            pin.seat,
+            pin.worker,
+            pin.model,
+            pin.family,
+            pin.pool,
+            pin.phase,
+            fractions(pin),
+            pin.reason
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn parse_since(text: &str) -> Result<Timestamp> {
+    // A date alone is its midnight UTC.
+    let at: jiff::Timestamp = text
+        .parse()
+        .or_else(|_| format!("{text}T00:00:00Z").parse())
+        .with_context(|| {
+            format!(
+                "--since {text:?} is neither a time (2026-12-02T09:00:00Z) nor a date (2026-12-02)"
+            )
+        })?;
+    Ok(Timestamp(at.as_millisecond()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_takes_a_time_or_a_date_and_says_what_it_wants_otherwise() {
+        assert_eq!(
+            parse_since("1970-01-01T00:00:01Z").unwrap(),
+            Timestamp(1_000)
+        );
+        assert_eq!(parse_since("1970-01-02").unwrap(), Timestamp(86_400_000));
+        let err = parse_since("yesterday").unwrap_err().to_string();
+        assert!(err.contains("neither a time"), "{err}");
+    }
+}
