@@ -35,6 +35,71 @@ fn main() -> Result<(), String> {
         task: "Implement token authentication with refresh token rotation".into(),
     };
 
+    // Probes of where the cold time goes (not what a resume pays): `scored` scores the
+    // state first (a heuristic compile, which leaves the estimator's tables untouched);
+    // `counted` counts a text with the estimator first (its tables touched, nothing
+    // scored).
+    match std::env::var("BATON_COLD_PROBE").as_deref() {
+        Ok("scored") => {
+            let _ = compile(
+                &state,
+                &assignment,
+                &worker,
+                2000,
+                &baton_core::tokens::HeuristicEstimator,
+            );
+        }
+        Ok("counted") => {
+            let _ = kind
+                .build()
+                .count("a warm-up text: Implement token authentication 42.");
+        }
+        Ok("touched") => {
+            let t = Instant::now();
+            let mut sum = 0u64;
+            let mut add = |s: &str| sum += s.bytes().map(u64::from).sum::<u64>();
+            state.decisions.iter().for_each(|d| add(&d.text));
+            state.completed.iter().for_each(|c| add(&c.text));
+            state.issues.iter().for_each(|i| {
+                add(&i.title);
+                add(&i.detail)
+            });
+            state.failed_attempts.iter().for_each(|f| {
+                add(&f.what);
+                add(&f.why)
+            });
+            state.assumptions.iter().for_each(|a| add(&a.text));
+            let mut lens = Vec::new();
+            state.decisions.iter().for_each(|d| {
+                lens.push(d.text.len());
+                lens.push(d.reason.as_deref().unwrap_or("").len())
+            });
+            state.completed.iter().for_each(|c| lens.push(c.text.len()));
+            state.artifacts.iter().for_each(|a| lens.push(a.name.len()));
+            state.issues.iter().for_each(|i| {
+                lens.push(i.title.len());
+                lens.push(i.detail.len())
+            });
+            state.failed_attempts.iter().for_each(|f| {
+                lens.push(f.what.len());
+                lens.push(f.why.len())
+            });
+            state
+                .assumptions
+                .iter()
+                .for_each(|a| lens.push(a.text.len()));
+            let n = lens.len();
+            let total: usize = lens.iter().sum();
+            let short = lens.iter().filter(|&&l| l < 33).count();
+            let empty = lens.iter().filter(|&&l| l == 0).count();
+            let chunks: usize = lens.iter().map(|l| l.div_ceil(32)).sum();
+            eprintln!(
+                "{n} texts, {total} bytes, {short} under 33 bytes, {empty} empty, {chunks} chunks"
+            );
+            eprintln!("touched {sum} in {:.3} ms", t.elapsed().as_secs_f64() * 1e3);
+        }
+        _ => {}
+    }
     let (t0, c0, f0) = (Instant::now(), cpu_ns(), minor_faults());
     let estimator = kind.build();
     let first = compile(&state, &assignment, &worker, 2000, &*estimator);
