@@ -6,13 +6,16 @@
 //! (defaults: 10000 bpe). Run it several times: each run is one cold sample. Besides the
 //! wall time it prints the thread's CPU time (Linux: `/proc/thread-self/schedstat`),
 //! which a loaded machine inflates less, and the page faults the first compile took.
+//! `BATON_COLD_PROBE=scored|counted|touched` does part of the first compile's work
+//! before it is timed, to see what that part costs (see `main`).
 
 use std::time::Instant;
 
 use baton_core::compiler::{Assignment, AssignmentKind, WorkerProfile, compile};
 use baton_core::ids::WorkerId;
+use baton_core::state::ExecutionState;
 use baton_core::synthetic;
-use baton_core::tokens::EstimatorKind;
+use baton_core::tokens::{EstimatorKind, HeuristicEstimator};
 
 fn main() -> Result<(), String> {
     let mut args = std::env::args().skip(1);
@@ -38,16 +41,11 @@ fn main() -> Result<(), String> {
     // Probes of where the cold time goes (not what a resume pays): `scored` scores the
     // state first (a heuristic compile, which leaves the estimator's tables untouched);
     // `counted` counts a text with the estimator first (its tables touched, nothing
-    // scored).
+    // scored); `touched` reads every scored text once first (in the caches, not
+    // scanned), and says how much text there is.
     match std::env::var("BATON_COLD_PROBE").as_deref() {
         Ok("scored") => {
-            let _ = compile(
-                &state,
-                &assignment,
-                &worker,
-                2000,
-                &baton_core::tokens::HeuristicEstimator,
-            );
+            let _ = compile(&state, &assignment, &worker, 2000, &HeuristicEstimator);
         }
         Ok("counted") => {
             let _ = kind
@@ -56,47 +54,16 @@ fn main() -> Result<(), String> {
         }
         Ok("touched") => {
             let t = Instant::now();
-            let mut sum = 0u64;
-            let mut add = |s: &str| sum += s.bytes().map(u64::from).sum::<u64>();
-            state.decisions.iter().for_each(|d| add(&d.text));
-            state.completed.iter().for_each(|c| add(&c.text));
-            state.issues.iter().for_each(|i| {
-                add(&i.title);
-                add(&i.detail)
-            });
-            state.failed_attempts.iter().for_each(|f| {
-                add(&f.what);
-                add(&f.why)
-            });
-            state.assumptions.iter().for_each(|a| add(&a.text));
-            let mut lens = Vec::new();
-            state.decisions.iter().for_each(|d| {
-                lens.push(d.text.len());
-                lens.push(d.reason.as_deref().unwrap_or("").len())
-            });
-            state.completed.iter().for_each(|c| lens.push(c.text.len()));
-            state.artifacts.iter().for_each(|a| lens.push(a.name.len()));
-            state.issues.iter().for_each(|i| {
-                lens.push(i.title.len());
-                lens.push(i.detail.len())
-            });
-            state.failed_attempts.iter().for_each(|f| {
-                lens.push(f.what.len());
-                lens.push(f.why.len())
-            });
-            state
-                .assumptions
-                .iter()
-                .for_each(|a| lens.push(a.text.len()));
-            let n = lens.len();
-            let total: usize = lens.iter().sum();
-            let short = lens.iter().filter(|&&l| l < 33).count();
-            let empty = lens.iter().filter(|&&l| l == 0).count();
-            let chunks: usize = lens.iter().map(|l| l.div_ceil(32)).sum();
+            let texts = scored_texts(&state);
+            let sum: u64 = (texts.iter())
+                .map(|s| s.bytes().map(u64::from).sum::<u64>())
+                .sum();
+            let bytes: usize = texts.iter().map(|s| s.len()).sum();
             eprintln!(
-                "{n} texts, {total} bytes, {short} under 33 bytes, {empty} empty, {chunks} chunks"
+                "{} texts, {bytes} bytes, read in {:.3} ms (sum {sum})",
+                texts.len(),
+                t.elapsed().as_secs_f64() * 1e3
             );
-            eprintln!("touched {sum} in {:.3} ms", t.elapsed().as_secs_f64() * 1e3);
         }
         _ => {}
     }
@@ -118,6 +85,27 @@ fn main() -> Result<(), String> {
         first.tokens
     );
     Ok(())
+}
+
+/// The texts the compiler scores a record by, every record.
+fn scored_texts(state: &ExecutionState) -> Vec<&str> {
+    let mut texts = Vec::new();
+    for d in &state.decisions {
+        texts.extend([d.text.as_str(), d.reason.as_deref().unwrap_or("")]);
+    }
+    texts.extend(state.completed.iter().map(|c| c.text.as_str()));
+    for a in &state.artifacts {
+        texts.push(&a.name);
+        texts.extend(a.versions.last().map(|v| v.description.as_str()));
+    }
+    for i in &state.issues {
+        texts.extend([i.title.as_str(), i.detail.as_str()]);
+    }
+    for f in &state.failed_attempts {
+        texts.extend([f.what.as_str(), f.why.as_str()]);
+    }
+    texts.extend(state.assumptions.iter().map(|a| a.text.as_str()));
+    texts
 }
 
 /// Minor page faults of the process so far (Linux: `/proc/self/stat`; 0 elsewhere): a

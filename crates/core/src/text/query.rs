@@ -518,6 +518,7 @@ impl TermQuery {
     /// case) stems to, if any. `b | 0x20` lower-cases such a byte, so the word is read
     /// in place; its last bytes are read with whatever precedes it, which the suffix
     /// test masks off.
+    #[inline]
     fn mark(&self, text: &[u8], at: usize, seen: &mut Seen) {
         let word = &text[at..];
         let n = word.len();
@@ -530,7 +531,7 @@ impl TermQuery {
         };
         let stem = &word[..n - suffix_len(last, n)];
         let found = if stem.len() <= stems::MAX_KEYED {
-            let (head, tail) = stems::key_of(stem, 0x20);
+            let (head, tail) = stems::key_in(text, at, stem.len(), 0x20);
             self.stems.find(head, tail, stem.len())
         } else {
             self.find(term_hash_mapped(stem, |b| b | 0x20))

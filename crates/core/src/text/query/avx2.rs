@@ -13,9 +13,9 @@
 //! as the word loop of `scan_blocks`.
 
 use std::arch::x86_64::{
-    __m256i, _mm_loadu_si128, _mm256_and_si256, _mm256_broadcastsi128_si256, _mm256_cmpeq_epi8,
-    _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_set1_epi8, _mm256_setzero_si256,
-    _mm256_shuffle_epi8, _mm256_srli_epi16,
+    __m256i, _mm_loadu_si128, _mm256_alignr_epi8, _mm256_and_si256, _mm256_broadcastsi128_si256,
+    _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_permute2x128_si256,
+    _mm256_set1_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8, _mm256_srli_epi16,
 };
 
 use super::{Seen, TermQuery, load4, prefix_key, slot_of};
@@ -81,6 +81,15 @@ const ALNUM_HI: [u8; 16] = [0, 0, 0, 1, 2, 4, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0];
 fn lanes(table: &[u8; 16]) -> __m256i {
     // SAFETY: the pointer is to sixteen readable bytes; `loadu` needs no alignment.
     _mm256_broadcastsi128_si256(unsafe { _mm_loadu_si128(table.as_ptr().cast()) })
+}
+
+/// `x` one byte down (byte `k` of the result is byte `k + 1` of `x`), a zero on top.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn shift_one(x: __m256i) -> __m256i {
+    // The high lane moved down, zero above: what each lane's top byte takes in.
+    let above = _mm256_permute2x128_si256::<0x81>(x, x);
+    _mm256_alignr_epi8::<1>(above, x)
 }
 
 /// The tables of one scan, each in both 128-bit lanes (`pshufb` looks up per lane).
@@ -163,28 +172,36 @@ impl TermQuery {
         while at < bytes.len() {
             // 32 bytes from `at` and 32 from `at + 1`: in place while there are that
             // many, else from a zero-padded copy of the rest (zero is no letter).
-            let (x, y) = match bytes.get(at..at + 33) {
+            let (alnum, pairs, high) = match bytes.get(at..at + 33) {
                 // SAFETY: `chunk` has 33 bytes, so both unaligned loads are in bounds.
                 Some(chunk) => unsafe {
-                    (
+                    tables.masks(
                         _mm256_loadu_si256(chunk.as_ptr().cast()),
                         _mm256_loadu_si256(chunk.as_ptr().add(1).cast()),
                     )
                 },
+                // The last 32 bytes, the masks shifted down to the rest's first: no
+                // copy. The byte after the last is taken as zero, which is no letter.
+                None if bytes.len() >= 32 => {
+                    let from = bytes.len() - 32;
+                    // SAFETY: the 32 bytes from `from` are the slice's last.
+                    let x = unsafe { _mm256_loadu_si256(bytes.as_ptr().add(from).cast()) };
+                    let (alnum, pairs, high) = tables.masks(x, shift_one(x));
+                    let skip = at - from;
+                    (alnum >> skip, pairs >> skip, high >> skip)
+                }
                 None => {
                     let mut padded = [0u8; 64];
-                    let rest = &bytes[at..];
-                    padded[..rest.len()].copy_from_slice(rest);
+                    padded[..bytes.len() - at].copy_from_slice(&bytes[at..]);
                     // SAFETY: `padded` has 64 bytes, so both loads are in bounds.
                     unsafe {
-                        (
+                        tables.masks(
                             _mm256_loadu_si256(padded.as_ptr().cast()),
                             _mm256_loadu_si256(padded.as_ptr().add(1).cast()),
                         )
                     }
                 }
             };
-            let (alnum, pairs, high) = tables.masks(x, y);
             if high != 0 {
                 return false;
             }
@@ -263,6 +280,48 @@ mod tests {
                 }
                 assert_eq!(pairs >> 6 & 1 == 1, filter.passes(a, b), "{what}");
                 assert_eq!(pairs >> 31 & 1 == 1, filter.passes(a, b), "{what}");
+            }
+        }
+    }
+
+    #[test]
+    fn shift_one_moves_every_byte_down_one_across_the_lanes() {
+        if !std::arch::is_x86_feature_detected!("avx2") {
+            return;
+        }
+        let bytes: [u8; 32] = std::array::from_fn(|k| k as u8 + 1);
+        let mut out = [0u8; 32];
+        // SAFETY: AVX2 is there (checked above); loads and stores are of 32 bytes.
+        unsafe {
+            let x = _mm256_loadu_si256(bytes.as_ptr().cast());
+            std::arch::x86_64::_mm256_storeu_si256(out.as_mut_ptr().cast(), shift_one(x));
+        }
+        let expected: [u8; 32] = std::array::from_fn(|k| if k < 31 { k as u8 + 2 } else { 0 });
+        assert_eq!(out, expected);
+    }
+
+    /// Every text length around the chunk sizes, a query word at every place: the scan
+    /// with AVX2 counts what the term sets count.
+    #[test]
+    fn words_at_every_place_of_texts_of_every_length_are_found() {
+        let query = TermQuery::new(&["Rotating tokens", "refresh authentication zz9"]);
+        for len in 0..100 {
+            for at in 0..len {
+                for word in [
+                    "Tokens",
+                    "ROTATE",
+                    "refreshing",
+                    "zz9",
+                    "to",
+                    "authentications",
+                ] {
+                    let mut text: Vec<u8> = (0..len).map(|k| b"ab cd-"[k % 6]).collect();
+                    let end = (at + word.len()).min(len);
+                    text[at..end].copy_from_slice(&word.as_bytes()[..end - at]);
+                    let text = String::from_utf8(text).unwrap_or_default();
+                    let expected = crate::text::overlap(&crate::text::terms(&text), query.terms());
+                    assert_eq!(query.overlap(&[&text]), expected, "{text:?}");
+                }
             }
         }
     }

@@ -26,26 +26,32 @@ pub(super) struct StemTable {
 }
 
 /// The key of a stem of `len` bytes (2 to `MAX_KEYED`, lower-case) whose first eight
-/// bytes are `head` and last eight are `tail` (little-endian, as `key_of` reads them).
+/// bytes are `head` and last eight are `tail` (little-endian, as `key_in` reads them).
 #[inline]
 fn slot(head: u64, tail: u64, len: usize, mask: usize) -> usize {
     let mixed = (head ^ tail.rotate_left(29) ^ len as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     (mixed >> 40) as usize & mask
 }
 
-/// `(head, tail)` of `stem`, each byte or-ed with `set` (`0x20` lower-cases an ASCII
-/// letter or digit, which the scan's words are made of).
+/// `(head, tail)` of the stem `text[at..at + len]`, each byte or-ed with `set` (`0x20`
+/// lower-cases an ASCII letter or digit, which the scan's words are made of). A short
+/// stem is read with the bytes before it, shifted out, where there are eight.
 #[inline]
-pub(super) fn key_of(stem: &[u8], set: u8) -> (u64, u64) {
+pub(super) fn key_in(text: &[u8], at: usize, len: usize, set: u8) -> (u64, u64) {
     let set = u64::from(set) * 0x0101_0101_0101_0101;
-    let head = match stem.first_chunk::<8>() {
-        Some(h) => u64::from_le_bytes(*h) | set,
-        None => (stem.iter().rev()).fold(0, |x, &b| x << 8 | u64::from(b) | (set & 0xff)),
+    let end = at + len;
+    let eight = |from: usize| match text[from..].first_chunk::<8>() {
+        Some(b) => u64::from_le_bytes(*b) | set,
+        None => 0,
     };
-    let tail = match stem.last_chunk::<8>() {
-        Some(t) => u64::from_le_bytes(*t) | set,
-        None => head,
+    let head = if len >= 8 {
+        eight(at)
+    } else if end >= 8 {
+        eight(end - 8) >> (8 * (8 - len))
+    } else {
+        (text[at..end].iter().rev()).fold(0, |x, &b| x << 8 | u64::from(b) | (set & 0xff))
     };
+    let tail = if len > 8 { eight(end - 8) } else { head };
     (head, tail)
 }
 
@@ -58,7 +64,7 @@ impl StemTable {
             entries: vec![Entry::default(); size],
         };
         for &(stem, term) in stems {
-            let (head, tail) = key_of(stem, 0);
+            let (head, tail) = key_in(stem, 0, stem.len(), 0);
             if table.find(head, tail, stem.len()).is_some() {
                 continue;
             }
@@ -77,7 +83,7 @@ impl StemTable {
         table
     }
 
-    /// The term index of the stem of `len` bytes keyed `head`, `tail` (see `key_of`).
+    /// The term index of the stem of `len` bytes keyed `head`, `tail` (see `key_in`).
     #[inline]
     pub(super) fn find(&self, head: u64, tail: u64, len: usize) -> Option<usize> {
         let mask = self.entries.len().wrapping_sub(1);
@@ -117,9 +123,13 @@ mod tests {
                 .collect::<Vec<_>>(),
         );
         for (k, stem) in stems.iter().enumerate() {
+            // Alone, and after other bytes (read with the stem, shifted out).
             let upper = stem.to_ascii_uppercase();
-            let (head, tail) = key_of(&upper, 0x20);
+            let (head, tail) = key_in(&upper, 0, upper.len(), 0x20);
             assert_eq!(table.find(head, tail, stem.len()), Some(k), "{upper:?}");
+            let after = [&b"xyzzy, 12345678 "[..], &upper, b" etc"].concat();
+            let (head, tail) = key_in(&after, 16, upper.len(), 0x20);
+            assert_eq!(table.find(head, tail, stem.len()), Some(k), "{after:?}");
         }
         for other in [
             &b"tok"[..],
@@ -129,7 +139,7 @@ mod tests {
             b"ba",
             b"at",
         ] {
-            let (head, tail) = key_of(other, 0x20);
+            let (head, tail) = key_in(other, 0, other.len(), 0x20);
             assert_eq!(table.find(head, tail, other.len()), None, "{other:?}");
         }
     }
