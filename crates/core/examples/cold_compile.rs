@@ -6,13 +6,16 @@
 //! (defaults: 10000 bpe). Run it several times: each run is one cold sample. Besides the
 //! wall time it prints the thread's CPU time (Linux: `/proc/thread-self/schedstat`),
 //! which a loaded machine inflates less, and the page faults the first compile took.
+//! `BATON_COLD_PROBE=scored|counted|touched` does part of the first compile's work
+//! before it is timed, to see what that part costs (see `main`).
 
 use std::time::Instant;
 
 use baton_core::compiler::{Assignment, AssignmentKind, WorkerProfile, compile};
 use baton_core::ids::WorkerId;
+use baton_core::state::ExecutionState;
 use baton_core::synthetic;
-use baton_core::tokens::EstimatorKind;
+use baton_core::tokens::{EstimatorKind, HeuristicEstimator};
 
 fn main() -> Result<(), String> {
     let mut args = std::env::args().skip(1);
@@ -35,6 +38,35 @@ fn main() -> Result<(), String> {
         task: "Implement token authentication with refresh token rotation".into(),
     };
 
+    // Probes of where the cold time goes (not what a resume pays): `scored` scores the
+    // state first (a heuristic compile, which leaves the estimator's tables untouched);
+    // `counted` counts a text with the estimator first (its tables touched, nothing
+    // scored); `touched` reads every scored text once first (in the caches, not
+    // scanned), and says how much text there is.
+    match std::env::var("BATON_COLD_PROBE").as_deref() {
+        Ok("scored") => {
+            let _ = compile(&state, &assignment, &worker, 2000, &HeuristicEstimator);
+        }
+        Ok("counted") => {
+            let _ = kind
+                .build()
+                .count("a warm-up text: Implement token authentication 42.");
+        }
+        Ok("touched") => {
+            let t = Instant::now();
+            let texts = scored_texts(&state);
+            let sum: u64 = (texts.iter())
+                .map(|s| s.bytes().map(u64::from).sum::<u64>())
+                .sum();
+            let bytes: usize = texts.iter().map(|s| s.len()).sum();
+            eprintln!(
+                "{} texts, {bytes} bytes, read in {:.3} ms (sum {sum})",
+                texts.len(),
+                t.elapsed().as_secs_f64() * 1e3
+            );
+        }
+        _ => {}
+    }
     let (t0, c0, f0) = (Instant::now(), cpu_ns(), minor_faults());
     let estimator = kind.build();
     let first = compile(&state, &assignment, &worker, 2000, &*estimator);
@@ -53,6 +85,27 @@ fn main() -> Result<(), String> {
         first.tokens
     );
     Ok(())
+}
+
+/// The texts the compiler scores a record by, every record.
+fn scored_texts(state: &ExecutionState) -> Vec<&str> {
+    let mut texts = Vec::new();
+    for d in &state.decisions {
+        texts.extend([d.text.as_str(), d.reason.as_deref().unwrap_or("")]);
+    }
+    texts.extend(state.completed.iter().map(|c| c.text.as_str()));
+    for a in &state.artifacts {
+        texts.push(&a.name);
+        texts.extend(a.versions.last().map(|v| v.description.as_str()));
+    }
+    for i in &state.issues {
+        texts.extend([i.title.as_str(), i.detail.as_str()]);
+    }
+    for f in &state.failed_attempts {
+        texts.extend([f.what.as_str(), f.why.as_str()]);
+    }
+    texts.extend(state.assumptions.iter().map(|a| a.text.as_str()));
+    texts
 }
 
 /// Minor page faults of the process so far (Linux: `/proc/self/stat`; 0 elsewhere): a

@@ -10,6 +10,10 @@
 //! is looked at only through its first four bytes (one unaligned load) unless a query
 //! stem starts the same way: only those words are stemmed and hashed.
 
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+mod stems;
+
 use super::{
     STOPWORDS, for_each_stem, is_stopword, last_bytes, overlap, stem, suffix_len, term_hash,
     term_hash_mapped,
@@ -220,6 +224,12 @@ pub struct TermQuery {
     /// Query terms that are also a stopword's stem ("ther" is that of "there"): only a
     /// word stemming to one of these needs the stopword test.
     stop_stems: Seen,
+    /// The ASCII stems of up to `stems::MAX_KEYED` bytes, by their bytes.
+    stems: stems::StemTable,
+    /// The stems' first two bytes, for the AVX2 scan; `None` where the processor has
+    /// no AVX2 (the SSE2 scan is used then).
+    #[cfg(target_arch = "x86_64")]
+    pairs: Option<avx2::PairFilter>,
 }
 
 /// Which terms of a query also belong to a sub-query, for `TermQuery::overlap_in`.
@@ -234,10 +244,16 @@ impl TermQuery {
     /// The union of the terms of `texts`.
     pub fn new(texts: &[&str]) -> Self {
         let mut terms = Vec::new();
+        let mut keyed: Vec<Vec<u8>> = Vec::new();
         let mut prefixes = Box::new([0u64; PREFIX_BITS / 64]);
+        #[cfg(target_arch = "x86_64")]
+        let mut pairs = std::arch::is_x86_feature_detected!("avx2").then(avx2::PairFilter::default);
         for text in texts {
             for_each_stem(text, |stem| {
                 terms.push(term_hash(stem));
+                if stem.is_ascii() && stem.len() <= stems::MAX_KEYED {
+                    keyed.push(stem.to_vec());
+                }
                 // Only ASCII prefixes matter: the fast path only sees ASCII words.
                 let head = &stem[..stem.len().min(4)];
                 if head.is_ascii() {
@@ -245,6 +261,10 @@ impl TermQuery {
                     bytes[..head.len()].copy_from_slice(head);
                     let slot = slot_of(prefix_key(u32::from_le_bytes(bytes), head.len()));
                     prefixes[slot / 64] |= 1 << (slot % 64);
+                    #[cfg(target_arch = "x86_64")]
+                    if let (Some(pairs), [first, second, ..]) = (&mut pairs, head) {
+                        pairs.add(*first, *second);
+                    }
                 }
             });
         }
@@ -258,6 +278,10 @@ impl TermQuery {
                 _ => SLOT_MANY,
             };
         }
+        let keyed: Vec<(&[u8], usize)> = (keyed.iter())
+            .filter_map(|s| Some((&s[..], terms.binary_search(&term_hash(s)).ok()?)))
+            .collect();
+        let stems = stems::StemTable::new(&keyed);
         let mut stop_stems = [0u64; FAST_QUERY_TERMS / 64];
         for word in STOPWORDS {
             if let Ok(k) = terms.binary_search(&term_hash(stem(word.as_bytes())))
@@ -271,6 +295,9 @@ impl TermQuery {
             prefixes,
             slots,
             stop_stems,
+            stems,
+            #[cfg(target_arch = "x86_64")]
+            pairs,
         }
     }
 
@@ -373,6 +400,10 @@ impl TermQuery {
     /// whole scan is compiled with it so that the classifier inlines into the loop.
     #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
     fn scan_texts(&self, texts: &[&str], seen: &mut Seen) -> bool {
+        if let Some(pairs) = &self.pairs {
+            // SAFETY: `pairs` exists only where the processor has AVX2 (`new`).
+            return unsafe { self.scan_texts_avx2(pairs, texts, seen) };
+        }
         // SAFETY: the callee needs only SSE2, which this build enables (the `cfg` above).
         unsafe { self.scan_texts_sse2(texts, seen) }
     }
@@ -487,6 +518,7 @@ impl TermQuery {
     /// case) stems to, if any. `b | 0x20` lower-cases such a byte, so the word is read
     /// in place; its last bytes are read with whatever precedes it, which the suffix
     /// test masks off.
+    #[inline]
     fn mark(&self, text: &[u8], at: usize, seen: &mut Seen) {
         let word = &text[at..];
         let n = word.len();
@@ -497,8 +529,14 @@ impl TermQuery {
         } else {
             last_bytes(word, 0x20)
         };
-        let cut = suffix_len(last, n);
-        let Some(k) = self.find(term_hash_mapped(&word[..n - cut], |b| b | 0x20)) else {
+        let stem = &word[..n - suffix_len(last, n)];
+        let found = if stem.len() <= stems::MAX_KEYED {
+            let (head, tail) = stems::key_in(text, at, stem.len(), 0x20);
+            self.stems.find(head, tail, stem.len())
+        } else {
+            self.find(term_hash_mapped(stem, |b| b | 0x20))
+        };
+        let Some(k) = found else {
             return;
         };
         if self.stop_stems[k / 64] & (1 << (k % 64)) != 0 && is_stopword(&word.to_ascii_lowercase())
@@ -517,6 +555,18 @@ impl TermQuery {
         all.sort_unstable();
         all.dedup();
         all
+    }
+}
+
+#[cfg(test)]
+impl TermQuery {
+    /// The same query scanned without AVX2, to test the other scan where AVX2 is there.
+    fn without_avx2(mut self) -> TermQuery {
+        #[cfg(target_arch = "x86_64")]
+        {
+            self.pairs = None;
+        }
+        self
     }
 }
 
@@ -577,6 +627,9 @@ mod tests {
             query.push(&extra);
             let q = TermQuery::new(&query);
             let reference = super::super::terms(&text);
+            proptest::prop_assert_eq!(q.overlap(&[&text]), overlap(&reference, q.terms()));
+            // And the SSE2 (or integer) scan, where the one above was AVX2's.
+            let q = q.without_avx2();
             proptest::prop_assert_eq!(q.overlap(&[&text]), overlap(&reference, q.terms()));
             // Both classifiers, whichever one this target scans with.
             for block in text.as_bytes().chunks(64) {

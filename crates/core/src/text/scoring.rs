@@ -43,7 +43,7 @@ struct Slots {
     /// whether it still is.
     overlaps: Vec<Vec<Option<CachedOverlap>>>,
     overlaps_for: Option<Arc<AssignmentQuery>>,
-    generation: u64,
+    generation: u32,
     /// Query-independent facts about a record's text (see `fact`), per category and
     /// index like `terms`.
     facts: Vec<Vec<Option<CachedFact>>>,
@@ -61,9 +61,12 @@ struct CachedTerms {
     terms: Box<[u64]>,
 }
 
+/// Sixteen bytes, so that the overlaps of a 10,000-item state take few pages to write
+/// (a first compile writes them all); the generation is a `u32`, and the overlaps are
+/// forgotten before it would wrap.
 #[derive(Clone, Copy)]
 struct CachedOverlap {
-    generation: u64,
+    generation: u32,
     stamp: u32,
     all: u32,
     task: u32,
@@ -164,6 +167,10 @@ impl ScoringCacheGuard<'_> {
             .is_some_and(|q| Arc::ptr_eq(q, query))
         {
             slots.overlaps_for = Some(query.clone());
+            if slots.generation == u32::MAX {
+                slots.overlaps.clear();
+                slots.generation = 0;
+            }
             slots.generation += 1;
         }
         let generation = slots.generation;
