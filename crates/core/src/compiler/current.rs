@@ -39,6 +39,7 @@ fn attempt_items(arena: &mut Arena<'_>, attempts: &[StepAttempt]) -> Vec<Item> {
             order: (1 + SHOWN_ATTEMPTS - age) as u64,
             piece: arena.end(),
             short: None,
+            compact: None,
             shortened: cut,
         });
     }
@@ -184,6 +185,7 @@ pub(super) fn current_task_state(arena: &mut Arena<'_>, cx: &Context<'_>) -> Blo
                 cx.score_cached(KIND_COMPLETED, i, 0, &[&c.text], c.provenance.turn)
             },
             id: &|(_, c)| &c.id,
+            compact: None,
             render: &|_, (_, c), out| {
                 let _ = write!(out, "- {}: ", c.id);
                 let cut = push_clean(out, &c.text, MAX_ITEM_CHARS);

@@ -59,6 +59,11 @@ struct Plan {
     minimal: bool,
     /// Ranked items kept, per block.
     kept: Vec<usize>,
+    /// Leading kept items shown in full, per block (the rest in their compact form);
+    /// the notes block uses `full_warnings` and `full_notes` instead.
+    full: Vec<usize>,
+    /// Some section's floor did not fit (with the records in full, unless `compact`).
+    floors_short: bool,
     /// Notes block: leading warnings shown in full (the rest of the kept ones are short).
     full_warnings: usize,
     /// Notes block: the notes themselves shown in full (else in their shortest form).
@@ -66,20 +71,51 @@ struct Plan {
 }
 
 /// Takes block items `kept..upto` while they fit `remaining` (with the heading when the
-/// block had none yet).
-fn take(kept: &mut usize, block: &Block, upto: usize, remaining: &mut usize) {
+/// block had none yet), in their compact form when `compact` (else in full, and only
+/// when every kept item is, so that the items shown in full stay a prefix).
+fn take(
+    kept: &mut usize,
+    full: &mut usize,
+    block: &Block,
+    upto: usize,
+    remaining: &mut usize,
+    compact: bool,
+) {
+    if !compact && *full < *kept {
+        return;
+    }
     let mut cost = if *kept == 0 { block.heading.tokens } else { 0 };
     let mut k = *kept;
     for item in &block.items[k..upto.min(block.items.len())] {
-        if cost + item.piece.tokens > *remaining {
+        let tokens = match item.compact {
+            Some(short) if compact => short.tokens,
+            _ => item.piece.tokens,
+        };
+        if cost + tokens > *remaining {
             break;
         }
-        cost += item.piece.tokens;
+        cost += tokens;
         k += 1;
     }
     if k > *kept {
         *remaining -= cost;
         *kept = k;
+        if !compact {
+            *full = k;
+        }
+    }
+}
+
+/// Shows kept items in full instead of compact, best-ranked first, while they fit.
+fn upgrade(full: &mut usize, kept: usize, block: &Block, remaining: &mut usize) {
+    while *full < kept {
+        let item = &block.items[*full];
+        let extra = (item.compact).map_or(0, |c| item.piece.tokens.saturating_sub(c.tokens));
+        if extra > *remaining {
+            break;
+        }
+        *remaining -= extra;
+        *full += 1;
     }
 }
 
@@ -94,6 +130,8 @@ pub(super) struct Compiler<'a, 'e> {
     objective_full: Piece,
     /// Progress … Next action, then the notes last.
     blocks: Vec<Block>,
+    /// The items' compact forms have been counted.
+    compact_counted: bool,
 }
 
 fn task_section(out: &mut String, prefix: &str, task: &str) {
@@ -173,6 +211,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
             task_full,
             objective_full,
             blocks,
+            compact_counted: false,
         }
     }
 
@@ -257,7 +296,26 @@ impl<'a, 'e> Compiler<'a, 'e> {
         (best.0, best.1, false)
     }
 
-    fn plan(&self, limit: usize) -> Plan {
+    /// Counts the compact forms, once: a fill needs them only when the floors do not
+    /// fit in full, and most briefings are not that tight.
+    fn count_compact(&mut self) {
+        if self.compact_counted {
+            return;
+        }
+        self.compact_counted = true;
+        for block in &mut self.blocks {
+            for item in &mut block.items {
+                if let Some(piece) = &mut item.compact {
+                    self.arena.count(piece);
+                }
+            }
+        }
+    }
+
+    /// One fill within `limit`; with `compact`, every floor is taken with its records in
+    /// their compact form, then shown in full again, in section order, as far as the
+    /// budget allows, before any section grows.
+    fn plan(&self, limit: usize, compact: bool) -> Plan {
         let notes_at = self.blocks.len() - 1;
         let floor_n = self.floor_warnings();
         let mut plan = Plan {
@@ -265,6 +323,8 @@ impl<'a, 'e> Compiler<'a, 'e> {
             objective: None,
             minimal: false,
             kept: vec![0; self.blocks.len()],
+            full: vec![0; self.blocks.len()],
+            floors_short: false,
             full_warnings: 0,
             full_notes: false,
         };
@@ -308,9 +368,11 @@ impl<'a, 'e> Compiler<'a, 'e> {
             if let Some(b) = floor_of(section) {
                 take(
                     &mut plan.kept[b],
+                    &mut plan.full[b],
                     &sections[b],
                     sections[b].floor,
                     &mut remaining,
+                    compact,
                 );
             }
         }
@@ -330,21 +392,39 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 plan.full_notes = full;
             }
         }
+        let notes_short =
+            notes.items.len() > notes.warnings && plan.kept[notes_at] <= notes.warnings;
         for section in LATER_FLOORS {
             if let Some(b) = floor_of(section) {
                 take(
                     &mut plan.kept[b],
+                    &mut plan.full[b],
                     &sections[b],
                     sections[b].floor,
                     &mut remaining,
+                    compact,
                 );
+            }
+        }
+        plan.floors_short = notes_short
+            || (sections.iter().enumerate()).any(|(b, block)| plan.kept[b] < block.floor);
+        if compact {
+            for (b, block) in sections.iter().enumerate() {
+                upgrade(&mut plan.full[b], plan.kept[b], block, &mut remaining);
             }
         }
 
         // Then each section grows, in priority order, with what bears on the task; the
         // notes in full; and last what does not (decisions off the task, short).
         for (b, block) in sections.iter().enumerate() {
-            take(&mut plan.kept[b], block, block.primary, &mut remaining);
+            take(
+                &mut plan.kept[b],
+                &mut plan.full[b],
+                block,
+                block.primary,
+                &mut remaining,
+                false,
+            );
         }
         if plan.kept[notes_at] > notes.warnings
             && !plan.full_notes
@@ -360,7 +440,14 @@ impl<'a, 'e> Compiler<'a, 'e> {
             }
         }
         for (b, block) in sections.iter().enumerate() {
-            take(&mut plan.kept[b], block, block.items.len(), &mut remaining);
+            take(
+                &mut plan.kept[b],
+                &mut plan.full[b],
+                block,
+                block.items.len(),
+                &mut remaining,
+                false,
+            );
         }
         plan
     }
@@ -372,14 +459,20 @@ impl<'a, 'e> Compiler<'a, 'e> {
         let mut shown: Vec<(usize, Piece)> = (0..plan.kept[b])
             .map(|i| {
                 let item = &block.items[i];
-                let full = if i < block.warnings {
-                    i < plan.full_warnings
+                let piece = if notes {
+                    let full = if i < block.warnings {
+                        i < plan.full_warnings
+                    } else {
+                        plan.full_notes
+                    };
+                    match item.short {
+                        Some(short) if !full => short,
+                        _ => item.piece,
+                    }
+                } else if i < plan.full[b] {
+                    item.piece
                 } else {
-                    plan.full_notes
-                };
-                let piece = match item.short {
-                    Some(short) if notes && !full => short,
-                    _ => item.piece,
+                    item.compact.unwrap_or(item.piece)
                 };
                 (i, piece)
             })
@@ -413,11 +506,15 @@ impl<'a, 'e> Compiler<'a, 'e> {
 
     /// Fills, checks the assembled text against the budget, and fills again with less
     /// room when a non-additive estimator counted the whole above the sum of its pieces.
-    pub fn compile(self, budget: usize) -> HandoffPackage {
+    pub fn compile(mut self, budget: usize) -> HandoffPackage {
         let estimator = self.arena.estimator();
         let mut limit = budget;
         loop {
-            let plan = self.plan(limit);
+            let mut plan = self.plan(limit, false);
+            if plan.floors_short && !plan.minimal {
+                self.count_compact();
+                plan = self.plan(limit, true);
+            }
             let text = self.assemble(&plan);
             let tokens = estimator.count(&text);
             if tokens <= budget || plan.minimal || limit == 0 {

@@ -6,6 +6,7 @@
 mod current;
 mod fill;
 mod floors;
+mod notes;
 mod progress;
 mod render;
 mod sections;

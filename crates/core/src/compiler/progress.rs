@@ -70,6 +70,7 @@ pub(super) fn progress(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             order: 1 + i as u64,
             piece: arena.end(),
             short: None,
+            compact: None,
             shortened: cut,
         });
     }
@@ -136,6 +137,7 @@ pub(super) fn progress(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
         relevant: &|_, _| true,
         id: &|s| &s.id,
         render: &|_, _, _| false,
+        compact: None,
     };
     let cap_dropped = runs(&spec, &summarized, DropReason::Summarized);
     let block = Block {

@@ -76,6 +76,27 @@ impl<'e> Arena<'e> {
         }
     }
 
+    /// Ends the piece started by `begin` without counting it (`count` does, when a fill
+    /// needs it): a record's compact form is needed only when the floors do not fit.
+    pub fn end_uncounted(&mut self) -> Piece {
+        self.buf.push('\n');
+        Piece {
+            start: self.start,
+            end: self.buf.len(),
+            tokens: 0,
+        }
+    }
+
+    /// Takes back the piece started by `begin`.
+    pub fn discard(&mut self) {
+        self.buf.truncate(self.start);
+    }
+
+    /// Counts `piece` (one ended by `end_uncounted`).
+    pub fn count(&self, piece: &mut Piece) {
+        piece.tokens = self.estimator.count(&self.buf[piece.range()]);
+    }
+
     pub fn text(&self, piece: Piece) -> &str {
         &self.buf[piece.range()]
     }

@@ -9,11 +9,9 @@ use super::floors::{
     FLOOR_ACTION, FLOOR_CURRENT, FLOOR_DECISIONS, FLOOR_FAILED, FLOOR_ISSUES, FLOOR_PROGRESS,
     FLOOR_RECORDS, Optional, cites_earlier_decision,
 };
+use super::notes::notes;
 use super::progress::progress;
-use super::render::{
-    Arena, MAX_ITEM_CHARS, MAX_NOTES_CHARS, NOTES_FLOOR_WORDS, Piece, push_by, push_clean,
-    push_warning_floor, push_words,
-};
+use super::render::{Arena, MAX_ITEM_CHARS, Piece, push_by, push_clean};
 use super::{Assignment, AssignmentKind, DropReason, DroppedItem, Section};
 use crate::state::{
     Artifact, CompletedWork, Decision, ExecutionState, IssueStatus, Severity, Stamped,
@@ -79,6 +77,10 @@ pub(super) struct Item {
     pub piece: Piece,
     /// Warnings only: the shortest form, always delivered.
     pub short: Option<Piece>,
+    /// Records only: the line without what a tight budget can spare (a decision's reason
+    /// and stamp, an issue's detail and stamp, a failed attempt's stamp), shown when the
+    /// floors do not all fit in full. Counted only then (`Compiler::count_compact`).
+    pub compact: Option<Piece>,
     pub shortened: bool,
 }
 
@@ -134,6 +136,8 @@ pub(super) struct Spec<'s, T> {
     pub id: &'s dyn Fn(&T) -> &str,
     /// Writes the line (without its final newline); true when text was clipped.
     pub render: &'s dyn Fn(usize, &T, &mut String) -> bool,
+    /// Writes the line's compact form; false when it has none shorter than the line.
+    pub compact: Option<&'s dyn Fn(usize, &T, &mut String) -> bool>,
 }
 
 pub(super) fn block<T>(arena: &mut Arena<'_>, spec: Spec<'_, T>) -> Block {
@@ -168,12 +172,22 @@ pub(super) fn block<T>(arena: &mut Arena<'_>, spec: Spec<'_, T>) -> Block {
     for (score, i) in ranked {
         let r = &spec.records[i as usize];
         let shortened = (spec.render)(i as usize, r, arena.begin());
+        let piece = arena.end();
+        let compact = spec.compact.and_then(|render| {
+            if render(i as usize, r, arena.begin()) {
+                Some(arena.end_uncounted())
+            } else {
+                arena.discard();
+                None
+            }
+        });
         items.push(Item {
             id: (spec.id)(r).to_string(),
             score,
             order: u64::from(i),
-            piece: arena.end(),
+            piece,
             short: None,
+            compact,
             shortened,
         });
     }
@@ -254,6 +268,7 @@ pub(super) fn fixed_item(arena: &mut Arena<'_>, id: &str, pos: usize, line: &str
         order: pos as u64,
         piece: arena.end(),
         short: None,
+        compact: None,
         shortened,
     }
 }
@@ -411,6 +426,12 @@ fn decisions(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             score: &score,
             relevant: &|_, _| true,
             id: &|d| &d.id,
+            // What the decision says, without its reason and stamp.
+            compact: Some(&|i, d, out| {
+                let _ = write!(out, "- {}: ", d.id);
+                push_clean(out, &d.text, MAX_ITEM_CHARS);
+                full(i, d)
+            }),
             render: &|i, d, out| {
                 let _ = write!(out, "- {}: ", d.id);
                 if !full(i, d) {
@@ -462,6 +483,7 @@ fn completed(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             score: &|i, _| scored.score(i),
             relevant: &|i, c| scored.relevant(cx, i, c.provenance.turn),
             id: &|c| &c.id,
+            compact: None,
             render: &|_, c, out| {
                 let _ = write!(out, "- {}", c.id);
                 if let Some(step) = &c.step {
@@ -502,6 +524,7 @@ fn artifacts(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             score: &|i, _| scored.score(i),
             relevant: &|i, a| scored.relevant(cx, i, turn_of(a)),
             id: &|a| &a.id,
+            compact: None,
             render: &|_, a, out| {
                 let Some(latest) = a.versions.last() else {
                     return false;
@@ -571,6 +594,15 @@ fn issues(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
                 i.severity >= Severity::High || scored.relevant(cx, n, i.provenance.turn)
             },
             id: &|i| &i.id,
+            // What is wrong and how bad, without the detail and the stamp.
+            compact: Some(&|_, i, out| {
+                let _ = write!(out, "- {} [{}] ", i.id, i.severity.as_str());
+                push_clean(out, &i.title, MAX_ITEM_CHARS);
+                if i.resolution_claimed_by.is_some() {
+                    out.push_str(" — resolution claimed, NOT verified, still open");
+                }
+                true
+            }),
             render: &|_, i, out| {
                 let _ = write!(out, "- {} [{}] ", i.id, i.severity.as_str());
                 let mut cut = push_clean(out, &i.title, MAX_ITEM_CHARS);
@@ -636,6 +668,14 @@ fn failed(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
                 scored.score(i) >= ANCHOR_BONUS || scored.relevant(cx, i, f.provenance.turn)
             },
             id: &|f| &f.id,
+            // What was tried and why it failed, without the stamp.
+            compact: Some(&|_, f, out| {
+                let _ = write!(out, "- {}: ", f.id);
+                push_clean(out, &f.what, MAX_ITEM_CHARS);
+                out.push_str(" — failed because ");
+                push_clean(out, &f.why, MAX_ITEM_CHARS);
+                true
+            }),
             render: &|_, f, out| {
                 let _ = write!(out, "- {}: ", f.id);
                 let mut cut = push_clean(out, &f.what, MAX_ITEM_CHARS);
@@ -668,6 +708,7 @@ fn assumptions(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             score: &|i, _| scored.score(i),
             relevant: &|i, a| scored.relevant(cx, i, a.provenance.turn),
             id: &|a| &a.id,
+            compact: None,
             render: &|_, a, out| {
                 let _ = write!(out, "- {}: ", a.id);
                 let cut = push_clean(out, &a.text, MAX_ITEM_CHARS);
@@ -695,6 +736,7 @@ fn stamped(arena: &mut Arena<'_>, cx: &Context<'_>, section: Section) -> Block {
             relevant: &|_, _| true,
             score: &|_, _| ANCHOR_BONUS,
             id: &|_| id,
+            compact: None,
             render: &|_, s, out| {
                 let cut = push_clean(out, &s.text, MAX_ITEM_CHARS);
                 // The next action stated with the last one needs no stamp of its own.
@@ -712,88 +754,4 @@ fn stamped(arena: &mut Arena<'_>, cx: &Context<'_>, section: Section) -> Block {
             },
         },
     )
-}
-
-/// The last handoff's warnings — the engine's own first (a possible contradiction the
-/// reconciler found), then the worker's — each with its shortest form (the first
-/// `FLOOR_WARNINGS` are always delivered), then its notes.
-fn notes(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
-    let section = Section::PreviousWorkerNotes;
-    let Some(h) = cx.state.handoffs.last() else {
-        return Block {
-            section,
-            heading: Piece::default(),
-            items: Vec::new(),
-            available: 0,
-            floor: 0,
-            primary: usize::MAX,
-            cap_dropped: Vec::new(),
-            warnings: 0,
-        };
-    };
-    let engine = (h.engine_warnings.iter().enumerate()).map(|(k, w)| {
-        (
-            "- WARNING (engine): ",
-            w,
-            format!("{}.engine_warning{}", h.id, k + 1),
-        )
-    });
-    let worker = (h.warnings.iter().enumerate())
-        .map(|(k, w)| ("- WARNING: ", w, format!("{}.warning{}", h.id, k + 1)));
-    let all_warnings = h.engine_warnings.len() + h.warnings.len();
-    let mut items = Vec::with_capacity(all_warnings + 1);
-    for (k, (label, w, id)) in engine.chain(worker).enumerate() {
-        let out = arena.begin();
-        out.push_str(label);
-        let cut = push_clean(out, w, MAX_ITEM_CHARS);
-        let piece = arena.end();
-        let short = if k < FLOOR_WARNINGS {
-            let out = arena.begin();
-            out.push_str(label);
-            push_warning_floor(out, w);
-            let short = arena.end();
-            Some(short)
-        } else {
-            None
-        };
-        items.push(Item {
-            id,
-            score: ANCHOR_BONUS - k.min(ANCHOR_BONUS as usize / 2) as u32,
-            order: k as u64,
-            piece,
-            short,
-            shortened: cut,
-        });
-    }
-    if !h.notes.trim().is_empty() {
-        let out = arena.begin();
-        let cut = push_clean(out, &h.notes, MAX_NOTES_CHARS);
-        let piece = arena.end();
-        // The notes' floor: their opening words, when the whole runs longer.
-        let short = (h.notes.split_whitespace().nth(NOTES_FLOOR_WORDS).is_some()).then(|| {
-            push_words(arena.begin(), &h.notes, NOTES_FLOOR_WORDS);
-            arena.end()
-        });
-        items.push(Item {
-            id: format!("{}.notes", h.id),
-            score: 0,
-            order: all_warnings as u64,
-            piece,
-            short,
-            shortened: cut,
-        });
-    }
-    let p = &h.provenance;
-    let extra = format!("\nFrom {} ({}), turn {}:", p.recorded_by, p.model, p.turn);
-    Block {
-        section,
-        heading: heading(arena, section, items.is_empty(), Some(&extra)),
-        available: items.len(),
-        // The notes block's floor is handled by the fill (warnings, then the notes).
-        floor: 0,
-        primary: usize::MAX,
-        items,
-        cap_dropped: Vec::new(),
-        warnings: all_warnings,
-    }
 }
