@@ -124,6 +124,10 @@ fn top(mut scored: Vec<(u32, u32)>, cap: usize) -> Vec<(u32, u32)> {
     scored
 }
 
+/// Writes a record's line (or its compact form) after its index; the bool says whether
+/// text was clipped (for a line) or whether a form shorter than the line exists.
+pub(super) type LineFn<'s, T> = &'s dyn Fn(usize, &T, &mut String) -> bool;
+
 /// Shared shape of a record section: which records belong, their score, id and line.
 pub(super) struct Spec<'s, T> {
     pub section: Section,
@@ -135,9 +139,9 @@ pub(super) struct Spec<'s, T> {
     pub relevant: &'s dyn Fn(usize, &T) -> bool,
     pub id: &'s dyn Fn(&T) -> &str,
     /// Writes the line (without its final newline); true when text was clipped.
-    pub render: &'s dyn Fn(usize, &T, &mut String) -> bool,
+    pub render: LineFn<'s, T>,
     /// Writes the line's compact form; false when it has none shorter than the line.
-    pub compact: Option<&'s dyn Fn(usize, &T, &mut String) -> bool>,
+    pub compact: Option<LineFn<'s, T>>,
 }
 
 pub(super) fn block<T>(arena: &mut Arena<'_>, spec: Spec<'_, T>) -> Block {
