@@ -8,7 +8,10 @@
 //! a bit mask of letters and digits (sixteen bytes per compare with SSE2, eight with
 //! integer arithmetic elsewhere), word starts come out of the mask by shifts, and a word
 //! is looked at only through its first four bytes (one unaligned load) unless a query
-//! stem starts the same way: only those words are stemmed and hashed.
+//! stem starts the same way: only those words are stemmed and looked up. Where the
+//! processor has AVX2, `avx2` replaces the classification and the per-word look with one
+//! that visits only words whose first two bytes a query stem has. A stem of up to 16
+//! bytes is looked up by its bytes (`stems`), a longer one by its hash.
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
