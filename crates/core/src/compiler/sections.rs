@@ -281,6 +281,10 @@ pub(super) struct Context<'s> {
     pub query: std::sync::Arc<AssignmentQuery>,
     /// Index of the assigned plan step (or, for a continuation, the cursor).
     pub step_index: Option<usize>,
+    /// The ids of the steps before the assigned one, when it covers their work (a
+    /// review: `StepScope::Earlier`): their completed work and every artifact are
+    /// relevant to it, whatever its words.
+    pub covered: Option<std::collections::BTreeSet<&'s str>>,
     /// The state's memoised overlaps, locked for this compile.
     pub cache: RefCell<ScoringCacheGuard<'s>>,
 }
@@ -332,6 +336,14 @@ impl Context<'_> {
     pub(super) fn same_area(&self, overlap: usize) -> bool {
         let need = AREA_TERMS.min(self.query.task.terms().len());
         need > 0 && overlap >= need
+    }
+
+    /// True when the assigned step covers the work of `step` (a record of no step is
+    /// earlier work too).
+    pub(super) fn covers(&self, step: Option<&str>) -> bool {
+        self.covered
+            .as_ref()
+            .is_some_and(|c| step.is_none_or(|s| c.contains(s)))
     }
 
     pub(super) fn assigned_step_id(&self) -> Option<&str> {
@@ -481,7 +493,9 @@ fn completed(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             records: &cx.state.completed,
             include,
             score: &|i, _| scored.score(i),
-            relevant: &|i, c| scored.relevant(cx, i, c.provenance.turn),
+            relevant: &|i, c| {
+                cx.covers(c.step.as_deref()) || scored.relevant(cx, i, c.provenance.turn)
+            },
             id: &|c| &c.id,
             compact: None,
             render: &|_, c, out| {
@@ -522,7 +536,8 @@ fn artifacts(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             records: &cx.state.artifacts,
             include: &|a| !a.versions.is_empty(),
             score: &|i, _| scored.score(i),
-            relevant: &|i, a| scored.relevant(cx, i, turn_of(a)),
+            // An artifact names no step: a step over earlier work covers every one.
+            relevant: &|i, a| cx.covered.is_some() || scored.relevant(cx, i, turn_of(a)),
             id: &|a| &a.id,
             compact: None,
             render: &|_, a, out| {
