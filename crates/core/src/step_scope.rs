@@ -102,9 +102,9 @@ impl StepScope {
                 }
             })
         };
-        if COVERING_VERBS.contains(&lead) {
-            StepScope::Earlier
-        } else if CHECKING_VERBS.contains(&lead) && names_earlier_work() {
+        if COVERING_VERBS.contains(&lead)
+            || (CHECKING_VERBS.contains(&lead) && names_earlier_work())
+        {
             StepScope::Earlier
         } else {
             StepScope::Own

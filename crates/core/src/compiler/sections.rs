@@ -124,6 +124,10 @@ fn top(mut scored: Vec<(u32, u32)>, cap: usize) -> Vec<(u32, u32)> {
     scored
 }
 
+/// Writes one record's line; true when text was clipped (or, for a compact form, when
+/// the record has one).
+pub(super) type RenderLine<'a, T> = dyn Fn(usize, &T, &mut String) -> bool + 'a;
+
 /// Shared shape of a record section: which records belong, their score, id and line.
 pub(super) struct Spec<'s, T> {
     pub section: Section,
@@ -137,7 +141,7 @@ pub(super) struct Spec<'s, T> {
     /// Writes the line (without its final newline); true when text was clipped.
     pub render: &'s dyn Fn(usize, &T, &mut String) -> bool,
     /// Writes the line's compact form; false when it has none shorter than the line.
-    pub compact: Option<&'s dyn Fn(usize, &T, &mut String) -> bool>,
+    pub compact: Option<&'s RenderLine<'s, T>>,
 }
 
 pub(super) fn block<T>(arena: &mut Arena<'_>, spec: Spec<'_, T>) -> Block {
