@@ -19,6 +19,7 @@ pub mod prompt;
 pub mod reconciler;
 pub mod router;
 pub mod state;
+pub mod step_scope;
 pub mod synthetic;
 pub mod text;
 pub mod tokens;

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{RunId, Timestamp, WorkerId};
+pub use crate::step_scope::StepScope;
 
 /// Who recorded something, with what model, at which turn and engine time.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,6 +56,10 @@ pub struct PlanStep {
     /// pools or seats.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seat: Option<crate::router::SeatId>,
+    /// The work the step covers, when the plan states it; else `StepScope::of_title`
+    /// decides (see `scope`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<StepScope>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub done_by: Option<WorkerId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -63,6 +68,14 @@ pub struct PlanStep {
     /// failed attempts: the next attempt is told what happened to them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attempts: Vec<StepAttempt>,
+}
+
+impl PlanStep {
+    /// The work the step covers: as the plan states it, else as its title reads.
+    pub fn scope(&self) -> StepScope {
+        self.scope
+            .unwrap_or_else(|| StepScope::of_title(&self.title))
+    }
 }
 
 /// How a turn on a step ended without completing it.
@@ -332,6 +345,7 @@ impl ExecutionState {
                     status: StepStatus::Pending,
                     budget: None,
                     seat: None,
+                    scope: None,
                     done_by: None,
                     done_at_turn: None,
                     attempts: Vec::new(),

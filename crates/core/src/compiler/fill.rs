@@ -18,7 +18,7 @@ use super::{
     Assignment, AssignmentKind, DropReason, DroppedItem, HandoffPackage, KeptItem, Section,
     SectionReport, WorkerProfile,
 };
-use crate::state::ExecutionState;
+use crate::state::{ExecutionState, StepScope};
 use crate::tokens::TokenEstimator;
 
 /// The order in which sections get their floors: what the next worker must not
@@ -193,9 +193,16 @@ impl<'a, 'e> Compiler<'a, 'e> {
             (AssignmentKind::Step, Some(id)) => state.plan.iter().position(|s| &s.id == id),
             _ => state.cursor(),
         };
+        // A step over earlier work (a review) covers every step before it.
+        let covered = (assignment.kind == AssignmentKind::Step)
+            .then_some(step_index)
+            .flatten()
+            .filter(|&h| state.plan[h].scope() == StepScope::Earlier)
+            .map(|h| state.plan[..h].iter().map(|s| s.id.as_str()).collect());
         let cx = Context {
             state,
             assignment,
+            covered,
             query: state.scoring.query(&assignment.task, &state.objective),
             step_index,
             cache: std::cell::RefCell::new(state.scoring.lock()),

@@ -124,9 +124,9 @@ fn top(mut scored: Vec<(u32, u32)>, cap: usize) -> Vec<(u32, u32)> {
     scored
 }
 
-/// Writes a record's line (or its compact form) after its index; the bool says whether
-/// text was clipped (for a line) or whether a form shorter than the line exists.
-pub(super) type LineFn<'s, T> = &'s dyn Fn(usize, &T, &mut String) -> bool;
+/// Writes one record's line; true when text was clipped (or, for a compact form, when
+/// the record has one).
+pub(super) type RenderLine<'a, T> = dyn Fn(usize, &T, &mut String) -> bool + 'a;
 
 /// Shared shape of a record section: which records belong, their score, id and line.
 pub(super) struct Spec<'s, T> {
@@ -139,9 +139,9 @@ pub(super) struct Spec<'s, T> {
     pub relevant: &'s dyn Fn(usize, &T) -> bool,
     pub id: &'s dyn Fn(&T) -> &str,
     /// Writes the line (without its final newline); true when text was clipped.
-    pub render: LineFn<'s, T>,
+    pub render: &'s dyn Fn(usize, &T, &mut String) -> bool,
     /// Writes the line's compact form; false when it has none shorter than the line.
-    pub compact: Option<LineFn<'s, T>>,
+    pub compact: Option<&'s RenderLine<'s, T>>,
 }
 
 pub(super) fn block<T>(arena: &mut Arena<'_>, spec: Spec<'_, T>) -> Block {
@@ -285,6 +285,10 @@ pub(super) struct Context<'s> {
     pub query: std::sync::Arc<AssignmentQuery>,
     /// Index of the assigned plan step (or, for a continuation, the cursor).
     pub step_index: Option<usize>,
+    /// The ids of the steps before the assigned one, when it covers their work (a
+    /// review: `StepScope::Earlier`): their completed work and every artifact are
+    /// relevant to it, whatever its words.
+    pub covered: Option<std::collections::BTreeSet<&'s str>>,
     /// The state's memoised overlaps, locked for this compile.
     pub cache: RefCell<ScoringCacheGuard<'s>>,
 }
@@ -336,6 +340,14 @@ impl Context<'_> {
     pub(super) fn same_area(&self, overlap: usize) -> bool {
         let need = AREA_TERMS.min(self.query.task.terms().len());
         need > 0 && overlap >= need
+    }
+
+    /// True when the assigned step covers the work of `step` (a record of no step is
+    /// earlier work too).
+    pub(super) fn covers(&self, step: Option<&str>) -> bool {
+        self.covered
+            .as_ref()
+            .is_some_and(|c| step.is_none_or(|s| c.contains(s)))
     }
 
     pub(super) fn assigned_step_id(&self) -> Option<&str> {
@@ -485,7 +497,9 @@ fn completed(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             records: &cx.state.completed,
             include,
             score: &|i, _| scored.score(i),
-            relevant: &|i, c| scored.relevant(cx, i, c.provenance.turn),
+            relevant: &|i, c| {
+                cx.covers(c.step.as_deref()) || scored.relevant(cx, i, c.provenance.turn)
+            },
             id: &|c| &c.id,
             compact: None,
             render: &|_, c, out| {
@@ -526,7 +540,8 @@ fn artifacts(arena: &mut Arena<'_>, cx: &Context<'_>) -> Block {
             records: &cx.state.artifacts,
             include: &|a| !a.versions.is_empty(),
             score: &|i, _| scored.score(i),
-            relevant: &|i, a| scored.relevant(cx, i, turn_of(a)),
+            // An artifact names no step: a step over earlier work covers every one.
+            relevant: &|i, a| cx.covered.is_some() || scored.relevant(cx, i, turn_of(a)),
             id: &|a| &a.id,
             compact: None,
             render: &|_, a, out| {

@@ -3,4 +3,5 @@ mod compiler;
 mod fidelity;
 mod relevance;
 mod restatements;
+mod review_scope;
 mod router;
