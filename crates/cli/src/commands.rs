@@ -433,26 +433,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         },
         Command::Route { seat, tags, json } => crate::pools::route(&ctx, &seat, &tags, json),
         Command::Seats { run, json } => crate::seats::seats(&ctx, run.as_deref(), json),
-        Command::Pins {
-            run,
-            all,
-            seat,
-            pool,
-            phase,
-            since,
-            json,
-        } => crate::seats::pins(
-            &ctx,
-            &crate::seats::PinsQuery {
-                run: run.as_deref(),
-                all,
-                seat: seat.as_deref(),
-                pool: pool.as_deref(),
-                phase: phase.as_deref(),
-                since: since.as_deref(),
-                json,
-            },
-        ),
+        Command::Pins(args) => crate::seats::pins(&ctx, &args),
         Command::Worker { action } => match action {
             crate::WorkerAction::Bench { worker, reason } => {
                 crate::pools::bench_worker(&ctx, &worker, true, reason)

@@ -251,27 +251,7 @@ pub enum Command {
         json: bool,
     },
     /// The pin log: every seating of a run (or of every run), and why
-    Pins {
-        #[arg(conflicts_with = "all")]
-        run: Option<String>,
-        /// Every run's pins
-        #[arg(long)]
-        all: bool,
-        /// Only this seat's
-        #[arg(long)]
-        seat: Option<String>,
-        /// Only this pool's
-        #[arg(long)]
-        pool: Option<String>,
-        /// Only this phase's (`step T2`)
-        #[arg(long)]
-        phase: Option<String>,
-        /// Only pins made from this time (2026-12-02T09:00:00Z) or date (2026-12-02) on
-        #[arg(long)]
-        since: Option<String>,
-        #[arg(long)]
-        json: bool,
-    },
+    Pins(seats::PinsArgs),
     /// Bench one worker (take it off the floor) or put it back
     Worker {
         #[command(subcommand)]

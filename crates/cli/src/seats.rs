@@ -9,6 +9,7 @@ use baton_core::ids::{RunId, Timestamp};
 use baton_core::router::{PoolId, SeatId};
 use baton_engine::report::fractions;
 use baton_store::{PinFilter, StoredPin};
+use clap::Args;
 use serde::Serialize;
 
 use crate::commands::{Context_, resolve};
@@ -77,31 +78,44 @@ fn unrouted(run: &RunId) -> String {
 }
 
 /// What `baton pins` selects.
-pub(crate) struct PinsQuery<'a> {
-    pub run: Option<&'a str>,
-    pub all: bool,
-    pub seat: Option<&'a str>,
-    pub pool: Option<&'a str>,
-    pub phase: Option<&'a str>,
-    /// RFC 3339 (`2026-12-02T09:00:00Z`) or a date (`2026-12-02`, midnight UTC).
-    pub since: Option<&'a str>,
-    pub json: bool,
+#[derive(Args, Debug)]
+pub struct PinsArgs {
+    #[arg(conflicts_with = "all")]
+    run: Option<String>,
+    /// Every run's pins
+    #[arg(long)]
+    all: bool,
+    /// Only this seat's
+    #[arg(long)]
+    seat: Option<String>,
+    /// Only this pool's
+    #[arg(long)]
+    pool: Option<String>,
+    /// Only this phase's (`step T2`)
+    #[arg(long)]
+    phase: Option<String>,
+    /// Only pins made from this time (2026-12-02T09:00:00Z) or date (2026-12-02, midnight
+    /// UTC) on
+    #[arg(long)]
+    since: Option<String>,
+    #[arg(long)]
+    json: bool,
 }
 
 /// `baton pins [RUN|--all]`.
-pub(crate) fn pins(ctx: &Context_, q: &PinsQuery<'_>) -> Result<ExitCode> {
+pub(crate) fn pins(ctx: &Context_, q: &PinsArgs) -> Result<ExitCode> {
     let store = ctx.reader()?;
     let run = if q.all {
         None
     } else {
-        Some(resolve(store.as_ref(), q.run)?)
+        Some(resolve(store.as_ref(), q.run.as_deref())?)
     };
     let filter = PinFilter {
         run: run.clone(),
-        seat: q.seat.map(SeatId::new),
-        pool: q.pool.map(PoolId::new),
-        phase: q.phase.map(str::to_string),
-        since: q.since.map(parse_since).transpose()?,
+        seat: q.seat.as_deref().map(SeatId::new),
+        pool: q.pool.as_deref().map(PoolId::new),
+        phase: q.phase.clone(),
+        since: q.since.as_deref().map(parse_since).transpose()?,
     };
     let pins = store.pins(&filter)?;
     if q.json {

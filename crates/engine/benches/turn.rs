@@ -5,8 +5,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use baton_core::router::{Allowance, Pool, PoolId, Window};
 use baton_engine::bench::tasks;
-use baton_engine::config::{Roster, RunSettings};
+use baton_engine::config::{Floor, Roster, RunSettings};
 use baton_engine::{Engine, RunSpec, StepOutcome};
 use baton_gateway::mock::demo;
 use baton_store::{SqliteStore, Store};
@@ -24,26 +25,57 @@ fn spec(turns: u32) -> RunSpec {
     }
 }
 
-fn turn(c: &mut Criterion) {
+/// `spec` routed by three pools metered by requests (so their used shares move with
+/// every call and the coldest pool changes), the five workers spread over them.
+fn routed(turns: u32) -> RunSpec {
+    let mut spec = spec(turns);
+    let pools = ["a", "b", "c"];
+    for (i, w) in spec.roster.workers.iter_mut().enumerate() {
+        w.pool = Some(PoolId::new(pools[i % pools.len()]));
+    }
+    spec.settings.floor = Floor {
+        pools: pools
+            .iter()
+            .enumerate()
+            .map(|(i, id)| Pool {
+                id: PoolId::new(*id),
+                allowance: Allowance {
+                    requests: Some(1_000_000 + i as u64 * 1_000),
+                    ..Allowance::default()
+                },
+                window: Window::default(),
+            })
+            .collect(),
+        seats: Vec::new(),
+    };
+    spec
+}
+
+/// Turns of 100-step runs, one run after another: each measured iteration is a real step
+/// turn on a record that grows as a real run's does. `whole`: the whole `step` (the
+/// seating, the checks before the turn, the policy's look at the next turn), else the
+/// turn's own engine time.
+fn turns(c: &mut Criterion, name: &str, make: fn(u32) -> RunSpec, whole: bool) {
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.path().join("b.db")).unwrap());
     let engine = Engine::new(store);
-    // Runs of 100 steps, one after another: each measured iteration is a real step
-    // turn on a record that grows as a real run's does.
-    let mut id = engine.create_run(&spec(100)).unwrap();
+    let mut id = engine.create_run(&make(100)).unwrap();
     let mut session = engine.open(&id, None).unwrap();
-    c.bench_function("engine turn (mock model, bpe, SQLite fsync)", |b| {
+    c.bench_function(name, |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
             let mut done = 0;
             while done < iters {
-                match engine.step(&mut session).unwrap() {
+                let t0 = Instant::now();
+                let step = engine.step(&mut session).unwrap();
+                let elapsed = t0.elapsed();
+                match step {
                     StepOutcome::Turn(s) => {
-                        total += s.engine_time;
+                        total += if whole { elapsed } else { s.engine_time };
                         done += 1;
                     }
                     StepOutcome::Finished => {
-                        id = engine.create_run(&spec(100)).unwrap();
+                        id = engine.create_run(&make(100)).unwrap();
                         session = engine.open(&id, None).unwrap();
                     }
                     other => panic!("{other:?}"),
@@ -52,6 +84,18 @@ fn turn(c: &mut Criterion) {
             total
         })
     });
+}
+
+fn turn(c: &mut Criterion) {
+    turns(
+        c,
+        "engine turn (mock model, bpe, SQLite fsync)",
+        spec,
+        false,
+    );
+    turns(c, "engine turn, routed (3 pools)", routed, false);
+    turns(c, "engine step, whole (rotating)", spec, true);
+    turns(c, "engine step, whole (routed, 3 pools)", routed, true);
 }
 
 fn resume(c: &mut Criterion) {
