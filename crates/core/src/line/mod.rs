@@ -5,6 +5,7 @@
 //!
 //! Only the reconciler writes the records (`reconciler::line`); nothing here does I/O.
 
+pub mod brief;
 mod records;
 mod route;
 pub mod synthesis;
