@@ -338,6 +338,9 @@ pub struct ExecutionState {
     /// The plan frozen at the plan lock; nothing changes a locked plan.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_lock: Option<PlanLock>,
+    /// Where the unit is on its route (the supervisor's cursor, like the plan cursor).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<crate::line::cursor::LineProgress>,
     /// Memoised term sets for the compiler's relevance scoring (derived, never stored).
     #[serde(skip)]
     pub scoring: crate::text::ScoringCache,
@@ -379,6 +382,7 @@ impl ExecutionState {
             verdicts: Vec::new(),
             plan_versions: Vec::new(),
             plan_lock: None,
+            line: None,
             scoring: Default::default(),
         }
     }
@@ -504,6 +508,7 @@ impl ExecutionState {
             next_action: self.next_action.clone(),
             workers: self.workers.clone(),
             plan_lock: self.plan_lock.clone(),
+            line: self.line.clone(),
         }
     }
 
@@ -529,6 +534,7 @@ impl ExecutionState {
             verdicts: Vec::new(),
             plan_versions: Vec::new(),
             plan_lock: header.plan_lock,
+            line: header.line,
             scoring: Default::default(),
         };
         for rec in records {
@@ -613,6 +619,8 @@ pub struct StateHeader {
     pub workers: Vec<WorkerRecord>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_lock: Option<PlanLock>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<crate::line::cursor::LineProgress>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -156,6 +156,10 @@ pub struct SeatSpec {
     /// Tags are the plan's, named as strings.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    /// At a station in rounds: this seat works every round; the others only the first.
+    /// When no seat of the station says so, every seat works every round.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub repeat: bool,
 }
 
 fn one() -> u32 {
@@ -337,6 +341,9 @@ fn describe_seat(seat: &SeatSpec) -> String {
     }
     if !seat.tags.is_empty() {
         notes.push(format!("for {}", seat.tags.join(", ")));
+    }
+    if seat.repeat {
+        notes.push("every round".to_string());
     }
     if !notes.is_empty() {
         let _ = write!(text, " ({})", notes.join(", "));

@@ -444,6 +444,14 @@ fn seat_spec(
             seat: seat.clone(),
         });
     }
+    if spec.repeat && !s.kind.has_rounds() {
+        out.push(RouteProblem::FieldNotAllowed {
+            station: s.id.clone(),
+            kind: s.kind,
+            field: "a seat's repeat",
+            applies: "plan_loop and review",
+        });
+    }
     if !spec.tags.is_empty() && s.kind != StationKind::Build {
         out.push(RouteProblem::FieldNotAllowed {
             station: s.id.clone(),
