@@ -12,7 +12,10 @@ use crate::router::SeatId;
 use crate::state::{Provenance, ResolutionClaim};
 
 /// How bad a finding is. Ordered: a stricter severity compares greater, so the
-/// stricter of two is their `max`.
+/// stricter of two is their `max`. NIT: style or taste, never holds anything up; MINOR:
+/// worth fixing, no fix round; MAJOR: forces a fix round back to the build; BLOCKER: the
+/// work cannot go on without a human's decision. (Said here, not on the variants: a
+/// variant's doc comment turns the answer schema's plain enum into a longer `oneOf`.)
 #[derive(
     Debug,
     Clone,
@@ -28,13 +31,9 @@ use crate::state::{Provenance, ResolutionClaim};
 )]
 #[serde(rename_all = "UPPERCASE")]
 pub enum FindingSeverity {
-    /// Style or taste; never holds anything up.
     Nit,
-    /// Worth fixing; does not force a fix round.
     Minor,
-    /// Forces a fix round back to the build.
     Major,
-    /// The work cannot go on without a human's decision.
     Blocker,
 }
 
