@@ -58,8 +58,14 @@ pub struct Lane {
 pub struct LineProgress {
     /// The station, by its index in the route.
     pub station: usize,
-    /// The station's round (scrutiny, review) or the step's rework round, from 1.
+    /// The station's round (scrutiny, review) or the step's rework round, from 1, in
+    /// this pass through the station (its round limit counts these).
     pub round: u32,
+    /// The rounds earlier passes through each station used (by station index): a fix
+    /// round's second review goes on numbering where the first stopped, so a round's
+    /// findings are never mistaken for another pass's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_rounds: Vec<u32>,
     /// At a build: the locked plan's step being built (from 0); none in a fix round.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<usize>,
@@ -75,11 +81,18 @@ pub struct LineProgress {
 }
 
 impl LineProgress {
+    /// The current round numbered across every pass through the station: what its
+    /// lanes' findings are recorded with.
+    pub fn absolute_round(&self) -> u32 {
+        self.earlier_rounds.get(self.station).copied().unwrap_or(0) + self.round
+    }
+
     /// A unit at the start of its route.
     pub fn start() -> Self {
         LineProgress {
             station: 0,
             round: 1,
+            earlier_rounds: Vec::new(),
             step: None,
             fixes: 0,
             done: Vec::new(),
@@ -194,7 +207,7 @@ fn seats(
     Next::Seats {
         station: station.id.clone(),
         kind: station.kind,
-        round: progress.round,
+        round: progress.absolute_round(),
         step,
         lanes,
     }
@@ -374,7 +387,7 @@ fn settle(route: &Route, progress: &mut LineProgress, state: &ExecutionState) {
         }
         return;
     };
-    if round_converged(state, &station.id, progress.round, rounds.until) {
+    if round_converged(state, &station.id, progress.absolute_round(), rounds.until) {
         if !(station.lock && state.plan_lock.is_none()) {
             enter(route, progress, progress.station + 1, false);
         }
@@ -482,6 +495,12 @@ fn fix_round(route: &Route, progress: &mut LineProgress, station: &Station) {
 }
 
 fn enter(route: &Route, progress: &mut LineProgress, at: usize, fix: bool) {
+    let leaving = progress.station;
+    let used = progress.absolute_round();
+    if progress.earlier_rounds.len() <= leaving {
+        progress.earlier_rounds.resize(leaving + 1, 0);
+    }
+    progress.earlier_rounds[leaving] = used;
     progress.station = at;
     progress.round = 1;
     progress.done.clear();

@@ -520,6 +520,15 @@ fn a_major_review_finding_forces_a_fix_round_back_to_the_build() {
         })[4..],
         ["build", "review", "build", "review"]
     );
+    // The second review numbers its rounds on from the first's (1, 2): its round 3
+    // raised nothing new, so it converged at once.
+    let review_rounds: Vec<u32> = run
+        .batches
+        .iter()
+        .filter(|b| b.0 == "review")
+        .map(|b| b.1)
+        .collect();
+    assert_eq!(review_rounds, [1, 1, 2, 3, 3]);
     // The fix round is one build (no step) with its checkpoint.
     let fix: Vec<&str> = run
         .batches
