@@ -6,6 +6,7 @@
 //! Only the reconciler writes the records (`reconciler::line`); nothing here does I/O.
 
 pub mod answers;
+pub mod ask;
 pub mod brief;
 pub mod cursor;
 mod records;
