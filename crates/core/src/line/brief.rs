@@ -208,7 +208,7 @@ fn plan_steps(plan: &PlanVersion, locked: bool, step: Option<&str>, items: &mut 
         format!(
             "The locked plan ({}, sha256 {})",
             plan.id,
-            &plan.content_hash[..plan.content_hash.len().min(12)]
+            super::short_hash(&plan.content_hash)
         )
     } else {
         format!(

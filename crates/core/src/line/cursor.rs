@@ -159,7 +159,20 @@ pub enum Happened {
 /// What comes next for a unit at `progress` on `route`.
 pub fn next(route: &Route, progress: &LineProgress, state: &ExecutionState) -> Next {
     let Some(station) = route.stations.get(progress.station) else {
-        return Next::Done;
+        // Past the last station is the end; further than that is a record the line did
+        // not write, and "done" would merge it.
+        if progress.station == route.stations.len() {
+            return Next::Done;
+        }
+        return Next::Ask {
+            station: route.name.clone(),
+            question: format!(
+                "the unit's progress names station {} and route {} has {}; the record was not written by this route: check which route the unit ran",
+                progress.station + 1,
+                route.name,
+                route.stations.len()
+            ),
+        };
     };
     if let Some(question) = &progress.asked {
         return Next::Ask {

@@ -630,3 +630,16 @@ fn progress_the_line_did_not_write_asks_instead_of_finishing() {
         matches!(next(&route, &progress, &state), Next::Ask { ref question, .. } if question.contains("did not move on"))
     );
 }
+
+#[test]
+fn progress_past_the_routes_end_asks_and_at_its_end_is_done() {
+    let route = Route::default_route().unwrap();
+    let state = ExecutionState::new(RunId("u".into()), "o", &[]);
+    let mut progress = LineProgress::start();
+    progress.station = route.stations.len();
+    assert_eq!(next(&route, &progress, &state), Next::Done);
+    progress.station += 1;
+    assert!(
+        matches!(next(&route, &progress, &state), Next::Ask { ref question, .. } if question.contains("names station 11 and route default has 9"))
+    );
+}

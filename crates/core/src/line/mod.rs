@@ -16,7 +16,7 @@ mod validate;
 
 pub use records::{
     ClosedBy, Closure, DraftStep, Finding, FindingClaim, FindingSeverity, FindingStatus, PlanDraft,
-    PlanLock, PlanVersion, Verdict, VerdictKind, Voice, plan_hash,
+    PlanLock, PlanVersion, Verdict, VerdictKind, Voice, plan_hash, short_hash,
 };
 pub use route::{
     Checkpoint, Convergence, DEFAULT_ROUTE, Rounds, Route, SeatSpec, Station, StationKind,

@@ -249,6 +249,12 @@ pub struct PlanLock {
     pub provenance: Provenance,
 }
 
+/// The first 12 digits of a hash, to name it in text (the whole of a shorter or
+/// malformed one: a stored hash is outside input, never sliced blindly).
+pub fn short_hash(hash: &str) -> &str {
+    hash.get(..12).unwrap_or(hash)
+}
+
 /// sha256 of a plan's steps: titles and tags, one step a line, so two versions with
 /// the same steps hash the same whatever their rationale.
 pub fn plan_hash(steps: &[DraftStep]) -> String {

@@ -479,3 +479,54 @@ fn co_drafts_of_different_families_need_two_families() {
         "{p:#?}"
     );
 }
+
+#[test]
+fn a_number_too_large_to_be_meant_is_refused() {
+    let text = default_with(|t| t.replace("heavy = 2", "heavy = 4000000000"));
+    assert_eq!(
+        problem(&text).to_string(),
+        "station build: checkpoint passes = 4000000000 is more than the line takes (100); a number this large is a typo, give a smaller one"
+    );
+}
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::ids::RunId;
+    use crate::line::cursor::{LineProgress, Next, next};
+    use crate::state::ExecutionState;
+
+    proptest! {
+        /// Any selection and order of the default route's stations, with any counts and
+        /// limits, is either refused with problems or accepted; and an accepted one's
+        /// cursor answers at its start. Nothing panics on a route a user wrote.
+        #[test]
+        fn any_reordered_route_is_accepted_or_refused_without_a_panic(
+            picks in prop::collection::vec(0usize..9, 0..12),
+            count in 0u32..300,
+            limit in 0u32..300,
+        ) {
+            let base = Route::default_route().unwrap();
+            let mut stations: Vec<Station> = picks.iter().map(|&i| base.stations[i].clone()).collect();
+            for s in &mut stations {
+                for seat in &mut s.seats {
+                    seat.count = count;
+                }
+                if let Some(r) = &mut s.rounds {
+                    r.limit = limit;
+                }
+            }
+            let route = Route { stations, ..base };
+            match route.check(None) {
+                Ok(()) => {
+                    prop_assert!(!route.stations.is_empty());
+                    let state = ExecutionState::new(RunId("u".into()), "o", &[]);
+                    let first = next(&route, &LineProgress::start(), &state);
+                    prop_assert!(!matches!(first, Next::Done));
+                }
+                Err(RouteErrors(problems)) => prop_assert!(!problems.is_empty()),
+            }
+        }
+    }
+}

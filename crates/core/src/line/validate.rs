@@ -107,6 +107,15 @@ pub enum RouteProblem {
         "station {station}: seat {seat} wants lanes of different families but has count = 1; give it count = 2 or more, or drop distinct_families"
     )]
     OneDistinctLane { station: String, seat: SeatId },
+    #[error(
+        "station {station}: {field} = {value} is more than the line takes ({max}); a number this large is a typo, give a smaller one"
+    )]
+    TooMany {
+        station: String,
+        field: &'static str,
+        value: u32,
+        max: u32,
+    },
     #[error("station {station}: max_parallel = 0 runs nothing; give it 1 or more, or leave it out")]
     ZeroParallel { station: String },
     #[error(
@@ -271,8 +280,38 @@ fn order(route: &Route, out: &mut Vec<RouteProblem>) {
     }
 }
 
+/// The most lanes of a seat, rounds, find passes or parallel seats a route may ask for:
+/// far above any real route, and low enough that a typo (`count = 1000000`) is refused
+/// at load instead of asking for a million seat turns.
+pub const MAX_NUMBER: u32 = 100;
+
+fn too_many(s: &Station, field: &'static str, value: u32, out: &mut Vec<RouteProblem>) {
+    if value > MAX_NUMBER {
+        out.push(RouteProblem::TooMany {
+            station: s.id.clone(),
+            field,
+            value,
+            max: MAX_NUMBER,
+        });
+    }
+}
+
 /// Fields that only some kinds of station take, and their values.
 fn fields(s: &Station, out: &mut Vec<RouteProblem>) {
+    if let Some(r) = &s.rounds {
+        too_many(s, "rounds.limit", r.limit, out);
+    }
+    if let Some(k) = s.max_parallel {
+        too_many(s, "max_parallel", k, out);
+    }
+    for spec in &s.seats {
+        too_many(s, "count", spec.count, out);
+    }
+    if let Some(c) = &s.checkpoint {
+        for n in c.passes.values() {
+            too_many(s, "checkpoint passes", *n, out);
+        }
+    }
     let mut refuse = |field, applies| {
         out.push(RouteProblem::FieldNotAllowed {
             station: s.id.clone(),

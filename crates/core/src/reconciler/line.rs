@@ -314,7 +314,7 @@ fn locked(state: &ExecutionState) -> Option<String> {
         "the plan is locked at {} (version {}, sha256 {}); nothing changes a locked plan",
         lock.plan,
         lock.version,
-        &lock.content_hash[..lock.content_hash.len().min(12)]
+        crate::line::short_hash(&lock.content_hash)
     ))
 }
 
