@@ -432,6 +432,12 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             crate::PoolAction::Usage(args) => crate::pools::declare_usage(&ctx, &args),
         },
         Command::Route { seat, tags, json } => crate::pools::route(&ctx, &seat, &tags, json),
+        Command::Line {
+            description,
+            route,
+            check,
+            json,
+        } => crate::line::line(&ctx, description.as_deref(), &route, check, json),
         Command::Seats { run, json } => crate::seats::seats(&ctx, run.as_deref(), json),
         Command::Pins(args) => crate::seats::pins(&ctx, &args),
         Command::Worker { action } => match action {

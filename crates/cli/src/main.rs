@@ -9,6 +9,7 @@ mod commands;
 mod exit;
 mod input;
 mod jobs;
+mod line;
 mod live;
 mod logs;
 mod pools;
@@ -241,6 +242,20 @@ pub enum Command {
         /// The step's tags, read against the seat's deny_tags
         #[arg(long, value_delimiter = ',')]
         tags: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The assembly line (in progress): `--check` validates a route and prints it;
+    /// running a unit through the line does not exist yet
+    Line {
+        /// What the unit of work is (not run yet)
+        description: Option<String>,
+        /// The route: `default` (built in) or a route file (TOML)
+        #[arg(long, default_value = "default")]
+        route: String,
+        /// Validate the route (and, with a configuration's workers, who can take each seat)
+        #[arg(long)]
+        check: bool,
         #[arg(long)]
         json: bool,
     },

@@ -227,7 +227,7 @@ static TURN_ANSWER_SCHEMA: LazyLock<Value> = LazyLock::new(schema_of::<TurnAnswe
 /// `$ref` (the `$defs` names and paths cost more than the repetition), and an optional
 /// field is typed `"string"`, not `["string","null"]`: it is left out when there is
 /// nothing to say, never sent as null.
-fn schema_of<T: JsonSchema>() -> Value {
+pub(crate) fn schema_of<T: JsonSchema>() -> Value {
     let mut schema = serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null);
     let defs = schema
         .as_object_mut()
@@ -361,7 +361,7 @@ pub fn parse_turn_answer(raw: &str) -> Result<(Parsed<WorkerResult>, Parsed<Hand
     ))
 }
 
-fn parse_claim<T: for<'de> Deserialize<'de>>(
+pub(crate) fn parse_claim<T: for<'de> Deserialize<'de>>(
     raw: &str,
     prefix: &str,
     claim: &'static str,

@@ -18,6 +18,9 @@ pub enum Error {
     /// A pool, seat or window as written that the router cannot use.
     #[error(transparent)]
     Router(#[from] crate::router::RouterError),
+    /// A route file with problems, every one listed with what to fix.
+    #[error(transparent)]
+    Route(#[from] crate::line::RouteErrors),
 }
 
 impl Error {

@@ -15,6 +15,7 @@ pub mod error;
 pub mod error_class;
 pub mod fidelity;
 pub mod ids;
+pub mod line;
 pub mod prompt;
 pub mod reconciler;
 pub mod router;

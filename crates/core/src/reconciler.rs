@@ -21,6 +21,7 @@ mod restate;
 
 use restate::{DecisionAt, ForNext, merge, merge_decision, merge_failed_attempt, merge_resolution};
 
+pub mod line;
 mod step;
 pub use step::{StepEnd, WorkSeen, complete_step, failure_phrase, record_failed_turn};
 
@@ -105,6 +106,9 @@ pub enum Action {
     Reaffirmed,
     ResolutionClaimed,
     Verified,
+    /// The assembly line's plan lock, and a finding closed without a fix.
+    Locked,
+    Dismissed,
 }
 
 /// One change the reconciler made.

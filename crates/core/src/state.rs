@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{RunId, Timestamp, WorkerId};
+use crate::line::{Finding, PlanLock, PlanVersion, Verdict};
 pub use crate::step_scope::StepScope;
 
 /// Who recorded something, with what model, at which turn and engine time.
@@ -326,6 +327,20 @@ pub struct ExecutionState {
     pub handoffs: Vec<HandoffRecord>,
     #[serde(default)]
     pub workers: Vec<WorkerRecord>,
+    /// The assembly line's records (see `line`): empty, and not serialized, in a run
+    /// that does not use the line, so such a run's bytes are what they always were.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<Finding>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verdicts: Vec<Verdict>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plan_versions: Vec<PlanVersion>,
+    /// The plan frozen at the plan lock; nothing changes a locked plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_lock: Option<PlanLock>,
+    /// Where the unit is on its route (the supervisor's cursor, like the plan cursor).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<crate::line::cursor::LineProgress>,
     /// Memoised term sets for the compiler's relevance scoring (derived, never stored).
     #[serde(skip)]
     pub scoring: crate::text::ScoringCache,
@@ -363,6 +378,11 @@ impl ExecutionState {
             next_action: None,
             handoffs: Vec::new(),
             workers: Vec::new(),
+            findings: Vec::new(),
+            verdicts: Vec::new(),
+            plan_versions: Vec::new(),
+            plan_lock: None,
+            line: None,
             scoring: Default::default(),
         }
     }
@@ -451,6 +471,27 @@ impl ExecutionState {
             &self.handoffs,
             |r| &r.id,
         );
+        diff_vec(
+            &mut out,
+            RecordKind::Finding,
+            &before.findings,
+            &self.findings,
+            |r| &r.id,
+        );
+        diff_vec(
+            &mut out,
+            RecordKind::Verdict,
+            &before.verdicts,
+            &self.verdicts,
+            |r| &r.id,
+        );
+        diff_vec(
+            &mut out,
+            RecordKind::PlanVersion,
+            &before.plan_versions,
+            &self.plan_versions,
+            |r| &r.id,
+        );
         out
     }
 
@@ -466,6 +507,8 @@ impl ExecutionState {
             last_action: self.last_action.clone(),
             next_action: self.next_action.clone(),
             workers: self.workers.clone(),
+            plan_lock: self.plan_lock.clone(),
+            line: self.line.clone(),
         }
     }
 
@@ -487,6 +530,11 @@ impl ExecutionState {
             next_action: header.next_action,
             handoffs: Vec::new(),
             workers: header.workers,
+            findings: Vec::new(),
+            verdicts: Vec::new(),
+            plan_versions: Vec::new(),
+            plan_lock: header.plan_lock,
+            line: header.line,
             scoring: Default::default(),
         };
         for rec in records {
@@ -516,6 +564,15 @@ impl ExecutionState {
                     .push(serde_json::from_value(body).map_err(corrupt)?),
                 RecordKind::Handoff => state
                     .handoffs
+                    .push(serde_json::from_value(body).map_err(corrupt)?),
+                RecordKind::Finding => state
+                    .findings
+                    .push(serde_json::from_value(body).map_err(corrupt)?),
+                RecordKind::Verdict => state
+                    .verdicts
+                    .push(serde_json::from_value(body).map_err(corrupt)?),
+                RecordKind::PlanVersion => state
+                    .plan_versions
                     .push(serde_json::from_value(body).map_err(corrupt)?),
             }
         }
@@ -560,6 +617,10 @@ pub struct StateHeader {
     pub next_action: Option<Stamped>,
     #[serde(default)]
     pub workers: Vec<WorkerRecord>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_lock: Option<PlanLock>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<crate::line::cursor::LineProgress>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -572,10 +633,14 @@ pub enum RecordKind {
     FailedAttempt,
     Assumption,
     Handoff,
+    /// The assembly line's (after the others: `ALL`'s order is the stored order).
+    Finding,
+    Verdict,
+    PlanVersion,
 }
 
 impl RecordKind {
-    pub const ALL: [RecordKind; 7] = [
+    pub const ALL: [RecordKind; 10] = [
         RecordKind::Decision,
         RecordKind::Completed,
         RecordKind::Artifact,
@@ -583,6 +648,9 @@ impl RecordKind {
         RecordKind::FailedAttempt,
         RecordKind::Assumption,
         RecordKind::Handoff,
+        RecordKind::Finding,
+        RecordKind::Verdict,
+        RecordKind::PlanVersion,
     ];
     pub fn as_str(self) -> &'static str {
         match self {
@@ -593,6 +661,9 @@ impl RecordKind {
             RecordKind::FailedAttempt => "failed_attempt",
             RecordKind::Assumption => "assumption",
             RecordKind::Handoff => "handoff",
+            RecordKind::Finding => "finding",
+            RecordKind::Verdict => "verdict",
+            RecordKind::PlanVersion => "plan_version",
         }
     }
     pub fn parse(s: &str) -> Option<RecordKind> {

@@ -12,6 +12,7 @@ mod hardening;
 mod input;
 mod jobs;
 mod judge;
+mod line;
 mod live_model;
 mod pools;
 mod presets;

@@ -132,6 +132,9 @@ fn push_record(state: &mut ExecutionState, kind: RecordKind, body: &str) -> serd
         RecordKind::FailedAttempt => state.failed_attempts.push(from_str(body)?),
         RecordKind::Assumption => state.assumptions.push(from_str(body)?),
         RecordKind::Handoff => state.handoffs.push(from_str(body)?),
+        RecordKind::Finding => state.findings.push(from_str(body)?),
+        RecordKind::Verdict => state.verdicts.push(from_str(body)?),
+        RecordKind::PlanVersion => state.plan_versions.push(from_str(body)?),
     }
     Ok(())
 }

@@ -1,9 +1,9 @@
 //! Checks every `Store` backend must pass.
 
 use baton_core::ids::{RunId, Timestamp, WorkerId};
-use baton_core::state::RecordKind;
+use baton_core::state::{ExecutionState, RecordKind};
 use baton_protocol::{EventKind, EventMsg as Event};
-use baton_store::{Error, RunStatus, Store, WorkerHold};
+use baton_store::{Error, RunStatus, Store, TurnCommit, WorkerHold};
 
 use super::fixtures::{self, T0, create, next_turn, run_id, run_turns};
 use super::{Backend, Damage, Table};
@@ -40,6 +40,96 @@ pub fn creating_a_run_twice_is_refused(store: &dyn Store) {
         Timestamp(T0)
     );
     assert_eq!(store.events(&state.run_id, 0).unwrap().len(), 1);
+}
+
+/// The commit of a turn from `before` to `after`, `after` built by hand from
+/// `next_turn`'s state (its records, header and events recomputed).
+fn commit_of(before: &ExecutionState, after: &ExecutionState) -> TurnCommit {
+    let (_, template) = next_turn(before);
+    let changes = after.diff(before);
+    let turn = before.turns;
+    let worker = template.record.worker.as_str().to_string();
+    let at = T0 + i64::from(turn) * 1000;
+    TurnCommit {
+        record: fixtures::turn_record(after, turn, &worker, at, &changes),
+        header: after.header(),
+        events: fixtures::turn_events(after, turn, &worker, at, changes.len()),
+        changes,
+        ..template
+    }
+}
+
+/// The assembly line's records (findings, verdicts, plan versions) and the plan lock
+/// commit with their turn and load back as they were, a changed finding included.
+pub fn line_records_commit_and_load_with_their_turn(store: &dyn Store) {
+    use baton_core::line::{
+        DraftStep, Finding, FindingSeverity, FindingStatus, PlanLock, PlanVersion, Verdict,
+        VerdictKind, plan_hash,
+    };
+    use baton_core::router::SeatId;
+    let state = create(store, "run-line", T0);
+    let (mut after, _) = next_turn(&state);
+    let prov = after.decisions.last().unwrap().provenance.clone();
+    let steps = vec![DraftStep {
+        title: "bucket per key".into(),
+        tags: vec!["heavy".into()],
+    }];
+    after.plan_versions.push(PlanVersion {
+        id: "P1".into(),
+        version: 1,
+        station: "plan".into(),
+        seat: SeatId::new("plan.co-draft"),
+        steps: steps.clone(),
+        rationale: None,
+        from: vec![],
+        content_hash: plan_hash(&steps),
+        provenance: prov.clone(),
+    });
+    after.plan_lock = Some(PlanLock {
+        plan: "P1".into(),
+        version: 1,
+        content_hash: plan_hash(&steps),
+        provenance: prov.clone(),
+    });
+    after.findings.push(Finding {
+        id: "N1".into(),
+        station: "review".into(),
+        seat: SeatId::new("review.breadth"),
+        round: 1,
+        step: None,
+        severity: FindingSeverity::Major,
+        raised_as: FindingSeverity::Major,
+        what: "buckets never expire".into(),
+        location: "src/limit.rs".into(),
+        status: FindingStatus::Open,
+        family: "zhipu".into(),
+        provenance: prov.clone(),
+        voices: vec![],
+        fix_claimed: None,
+        closed: None,
+    });
+    after.verdicts.push(Verdict {
+        id: "V1".into(),
+        station: "synthesis".into(),
+        round: 1,
+        verdict: VerdictKind::NeedsChanges,
+        reasons: vec!["MAJOR at src/limit.rs".into()],
+        findings: vec!["N1".into()],
+        fix_round: true,
+        provenance: prov,
+    });
+    let commit = commit_of(&state, &after);
+    store.commit_turn(&commit).unwrap();
+    assert_eq!(store.load_state(&state.run_id).unwrap(), after);
+
+    // The next turn changes the finding: only it is stored again, and it loads changed.
+    let (mut later, _) = next_turn(&after);
+    later.findings[0].status = FindingStatus::Dismissed;
+    let commit = commit_of(&after, &later);
+    assert!(commit.changes.iter().any(|c| c.id == "N1"));
+    assert!(!commit.changes.iter().any(|c| c.id == "P1" || c.id == "V1"));
+    store.commit_turn(&commit).unwrap();
+    assert_eq!(store.load_state(&state.run_id).unwrap(), later);
 }
 
 pub fn committed_turns_load_as_the_state_after_them(store: &dyn Store) {

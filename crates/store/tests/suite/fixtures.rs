@@ -174,7 +174,7 @@ pub fn run_turns(store: &dyn baton_store::Store, state: ExecutionState, n: u32) 
     })
 }
 
-fn turn_record(
+pub fn turn_record(
     after: &ExecutionState,
     turn: u32,
     worker: &str,
@@ -276,7 +276,7 @@ fn turn_record(
     }
 }
 
-fn turn_events(
+pub fn turn_events(
     after: &ExecutionState,
     turn: u32,
     worker: &str,

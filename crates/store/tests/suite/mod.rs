@@ -78,6 +78,10 @@ macro_rules! conformance_tests {
             c::creating_a_run_twice_is_refused($new.store());
         }
         #[test]
+        fn line_records_commit_and_load_with_their_turn() {
+            c::line_records_commit_and_load_with_their_turn($new.store());
+        }
+        #[test]
         fn committed_turns_load_as_the_state_after_them() {
             c::committed_turns_load_as_the_state_after_them($new.store());
         }
