@@ -5,9 +5,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use baton_core::router::{Allowance, Pool, PoolId, Window};
-use baton_engine::bench::tasks;
-use baton_engine::config::{Floor, Roster, RunSettings};
+use baton_engine::bench::{tasks, three_pools};
+use baton_engine::config::{Roster, RunSettings};
 use baton_engine::{Engine, RunSpec, StepOutcome};
 use baton_gateway::mock::demo;
 use baton_store::{SqliteStore, Store};
@@ -25,29 +24,10 @@ fn spec(turns: u32) -> RunSpec {
     }
 }
 
-/// `spec` routed by three pools metered by requests (so their used shares move with
-/// every call and the coldest pool changes), the five workers spread over them.
+/// `spec` routed by three pools (`bench::three_pools`).
 fn routed(turns: u32) -> RunSpec {
     let mut spec = spec(turns);
-    let pools = ["a", "b", "c"];
-    for (i, w) in spec.roster.workers.iter_mut().enumerate() {
-        w.pool = Some(PoolId::new(pools[i % pools.len()]));
-    }
-    spec.settings.floor = Floor {
-        pools: pools
-            .iter()
-            .enumerate()
-            .map(|(i, id)| Pool {
-                id: PoolId::new(*id),
-                allowance: Allowance {
-                    requests: Some(1_000_000 + i as u64 * 1_000),
-                    ..Allowance::default()
-                },
-                window: Window::default(),
-            })
-            .collect(),
-        seats: Vec::new(),
-    };
+    spec.settings.floor = three_pools(&mut spec.roster);
     spec
 }
 

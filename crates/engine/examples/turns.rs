@@ -4,9 +4,12 @@
 //! of 100 steps as the `turn` benchmark does.
 //!
 //! ```sh
-//! cargo run --release -p baton-engine --example turns -- [N] [BUDGET]
+//! cargo run --release -p baton-engine --example turns -- [N] [BUDGET] [routed]
 //! valgrind --tool=callgrind --toggle-collect='*run_turn*' target/release/examples/turns 200
 //! ```
+//!
+//! `routed` routes the run by three pools (`bench::three_pools`), as the routed
+//! variants of the `turn` benchmark do.
 //!
 //! Prints the summed engine time and the process's CPU time (`/proc/self/stat`), which a
 //! loaded machine inflates less than wall time.
@@ -15,7 +18,7 @@ use std::error::Error;
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton_engine::bench::tasks;
+use baton_engine::bench::{tasks, three_pools};
 use baton_engine::config::{DEFAULT_BUDGET, Roster, RunSettings};
 use baton_engine::{Engine, RunSpec, StepOutcome};
 use baton_gateway::mock::demo;
@@ -25,10 +28,11 @@ fn main() -> Result<(), Box<dyn Error>> {
     let mut args = std::env::args().skip(1);
     let n: u32 = args.next().map_or(Ok(300), |s| s.parse())?;
     let budget: usize = args.next().map_or(Ok(DEFAULT_BUDGET), |s| s.parse())?;
+    let routed = args.next().is_some_and(|s| s == "routed");
     let dir = tempfile::tempdir()?;
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.path().join("t.db"))?);
     let engine = Engine::new(store);
-    let spec = RunSpec {
+    let mut spec = RunSpec {
         objective: demo::OBJECTIVE.into(),
         tasks: tasks(100),
         step_budgets: Vec::new(),
@@ -40,6 +44,9 @@ fn main() -> Result<(), Box<dyn Error>> {
             ..RunSettings::default()
         },
     };
+    if routed {
+        spec.settings.floor = three_pools(&mut spec.roster);
+    }
     let mut session = engine.open(&engine.create_run(&spec)?, None)?;
     let (mut engine_time, mut done) = (Duration::ZERO, 0);
     let cpu0 = cpu_ticks()?;

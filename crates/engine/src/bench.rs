@@ -11,7 +11,9 @@ use baton_gateway::mock::demo;
 use baton_store::{SqliteStore, Store};
 use serde::Serialize;
 
-use crate::config::{Roster, RunSettings};
+use baton_core::router::{Allowance, Pool, PoolId, Window};
+
+use crate::config::{Floor, Roster, RunSettings};
 use crate::orchestrator::{Engine, RunEnd, RunSpec};
 use crate::{Error, Result};
 
@@ -53,6 +55,31 @@ pub fn tasks(n: u32) -> Vec<String> {
             ),
         })
         .collect()
+}
+
+/// Routes `roster` by three pools metered by requests (so their used shares move with
+/// every call and the coldest pool changes), its workers spread over them: the routed
+/// variants of the turn benchmark and of `examples/turns.rs`.
+pub fn three_pools(roster: &mut Roster) -> Floor {
+    let pools = ["a", "b", "c"];
+    for (i, w) in roster.workers.iter_mut().enumerate() {
+        w.pool = Some(PoolId::new(pools[i % pools.len()]));
+    }
+    Floor {
+        pools: pools
+            .iter()
+            .enumerate()
+            .map(|(i, id)| Pool {
+                id: PoolId::new(*id),
+                allowance: Allowance {
+                    requests: Some(1_000_000 + i as u64 * 1_000),
+                    ..Allowance::default()
+                },
+                window: Window::default(),
+            })
+            .collect(),
+        seats: Vec::new(),
+    }
 }
 
 /// Tokens of a run's turns, read one turn at a time: what was sent, what replaying

@@ -29,8 +29,8 @@ pub use cancel::{CancelOutcome, CancelTarget};
 pub use jobs::{ClaimOutcome, JobInfo, JobStatus, JudgementOutcome, JudgementRecord, NewJob};
 pub use location::sqlite_path;
 pub use pools::{
-    Bench, BenchChange, BenchOutcome, BenchTarget, ManualUsage, PinFilter, StoredPin, UsageMode,
-    bench_set,
+    Bench, BenchChange, BenchOutcome, BenchTarget, ManualUsage, PinFilter, SpentBy, SpentCall,
+    StoredPin, UsageMode, bench_set,
 };
 
 pub use sqlite::SqliteStore;
@@ -453,11 +453,23 @@ pub trait Store: Send + Sync {
 
     /// What `pool` used in the window `[start, end)` (the pool's `Window::bounds`):
     /// the provider-reported spend of every committed call made in it by a worker of
-    /// the pool (`TurnCommit::pool`), plus the usage declared for it (the latest `Set`
+    /// the pool (`TurnCommit::pool`) and of the calls recorded by `record_spend`,
+    /// plus the usage declared for it (the latest `Set`
     /// row in the window replaces everything before it). `exhausted_until` is the
     /// latest reset among the spent-quota marks that reach into the window; a mark
     /// that named no reset holds to the end of the window it was made in (`end`).
     fn pool_usage(&self, pool: &PoolId, start: Timestamp, end: Timestamp) -> Result<PoolUsage>;
+
+    /// Counts `calls` that no committed turn carries against `pool` (see `SpentBy`),
+    /// each in the window its start falls in. A call that reached no provider spent
+    /// nothing (`CallSpend::of`) and leaves no row.
+    fn record_spend(
+        &self,
+        pool: &PoolId,
+        by: &SpentBy,
+        calls: &[SpentCall],
+        recorded_at: Timestamp,
+    ) -> Result<()>;
 
     /// Declares usage for a pool (work done outside baton, or a dashboard's reading).
     fn record_usage(&self, usage: &ManualUsage) -> Result<()>;

@@ -4,7 +4,8 @@
 use std::fmt;
 
 use baton_core::ids::{RunId, Timestamp, WorkerId};
-use baton_core::router::{Benches, Pin, PoolId, SeatId};
+use baton_core::router::{Benches, CallSpend, Pin, PoolId, SeatId};
+use baton_core::turn::CallRecord;
 use serde::{Deserialize, Serialize};
 
 /// What the owner takes off the floor.
@@ -126,6 +127,44 @@ pub struct ManualUsage {
     pub note: String,
     pub recorded_by: String,
     pub recorded_at: Timestamp,
+}
+
+/// Who spent calls that no committed turn carries: the provider delivered them and
+/// bills them all the same, so they count against the pool of whoever made them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SpentBy {
+    /// A judge of a group of candidates (judges belong to no run).
+    Judge { group: String },
+    /// A turn that was not committed: stopped by a cancel after some of its calls were
+    /// answered, fenced off by another process, or failed before its commit.
+    Turn { run: RunId, turn: u32 },
+}
+
+impl SpentBy {
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            SpentBy::Judge { .. } => "judge",
+            SpentBy::Turn { .. } => "turn",
+        }
+    }
+}
+
+/// What one call spent and when it started (the window it counts in), kept apart from
+/// its record: a turn in flight holds these until it commits (see `Store::record_spend`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpentCall {
+    pub at: Timestamp,
+    pub spend: CallSpend,
+}
+
+impl SpentCall {
+    pub fn of(call: &CallRecord) -> SpentCall {
+        SpentCall {
+            at: call.started_at,
+            spend: CallSpend::of(call),
+        }
+    }
 }
 
 /// A pin as stored: the run and the turn it seated (the turn it was committed with).

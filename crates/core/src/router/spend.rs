@@ -17,7 +17,10 @@ pub struct CallSpend {
     /// Millionths of a US dollar, from the reported tokens and the worker's prices.
     pub cost_micro_usd: u64,
     /// Requests that reached the provider: one per attempt, less the attempts that
-    /// never left baton (no connection, a configuration refused before sending).
+    /// never left baton (no connection, a configuration refused before sending) and
+    /// those cut short by a cancel (stopped while sending, or during a wait before
+    /// it: baton cannot tell that the provider got them, and counts only what it knows
+    /// was delivered).
     pub requests: u64,
     /// The provider answered that the quota is spent.
     pub exhausted: bool,
@@ -32,7 +35,10 @@ impl CallSpend {
             .usage
             .map_or(0, |u| u.input_tokens.saturating_add(u.output_tokens));
         let reached = |class: Option<&ErrorClass>| {
-            !matches!(class, Some(ErrorClass::Unreachable | ErrorClass::Config))
+            !matches!(
+                class,
+                Some(ErrorClass::Unreachable | ErrorClass::Config | ErrorClass::Cancelled)
+            )
         };
         let requests = if call.attempts.is_empty() {
             u64::from(reached(call.error_class.as_ref()))
@@ -125,6 +131,15 @@ mod tests {
             ..call()
         });
         assert_eq!(never_sent.requests, 0);
+        let stopped = CallSpend::of(&CallRecord {
+            attempts: vec![
+                attempt(Some(ErrorClass::RateLimited)),
+                attempt(Some(ErrorClass::Cancelled)),
+            ],
+            error_class: Some(ErrorClass::Cancelled),
+            ..call()
+        });
+        assert_eq!(stopped.requests, 1);
     }
 
     #[test]

@@ -457,7 +457,7 @@ fn pool_and_seat_mistakes_say_what_to_write() {
         (
             "id = \"lead.build\"",
             "id = \"leed.build\"",
-            "seat \"leed.build\" is not a seat any station asks for",
+            "seat \"leed.build\" is not a seat any station asks for: a seat's name starts with one of discovery, plan, lead, build, checkpoint, review, gate, merge, judge; fix the name",
         ),
         (
             "qualified = [\"glm-*\", \"opus\"]",
@@ -467,7 +467,7 @@ fn pool_and_seat_mistakes_say_what_to_write() {
         (
             "credentials = [\"glm\"]",
             "credentials = [\"glm\", \"anthropic\"]",
-            "seat checkpoint.find: deny_tags.credentials = [glm, anthropic] excludes every worker that may take the seat (opus, glm-4)",
+            "seat checkpoint.find: deny_tags.credentials = [glm, anthropic] excludes every worker that may take the seat (opus, glm-4), so a step tagged credentials could never be seated; remove a family from the list, or qualify a worker of another family",
         ),
         (
             "allowance = { tokens = 40_000_000, usd = 200 }",

@@ -13,7 +13,7 @@ use baton_core::prompt::Prompt;
 use baton_core::turn::{CallKind, CallRecord};
 use baton_gateway::Gateway;
 use baton_protocol::{EventKind, EventMsg};
-use baton_store::{CancelTarget, JobInfo, JobStatus, Store};
+use baton_store::{CancelTarget, JobInfo, JobStatus, SpentBy, SpentCall, Store};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -392,6 +392,15 @@ pub fn judge_with(
         &mut prompts,
     );
     let events = std::mem::take(&mut *kept.lock().unwrap_or_else(PoisonError::into_inner));
+    // Whatever becomes of the verdict (none, or a judge stopped half-way), the calls
+    // its provider answered are billed: they count against the judge's pool.
+    if let Some(pool) = &judge.pool {
+        let spent: Vec<SpentCall> = calls.iter().map(SpentCall::of).collect();
+        let by = SpentBy::Judge {
+            group: group.to_string(),
+        };
+        store.record_spend(pool, &by, &spent, clock.now())?;
+    }
     let (error_class, error, returned) = match answered {
         Ok(((verdict, winner_job), _)) => {
             let judgement = Judgement {

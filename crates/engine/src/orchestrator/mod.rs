@@ -39,6 +39,7 @@ pub(crate) mod station;
 mod step;
 mod stepping_clock;
 mod turn;
+mod unbilled;
 mod window;
 
 pub use calls::model_called;

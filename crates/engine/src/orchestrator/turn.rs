@@ -17,6 +17,7 @@ use baton_store::{RunStatus, TurnCommit};
 
 use super::doomed::Doomed;
 use super::step::Planned;
+use super::unbilled::Unbilled;
 use super::{Engine, Session, TurnSummary, holds};
 use crate::audit;
 use crate::config::{Calls, WorkerConfig};
@@ -192,6 +193,16 @@ impl Engine {
             .iter()
             .map(|c| Duration::from_millis(c.duration_ms))
             .sum();
+        // From here on the calls are spent: they count against the worker's pool
+        // however the turn ends (with the turn when it commits, else apart).
+        let unbilled = Unbilled::new(
+            &*self.store,
+            worker.pool.as_ref(),
+            &session.run,
+            turn,
+            &calls,
+            self.clock.now(),
+        );
         // Every output of this turn may be quoted by its own later calls.
         own_outputs.extend(calls.iter().filter_map(|c| c.output.clone()));
         let own: Vec<&str> = own_outputs.iter().map(String::as_str).collect();
@@ -468,7 +479,10 @@ impl Engine {
             pins: new_pin.iter().cloned().collect(),
         };
         match self.store.commit_turn(&commit) {
-            Ok(seqs) => self.published(&seqs[live..], &commit.events[live..]),
+            Ok(seqs) => {
+                unbilled.committed();
+                self.published(&seqs[live..], &commit.events[live..]);
+            }
             // Fenced off: another process committed this turn first. Its turn stands.
             Err(baton_store::Error::TurnConflict { run, turn, .. }) => {
                 return Err(Error::TurnTaken {

@@ -7,6 +7,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use baton_core::ids::Timestamp;
+use baton_core::router::PoolId;
 use baton_engine::jobs::runner::{Progress, WorkOptions, work};
 use baton_engine::jobs::{EnqueueRequest, GateSpec, enqueue};
 use baton_engine::{Clock, StepOutcome, SystemClock};
@@ -69,9 +71,10 @@ fn assert_all_gone(pids: &[u32]) {
     assert!(left.is_empty(), "still running: {left:?}");
 }
 
-/// Steps a foreground run whose only call waits on `server`, cancels it from outside
-/// once the server has a request, and checks the stop: quick, nothing committed.
-fn step_and_cancel(dir: &Path, server: &TestServer, spec: &RunSpec) -> RunId {
+/// Steps a foreground run whose last call waits on `server`, cancels it from outside
+/// once the server has `requests` requests, and checks the stop: quick, nothing
+/// committed.
+fn step_and_cancel(dir: &Path, server: &TestServer, spec: &RunSpec, requests: usize) -> RunId {
     let (store, engine) = process(dir);
     let id = engine.create_run(spec).unwrap();
     let mut session = engine
@@ -82,7 +85,7 @@ fn step_and_cancel(dir: &Path, server: &TestServer, spec: &RunSpec) -> RunId {
         .unwrap();
     let (stepped, asked) = std::thread::scope(|s| {
         let asker = s.spawn(|| {
-            wait_for("the request", || !server.requests().is_empty());
+            wait_for("the request", || server.requests().len() >= requests);
             std::thread::sleep(Duration::from_millis(300));
             cancel_from_outside(dir, CancelTarget::Run(id.clone()))
         });
@@ -109,7 +112,7 @@ fn a_cancel_ends_a_ten_minute_provider_delay_within_a_second() {
     let server = TestServer::start(vec![rate_limited("600")]);
     // 600 s is within what baton waits (`max_wait`), so it would wait it out.
     let spec = one_worker_spec(openai_worker("w1", &server, 2));
-    let id = step_and_cancel(dir.path(), &server, &spec);
+    let id = step_and_cancel(dir.path(), &server, &spec, 1);
     assert_eq!(server.requests().len(), 1, "no retry after the cancel");
     // Resumable: the lease is free and the request does not stop the next holder
     // (which waits out the provider's delay, remembered with the run).
@@ -142,7 +145,7 @@ fn a_cancel_abandons_an_http_call_that_never_answers_and_commits_nothing_of_it()
     let mut worker = openai_worker("w1", &server, 0);
     worker.options.insert("timeout_s".into(), json!(300));
     let spec = one_worker_spec(worker);
-    let id = step_and_cancel(dir.path(), &server, &spec);
+    let id = step_and_cancel(dir.path(), &server, &spec, 1);
     // Resumed in a new process: the next turn is turn 0 again, committed once.
     let (store, engine) = process(dir.path());
     let mut session = engine
@@ -156,6 +159,50 @@ fn a_cancel_abandons_an_http_call_that_never_answers_and_commits_nothing_of_it()
     let turns = store.turns(&id).unwrap();
     assert_eq!(turns.len(), 1);
     assert_eq!(turns[0].calls.len(), 1, "the abandoned call left no record");
+}
+
+/// A turn stopped after its first call was answered commits nothing, but the provider
+/// delivered and bills that call: it counts against the worker's pool. The call cut
+/// short does not (nothing says it was delivered), and the resumed turn counts its own.
+#[test]
+fn a_stopped_turns_answered_call_counts_against_its_pool_and_the_cut_one_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(vec![
+        chat(&ok_result("migrated"), "stop", 100, 10),
+        Action::Delay(
+            Duration::from_secs(1800),
+            Box::new(chat(&ok_report("late"), "stop", 50, 5)),
+        ),
+        chat(&ok_result("migrated"), "stop", 200, 20),
+        chat(&ok_report("migrated"), "stop", 300, 30),
+    ]);
+    let mut worker = openai_worker("w1", &server, 0);
+    worker.calls = Some(baton_engine::config::Calls::Two);
+    worker.pool = Some(PoolId::new("claude"));
+    worker.options.insert("timeout_s".into(), json!(300));
+    let spec = one_worker_spec(worker);
+    let id = step_and_cancel(dir.path(), &server, &spec, 2);
+    let used = |store: &dyn baton_store::Store| {
+        let u = store
+            .pool_usage(
+                &PoolId::new("claude"),
+                Timestamp(i64::MIN),
+                Timestamp(i64::MAX),
+            )
+            .unwrap();
+        (u.tokens, u.requests)
+    };
+    let (store, engine) = process(dir.path());
+    assert_eq!(used(&*store), (110, 1));
+    let mut session = engine
+        .open_with_keys(&id, None, Some(&spec.roster))
+        .unwrap();
+    engine.lease(&mut session, Duration::from_secs(30)).unwrap();
+    assert!(matches!(
+        engine.step(&mut session).unwrap(),
+        StepOutcome::Turn(_)
+    ));
+    assert_eq!(used(&*store), (110 + 220 + 330, 3));
 }
 
 /// Enqueues one job of `worker` (and `gates`) on `repo`.

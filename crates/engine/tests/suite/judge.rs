@@ -9,6 +9,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use baton_core::ErrorClass;
+use baton_core::ids::Timestamp;
+use baton_core::router::PoolId;
 use baton_core::turn::CallKind;
 use baton_engine::config::Price;
 use baton_engine::jobs::judge::{
@@ -164,6 +166,43 @@ fn a_malformed_verdict_is_repaired_and_both_judge_calls_are_recorded_across_a_re
     let again = recorded(&*store);
     assert_eq!(again.calls, judgement.calls);
     assert_eq!(again, judgement);
+}
+
+/// A judge's calls are billed like a turn's: they count against the judge's pool,
+/// whether a verdict came of them or not.
+#[test]
+fn a_judges_calls_count_against_its_pool_with_a_verdict_or_without() {
+    let used = |store: &dyn Store| {
+        store
+            .pool_usage(
+                &PoolId::new("judges"),
+                Timestamp(i64::MIN),
+                Timestamp(i64::MAX),
+            )
+            .unwrap()
+    };
+    for verdict in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let second = if verdict { VERDICT } else { "Truly, B." };
+        let server = TestServer::start(vec![
+            answer("B is better.", 1200, 40),
+            answer(second, 1300, 60),
+        ]);
+        let mut worker = judge_worker(&server, 0);
+        worker.pool = Some(PoolId::new("judges"));
+        let store = store_in(dir.path());
+        two_candidates(dir.path(), &*store);
+        let judged = judge(&*store, &SystemClock, "g", &worker, &*build(&worker));
+        assert_eq!(judged.is_ok(), verdict, "{judged:?}");
+        let judges = used(&*store);
+        assert_eq!((judges.tokens, judges.requests), (1240 + 1360, 2));
+        // $2 and $8 per million tokens, as the judgement records them.
+        assert!(
+            (judges.usd - (2720.0 + 3080.0) / 1e6).abs() < 1e-12,
+            "{}",
+            judges.usd
+        );
+    }
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! turn's seat; pins are written with their turns and replayed on resume.
 
 use baton_core::router::{Allowance, PinReason, Pool, PoolId, SeatId, Window};
+use baton_engine::StepOutcome;
 use baton_engine::config::Floor;
 use baton_store::{BenchChange, BenchTarget, PinFilter, RunStatus, StoredPin};
 
@@ -238,6 +239,61 @@ fn a_pool_benched_between_runs_fills_the_same_seats_with_other_models() {
     assert_eq!(models, ["mock/model-w2", "mock/model-w2"]);
 }
 
+/// A bench made by another process between two turns takes effect at the next
+/// hand-off: the store's kept reading of the floor must see what others wrote since.
+#[test]
+fn a_pool_benched_by_another_process_mid_run_is_skipped_at_the_next_hand_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let engine = engine(&store);
+    let spec = routed(
+        mock_spec(
+            &["Add a health check", "Document it"],
+            &[("w1", "fa"), ("w2", "fb")],
+        ),
+        // Metered by requests, which the mock's calls spend: the pool not used by the
+        // first step is the colder one at the second hand-off.
+        ["a", "b"]
+            .map(|id| Pool {
+                allowance: Allowance {
+                    requests: Some(1_000),
+                    ..Allowance::default()
+                },
+                ..pool(id, None)
+            })
+            .to_vec(),
+        &[("w1", "a"), ("w2", "b")],
+    );
+    let id = engine.create_run(&spec).unwrap();
+    let mut session = engine.open(&id, None).unwrap();
+    assert!(matches!(
+        engine.step(&mut session).unwrap(),
+        StepOutcome::Turn(_)
+    ));
+    let first = pins(&store, &id)[0].pin.pool.to_string();
+    // The other pool, now the colder one, would take the next step: bench it from a
+    // connection of its own, as `baton pool bench` in another process does.
+    let other = if first == "a" { "b" } else { "a" };
+    store_in(dir.path())
+        .set_bench(&BenchChange {
+            target: BenchTarget::Pool(PoolId::new(other)),
+            benched: true,
+            by: "ada".into(),
+            at: Timestamp(1),
+            reason: None,
+        })
+        .unwrap();
+    assert!(matches!(
+        engine.step(&mut session).unwrap(),
+        StepOutcome::Turn(_)
+    ));
+    let pools: Vec<String> = pins(&store, &id)
+        .into_iter()
+        .map(|p| p.pin.pool.to_string())
+        .collect();
+    assert_eq!(pools, [first.clone(), first]);
+}
+
 /// A review step whose every candidate shares the writer's family: the run stops with
 /// the router's question (which seat, why each worker is out, what would unblock it) and
 /// the rule is not broken; nothing is pinned for the seat nobody took.
@@ -352,7 +408,17 @@ fn a_turn_that_does_not_commit_leaves_no_orphan_pin() {
             &["Add a health check", "Document it"],
             &[("w1", "fa"), ("w2", "fb")],
         ),
-        vec![pool("a", None), pool("b", None)],
+        // Metered by requests, which the mock's calls spend: the pool not used by the
+        // first step is the colder one at the second hand-off.
+        ["a", "b"]
+            .map(|id| Pool {
+                allowance: Allowance {
+                    requests: Some(1_000),
+                    ..Allowance::default()
+                },
+                ..pool(id, None)
+            })
+            .to_vec(),
         &[("w1", "a"), ("w2", "b")],
     );
     let id = engine.create_run(&spec).unwrap();

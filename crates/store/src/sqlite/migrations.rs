@@ -285,6 +285,36 @@ const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER pins_never_vanish BEFORE DELETE ON pins
     BEGIN SELECT RAISE(ABORT, 'pins are append-only'); END;
     "#,
+    // 13: reserved for the term signatures of another branch, which land first; this
+    // placeholder makes way for them when the branches are merged.
+    "",
+    // 14: calls no committed turn carries, counted against the pool of whoever made
+    // them (`Store::record_spend`): a judge's, a stopped or fenced-off turn's. Apart
+    // from `pool_calls`, whose rows are keyed by (and refer to) their committed turn.
+    r#"
+    CREATE TABLE pool_spend (
+        seq              INTEGER PRIMARY KEY AUTOINCREMENT,
+        pool             TEXT NOT NULL,
+        -- 'judge' (of the group `of_id`) or 'turn' (of the run `of_id`, turn `turn`).
+        by_kind          TEXT NOT NULL,
+        of_id            TEXT NOT NULL,
+        turn             INTEGER,
+        call             INTEGER NOT NULL,
+        -- The call's start, engine clock: the window it counts in.
+        at               INTEGER NOT NULL,
+        tokens           INTEGER NOT NULL,
+        cost_micro_usd   INTEGER NOT NULL,
+        requests         INTEGER NOT NULL,
+        exhausted        INTEGER NOT NULL,
+        exhausted_until  INTEGER,
+        recorded_at      INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX pool_spend_by_pool ON pool_spend(pool, at);
+    CREATE TRIGGER pool_spend_never_change BEFORE UPDATE ON pool_spend
+    BEGIN SELECT RAISE(ABORT, 'pool usage is append-only'); END;
+    CREATE TRIGGER pool_spend_never_vanish BEFORE DELETE ON pool_spend
+    BEGIN SELECT RAISE(ABORT, 'pool usage is append-only'); END;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -9,6 +9,7 @@
 //! connection keeps the prepared-statement cache warm.
 
 mod cancel;
+mod floor;
 mod jobs;
 mod migrations;
 mod open;
@@ -67,11 +68,14 @@ pub(crate) fn fail<T>(e: Error) -> Result<T> {
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Distinct statements the store prepares; the cache must hold them all to stay warm.
-const STATEMENT_CACHE: usize = 80;
+const STATEMENT_CACHE: usize = 96;
 
 /// The SQLite store. `Send + Sync`; share it as `Arc<dyn Store>`.
 pub struct SqliteStore {
     conn: Mutex<Connection>,
+    /// The floor's last reading, brought up to date by the next (see `floor`). Locked
+    /// only while `conn` is.
+    floor: Mutex<floor::Floor>,
     /// `None` for an in-memory database.
     path: Option<PathBuf>,
     /// Added to the database's clock; 0 except in tests (see `set_clock_offset`).
@@ -113,6 +117,7 @@ impl SqliteStore {
         Self::tune(&mut conn).map_err(|e| open::open_error(e, path))?;
         Ok(SqliteStore {
             conn: Mutex::new(conn),
+            floor: Mutex::default(),
             path: Some(path.to_path_buf()),
             clock_offset_ms: AtomicI64::new(0),
         })
@@ -171,6 +176,7 @@ impl SqliteStore {
         migrations::migrate(&mut conn)?;
         Ok(SqliteStore {
             conn: Mutex::new(conn),
+            floor: Mutex::default(),
             path,
             clock_offset_ms: AtomicI64::new(0),
         })
@@ -508,6 +514,18 @@ impl Store for SqliteStore {
         self.read("pool_usage", |conn| pools::usage(conn, pool, start, end))
     }
 
+    fn record_spend(
+        &self,
+        pool: &baton_core::router::PoolId,
+        by: &crate::SpentBy,
+        calls: &[crate::SpentCall],
+        recorded_at: Timestamp,
+    ) -> crate::Result<()> {
+        self.write("record_spend", |tx| {
+            pools::insert_spend(tx, pool, by, calls, recorded_at)
+        })
+    }
+
     fn record_usage(&self, usage: &crate::ManualUsage) -> crate::Result<()> {
         self.write("record_usage", |tx| pools::record_usage(tx, usage))
     }
@@ -531,12 +549,24 @@ impl Store for SqliteStore {
         &self,
         windows: &[(baton_core::router::PoolId, Timestamp, Timestamp)],
     ) -> crate::Result<(Vec<baton_core::router::PoolUsage>, Vec<crate::Bench>)> {
+        let windows: Vec<_> = windows
+            .iter()
+            .map(|(pool, start, end)| (pool.clone(), start.0, end.0))
+            .collect();
         self.read("floor_reading", |conn| {
-            let usage = windows
-                .iter()
-                .map(|(pool, start, end)| pools::usage(conn, pool, *start, *end))
-                .collect::<Result<Vec<_>>>()?;
-            Ok((usage, pools::benches(conn)?))
+            // A panic mid-reading may have left it half brought up to date: start over.
+            let mut floor = self.floor.lock().unwrap_or_else(|poisoned| {
+                let mut floor = poisoned.into_inner();
+                *floor = floor::Floor::default();
+                self.floor.clear_poison();
+                floor
+            });
+            let reading = floor.reading(conn, &windows);
+            if reading.is_err() {
+                // Half brought up to date: the next reading starts over.
+                *floor = floor::Floor::default();
+            }
+            reading
         })
     }
 

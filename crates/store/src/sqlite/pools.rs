@@ -9,7 +9,8 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use super::Result;
 use crate::Error;
 use crate::pools::{
-    Bench, BenchChange, BenchOutcome, BenchTarget, ManualUsage, PinFilter, StoredPin, UsageMode,
+    Bench, BenchChange, BenchOutcome, BenchTarget, ManualUsage, PinFilter, SpentBy, SpentCall,
+    StoredPin, UsageMode,
 };
 
 /// SQLite integers are i64; a spend or a count beyond that is clamped, not wrapped.
@@ -46,8 +47,106 @@ pub(super) fn insert_calls(tx: &Transaction<'_>, pool: &PoolId, record: &TurnRec
     Ok(())
 }
 
+/// Counts `calls`, which no committed turn carries, against `pool` (see `SpentBy`).
+pub(super) fn insert_spend(
+    tx: &Transaction<'_>,
+    pool: &PoolId,
+    by: &SpentBy,
+    calls: &[SpentCall],
+    recorded_at: Timestamp,
+) -> Result<()> {
+    let (of, turn) = match by {
+        SpentBy::Judge { group } => (group.as_str(), None),
+        SpentBy::Turn { run, turn } => (run.0.as_str(), Some(*turn)),
+    };
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO pool_spend (pool, by_kind, of_id, turn, call, at, tokens, cost_micro_usd,
+                                 requests, exhausted, exhausted_until, recorded_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    )?;
+    for (i, SpentCall { at, spend }) in calls.iter().enumerate() {
+        if *spend == CallSpend::default() {
+            continue;
+        }
+        insert.execute(params![
+            pool.as_str(),
+            by.kind(),
+            of,
+            turn,
+            i as u32,
+            at.0,
+            int(spend.tokens),
+            int(spend.cost_micro_usd),
+            int(spend.requests),
+            spend.exhausted,
+            spend.exhausted_until.map(|t| t.0),
+            recorded_at.0,
+        ])?;
+    }
+    Ok(())
+}
+
 /// Sums of (tokens, micro-dollars, requests).
-type Sums = (i64, i64, i64);
+pub(super) type Sums = (i64, i64, i64);
+
+/// What a pool used in one window, as the store sums it (see `Store::pool_usage`);
+/// kept between readings by `super::floor`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Tally {
+    pub start: i64,
+    pub end: i64,
+    /// Where the sums start: the latest dashboard reading (`Set`) in the window, which
+    /// counts everything before it, else the window's start.
+    pub from: i64,
+    pub sums: Sums,
+    pub exhausted_until: Option<i64>,
+}
+
+impl Tally {
+    /// Counts one spent call made at `at` (of a committed turn, or one outside a turn).
+    pub fn add_call(&mut self, at: i64, spend: Sums, exhausted: bool, until: Option<i64>) {
+        if (self.from..self.end).contains(&at) {
+            self.add(spend);
+        }
+        // As the query in `tally` reads a mark: one made in an earlier window still
+        // holds while its named reset is ahead; one that named no reset holds to the
+        // end of the window it was made in.
+        let reaches = match until {
+            Some(until) => until > self.start,
+            None => at >= self.start,
+        };
+        if exhausted && at < self.end && reaches {
+            let until = until.unwrap_or(self.end);
+            self.exhausted_until = Some(self.exhausted_until.map_or(until, |u| u.max(until)));
+        }
+    }
+
+    /// Counts usage declared with `UsageMode::Add`.
+    pub fn add_declared(&mut self, at: i64, spend: Sums) {
+        if (self.from..self.end).contains(&at) {
+            self.add(spend);
+        }
+    }
+
+    fn add(&mut self, (tokens, usd, requests): Sums) {
+        let s = &mut self.sums;
+        *s = (
+            s.0.saturating_add(tokens),
+            s.1.saturating_add(usd),
+            s.2.saturating_add(requests),
+        );
+    }
+
+    pub fn usage(&self, pool: &PoolId) -> PoolUsage {
+        PoolUsage {
+            pool: pool.clone(),
+            tokens: count(self.sums.0),
+            usd: count(self.sums.1) as f64 / 1_000_000.0,
+            requests: count(self.sums.2),
+            exhausted_until: self.exhausted_until.map(Timestamp),
+        }
+    }
+}
 
 /// `pool`'s usage in the window `[start, end)`. See `Store::pool_usage`.
 pub(super) fn usage(
@@ -56,7 +155,11 @@ pub(super) fn usage(
     start: Timestamp,
     end: Timestamp,
 ) -> Result<PoolUsage> {
-    let (start, end) = (start.0, end.0);
+    Ok(tally(conn, pool, start.0, end.0)?.usage(pool))
+}
+
+/// `pool`'s usage in the window `[start, end)`, summed from every row.
+pub(super) fn tally(conn: &Connection, pool: &PoolId, start: i64, end: i64) -> Result<Tally> {
     let set: Option<(i64, i64, i64, i64)> = conn
         .prepare_cached(
             "SELECT at, tokens, cost_micro_usd, requests FROM pool_usage
@@ -81,36 +184,39 @@ pub(super) fn usage(
     };
     let calls = sums(
         "SELECT coalesce(sum(tokens), 0), coalesce(sum(cost_micro_usd), 0), coalesce(sum(requests), 0)
-         FROM pool_calls WHERE pool = ?1 AND at >= ?2 AND at < ?3",
+         FROM (SELECT tokens, cost_micro_usd, requests FROM pool_calls
+               WHERE pool = ?1 AND at >= ?2 AND at < ?3
+               UNION ALL
+               SELECT tokens, cost_micro_usd, requests FROM pool_spend
+               WHERE pool = ?1 AND at >= ?2 AND at < ?3)",
     )?;
     let added = sums(
         "SELECT coalesce(sum(tokens), 0), coalesce(sum(cost_micro_usd), 0), coalesce(sum(requests), 0)
          FROM pool_usage WHERE pool = ?1 AND mode = 'add' AND at >= ?2 AND at < ?3",
     )?;
-    let total = |pick: fn(Sums) -> i64| {
-        count(
-            pick(base)
-                .saturating_add(pick(calls))
-                .saturating_add(pick(added)),
-        )
-    };
     // A mark made in an earlier window still holds while its named reset is ahead; one
     // that named no reset holds to the end of the window it was made in.
     let exhausted_until: Option<i64> = conn
         .prepare_cached(
-            "SELECT max(coalesce(exhausted_until, ?3)) FROM pool_calls
-             WHERE pool = ?1 AND exhausted = 1 AND at < ?3
+            "SELECT max(coalesce(exhausted_until, ?3))
+             FROM (SELECT at, exhausted, exhausted_until FROM pool_calls WHERE pool = ?1
+                   UNION ALL
+                   SELECT at, exhausted, exhausted_until FROM pool_spend WHERE pool = ?1)
+             WHERE exhausted = 1 AND at < ?3
                AND ((exhausted_until IS NOT NULL AND exhausted_until > ?2)
                     OR (exhausted_until IS NULL AND at >= ?2))",
         )?
         .query_row(params![pool.as_str(), start, end], |r| r.get(0))?;
-    Ok(PoolUsage {
-        pool: pool.clone(),
-        tokens: total(|s| s.0),
-        usd: total(|s| s.1) as f64 / 1_000_000.0,
-        requests: total(|s| s.2),
-        exhausted_until: exhausted_until.map(Timestamp),
-    })
+    let mut tally = Tally {
+        start,
+        end,
+        from,
+        sums: base,
+        exhausted_until,
+    };
+    tally.add(calls);
+    tally.add(added);
+    Ok(tally)
 }
 
 pub(super) fn record_usage(tx: &Transaction<'_>, usage: &ManualUsage) -> Result<()> {

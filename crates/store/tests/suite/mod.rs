@@ -214,6 +214,16 @@ macro_rules! conformance_tests {
             );
         }
         #[test]
+        fn a_floor_reading_sees_what_any_process_wrote_since_the_last() {
+            $crate::suite::pools::a_floor_reading_sees_what_any_process_wrote_since_the_last(
+                &$new,
+            );
+        }
+        #[test]
+        fn spend_outside_a_turn_counts_against_its_pool() {
+            $crate::suite::pools::spend_outside_a_turn_counts_against_its_pool($new.store());
+        }
+        #[test]
         fn cancel_requests_stop_the_lease_they_name_and_no_other() {
             $crate::suite::jobs::cancel_requests_stop_the_lease_they_name_and_no_other(
                 &$new,

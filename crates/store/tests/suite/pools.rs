@@ -7,7 +7,8 @@ use baton_core::router::{Pin, PinReason, PoolId, PoolUsage, SeatId};
 use baton_core::state::ExecutionState;
 use baton_core::turn::ReportedUsage;
 use baton_store::{
-    BenchChange, BenchOutcome, BenchTarget, ManualUsage, PinFilter, Store, UsageMode, bench_set,
+    BenchChange, BenchOutcome, BenchTarget, ManualUsage, PinFilter, SpentBy, SpentCall, Store,
+    UsageMode, bench_set,
 };
 
 use super::Backend;
@@ -40,6 +41,10 @@ fn commit(
     commit.pool = in_pool.map(pool);
     store.commit_turn(&commit).unwrap();
     after
+}
+
+fn spent_calls(calls: &[baton_core::turn::CallRecord]) -> Vec<SpentCall> {
+    calls.iter().map(SpentCall::of).collect()
 }
 
 fn usage(store: &dyn Store, id: &str, start: i64, end: i64) -> PoolUsage {
@@ -426,4 +431,152 @@ pub fn floor_reading_is_each_pools_usage_and_the_benches(store: &dyn Store) {
     assert_eq!(usage_read[1].tokens, 2_000);
     assert_eq!(benches, store.benches().unwrap());
     assert!(bench_set(&benches).pools.contains(&pool("codex")));
+}
+
+/// A hand-off's reading is kept and brought up to date by the next one: it must still
+/// see everything committed in between, by this process or another (a turn of another
+/// run, an owner's `baton pool usage` or `baton bench`), exactly as summing afresh does.
+pub fn a_floor_reading_sees_what_any_process_wrote_since_the_last(backend: &dyn Backend) {
+    let store = backend.store();
+    let other = backend.reopen();
+    let other = other.as_ref();
+    let day = 24 * HOUR;
+    let windows = |start: i64| {
+        [
+            (pool("claude"), Timestamp(start), Timestamp(start + day)),
+            (pool("codex"), Timestamp(start), Timestamp(start + day)),
+        ]
+    };
+    // The reading, checked against `pool_usage` and `benches` read afresh.
+    let read = |start: i64| {
+        let (got, benches) = store.floor_reading(&windows(start)).unwrap();
+        let fresh: Vec<PoolUsage> = windows(start)
+            .iter()
+            .map(|(p, s, e)| other.pool_usage(p, *s, *e).unwrap())
+            .collect();
+        assert_eq!(got, fresh);
+        assert_eq!(benches, other.benches().unwrap());
+        (got, benches)
+    };
+    let state = fixtures::create(store, "run-1", T0);
+    let state = commit(store, &state, Some("claude"), 1_000, 2_500);
+    let (first, _) = read(T0);
+    assert_eq!(first[0].tokens, 2_000);
+
+    // Another process: a turn of another run in claude, usage declared for codex, and
+    // codex benched.
+    let theirs = fixtures::create(other, "run-2", T0);
+    let theirs = commit(other, &theirs, Some("claude"), 400, 10);
+    other
+        .record_usage(&declared("codex", UsageMode::Add, T0 + 500, 300, 40))
+        .unwrap();
+    other
+        .set_bench(&BenchChange {
+            target: BenchTarget::Pool(pool("codex")),
+            benched: true,
+            by: "ada".into(),
+            at: Timestamp(T0 + 600),
+            reason: None,
+        })
+        .unwrap();
+    let (second, benches) = read(T0);
+    assert_eq!((second[0].tokens, second[1].tokens), (2_800, 300));
+    assert!(bench_set(&benches).pools.contains(&pool("codex")));
+
+    // This process's own turn and a judge's call, then a dashboard reading that
+    // replaces claude's sums.
+    let state = commit(store, &state, Some("claude"), 100, 0);
+    read(T0);
+    let (_, judged) = fixtures::next_turn(&state);
+    let judge = SpentBy::Judge { group: "g".into() };
+    other
+        .record_spend(
+            &pool("codex"),
+            &judge,
+            &spent_calls(&judged.record.calls),
+            Timestamp(T0),
+        )
+        .unwrap();
+    let (spent, _) = read(T0);
+    assert_eq!(spent[1].requests, 1 + 2);
+    other
+        .record_usage(&declared("claude", UsageMode::Set, T0 + 10 * HOUR, 7, 0))
+        .unwrap();
+    let (set, _) = read(T0);
+    assert_eq!(set[0].tokens, 7);
+    // What follows the dashboard reading is added to it; a spent quota marks the pool.
+    let (_, mut spent) = fixtures::next_turn(&theirs);
+    spent.record.calls[0].error_class = Some(ErrorClass::QuotaExhausted);
+    spent.record.started_at = Timestamp(T0 + 11 * HOUR);
+    for call in &mut spent.record.calls {
+        call.started_at = Timestamp(T0 + 11 * HOUR);
+    }
+    spent.pool = Some(pool("claude"));
+    other.commit_turn(&spent).unwrap();
+    let (marked, _) = read(T0);
+    assert_eq!(marked[0].exhausted_until, Some(Timestamp(T0 + day)));
+    assert!(marked[0].requests > set[0].requests);
+    // The next window starts from nothing; an unbench is seen.
+    other
+        .set_bench(&BenchChange {
+            target: BenchTarget::Pool(pool("codex")),
+            benched: false,
+            by: "ada".into(),
+            at: Timestamp(T0 + day),
+            reason: None,
+        })
+        .unwrap();
+    let (next, benches) = read(T0 + day);
+    assert_eq!(next[0].tokens, 0);
+    assert!(benches.is_empty());
+    commit(store, &state, Some("codex"), 50, 0);
+    read(T0 + day);
+}
+
+/// Calls no committed turn carries (a judge's, a stopped turn's) count against the pool
+/// in the window each started in, exhaustion marks included; a call that never reached
+/// the provider counts nothing.
+pub fn spend_outside_a_turn_counts_against_its_pool(store: &dyn Store) {
+    let state = fixtures::create(store, "run-1", T0);
+    let (_, turn) = fixtures::next_turn(&state);
+    let mut calls = turn.record.calls.clone();
+    calls[0].usage = Some(ReportedUsage {
+        input_tokens: 300,
+        output_tokens: 20,
+        cached_tokens: 0,
+    });
+    calls[0].cost_micro_usd = Some(70);
+    calls[1].error_class = Some(ErrorClass::Unreachable);
+    let stopped = SpentBy::Turn {
+        run: state.run_id.clone(),
+        turn: 0,
+    };
+    store
+        .record_spend(
+            &pool("claude"),
+            &stopped,
+            &spent_calls(&calls),
+            Timestamp(T0 + 5),
+        )
+        .unwrap();
+    let claude = usage(store, "claude", T0, T0 + HOUR);
+    assert_eq!((claude.tokens, claude.requests), (320, 1));
+    assert!((claude.usd - 70e-6).abs() < 1e-12, "{}", claude.usd);
+    // The turn is committed later under the same number: both count, apart.
+    let (_, mut committed) = fixtures::next_turn(&state);
+    committed.pool = Some(pool("claude"));
+    store.commit_turn(&committed).unwrap();
+    assert_eq!(usage(store, "claude", T0, T0 + HOUR).requests, 1 + 2);
+    // A judge whose quota is spent marks its pool exhausted.
+    let mut spent = turn.record.calls[..1].to_vec();
+    spent[0].error_class = Some(ErrorClass::QuotaExhausted);
+    spent[0].quota_reset_at = Some(Timestamp(T0 + 2 * HOUR));
+    let judge = SpentBy::Judge { group: "g".into() };
+    store
+        .record_spend(&pool("codex"), &judge, &spent_calls(&spent), Timestamp(T0))
+        .unwrap();
+    let codex = usage(store, "codex", T0, T0 + HOUR);
+    assert_eq!(codex.exhausted_until, Some(Timestamp(T0 + 2 * HOUR)));
+    assert_eq!(codex.requests, 1);
+    assert_eq!(usage(store, "codex", T0 + HOUR, T0 + 2 * HOUR).requests, 0);
 }
