@@ -69,6 +69,8 @@ pub fn spec(tasks: &[&str], roster: Roster) -> RunSpec {
         tasks: tasks.iter().map(|t| t.to_string()).collect(),
         step_budgets: Vec::new(),
         step_seats: Vec::new(),
+        step_tags: Vec::new(),
+        step_scopes: Vec::new(),
         roster,
         // No repair calls unless a test asks for them: most tests script each call.
         settings: RunSettings {
