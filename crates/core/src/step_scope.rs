@@ -188,6 +188,9 @@ mod tests {
             assert_eq!(scope.as_str().parse::<StepScope>().unwrap(), scope);
         }
         let err = "review".parse::<StepScope>().unwrap_err().to_string();
-        assert!(err.contains("\"own\"") && err.contains("\"earlier\""), "{err}");
+        assert!(
+            err.contains("\"own\"") && err.contains("\"earlier\""),
+            "{err}"
+        );
     }
 }

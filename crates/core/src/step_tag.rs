@@ -17,9 +17,7 @@ pub const MAX_TAG_LEN: usize = 64;
 /// starting with a letter or a digit. One spelling only, so that a step's tag and a
 /// seat's `deny_tags` key match exactly or visibly not at all (`Credentials` is refused,
 /// not silently a second tag). Read back through the same check.
-#[derive(
-    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema,
-)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema)]
 #[serde(transparent)]
 pub struct StepTag(String);
 

@@ -70,7 +70,9 @@ mod tests {
             ))
         };
         assert!(op(r#""step_tags":[["credentials"]],"step_scopes":["earlier"]"#).is_ok());
-        let err = op(r#""step_tags":[["Credentials"]]"#).unwrap_err().to_string();
+        let err = op(r#""step_tags":[["Credentials"]]"#)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains(r#"write "credentials""#), "{err}");
         let err = op(r#""step_scopes":["all"]"#).unwrap_err().to_string();
         assert!(err.contains("own") && err.contains("earlier"), "{err}");

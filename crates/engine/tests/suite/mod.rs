@@ -15,6 +15,7 @@ mod pools;
 mod providers;
 mod replay;
 mod seats;
+mod step_flags;
 // The gateway suite's wire-format server, shared rather than copied.
 #[allow(dead_code)]
 #[path = "../../../gateway/tests/suite/server.rs"]
