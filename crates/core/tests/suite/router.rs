@@ -5,11 +5,11 @@
 use std::collections::BTreeSet;
 
 use baton_core::ids::{Timestamp, WorkerId};
-use baton_core::state::StepTag;
 use baton_core::router::{
     Allowance, Authored, Benches, CHECKPOINT_CONFIRM, CHECKPOINT_FIND, Candidate, Fractions, Glob,
     Pick, Pin, PinReason, Pool, PoolId, PoolUsage, RouteInput, Routed, Seat, SeatId, Window, route,
 };
+use baton_core::state::StepTag;
 use proptest::prelude::*;
 
 const NOW: Timestamp = Timestamp(1_796_198_400_000);
