@@ -233,6 +233,8 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             text,
             step_budgets,
             step_seats,
+            step_tags,
+            step_scopes,
             budget,
             max_turns,
             create_only,
@@ -252,6 +254,8 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
                     tasks.len()
                 )));
             }
+            let (step_tags, step_scopes) =
+                crate::input::step_flags(&step_tags, &step_scopes, tasks.len())?;
             // Every worker checked before the database is even opened (a missing key
             // too, unless only creating: it would stop the run before its first turn).
             baton_engine::orchestrator::check_roster(
@@ -265,6 +269,8 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
                 tasks,
                 step_budgets: step_budgets.into_iter().map(Some).collect(),
                 step_seats: step_seats.into_iter().map(Some).collect(),
+                step_tags,
+                step_scopes,
                 // The configuration's roster is the context's; a replayed one differs.
                 roster: match replay {
                     Some(_) => Some(serde_json::to_value(&roster)?),

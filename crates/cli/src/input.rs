@@ -1,11 +1,12 @@
 //! The objective and tasks of `run` and `enqueue`: inline, or read from files or
 //! standard input when they are longer than the command line allows (128 KiB for one
-//! argument on Linux).
+//! argument on Linux); and the per-step flags that go with the tasks.
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use baton_core::state::{StepScope, StepTag};
 use clap::Args;
 
 /// What the work is for and its steps.
@@ -63,6 +64,41 @@ impl WorkText {
         };
         Ok((objective, tasks))
     }
+}
+
+/// `--step-tags` and `--step-scope`, read and checked against the plan's length before
+/// the database is opened: a bad flag creates nothing.
+#[allow(clippy::type_complexity)]
+pub fn step_flags(
+    tags: &[String],
+    scopes: &[String],
+    steps: usize,
+) -> Result<(Vec<Vec<StepTag>>, Vec<Option<StepScope>>)> {
+    for (flag, given) in [("--step-tags", tags.len()), ("--step-scope", scopes.len())] {
+        if given > steps {
+            return Err(crate::exit::usage(format!(
+                "{given} {flag} values for {steps} tasks; give at most one per --task, in the tasks' order"
+            )));
+        }
+    }
+    let tags = tags
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            StepTag::list(t)
+                .map_err(|e| crate::exit::usage(format!("--step-tags of step {}: {e}", i + 1)))
+        })
+        .collect::<Result<_>>()?;
+    let scopes = scopes
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            s.parse::<StepScope>()
+                .map(Some)
+                .map_err(|e| crate::exit::usage(format!("--step-scope of step {}: {e}", i + 1)))
+        })
+        .collect::<Result<_>>()?;
+    Ok((tags, scopes))
 }
 
 /// The longest objective or task baton reads: far beyond any briefing budget (which

@@ -361,6 +361,11 @@ pub(crate) fn route(ctx: &Context_, seat: &str, tags: &[String], json: bool) -> 
     if floor.pools.is_empty() {
         return Err(no_pools(ctx));
     }
+    let tags = tags
+        .iter()
+        .map(|t| baton_core::state::StepTag::new(t.trim()))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| exit::usage(format!("--tags: {e}")))?;
     let id = SeatId::new(seat);
     if !id.in_known_group() {
         return Err(exit::usage(format!(
@@ -393,7 +398,7 @@ pub(crate) fn route(ctx: &Context_, seat: &str, tags: &[String], json: bool) -> 
         phase: "dry run",
         handoff: 0,
         now,
-        tags,
+        tags: &tags,
         candidates: &candidates,
         pools: &floor.pools,
         usage: &usage,

@@ -61,7 +61,13 @@ pub fn tasks(state: &ExecutionState) -> String {
             .budget
             .map(|b| format!("  [budget {b}]"))
             .unwrap_or_default();
-        let _ = writeln!(out, "[{mark}] {} {}{by}{budget}", s.id, s.title);
+        let _ = writeln!(
+            out,
+            "[{mark}] {} {}{by}{budget}{}",
+            s.id,
+            s.title,
+            step_marks(s)
+        );
         if let (StepStatus::Pending, Some(last)) = (s.status, s.attempts.last()) {
             let _ = writeln!(
                 out,
@@ -73,6 +79,20 @@ pub fn tasks(state: &ExecutionState) -> String {
                 clip(&last.detail, 160)
             );
         }
+    }
+    out
+}
+
+/// A step's tags and its stated scope, as the plan gives them (`  [tags credentials, db]
+/// [scope own]`); nothing for a step with neither, whose line reads as it always did.
+fn step_marks(s: &baton_core::state::PlanStep) -> String {
+    let mut out = String::new();
+    if !s.tags.is_empty() {
+        let tags: Vec<&str> = s.tags.iter().map(|t| t.as_str()).collect();
+        let _ = write!(out, "  [tags {}]", tags.join(", "));
+    }
+    if let Some(scope) = s.scope {
+        let _ = write!(out, "  [scope {}]", scope.as_str());
     }
     out
 }

@@ -7,7 +7,9 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use baton_core::ids::{RunId, Timestamp};
 use baton_core::router::{PoolId, SeatId};
+use baton_core::state::{ExecutionState, StepTag};
 use baton_engine::report::fractions;
+use baton_engine::seating::phase_of;
 use baton_store::{PinFilter, StoredPin};
 use clap::Args;
 use serde::Serialize;
@@ -22,6 +24,9 @@ struct SeatRow<'a> {
     since_turn: u32,
     #[serde(flatten)]
     pin: &'a baton_core::router::Pin,
+    /// The tags of the step the pin's phase is, which the seat's deny_tags read.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    tags: &'a [StepTag],
 }
 
 /// `baton seats [RUN]`.
@@ -29,7 +34,8 @@ pub(crate) fn seats(ctx: &Context_, run: Option<&str>, json: bool) -> Result<Exi
     let store = ctx.reader()?;
     let id = resolve(store.as_ref(), run)?;
     let pins = store.pins(&PinFilter::run(&id))?;
-    let rows = ledger(&pins);
+    let state = store.load_state(&id)?;
+    let rows = ledger(&pins, &state);
     if json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(ExitCode::SUCCESS);
@@ -39,8 +45,9 @@ pub(crate) fn seats(ctx: &Context_, run: Option<&str>, json: bool) -> Result<Exi
         return Ok(ExitCode::SUCCESS);
     }
     for r in &rows {
+        let tags: Vec<&str> = r.tags.iter().map(|t| t.as_str()).collect();
         println!(
-            "{}: {} ({}, family {}, pool {}) since turn {} at {}: {} · phase {}",
+            "{}: {} ({}, family {}, pool {}) since turn {} at {}: {} · phase {}{}",
             r.seat,
             r.pin.worker,
             r.pin.model,
@@ -49,14 +56,19 @@ pub(crate) fn seats(ctx: &Context_, run: Option<&str>, json: bool) -> Result<Exi
             r.since_turn,
             r.pin.at,
             r.pin.reason,
-            r.pin.phase
+            r.pin.phase,
+            if tags.is_empty() {
+                String::new()
+            } else {
+                format!(" (tagged {})", tags.join(", "))
+            }
         );
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// The latest pin of each seat, seats by name.
-fn ledger(pins: &[StoredPin]) -> Vec<SeatRow<'_>> {
+/// The latest pin of each seat, seats by name, with the tags of its phase's step.
+fn ledger<'a>(pins: &'a [StoredPin], state: &'a ExecutionState) -> Vec<SeatRow<'a>> {
     let mut latest: std::collections::BTreeMap<&SeatId, &StoredPin> = Default::default();
     for p in pins {
         latest.insert(&p.pin.seat, p);
@@ -67,6 +79,11 @@ fn ledger(pins: &[StoredPin]) -> Vec<SeatRow<'_>> {
             seat: &p.pin.seat,
             since_turn: p.turn,
             pin: &p.pin,
+            tags: state
+                .plan
+                .iter()
+                .find(|s| phase_of(s) == p.pin.phase)
+                .map_or(&[], |s| s.tags.as_slice()),
         })
         .collect()
 }

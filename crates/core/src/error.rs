@@ -21,6 +21,21 @@ pub enum Error {
     /// A route file with problems, every one listed with what to fix.
     #[error(transparent)]
     Route(#[from] crate::line::RouteErrors),
+    /// A plan step's tag as written that is not one (see `StepTag`).
+    #[error(
+        "step tag {tag:?}: {detail}{}; a tag is lowercase letters, digits, '-', '_' and '.' (as a seat's deny_tags names it)",
+        suggestion.as_ref().map(|s| format!(" (write \"{s}\")")).unwrap_or_default()
+    )]
+    BadStepTag {
+        tag: String,
+        detail: String,
+        suggestion: Option<String>,
+    },
+    /// A plan step's scope as written that is neither `own` nor `earlier`.
+    #[error(
+        "step scope {value:?} is not one: write \"own\" for a step on its own part of the work, or \"earlier\" for one over the earlier steps' work (a review, a check, a summary), whose briefing then holds their completed work and artifacts"
+    )]
+    UnknownStepScope { value: String },
 }
 
 impl Error {

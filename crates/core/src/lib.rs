@@ -21,6 +21,7 @@ pub mod reconciler;
 pub mod router;
 pub mod state;
 pub mod step_scope;
+pub mod step_tag;
 pub mod synthetic;
 pub mod text;
 pub mod tokens;

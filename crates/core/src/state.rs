@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::ids::{RunId, Timestamp, WorkerId};
 use crate::line::{Finding, PlanLock, PlanVersion, Verdict};
 pub use crate::step_scope::StepScope;
+pub use crate::step_tag::StepTag;
 
 /// Who recorded something, with what model, at which turn and engine time.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,6 +62,11 @@ pub struct PlanStep {
     /// decides (see `scope`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<StepScope>,
+    /// What the step touches (`credentials`, `db`), as the plan tags it: a routed run's
+    /// seat policy (`deny_tags`) reads them. None is the common case, and is not
+    /// written, so an untagged plan's record reads as it did before tags existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<StepTag>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub done_by: Option<WorkerId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -361,6 +367,7 @@ impl ExecutionState {
                     budget: None,
                     seat: None,
                     scope: None,
+                    tags: Vec::new(),
                     done_by: None,
                     done_at_turn: None,
                     attempts: Vec::new(),

@@ -3,10 +3,13 @@
 //! keeps other steps' completed work and artifacts out of a briefing unless they share
 //! the task's terms; a step that covers earlier work must see them whatever its words.
 
+use std::str::FromStr;
+
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The work a plan step covers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StepScope {
     /// Its own part: other steps' work is shown when it is recent or shares the task's
@@ -73,6 +76,27 @@ const QUALIFIERS: &[&str] = &[
     "final", "overall", "full", "code", "design", "peer", "security", "sanity", "quick", "last",
     "a", "an", "the",
 ];
+
+impl StepScope {
+    /// The name a plan (and `--step-scope`) gives it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepScope::Own => "own",
+            StepScope::Earlier => "earlier",
+        }
+    }
+}
+
+impl FromStr for StepScope {
+    type Err = crate::Error;
+    fn from_str(s: &str) -> crate::Result<StepScope> {
+        match s.trim() {
+            "own" => Ok(StepScope::Own),
+            "earlier" => Ok(StepScope::Earlier),
+            _ => Err(crate::Error::UnknownStepScope { value: s.into() }),
+        }
+    }
+}
 
 impl StepScope {
     /// The default scope of a step titled `title`: `Earlier` when the title opens with
@@ -156,5 +180,17 @@ mod tests {
         for t in own {
             assert_eq!(StepScope::of_title(t), StepScope::Own, "{t:?}");
         }
+    }
+
+    #[test]
+    fn a_scope_is_read_by_its_name_and_an_unknown_one_says_both() {
+        for scope in [StepScope::Own, StepScope::Earlier] {
+            assert_eq!(scope.as_str().parse::<StepScope>().unwrap(), scope);
+        }
+        let err = "review".parse::<StepScope>().unwrap_err().to_string();
+        assert!(
+            err.contains("\"own\"") && err.contains("\"earlier\""),
+            "{err}"
+        );
     }
 }

@@ -99,6 +99,8 @@ fn command_turn(c: &mut Criterion) {
             tasks,
             step_budgets: Vec::new(),
             step_seats: Vec::new(),
+            step_tags: Vec::new(),
+            step_scopes: Vec::new(),
             roster: Roster {
                 workers: vec![worker],
             },

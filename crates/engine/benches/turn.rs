@@ -18,6 +18,8 @@ fn spec(turns: u32) -> RunSpec {
         tasks: tasks(turns),
         step_budgets: Vec::new(),
         step_seats: Vec::new(),
+        step_tags: Vec::new(),
+        step_scopes: Vec::new(),
         roster: Roster::mock(5),
         // The settings a run gets by default: the o200k BPE, budget 2,000.
         settings: RunSettings::default(),

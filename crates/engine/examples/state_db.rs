@@ -33,6 +33,8 @@ fn main() -> Result<(), Box<dyn Error>> {
         tasks: state.plan.iter().map(|s| s.title.clone()).collect(),
         step_budgets: Vec::new(),
         step_seats: Vec::new(),
+        step_tags: Vec::new(),
+        step_scopes: Vec::new(),
         roster: Roster::mock(5),
         settings: RunSettings::default(),
     })?;

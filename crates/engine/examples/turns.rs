@@ -37,6 +37,8 @@ fn main() -> Result<(), Box<dyn Error>> {
         tasks: tasks(100),
         step_budgets: Vec::new(),
         step_seats: Vec::new(),
+        step_tags: Vec::new(),
+        step_scopes: Vec::new(),
         roster: Roster::mock(5),
         settings: RunSettings {
             budget,

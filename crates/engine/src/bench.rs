@@ -136,6 +136,8 @@ pub fn run_one(
         tasks: tasks(n),
         step_budgets: Vec::new(),
         step_seats: Vec::new(),
+        step_tags: Vec::new(),
+        step_scopes: Vec::new(),
         roster: Roster::mock(5),
         settings: RunSettings {
             budget,

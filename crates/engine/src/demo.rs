@@ -33,6 +33,8 @@ pub fn spec() -> RunSpec {
         tasks: demo::STEPS.iter().map(|s| s.to_string()).collect(),
         step_budgets: Vec::new(),
         step_seats: Vec::new(),
+        step_tags: Vec::new(),
+        step_scopes: Vec::new(),
         roster: roster(),
         settings: RunSettings {
             total_budget: Some(DEMO_TOTAL_BUDGET),

@@ -158,9 +158,24 @@ fn render_markdown(r: &RunReport, state: &ExecutionState, turns: &[TurnRecord]) 
             (Some(w), Some(t)) => format!(" — done by {w} at turn {t}"),
             _ => String::new(),
         };
+        // Tags and a stated scope only when the plan gives them: an untagged plan's
+        // report reads as before.
+        let mut marks = Vec::new();
+        if !s.tags.is_empty() {
+            let tags: Vec<&str> = s.tags.iter().map(|t| t.as_str()).collect();
+            marks.push(format!("tags: {}", tags.join(", ")));
+        }
+        if let Some(scope) = s.scope {
+            marks.push(format!("scope: {}", scope.as_str()));
+        }
+        let marks = if marks.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", marks.join("; "))
+        };
         let _ = writeln!(
             md,
-            "- [{}] {} {}{by}",
+            "- [{}] {} {}{marks}{by}",
             if s.done_by.is_some() { "x" } else { " " },
             s.id,
             s.title

@@ -397,6 +397,8 @@ mod tests {
             tasks: vec!["t".into()],
             step_budgets: Vec::new(),
             step_seats: Vec::new(),
+            step_tags: Vec::new(),
+            step_scopes: Vec::new(),
             roster: Roster::mock(1),
             settings: RunSettings {
                 estimator: baton_core::tokens::EstimatorKind::Heuristic,

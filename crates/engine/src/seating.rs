@@ -11,7 +11,9 @@
 //! - the **work under review** is the whole run (one objective): a reviewing seat
 //!   (`review.*`, `checkpoint.*`, `plan.scrutiny`, `judge`) never goes to the family of a
 //!   worker that committed a turn in a seat that does not review, and
-//!   `checkpoint.confirm` never to a worker that held `checkpoint.find` in the run.
+//!   `checkpoint.confirm` never to a worker that held `checkpoint.find` in the run;
+//! - a step's **tags** (`--step-tags credentials`) are read against its seat's
+//!   `deny_tags`: a family denied a tag never takes a step carrying it.
 //!
 //! The steps are taken in plan order, as the rotating policy takes them, but a routed
 //! run has no continuation turns: it is done when its steps are (continuation turns give
@@ -154,8 +156,7 @@ pub fn seat(input: &SeatInput<'_>) -> Seating {
         phase: &phase,
         handoff: input.state.turns,
         now: input.reading.now,
-        // Plan steps carry no tags yet: a seat's deny_tags has nothing to match.
-        tags: &[],
+        tags: &step.tags,
         candidates: input.candidates,
         pools: &input.floor.pools,
         usage: &input.reading.usage,

@@ -60,11 +60,30 @@ mod tests {
         assert!(serde_json::from_str::<super::Op>(r#"{"op":"step","run":"r","rnu":"x"}"#).is_err());
     }
 
+    /// A client's op is checked as the CLI's flags are: a tag or a scope that is not one
+    /// is refused when the op is read, saying what to write.
+    #[test]
+    fn a_bad_step_tag_or_scope_in_an_op_is_refused_with_what_to_write() {
+        let op = |extra: &str| {
+            serde_json::from_str::<super::Op>(&format!(
+                r#"{{"op":"create_run","objective":"o","tasks":["t"],{extra}}}"#
+            ))
+        };
+        assert!(op(r#""step_tags":[["credentials"]],"step_scopes":["earlier"]"#).is_ok());
+        let err = op(r#""step_tags":[["Credentials"]]"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(r#"write "credentials""#), "{err}");
+        let err = op(r#""step_scopes":["all"]"#).unwrap_err().to_string();
+        assert!(err.contains("own") && err.contains("earlier"), "{err}");
+    }
+
     /// Every op survives JSON both ways, with what each carries (a client's request is
     /// what the engine gets), and the short forms a client writes by hand read.
     #[test]
     fn every_op_round_trips() {
         use super::{CancelTarget, NewRoster, Op, Sandbox, Settings};
+        use baton_core::state::{StepScope, StepTag};
         use baton_core::tokens::EstimatorKind;
         let settings = Settings {
             budget: Some(900),
@@ -78,6 +97,8 @@ mod tests {
                 tasks: vec!["t1".into(), "t2".into()],
                 step_budgets: vec![None, Some(400)],
                 step_seats: vec![None, Some("review.code".into())],
+                step_tags: vec![Vec::new(), StepTag::list("credentials,db").unwrap()],
+                step_scopes: vec![None, Some(StepScope::Own)],
                 roster: Some(roster.clone()),
                 settings: settings.clone(),
             },

@@ -8,6 +8,7 @@
 //! problem); recording a human's answer as state the next briefing carries needs its
 //! own path through the reconciler, which the assembly line brings (issue 12).
 
+use baton_core::state::{StepScope, StepTag};
 use baton_core::tokens::EstimatorKind;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -26,6 +27,14 @@ pub enum Op {
         /// run routed by pools and seats: `review.code` for a step that reviews.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         step_seats: Vec<Option<String>>,
+        /// The tags of each step, in order (`[]`: none): a routed run's seat policy
+        /// (`deny_tags`) reads them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        step_tags: Vec<Vec<StepTag>>,
+        /// The work each step covers, in order (`null`: as its title reads): `earlier`
+        /// briefs it with every earlier step's work, `own` with its own part.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        step_scopes: Vec<Option<StepScope>>,
         /// The workers, as a roster file holds them (`{"workers": [...]}`, the fields of
         /// `[[workers]]`); none: the server's roster.
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -18,6 +18,7 @@ mod pools;
 mod presets;
 mod providers;
 mod seats;
+mod step_flags;
 mod store;
 
 // The gateway suite's wire-format server, shared rather than copied.

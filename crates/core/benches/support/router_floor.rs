@@ -23,7 +23,7 @@ pub struct Floor {
     benches: Benches,
     pins: Vec<Pin>,
     history: Vec<Authored>,
-    tags: Vec<String>,
+    tags: Vec<baton_core::state::StepTag>,
 }
 
 pub fn floor() -> Floor {
@@ -118,7 +118,7 @@ pub fn floor() -> Floor {
         benches,
         pins,
         history,
-        tags: vec!["credentials".into(), "migration".into()],
+        tags: baton_core::state::StepTag::list("credentials,migration").unwrap_or_default(),
     }
 }
 

@@ -78,8 +78,17 @@ pub(super) fn current_task_state(arena: &mut Arena<'_>, cx: &Context<'_>) -> Blo
             let mut attempts: &[StepAttempt] = &[];
             match cx.step_index.and_then(|i| state.plan.get(i)) {
                 Some(step) => {
-                    // The title is the assigned task, shown above.
-                    let _ = write!(line, "Step {id} is ");
+                    // The title is the assigned task, shown above. Tags only when the
+                    // plan gives some: an untagged step's line is as it always was.
+                    let _ = write!(line, "Step {id}");
+                    for (k, tag) in step.tags.iter().enumerate() {
+                        line.push_str(if k == 0 { " (tagged " } else { ", " });
+                        line.push_str(tag.as_str());
+                    }
+                    if !step.tags.is_empty() {
+                        line.push(')');
+                    }
+                    line.push_str(" is ");
                     match (&step.status, &step.done_by, step.done_at_turn) {
                         (StepStatus::Done, Some(by), Some(t)) => {
                             let _ = write!(line, "already marked done (by {by}, turn {t}).");

@@ -10,6 +10,7 @@ use super::{
     Pool, PoolId, PoolUsage, Seat, SeatId,
 };
 use crate::ids::{Timestamp, WorkerId};
+use crate::step_tag::StepTag;
 
 /// One entry of the run's history of who did what: `worker` held `seat` for `step`.
 /// The engine builds these from its pins and turns; the router reads from them who wrote
@@ -35,7 +36,7 @@ pub struct RouteInput<'a> {
     /// The engine's clock: the pin's time, and the instant exhaustion marks are read at.
     pub now: Timestamp,
     /// The step's tags, read against the seat's `deny_tags`.
-    pub tags: &'a [String],
+    pub tags: &'a [StepTag],
     /// The roster. Ids are unique (the config refuses duplicates).
     pub candidates: &'a [Candidate],
     pub pools: &'a [Pool],
@@ -261,7 +262,7 @@ fn exclusion<'a>(
         return Err(Exclusion::NotQualified);
     }
     if let Some(tag) = seat.denied_tag(input.tags, &candidate.family) {
-        return Err(Exclusion::PolicyDenied { tag });
+        return Err(Exclusion::PolicyDenied { tag: tag.as_str() });
     }
     if let Some(writer) = writers.iter().find(|w| w.family == candidate.family) {
         return Err(Exclusion::SameFamilyAsWriter {

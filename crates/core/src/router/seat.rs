@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Glob, PoolId, RouterError};
 use crate::ids::WorkerId;
+use crate::step_tag::StepTag;
 
 /// A seat: `lead.build`, `plan.co-draft`, `checkpoint.find`, `review.deep-rounds` …
 /// The seat and its contract stay put; the worker in it changes.
@@ -115,7 +116,7 @@ impl Seat {
     }
 
     /// The first of `tags` (in the order given) whose policy denies `family`.
-    pub fn denied_tag<'t>(&self, tags: &'t [String], family: &str) -> Option<&'t String> {
+    pub fn denied_tag<'t>(&self, tags: &'t [StepTag], family: &str) -> Option<&'t StepTag> {
         if self.deny_tags.is_empty() {
             return None;
         }

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::ids::{Timestamp, WorkerId};
+use crate::step_tag::StepTag;
 
 /// 2026-12-02T08:00:00Z, a Wednesday.
 const NOW: Timestamp = Timestamp(1_796_198_400_000);
@@ -47,7 +48,7 @@ fn used(pool: &str, tokens: u64) -> PoolUsage {
 /// A roster, its pools and their usage; one seat; everything else empty.
 struct World {
     seat: Seat,
-    tags: Vec<String>,
+    tags: Vec<StepTag>,
     candidates: Vec<Candidate>,
     pools: Vec<Pool>,
     usage: Vec<PoolUsage>,
@@ -223,7 +224,7 @@ fn a_denied_family_never_sees_a_tagged_step() {
         "gpt",
         "untagged steps are not affected"
     );
-    world.tags = vec!["ui".into(), "credentials".into()];
+    world.tags = StepTag::list("ui,credentials").unwrap();
     let routed = world.route();
     assert_eq!(
         reason_for(&routed, "gpt"),

@@ -9,6 +9,7 @@ use baton_core::router::{
     Allowance, Authored, Benches, CHECKPOINT_CONFIRM, CHECKPOINT_FIND, Candidate, Fractions, Glob,
     Pick, Pin, PinReason, Pool, PoolId, PoolUsage, RouteInput, Routed, Seat, SeatId, Window, route,
 };
+use baton_core::state::StepTag;
 use proptest::prelude::*;
 
 const NOW: Timestamp = Timestamp(1_796_198_400_000);
@@ -28,7 +29,7 @@ const TAGS: [&str; 2] = ["credentials", "ui"];
 #[derive(Debug, Clone)]
 struct Case {
     seat: Seat,
-    tags: Vec<String>,
+    tags: Vec<StepTag>,
     candidates: Vec<Candidate>,
     shuffled: Vec<Candidate>,
     pools: Vec<Pool>,
@@ -179,7 +180,7 @@ fn pins(seat: SeatId) -> impl Strategy<Value = Vec<Pin>> {
 prop_compose! {
     fn case()(
         seat in seat(),
-        tags in prop::collection::vec(pick_of(&TAGS).prop_map(String::from), 0..2),
+        tags in prop::collection::vec(pick_of(&TAGS).prop_map(|t| StepTag::new(t).unwrap()), 0..2),
         (candidates, shuffled) in candidates()
             .prop_flat_map(|c| (Just(c.clone()), Just(c).prop_shuffle())),
         pools in prop::collection::vec(pool(), 0..4),
@@ -222,7 +223,7 @@ fn eligible(case: &Case, c: &Candidate) -> bool {
                 .any(|g| g.matches(c.id.as_str()) || g.matches(&c.model)));
     let allowed = !case.tags.iter().any(|tag| {
         seat.deny_tags
-            .get(tag)
+            .get(tag.as_str())
             .is_some_and(|families| families.contains(&c.family))
     });
     let of_step = |a: &&Authored| a.step == "T1";

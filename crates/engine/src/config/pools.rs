@@ -98,6 +98,11 @@ pub(super) fn resolve(pools: Vec<RawPool>, seats: Vec<RawSeat>) -> Result<Floor>
             deny_tags: raw.deny_tags,
         };
         seat.validate().map_err(|e| Error::Config(e.to_string()))?;
+        // A key no step could carry would deny nothing, silently.
+        for tag in seat.deny_tags.keys() {
+            baton_core::state::StepTag::new(tag)
+                .map_err(|e| Error::Config(format!("seat {}: deny_tags: {e}", seat.id)))?;
+        }
         if !seat.id.in_known_group() {
             return Err(Error::Config(format!(
                 "seat \"{}\" is not a seat any station asks for: a seat's name starts with one of {}; fix the name (e.g. \"checkpoint.find\")",

@@ -470,6 +470,11 @@ fn pool_and_seat_mistakes_say_what_to_write() {
             "seat checkpoint.find: deny_tags.credentials = [glm, anthropic] excludes every worker that may take the seat (opus, glm-4), so a step tagged credentials could never be seated; remove a family from the list, or qualify a worker of another family",
         ),
         (
+            "credentials = [\"glm\"]",
+            "Credentials = [\"glm\"]",
+            "seat checkpoint.find: deny_tags: step tag \"Credentials\": it starts with 'C' (write \"credentials\")",
+        ),
+        (
             "allowance = { tokens = 40_000_000, usd = 200 }",
             "allowance = { tokens = 1, dollars = 2 }",
             "unknown field `dollars`",

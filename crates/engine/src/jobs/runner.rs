@@ -634,6 +634,8 @@ fn open_job(
                 tasks: spec.tasks.clone(),
                 step_budgets: Vec::new(),
                 step_seats: Vec::new(),
+                step_tags: Vec::new(),
+                step_scopes: Vec::new(),
                 roster: spec.roster.clone(),
                 settings: spec.settings.clone(),
             },

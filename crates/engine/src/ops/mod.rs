@@ -161,6 +161,8 @@ pub fn apply(
             tasks,
             step_budgets,
             step_seats,
+            step_tags,
+            step_scopes,
             roster,
             settings,
         } => {
@@ -179,6 +181,8 @@ pub fn apply(
                     .into_iter()
                     .map(|s| s.map(baton_core::router::SeatId::new))
                     .collect(),
+                step_tags,
+                step_scopes,
                 objective,
                 tasks,
                 roster: ctx.roster(roster.as_ref(), "the op's roster")?,

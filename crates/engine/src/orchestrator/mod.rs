@@ -60,6 +60,11 @@ pub struct RunSpec {
     /// Per-step seats (same length as `tasks`, or shorter; `None`: the default seat of a
     /// plan step, see `crate::seating`). Used only by a run with pools or seats.
     pub step_seats: Vec<Option<baton_core::router::SeatId>>,
+    /// Per-step tags (as long as `tasks`, or shorter; missing: none), read by a routed
+    /// run's seat policy (`deny_tags`).
+    pub step_tags: Vec<Vec<baton_core::state::StepTag>>,
+    /// Per-step scopes (as long as `tasks`, or shorter; `None`: as the title reads).
+    pub step_scopes: Vec<Option<baton_core::state::StepScope>>,
     pub roster: Roster,
     pub settings: RunSettings,
 }

@@ -100,6 +100,23 @@ impl Engine {
         for (step, seat) in state.plan.iter_mut().zip(&spec.step_seats) {
             step.seat = seat.clone();
         }
+        for (what, given) in [
+            ("step tags", spec.step_tags.len()),
+            ("step scopes", spec.step_scopes.len()),
+        ] {
+            if given > tasks.len() {
+                return Err(Error::Config(format!(
+                    "{given} {what} for {} tasks; give at most one per task, in the tasks' order",
+                    tasks.len()
+                )));
+            }
+        }
+        for (step, tags) in state.plan.iter_mut().zip(&spec.step_tags) {
+            step.tags = tags.clone();
+        }
+        for (step, scope) in state.plan.iter_mut().zip(&spec.step_scopes) {
+            step.scope = *scope;
+        }
         if !spec.settings.floor.is_empty() {
             crate::config::check_floor(&spec.roster, &spec.settings.floor)?;
         }

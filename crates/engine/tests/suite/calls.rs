@@ -286,6 +286,8 @@ fn a_default_runs_calls_count_and_hash_the_whole_request() {
         tasks: baton_engine::bench::tasks(30),
         step_budgets: Vec::new(),
         step_seats: Vec::new(),
+        step_tags: Vec::new(),
+        step_scopes: Vec::new(),
         roster: Roster::mock(5),
         settings: baton_engine::config::RunSettings::default(),
     };

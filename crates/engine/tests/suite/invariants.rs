@@ -229,6 +229,8 @@ fn a_hundred_turn_mock_run_keeps_every_steps_completed_work() {
         tasks: baton_engine::bench::tasks(100),
         step_budgets: Vec::new(),
         step_seats: Vec::new(),
+        step_tags: Vec::new(),
+        step_scopes: Vec::new(),
         roster: Roster::mock(5),
         settings: RunSettings {
             budget: 3000,

@@ -15,6 +15,7 @@ mod pools;
 mod providers;
 mod replay;
 mod seats;
+mod step_flags;
 // The gateway suite's wire-format server, shared rather than copied.
 #[allow(dead_code)]
 #[path = "../../../gateway/tests/suite/server.rs"]
@@ -69,6 +70,8 @@ pub fn spec(tasks: &[&str], roster: Roster) -> RunSpec {
         tasks: tasks.iter().map(|t| t.to_string()).collect(),
         step_budgets: Vec::new(),
         step_seats: Vec::new(),
+        step_tags: Vec::new(),
+        step_scopes: Vec::new(),
         roster,
         // No repair calls unless a test asks for them: most tests script each call.
         settings: RunSettings {

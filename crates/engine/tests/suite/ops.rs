@@ -27,6 +27,8 @@ fn create(engine: &Engine, ctx: &OpContext, tasks: &[&str]) -> RunId {
         tasks: tasks.iter().map(|t| t.to_string()).collect(),
         step_budgets: Vec::new(),
         step_seats: Vec::new(),
+        step_tags: Vec::new(),
+        step_scopes: Vec::new(),
         roster: None,
         settings: Settings::default(),
     };
@@ -106,6 +108,8 @@ fn an_op_carries_its_roster_and_settings_over_the_contexts() {
         tasks: vec!["one".into(), "two".into()],
         step_budgets: vec![None, Some(700)],
         step_seats: Vec::new(),
+        step_tags: Vec::new(),
+        step_scopes: Vec::new(),
         roster: Some(json!({"workers": [{"id": "solo", "model": "mock/solo"}]})),
         settings: Settings {
             budget: Some(900),
@@ -132,6 +136,8 @@ fn an_op_carries_its_roster_and_settings_over_the_contexts() {
         tasks: vec!["one".into()],
         step_budgets: Vec::new(),
         step_seats: Vec::new(),
+        step_tags: Vec::new(),
+        step_scopes: Vec::new(),
         roster: Some(json!({"workers": [{"id": "x", "modle": "mock/x"}]})),
         settings: Settings::default(),
     };

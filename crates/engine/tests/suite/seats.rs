@@ -10,7 +10,7 @@ use super::providers::{anthropic_worker, chat, openai_worker, process, run_in};
 use super::server::{TestServer, json as reply};
 use super::*;
 
-fn pool(id: &str, tokens: Option<u64>) -> Pool {
+pub(super) fn pool(id: &str, tokens: Option<u64>) -> Pool {
     Pool {
         id: PoolId::new(id),
         allowance: Allowance {
@@ -22,7 +22,7 @@ fn pool(id: &str, tokens: Option<u64>) -> Pool {
 }
 
 /// `spec` routed by `pools`, each worker `(worker, pool)` put in its pool.
-fn routed(mut spec: RunSpec, pools: Vec<Pool>, members: &[(&str, &str)]) -> RunSpec {
+pub(super) fn routed(mut spec: RunSpec, pools: Vec<Pool>, members: &[(&str, &str)]) -> RunSpec {
     for (id, p) in members {
         let w = spec
             .roster
@@ -39,7 +39,7 @@ fn routed(mut spec: RunSpec, pools: Vec<Pool>, members: &[(&str, &str)]) -> RunS
     spec
 }
 
-fn pins(store: &Arc<dyn Store>, run: &RunId) -> Vec<StoredPin> {
+pub(super) fn pins(store: &Arc<dyn Store>, run: &RunId) -> Vec<StoredPin> {
     store.pins(&PinFilter::run(run)).unwrap()
 }
 
@@ -75,7 +75,7 @@ fn row(
     )
 }
 
-fn workers_of(store: &Arc<dyn Store>, run: &RunId) -> Vec<String> {
+pub(super) fn workers_of(store: &Arc<dyn Store>, run: &RunId) -> Vec<String> {
     store
         .turns(run)
         .unwrap()
@@ -85,7 +85,7 @@ fn workers_of(store: &Arc<dyn Store>, run: &RunId) -> Vec<String> {
 }
 
 /// Mock workers (deterministic, offline) of the given families.
-fn mock_spec(tasks: &[&str], families: &[(&str, &str)]) -> RunSpec {
+pub(super) fn mock_spec(tasks: &[&str], families: &[(&str, &str)]) -> RunSpec {
     let workers = families
         .iter()
         .map(|(id, family)| {
