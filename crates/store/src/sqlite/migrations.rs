@@ -285,10 +285,7 @@ const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER pins_never_vanish BEFORE DELETE ON pins
     BEGIN SELECT RAISE(ABORT, 'pins are append-only'); END;
     "#,
-    // 13: reserved for the term signatures of another branch, which land first; this
-    // placeholder makes way for them when the branches are merged.
-    "",
-    // 14: calls no committed turn carries, counted against the pool of whoever made
+    // 13: calls no committed turn carries, counted against the pool of whoever made
     // them (`Store::record_spend`): a judge's, a stopped or fenced-off turn's. Apart
     // from `pool_calls`, whose rows are keyed by (and refer to) their committed turn.
     r#"
