@@ -5,7 +5,11 @@ use serde_json::Value;
 
 use super::*;
 
-const ROUTED: &str = r#"estimator = "heuristic"
+/// Two families in two unmetered pools (pool `a`, w1's, is picked first on a tie); the
+/// routed roster `step_flags.rs` extends with a seat.
+macro_rules! routed_roster {
+    () => {
+        r#"estimator = "heuristic"
 
 [[workers]]
 id = "w1"
@@ -24,7 +28,12 @@ id = "a"
 
 [[pools]]
 id = "b"
-"#;
+"#
+    };
+}
+pub(super) use routed_roster;
+
+const ROUTED: &str = routed_roster!();
 
 fn routed_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();

@@ -6,30 +6,14 @@ use super::*;
 
 /// Two families in two unmetered pools (pool `a`, w1's, is picked first on a tie), and
 /// a `build.step` seat that keeps family `fa` from steps tagged `credentials`.
-const TAGGED: &str = r#"estimator = "heuristic"
-
-[[workers]]
-id = "w1"
-model = "mock/m1"
-family = "fa"
-pool = "a"
-
-[[workers]]
-id = "w2"
-model = "mock/m2"
-family = "fb"
-pool = "b"
-
-[[pools]]
-id = "a"
-
-[[pools]]
-id = "b"
-
+const TAGGED: &str = concat!(
+    super::seats::routed_roster!(),
+    r#"
 [[seats]]
 id = "build.step"
 deny_tags = { credentials = ["fa"] }
-"#;
+"#
+);
 
 fn tagged_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
