@@ -462,7 +462,9 @@ pub trait Store: Send + Sync {
 
     /// Counts `calls` that no committed turn carries against `pool` (see `SpentBy`),
     /// each in the window its start falls in. A call that reached no provider spent
-    /// nothing (`CallSpend::of`) and leaves no row.
+    /// nothing (`CallSpend::of`) and leaves no row; one that the committed turn of the
+    /// same number carries (same start and spend: its commit landed though it was
+    /// reported failed) was counted with that turn and is not counted again.
     fn record_spend(
         &self,
         pool: &PoolId,

@@ -64,9 +64,35 @@ pub(super) fn insert_spend(
                                  requests, exhausted, exhausted_until, recorded_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?;
+    // A turn whose commit landed but was reported as failed still hands its calls
+    // here: a call its committed turn carries (same number, start and spend) was
+    // counted with it. A fenced-off turn's calls under a number another process
+    // committed started at other times, and count.
+    let mut committed = tx.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM pool_calls
+                        WHERE run_id = ?1 AND turn = ?2 AND call = ?3 AND at = ?4
+                          AND tokens = ?5 AND cost_micro_usd = ?6 AND requests = ?7)",
+    )?;
     for (i, SpentCall { at, spend }) in calls.iter().enumerate() {
         if *spend == CallSpend::default() {
             continue;
+        }
+        if let Some(turn) = turn {
+            let counted: bool = committed.query_row(
+                params![
+                    of,
+                    turn,
+                    i as u32,
+                    at.0,
+                    int(spend.tokens),
+                    int(spend.cost_micro_usd),
+                    int(spend.requests)
+                ],
+                |r| r.get(0),
+            )?;
+            if counted {
+                continue;
+            }
         }
         insert.execute(params![
             pool.as_str(),

@@ -224,6 +224,10 @@ macro_rules! conformance_tests {
             $crate::suite::pools::spend_outside_a_turn_counts_against_its_pool($new.store());
         }
         #[test]
+        fn spend_of_a_committed_turn_is_not_counted_twice() {
+            $crate::suite::pools::spend_of_a_committed_turn_is_not_counted_twice($new.store());
+        }
+        #[test]
         fn cancel_requests_stop_the_lease_they_name_and_no_other() {
             $crate::suite::jobs::cancel_requests_stop_the_lease_they_name_and_no_other(
                 &$new,

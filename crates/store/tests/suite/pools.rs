@@ -580,3 +580,51 @@ pub fn spend_outside_a_turn_counts_against_its_pool(store: &dyn Store) {
     assert_eq!(codex.requests, 1);
     assert_eq!(usage(store, "codex", T0 + HOUR, T0 + 2 * HOUR).requests, 0);
 }
+
+/// A turn whose commit landed but was reported as failed (the disk answered late, the
+/// connection dropped after COMMIT) hands its calls to `record_spend` all the same: the
+/// calls its committed turn carries are not counted a second time, while a fenced-off
+/// turn's own calls under the same number (another process committed that number) are.
+pub fn spend_of_a_committed_turn_is_not_counted_twice(store: &dyn Store) {
+    let state = fixtures::create(store, "run-1", T0);
+    let (_, mut committed) = fixtures::next_turn(&state);
+    committed.pool = Some(pool("claude"));
+    for call in &mut committed.record.calls {
+        call.usage = Some(ReportedUsage {
+            input_tokens: 300,
+            output_tokens: 20,
+            cached_tokens: 0,
+        });
+        call.cost_micro_usd = Some(70);
+    }
+    store.commit_turn(&committed).unwrap();
+    let once = usage(store, "claude", T0, T0 + HOUR);
+    assert_eq!(once.requests, 2);
+
+    let turn = SpentBy::Turn {
+        run: state.run_id.clone(),
+        turn: committed.record.turn,
+    };
+    let calls = spent_calls(&committed.record.calls);
+    store
+        .record_spend(&pool("claude"), &turn, &calls, Timestamp(T0 + 9))
+        .unwrap();
+    assert_eq!(usage(store, "claude", T0, T0 + HOUR), once);
+
+    // The fenced-off process's calls started at other times: they were billed too.
+    let mut theirs = committed.record.calls.clone();
+    for call in &mut theirs {
+        call.started_at = Timestamp(call.started_at.0 + 1);
+    }
+    store
+        .record_spend(
+            &pool("claude"),
+            &turn,
+            &spent_calls(&theirs),
+            Timestamp(T0 + 9),
+        )
+        .unwrap();
+    let twice = usage(store, "claude", T0, T0 + HOUR);
+    assert_eq!(twice.requests, 4);
+    assert_eq!(twice.tokens, 2 * once.tokens);
+}
