@@ -54,6 +54,17 @@ pub struct EnqueueArgs {
     /// What the judge scores candidates against (fixed now, for every candidate)
     #[arg(long)]
     rubric: Option<String>,
+    /// The seat of one step, in order (repeat), as in `baton run`: with pools or seats
+    /// configured, the router fills it from the candidate's workers
+    #[arg(long = "step-seat", value_name = "SEAT")]
+    step_seats: Vec<String>,
+    /// The tags of one step, in order (repeat; `credentials,db`, or "" for none), as in
+    /// `baton run`: a seat's deny_tags keeps the families it names from it
+    #[arg(long = "step-tags", value_name = "TAGS")]
+    step_tags: Vec<String>,
+    /// The work one step covers, in order (repeat): `own` or `earlier`, as in `baton run`
+    #[arg(long = "step-scope", value_name = "SCOPE")]
+    step_scopes: Vec<String>,
     #[command(flatten)]
     budget: BudgetArgs,
 }
@@ -119,6 +130,15 @@ pub fn enqueue(ctx: &Context_, args: EnqueueArgs) -> Result<ExitCode> {
     // Check the repository before anything is created on disk (the database included).
     baton_workspace::Repo::open(&args.repo)?;
     let (objective, tasks) = args.text.read()?;
+    if args.step_seats.len() > tasks.len() {
+        return Err(crate::exit::usage(format!(
+            "{} --step-seat values for {} tasks; give at most one per --task, in the tasks' order",
+            args.step_seats.len(),
+            tasks.len()
+        )));
+    }
+    let (step_tags, step_scopes) =
+        crate::input::step_flags(&args.step_tags, &args.step_scopes, tasks.len())?;
     let op = Op::Enqueue {
         objective,
         tasks,
@@ -131,6 +151,9 @@ pub fn enqueue(ctx: &Context_, args: EnqueueArgs) -> Result<ExitCode> {
         base: args.base,
         worktrees: args.worktrees,
         rubric: args.rubric,
+        step_seats: args.step_seats.into_iter().map(Some).collect(),
+        step_tags,
+        step_scopes,
         roster: None,
         settings: args.budget.settings(),
     };

@@ -115,6 +115,9 @@ pub struct PinsArgs {
     /// UTC) on
     #[arg(long)]
     since: Option<String>,
+    /// Under each pin, every worker the router left out of that seating and why
+    #[arg(long)]
+    why: bool,
     #[arg(long)]
     json: bool,
 }
@@ -169,6 +172,14 @@ pub(crate) fn pins(ctx: &Context_, q: &PinsArgs) -> Result<ExitCode> {
             fractions(pin),
             pin.reason
         );
+        if q.why {
+            if pin.excluded.is_empty() {
+                println!("    left out: nobody");
+            }
+            for e in &pin.excluded {
+                println!("    left out: {} ({})", e.worker, e.why);
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

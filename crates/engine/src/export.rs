@@ -293,13 +293,13 @@ fn render_markdown(r: &RunReport, state: &ExecutionState, turns: &[TurnRecord]) 
         md.push_str(&report::render_row(t, report::RowFormat::Markdown));
     }
     if !r.pins.is_empty() {
-        md.push_str("\n## Pins\n\n| turn | seat | worker | model | family | pool | phase | at | why | pools used |\n|---|---|---|---|---|---|---|---|---|---|\n");
+        md.push_str("\n## Pins\n\n| turn | seat | worker | model | family | pool | phase | at | why | pools used | left out |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
     }
     for p in &r.pins {
         let pin = &p.pin;
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             p.turn,
             report::cell(pin.seat.as_str()),
             report::cell(pin.worker.as_str()),
@@ -309,7 +309,8 @@ fn render_markdown(r: &RunReport, state: &ExecutionState, turns: &[TurnRecord]) 
             report::cell(&pin.phase),
             pin.at,
             report::cell(&pin.reason.to_string()),
-            report::fractions(pin)
+            report::fractions(pin),
+            report::cell(&report::left_out(pin))
         );
     }
     md.push_str("\n## Model calls\n\n| turn | call | worker | model | sent (estimated) | provider in/cached/out | cost | attempts | ms | error |\n|---|---|---|---|---|---|---|---|---|---|\n");

@@ -42,6 +42,13 @@ impl<'a> PolicyInput<'a> {
 /// Chooses the next turn from canonical state; `None` when the run is done.
 pub trait SwitchPolicy: Send + Sync {
     fn next_turn(&self, input: &PolicyInput<'_>) -> Option<TurnPlan>;
+
+    /// A routed run's next turn once every step of its plan is done (`None`: the run is
+    /// done). The router fills its seat, so the plan's `worker` is not read. None by
+    /// default: a routed run has no continuation turns (see `crate::seating`).
+    fn after_plan(&self, _input: &PolicyInput<'_>) -> Option<TurnPlan> {
+        None
+    }
 }
 
 /// The default: workers take turns in roster order, cycling when steps outnumber them.
@@ -113,6 +120,24 @@ impl<P: SwitchPolicy> SwitchPolicy for GateFixPolicy<P> {
         if let Some(plan) = self.inner.next_turn(input) {
             return Some(plan);
         }
+        self.fix_turn(input, input.roster.enabled().count())
+    }
+
+    /// A routed job's gate fixes: the same turns, counted from the plan's end (a routed
+    /// run has no first pass through the roster).
+    fn after_plan(&self, input: &PolicyInput<'_>) -> Option<TurnPlan> {
+        if let Some(plan) = self.inner.after_plan(input) {
+            return Some(plan);
+        }
+        self.fix_turn(input, 0)
+    }
+}
+
+impl<P> GateFixPolicy<P> {
+    /// The next gate-fix turn, when a gate fails and fix turns are left; fix turns are
+    /// counted from the plan's end, or from the end of the roster's first pass when
+    /// `first_pass` (the enabled workers) is longer.
+    fn fix_turn(&self, input: &PolicyInput<'_>, first_pass: usize) -> Option<TurnPlan> {
         let PolicyInput {
             state,
             roster,
@@ -123,7 +148,7 @@ impl<P: SwitchPolicy> SwitchPolicy for GateFixPolicy<P> {
         if failing.is_empty() || enabled.is_empty() {
             return None;
         }
-        if fix_turns_taken(state, enabled.len()) >= self.fix_turns {
+        if fix_turns_taken(state, first_pass) >= self.fix_turns {
             return None;
         }
         let names = failing
@@ -163,8 +188,9 @@ pub fn failing_gates(state: &ExecutionState) -> Vec<&str> {
     names
 }
 
-/// Turns taken since the plan and the roster's first pass were done: the gate-fix
-/// turns (the inner policy has nothing left once both are).
+/// Turns taken since the plan and the roster's first pass (`enabled` turns; 0 for a
+/// routed run, which has none) were done: the gate-fix turns (the inner policy has
+/// nothing left once both are).
 pub fn fix_turns_taken(state: &ExecutionState, enabled: usize) -> u32 {
     let plan_done = state
         .plan

@@ -141,6 +141,19 @@ pub fn fractions(pin: &Pin) -> String {
         .join(", ")
 }
 
+/// Who the router left out of `pin`'s seating and why, `worker: why` joined by `; `
+/// (`-` when nobody was).
+pub fn left_out(pin: &Pin) -> String {
+    if pin.excluded.is_empty() {
+        return "-".into();
+    }
+    pin.excluded
+        .iter()
+        .map(|e| format!("{}: {}", e.worker, e.why))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// How a turn's row is written. One renderer for both, so `baton history` and the
 /// export say the same thing about a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -27,6 +27,7 @@ use baton_core::router::{
     self, Authored, Benches, Candidate, Pick, Pin, PoolUsage, RouteInput, SEAT_GROUPS, Seat, SeatId,
 };
 use baton_core::state::{ExecutionState, PlanStep};
+use baton_core::step_tag::StepTag;
 
 use crate::config::{Floor, RunSettings};
 use crate::policy::step_budget;
@@ -124,10 +125,49 @@ impl Seating {
     }
 }
 
+/// The phase of a routed run's turns after its plan is done (a job's gate fixes).
+pub const AFTER_PLAN_PHASE: &str = "after the plan";
+
+/// What a turn's seat is for: its seat, phase and tags.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unit {
+    pub seat: SeatId,
+    pub phase: String,
+    pub tags: Vec<StepTag>,
+}
+
+impl Unit {
+    /// Plan step `step`'s seat, in its own phase, with its tags.
+    pub fn step(step: &PlanStep) -> Unit {
+        Unit {
+            seat: seat_of(step),
+            phase: phase_of(step),
+            tags: step.tags.clone(),
+        }
+    }
+
+    /// A turn after the plan (a gate fix): it builds, so [`DEFAULT_SEAT`], in
+    /// [`AFTER_PLAN_PHASE`], carrying every tag of the plan (it may change anything the
+    /// job changed, so a family denied one of them never takes it).
+    pub fn after_plan(state: &ExecutionState) -> Unit {
+        let mut tags: Vec<StepTag> = Vec::new();
+        for tag in state.plan.iter().flat_map(|s| &s.tags) {
+            if !tags.contains(tag) {
+                tags.push(tag.clone());
+            }
+        }
+        Unit {
+            seat: SeatId::new(DEFAULT_SEAT),
+            phase: AFTER_PLAN_PHASE.into(),
+            tags,
+        }
+    }
+}
+
 /// Everything one seating reads.
 pub struct SeatInput<'a> {
     pub state: &'a ExecutionState,
-    pub step: usize,
+    pub unit: &'a Unit,
     pub candidates: &'a [Candidate],
     pub floor: &'a Floor,
     pub reading: &'a Reading,
@@ -136,27 +176,24 @@ pub struct SeatInput<'a> {
     pub history: &'a [Authored],
 }
 
-/// Fills the seat of plan step `input.step` for the next turn (hand-off
-/// `state.turns`).
+/// Fills the seat of `input.unit` for the next turn (hand-off `state.turns`).
 pub fn seat(input: &SeatInput<'_>) -> Seating {
-    let step = &input.state.plan[input.step];
-    let id = seat_of(step);
-    let configured = input.floor.seats.iter().find(|s| s.id == id);
+    let unit = input.unit;
+    let configured = input.floor.seats.iter().find(|s| s.id == unit.seat);
     let unconfigured;
     let seat = match configured {
         Some(seat) => seat,
         None => {
-            unconfigured = Seat::new(id);
+            unconfigured = Seat::new(unit.seat.clone());
             &unconfigured
         }
     };
-    let phase = phase_of(step);
     let routed = router::route(&RouteInput {
         seat,
-        phase: &phase,
+        phase: &unit.phase,
         handoff: input.state.turns,
         now: input.reading.now,
-        tags: &step.tags,
+        tags: &unit.tags,
         candidates: input.candidates,
         pools: &input.floor.pools,
         usage: &input.reading.usage,
@@ -168,16 +205,26 @@ pub fn seat(input: &SeatInput<'_>) -> Seating {
     });
     match routed.pick {
         Pick::Held { pin } => Seating::Held { pin },
-        Pick::Seated { pin } => Seating::Seated { pin },
+        Pick::Seated { mut pin } => {
+            // Who was left out, and why, is kept with the pin it explains (only new
+            // seatings are written; a held pin keeps the record of its own).
+            pin.excluded = router::passed_over(&routed.excluded);
+            Seating::Seated { pin }
+        }
         Pick::Nobody { seat, question } => Seating::Nobody { seat, question },
     }
 }
 
-/// The history entry of a committed turn of `worker` (`family`) on plan step `step`.
-pub fn authored(step: &PlanStep, worker: &baton_core::ids::WorkerId, family: &str) -> Authored {
+/// The history entry of a committed turn of `worker` (`family`) on plan step `step`,
+/// or after the plan when `step` is `None` (a gate fix, which builds).
+pub fn authored(
+    step: Option<&PlanStep>,
+    worker: &baton_core::ids::WorkerId,
+    family: &str,
+) -> Authored {
     Authored {
         step: RUN_UNIT.into(),
-        seat: seat_of(step),
+        seat: step.map_or_else(|| SeatId::new(DEFAULT_SEAT), seat_of),
         worker: worker.clone(),
         family: family.to_string(),
     }
@@ -249,9 +296,10 @@ mod tests {
         let candidates = [candidate("x", "fx", "a"), candidate("y", "fy", "b")];
         let floor = floor();
         let cold_b = reading(500);
+        let unit = Unit::step(&s.plan[0]);
         let input = SeatInput {
             state: &s,
-            step: 0,
+            unit: &unit,
             candidates: &candidates,
             floor: &floor,
             reading: &cold_b,
@@ -286,10 +334,11 @@ mod tests {
         let candidates = [candidate("x", "fx", "a"), candidate("y", "fy", "b")];
         let floor = floor();
         let r = reading(0);
-        let history = [authored(&s.plan[0], &WorkerId::new("y"), "fy")];
+        let history = [authored(Some(&s.plan[0]), &WorkerId::new("y"), "fy")];
+        let unit = Unit::step(&s.plan[1]);
         let Seating::Seated { pin } = seat(&SeatInput {
             state: &s,
-            step: 1,
+            unit: &unit,
             candidates: &candidates,
             floor: &floor,
             reading: &r,
@@ -300,12 +349,12 @@ mod tests {
         };
         assert_eq!(pin.worker.as_str(), "x");
         let both = [
-            authored(&s.plan[0], &WorkerId::new("y"), "fy"),
-            authored(&s.plan[0], &WorkerId::new("x"), "fx"),
+            authored(Some(&s.plan[0]), &WorkerId::new("y"), "fy"),
+            authored(Some(&s.plan[0]), &WorkerId::new("x"), "fx"),
         ];
         let nobody = seat(&SeatInput {
             state: &s,
-            step: 1,
+            unit: &unit,
             candidates: &candidates,
             floor: &floor,
             reading: &r,

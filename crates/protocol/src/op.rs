@@ -88,6 +88,16 @@ pub enum Op {
         /// What the judge scores the candidates against, fixed now.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         rubric: Option<String>,
+        /// A seat per step, in order, as in `CreateRun`: read when pools or seats are
+        /// configured, which route every job's turns.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        step_seats: Vec<Option<String>>,
+        /// The tags of each step, in order, as in `CreateRun`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        step_tags: Vec<Vec<StepTag>>,
+        /// The work each step covers, in order, as in `CreateRun`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        step_scopes: Vec<Option<StepScope>>,
         /// The workers candidates are looked up in, as in `CreateRun`; none: the
         /// server's roster.
         #[serde(default, skip_serializing_if = "Option::is_none")]

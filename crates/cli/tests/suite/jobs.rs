@@ -177,3 +177,104 @@ fn work_logs_through_tracing_only_when_asked() {
         .unwrap();
     assert_eq!(String::from_utf8(both.stderr).unwrap(), plain_err);
 }
+
+/// `baton enqueue` with pools configured: the job's turns are routed from the
+/// candidate's workers (the step tagged `credentials` skips the family denied it), the
+/// pins say whom each seating left out, a preset with no pool is refused with the entry
+/// to add, and a typo in a step seat is refused before anything is queued.
+#[test]
+fn enqueued_jobs_are_routed_by_the_configured_pools_with_their_step_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    git(d, &["init", "-q", "-b", "main"]);
+    git(d, &["config", "user.email", "dev@example.com"]);
+    git(d, &["config", "user.name", "dev"]);
+    std::fs::write(d.join("README.md"), "hello\n").unwrap();
+    git(d, &["add", "."]);
+    git(d, &["commit", "-q", "-m", "init"]);
+    let agent = d.join("agent.py");
+    std::fs::write(&agent, AGENT).unwrap();
+    let log = d.join("agent.log");
+    let worker = |id: &str, pool: &str| {
+        format!(
+            "[[workers]]\nid = \"{id}\"\nmodel = \"command/{id}\"\nfamily = \"f{id}\"\npool = \"{pool}\"\n\
+             options = {{ command = \"python3 {} {{claim_file}}\", handoff = \"derive\", pass_env = [\"PATH\"], \
+             env = {{ AGENT_LOG = \"{}\" }} }}\n",
+            agent.display(),
+            log.display()
+        )
+    };
+    std::fs::write(
+        d.join("baton.toml"),
+        format!(
+            "estimator = \"heuristic\"\n{}{}\
+             [[pools]]\nid = \"pa\"\n[[pools]]\nid = \"pb\"\n\
+             [[seats]]\nid = \"build.step\"\ndeny_tags = {{ credentials = [\"fa\"] }}\n",
+            worker("a", "pa"),
+            worker("b", "pb")
+        ),
+    )
+    .unwrap();
+    let enqueue = |extra: &[&str]| {
+        let mut args = vec![
+            "enqueue",
+            "--objective",
+            "Write two files",
+            "--task",
+            "write secrets.txt",
+            "--task",
+            "write app.txt",
+        ];
+        args.extend_from_slice(extra);
+        baton(d).args(&args).output().unwrap()
+    };
+    let out = enqueue(&["--worker", "claude"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("candidate claude is a coding agent's preset with no [[workers]] entry, but pools are defined (pa, pb)"),
+        "{}",
+        text(&out)
+    );
+    let out = enqueue(&["--worker", "a+b", "--step-seat", "bulid.step"]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("build.step"), "{}", text(&out));
+    let store = SqliteStore::open(&db(d)).unwrap();
+    assert!(store.list_jobs().unwrap().is_empty(), "nothing was queued");
+
+    run_ok(
+        d,
+        &[
+            "enqueue",
+            "--objective",
+            "Write two files",
+            "--task",
+            "write secrets.txt",
+            "--task",
+            "write app.txt",
+            "--worker",
+            "a+b",
+            "--step-tags",
+            "credentials",
+        ],
+    );
+    run_ok(d, &["work"]);
+    let job = &store.list_jobs().unwrap()[0];
+    assert_eq!(job.status, JobStatus::Outbox);
+    let run = job.run_id.clone().unwrap();
+    let who: Vec<String> = store
+        .turns(&run)
+        .unwrap()
+        .iter()
+        .map(|t| t.worker.to_string())
+        .collect();
+    assert_eq!(who, ["b", "a"]);
+    let why = run_ok(d, &["pins", &run.0, "--why"]);
+    assert!(
+        why.contains("· build.step · b (command/b, family fb, pool pb) · step T1 ·"),
+        "{why}"
+    );
+    assert!(
+        why.contains("left out: a (its family may not see steps tagged credentials)"),
+        "{why}"
+    );
+}

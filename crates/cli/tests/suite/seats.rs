@@ -129,6 +129,17 @@ fn seats_and_pins_show_who_holds_each_seat_and_every_seating() {
     assert_eq!(phase[0]["seat"], "build.step");
     assert!(run_ok(d, &["pins", "--since", "2999-01-01"]).contains("no pins match"));
     assert_eq!(run_ok(d, &["pins", "--all"]).lines().count(), 2);
+    // Why: the review pin keeps whom the router left out of that seating.
+    let why = run_ok(d, &["pins", "--why"]);
+    assert!(
+        why.contains("    left out: w1 (same family (fa) as the writer, w1)"),
+        "{why}"
+    );
+    assert_eq!(why.matches("left out: nobody").count(), 1, "{why}");
+    let review: Value =
+        serde_json::from_str(&run_ok(d, &["pins", "--seat", "review.code", "--json"])).unwrap();
+    assert_eq!(review[0]["excluded"][0]["worker"], "w1");
+    assert_eq!(review[0]["excluded"][0]["reason"], "same_family_as_writer");
     let out = baton(d).args(["pins", "--since", "soon"]).output().unwrap();
     assert!(!out.status.success());
     assert!(text(&out).contains("neither a time"), "{}", text(&out));
@@ -145,12 +156,17 @@ fn seats_and_pins_show_who_holds_each_seat_and_every_seating() {
     let md = run_ok(d, &["export", "--format", "md"]);
     assert!(md.contains("## Pins"), "{md}");
     assert!(
-        md.contains("| 1 | review.code | w2 | mock/m2 | fb | b | step T2 |"),
+        md.contains("| 1 | review.code | w2 | mock/m2 | fb | b | step T2 |")
+            && md.contains("| w1: same family (fa) as the writer, w1 |"),
         "{md}"
     );
     let export: Value = serde_json::from_str(&run_ok(d, &["export", "--format", "json"])).unwrap();
     assert_eq!(export["pins"].as_array().unwrap().len(), 2);
     assert_eq!(export["pins"][0]["reason"]["kind"], "at_phase_start");
+    assert_eq!(
+        export["pins"][1]["excluded"][0]["why"],
+        "same family (fa) as the writer, w1"
+    );
 }
 
 /// A run without pools has no pins, and says why rather than printing nothing.

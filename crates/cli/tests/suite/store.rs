@@ -258,7 +258,8 @@ fn a_reading_command_upgrades_a_database_from_an_older_baton_once() {
     // provider holds before migration 5, no cancel requests before 6, events had no
     // per-run number before 7, no delete triggers before 8, no judgement history before 9,
     // no pool usage or benches before 10, and an index on (run_id, seq) until 11, no pins before 12,
-    // (13 is another branch's), no spend outside committed turns before 14.
+    // no spend outside committed turns before 13, no pin exclusions before 14 (the pins
+    // table is dropped whole).
     let conn = rusqlite::Connection::open(db(d)).unwrap();
     conn.execute_batch(
         "ALTER TABLE runs DROP COLUMN lease_token; ALTER TABLE runs DROP COLUMN lease_owner;
@@ -279,7 +280,7 @@ fn a_reading_command_upgrades_a_database_from_an_older_baton_once() {
     let out = baton(d).arg("runs").output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("from schema version 3 to 13"), "{err}");
+    assert!(err.contains("from schema version 3 to 14"), "{err}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("finished"));
     // The old events were numbered in the order they were written, from 1.
     let jsonl = run_ok(d, &["export", "--format", "events-jsonl"]);

@@ -23,7 +23,7 @@ mod spend;
 mod window;
 
 pub use glob::Glob;
-pub use pin::{Pin, PinReason};
+pub use pin::{PassedOver, Pin, PinReason, passed_over};
 pub use pool::{Allowance, Benches, Dimension, Fractions, Pool, PoolId, PoolUsage};
 pub use route::{Authored, Excluded, Exclusion, Pick, RouteInput, Routed, route};
 pub use seat::{CHECKPOINT_CONFIRM, CHECKPOINT_FIND, Candidate, SEAT_GROUPS, Seat, SeatId};

@@ -24,6 +24,35 @@ pub struct Pin {
     /// Every configured pool's used fraction (0.0 = untouched, 1.0 = allowance spent).
     pub fractions: Fractions,
     pub reason: PinReason,
+    /// Every worker the router left out of this seating, and why (in worker-id order):
+    /// what `baton pins --why` shows. Empty in a pin held over from earlier, and in pins
+    /// written before baton kept them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excluded: Vec<PassedOver>,
+}
+
+/// A worker the router left out of a seating: its [`Exclusion`](super::Exclusion), owned,
+/// as a pin keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PassedOver {
+    pub worker: WorkerId,
+    /// The exclusion's kind, as `baton route --json` names it (`same_family_as_writer`,
+    /// `no_headroom`, …).
+    pub reason: String,
+    /// The reason in words ("same family (anthropic) as the writer, opus").
+    pub why: String,
+}
+
+/// The owned record of `excluded`, for the pin of a new seating.
+pub fn passed_over(excluded: &[super::Excluded<'_>]) -> Vec<PassedOver> {
+    excluded
+        .iter()
+        .map(|e| PassedOver {
+            worker: e.worker.clone(),
+            reason: e.reason.kind().to_string(),
+            why: e.reason.to_string(),
+        })
+        .collect()
 }
 
 /// Why a seating happened.

@@ -76,6 +76,23 @@ impl fmt::Display for Exclusion<'_> {
     }
 }
 
+impl Exclusion<'_> {
+    /// The kind's name, as it is serialized (`not_qualified`, `no_headroom`, …).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Exclusion::NotQualified => "not_qualified",
+            Exclusion::PolicyDenied { .. } => "policy_denied",
+            Exclusion::SameFamilyAsWriter { .. } => "same_family_as_writer",
+            Exclusion::HeldFind => "held_find",
+            Exclusion::Disabled => "disabled",
+            Exclusion::Benched { .. } => "benched",
+            Exclusion::PoolExhausted { .. } => "pool_exhausted",
+            Exclusion::NoHeadroom { .. } => "no_headroom",
+            Exclusion::UnknownPool { .. } => "unknown_pool",
+        }
+    }
+}
+
 fn rank(reason: &Exclusion) -> u8 {
     match reason {
         Exclusion::NotQualified => 0,

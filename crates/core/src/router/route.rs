@@ -334,6 +334,7 @@ fn pick(
                 at: input.now,
                 fractions: fractions(pools),
                 reason,
+                excluded: Vec::new(),
             },
         },
         None => Pick::Nobody {

@@ -402,6 +402,7 @@ fn pin(seat: &str, worker: &str, pool: &str, phase: &str) -> Pin {
         at: Timestamp(NOW.0 - 60_000),
         fractions: Fractions::new(),
         reason: PinReason::AtPhaseStart,
+        excluded: Vec::new(),
     }
 }
 
@@ -906,4 +907,47 @@ fn pools_seats_and_pins_serialise_as_the_config_and_store_write_them() {
         .to_string(),
         "pool codex exhausted"
     );
+}
+
+/// A pin keeps each exclusion by the name `baton route --json` gives it, and in words.
+#[test]
+fn passed_over_names_each_exclusion_as_it_is_serialized() {
+    let pool = PoolId::new("p");
+    let writer = WorkerId::new("w");
+    let all = [
+        Exclusion::NotQualified,
+        Exclusion::PolicyDenied { tag: "credentials" },
+        Exclusion::SameFamilyAsWriter {
+            family: "f",
+            writer: &writer,
+        },
+        Exclusion::HeldFind,
+        Exclusion::Disabled,
+        Exclusion::Benched { pool: Some(&pool) },
+        Exclusion::PoolExhausted {
+            pool: &pool,
+            until: Timestamp(5),
+        },
+        Exclusion::NoHeadroom {
+            pool: &pool,
+            dimension: Dimension::Tokens,
+            resets_at: None,
+        },
+        Exclusion::UnknownPool { pool: &pool },
+    ];
+    let excluded: Vec<Excluded> = all
+        .iter()
+        .map(|reason| Excluded {
+            worker: &writer,
+            reason: *reason,
+        })
+        .collect();
+    let kept = passed_over(&excluded);
+    for (reason, kept) in all.iter().zip(&kept) {
+        let json = serde_json::to_value(reason).unwrap();
+        assert_eq!(json["reason"], kept.reason, "{reason:?}");
+        assert_eq!(kept.why, reason.to_string());
+        assert_eq!(kept.worker, writer);
+    }
+    assert_eq!(kept[2].why, "same family (f) as the writer, w");
 }

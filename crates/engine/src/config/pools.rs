@@ -56,7 +56,7 @@ impl Floor {
         self.pools.iter().find(|p| &p.id == id)
     }
 
-    fn pool_ids(&self) -> String {
+    pub(crate) fn pool_ids(&self) -> String {
         join(self.pools.iter().map(|p| p.id.as_str()))
     }
 }

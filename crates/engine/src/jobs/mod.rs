@@ -16,6 +16,9 @@ pub mod runner;
 use std::path::PathBuf;
 
 use baton_core::ids::RunId;
+use baton_core::router::SeatId;
+use baton_core::step_scope::StepScope;
+use baton_core::step_tag::StepTag;
 use baton_core::turn::GateResult;
 use baton_store::{NewJob, Store};
 use baton_workspace::{DiffStat, Repo};
@@ -61,6 +64,27 @@ pub struct JobSpec {
     pub rubric: Option<String>,
     /// A label for humans (the candidate's worker ids); never shown to the judge.
     pub candidate: String,
+    /// Each step's seat, tags and scope, in the tasks' order (see `RunSpec`).
+    #[serde(default, skip_serializing_if = "StepFlags::is_empty")]
+    pub steps: StepFlags,
+}
+
+/// What a plan's steps say beyond their titles, in the tasks' order: the seat each
+/// fills when the run is routed, its tags and its scope (as `RunSpec` has them).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepFlags {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seats: Vec<Option<SeatId>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<Vec<StepTag>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<Option<StepScope>>,
+}
+
+impl StepFlags {
+    pub fn is_empty(&self) -> bool {
+        self.seats.is_empty() && self.tags.is_empty() && self.scopes.is_empty()
+    }
 }
 
 /// What a finished job leaves in the outbox.
@@ -102,6 +126,7 @@ pub struct EnqueueRequest {
     pub candidates: Vec<Roster>,
     pub settings: RunSettings,
     pub rubric: Option<String>,
+    pub steps: StepFlags,
 }
 
 /// Gate-fix turns a job gets by default.
@@ -146,9 +171,22 @@ pub fn enqueue(store: &dyn Store, clock: &dyn Clock, req: &EnqueueRequest) -> Re
     }
     req.settings.validate()?;
     for c in &req.candidates {
-        c.validate()?;
-        // Every option now, not when a worker claims the job and fails it for good.
-        crate::orchestrator::check_roster(c, None, false, crate::orchestrator::Place::Job)?;
+        // Every option, step flag and seat now, not when a worker claims the job and
+        // fails it for good.
+        crate::orchestrator::planned_state(
+            &crate::orchestrator::RunSpec {
+                objective: req.objective.clone(),
+                tasks: req.tasks.clone(),
+                step_budgets: Vec::new(),
+                step_seats: req.steps.seats.clone(),
+                step_tags: req.steps.tags.clone(),
+                step_scopes: req.steps.scopes.clone(),
+                roster: c.clone(),
+                settings: req.settings.clone(),
+            },
+            crate::orchestrator::Place::Job,
+            RunId("queued".into()),
+        )?;
     }
     let ws = Error::Workspace;
     let repo = Repo::open(&req.repo).map_err(ws)?;
@@ -191,6 +229,7 @@ pub fn enqueue(store: &dyn Store, clock: &dyn Clock, req: &EnqueueRequest) -> Re
             settings: req.settings.clone(),
             rubric: req.rubric.clone(),
             candidate: label.clone(),
+            steps: req.steps.clone(),
         };
         let id = new_id("j");
         let spec = serde_json::to_value(&spec).map_err(crate::unencodable("a job's spec"))?;

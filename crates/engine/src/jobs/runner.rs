@@ -633,9 +633,9 @@ fn open_job(
                 objective: spec.objective.clone(),
                 tasks: spec.tasks.clone(),
                 step_budgets: Vec::new(),
-                step_seats: Vec::new(),
-                step_tags: Vec::new(),
-                step_scopes: Vec::new(),
+                step_seats: spec.steps.seats.clone(),
+                step_tags: spec.steps.tags.clone(),
+                step_scopes: spec.steps.scopes.clone(),
                 roster: spec.roster.clone(),
                 settings: spec.settings.clone(),
             },
@@ -822,7 +822,7 @@ fn run_job(
                 format!(
                     "finished with failing gate(s) {} after {} fix turn(s)",
                     failing.join(", "),
-                    fix_turns_taken(&session.state, spec.roster.enabled().count())
+                    fix_turns_taken(&session.state, first_pass(&spec))
                 )
             };
             (baton_store::JobStatus::Outbox, ended, None)
@@ -854,6 +854,16 @@ fn run_job(
     let value = serde_json::to_value(&outbox).map_err(crate::unencodable("a job's outbox"))?;
     store.finish_job(fence, status, Some(&value), error.as_deref(), clock.now())?;
     Ok(())
+}
+
+/// The turns of the roster's first pass before a job's gate fixes: none in a routed
+/// job (seats, not the roster's order, decide its turns).
+fn first_pass(spec: &JobSpec) -> usize {
+    if spec.settings.floor.is_empty() {
+        spec.roster.enabled().count()
+    } else {
+        0
+    }
 }
 
 /// The commit of the run's last committed turn, or the job's base before its first.

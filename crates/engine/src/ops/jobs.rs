@@ -6,8 +6,8 @@ use baton_protocol::Op;
 
 use super::{OpContext, OpOutcome, Started};
 use crate::Engine;
-use crate::config::{Roster, RunSettings, WorkerConfig};
-use crate::jobs::{self as engine_jobs, EnqueueRequest, GateSpec};
+use crate::config::{Floor, Roster, WorkerConfig};
+use crate::jobs::{self as engine_jobs, EnqueueRequest, GateSpec, StepFlags};
 use crate::{Error, Result};
 
 pub(super) fn enqueue(engine: &Engine, ctx: &OpContext, op: Op) -> Result<OpOutcome> {
@@ -23,6 +23,9 @@ pub(super) fn enqueue(engine: &Engine, ctx: &OpContext, op: Op) -> Result<OpOutc
         base,
         worktrees,
         rubric,
+        step_seats,
+        step_tags,
+        step_scopes,
         roster,
         settings,
     } = op
@@ -33,9 +36,10 @@ pub(super) fn enqueue(engine: &Engine, ctx: &OpContext, op: Op) -> Result<OpOutc
         });
     };
     let roster = ctx.roster(roster.as_ref(), "the op's roster")?;
+    let settings = ctx.settings(&settings);
     let mut rosters = candidates
         .iter()
-        .map(|spec| candidate(&roster, spec))
+        .map(|spec| candidate(&roster, spec, &settings.floor))
         .collect::<Result<Vec<_>>>()?;
     for r in &mut rosters {
         confine(r, sandbox.map(baton_protocol::Sandbox::name), &ctx.hidden);
@@ -55,12 +59,18 @@ pub(super) fn enqueue(engine: &Engine, ctx: &OpContext, op: Op) -> Result<OpOutc
         gate_each_turn,
         fix_turns: fix_turns.unwrap_or(engine_jobs::DEFAULT_FIX_TURNS),
         candidates: rosters.clone(),
-        // Jobs take turns in roster order: seats route plain runs only (so far).
-        settings: RunSettings {
-            floor: crate::config::Floor::default(),
-            ..ctx.settings(&settings)
-        },
+        // With pools or seats configured, the router seats every job's turns from its
+        // candidate's workers (see `crate::seating`).
+        settings,
         rubric,
+        steps: StepFlags {
+            seats: step_seats
+                .into_iter()
+                .map(|s| s.map(baton_core::router::SeatId::new))
+                .collect(),
+            tags: step_tags,
+            scopes: step_scopes,
+        },
     };
     let queued = engine_jobs::enqueue(engine.store().as_ref(), engine.clock(), &request)?;
     Ok(OpOutcome::Enqueued {
@@ -70,11 +80,17 @@ pub(super) fn enqueue(engine: &Engine, ctx: &OpContext, op: Op) -> Result<OpOutc
 }
 
 /// A candidate's roster from `a` or `a+b`, by roster id or preset name.
-fn candidate(roster: &Roster, spec: &str) -> Result<Roster> {
+fn candidate(roster: &Roster, spec: &str, floor: &Floor) -> Result<Roster> {
     let mut workers = Vec::new();
     for id in spec.split('+').map(str::trim).filter(|s| !s.is_empty()) {
         if let Some(w) = roster.workers.iter().find(|w| w.id.as_str() == id) {
             workers.push(w.clone());
+        } else if baton_gateway::command::preset(id).is_some() && !floor.pools.is_empty() {
+            // A preset has no pool, and a routed job's every worker needs one.
+            return Err(Error::Config(format!(
+                "candidate {id} is a coding agent's preset with no [[workers]] entry, but pools are defined ({}), so its calls would count against no allowance; add [[workers]] id = \"{id}\", model = \"command/{id}\", family = \"{id}\", pool = \"…\", options = {{ preset = \"{id}\", handoff = \"derive\" }} to the configuration",
+                floor.pool_ids()
+            )));
         } else if baton_gateway::command::preset(id).is_some() {
             let mut w = WorkerConfig::mock(id, id);
             w.model = format!("command/{id}");
@@ -223,7 +239,7 @@ mod tests {
         let roster = Roster {
             workers: vec![WorkerConfig::mock("api", "m")],
         };
-        let mut team = candidate(&roster, "api+claude+codex").unwrap();
+        let mut team = candidate(&roster, "api+claude+codex", &Floor::default()).unwrap();
         team.workers[2]
             .options
             .insert("sandbox".into(), "none".into());

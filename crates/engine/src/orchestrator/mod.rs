@@ -43,6 +43,7 @@ mod unbilled;
 mod window;
 
 pub use calls::model_called;
+pub(crate) use open::planned_state;
 pub use open::{build_gateway, new_run_id};
 pub use roster::{Place, check_roster, with_keys};
 pub use stepping_clock::SteppingClock;

@@ -17,6 +17,81 @@ use super::{Engine, RunConfig, RunSpec, Session, reshape};
 use crate::config::{Roster, WorkerConfig};
 use crate::{Error, Result};
 
+/// A new run's state from `spec`, every part of it validated: the one place a run's
+/// spec is checked, so a job's is refused when queued, not when a worker claims it.
+pub(crate) fn planned_state(spec: &RunSpec, place: Place, id: RunId) -> Result<ExecutionState> {
+    if spec.objective.trim().is_empty() {
+        return Err(Error::Config(
+            "the objective is empty; pass --objective \"…\"".into(),
+        ));
+    }
+    if let Some(i) = spec.tasks.iter().position(|t| t.trim().is_empty()) {
+        return Err(Error::Config(format!(
+            "task {} is blank; every --task needs text (the plan has {} tasks)",
+            i + 1,
+            spec.tasks.len()
+        )));
+    }
+    if spec.tasks.is_empty() {
+        return Err(Error::Config(
+            "the plan has no steps; pass at least one --task \"…\"".into(),
+        ));
+    }
+    spec.roster.validate()?;
+    spec.settings.validate()?;
+    // Every worker's options, before anything exists that a bad one would strand
+    // (credentials are checked when the run is opened: they may come later).
+    check_roster(&spec.roster, None, false, place)?;
+    let tasks: Vec<String> = spec
+        .tasks
+        .iter()
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .collect();
+    if let Some(b) = spec
+        .step_budgets
+        .iter()
+        .flatten()
+        .find(|b| **b < crate::config::MIN_BUDGET)
+    {
+        return Err(Error::Config(format!(
+            "step budget {b} is too small to brief anyone; use at least {} tokens",
+            crate::config::MIN_BUDGET
+        )));
+    }
+    let mut state = ExecutionState::new(id.clone(), spec.objective.trim(), &tasks);
+    for (step, budget) in state.plan.iter_mut().zip(&spec.step_budgets) {
+        step.budget = *budget;
+    }
+    crate::seating::check_step_seats(&spec.step_seats, tasks.len())?;
+    for (step, seat) in state.plan.iter_mut().zip(&spec.step_seats) {
+        step.seat = seat.clone();
+    }
+    for (what, given) in [
+        ("step tags", spec.step_tags.len()),
+        ("step scopes", spec.step_scopes.len()),
+    ] {
+        if given > tasks.len() {
+            return Err(Error::Config(format!(
+                "{given} {what} for {} tasks; give at most one per task, in the tasks' order",
+                tasks.len()
+            )));
+        }
+    }
+    for (step, tags) in state.plan.iter_mut().zip(&spec.step_tags) {
+        step.tags = tags.clone();
+    }
+    for (step, scope) in state.plan.iter_mut().zip(&spec.step_scopes) {
+        step.scope = *scope;
+    }
+    if !spec.settings.floor.is_empty() {
+        crate::config::check_floor(&spec.roster, &spec.settings.floor)?;
+    }
+    let estimator = spec.settings.estimator.build();
+    crate::policy::check_budgets(&state, &spec.settings, &spec.roster, &*estimator)?;
+    Ok(state)
+}
+
 /// A new run id: a UUIDv7 in 32 hex digits (see `jobs::new_id`).
 pub fn new_run_id() -> RunId {
     RunId(crate::jobs::new_id(""))
@@ -53,75 +128,7 @@ impl Engine {
         place: Place,
         id: RunId,
     ) -> Result<(RunInfo, ExecutionState, Vec<Event>)> {
-        if spec.objective.trim().is_empty() {
-            return Err(Error::Config(
-                "the objective is empty; pass --objective \"…\"".into(),
-            ));
-        }
-        if let Some(i) = spec.tasks.iter().position(|t| t.trim().is_empty()) {
-            return Err(Error::Config(format!(
-                "task {} is blank; every --task needs text (the plan has {} tasks)",
-                i + 1,
-                spec.tasks.len()
-            )));
-        }
-        if spec.tasks.is_empty() {
-            return Err(Error::Config(
-                "the plan has no steps; pass at least one --task \"…\"".into(),
-            ));
-        }
-        spec.roster.validate()?;
-        spec.settings.validate()?;
-        // Every worker's options, before anything exists that a bad one would strand
-        // (credentials are checked when the run is opened: they may come later).
-        check_roster(&spec.roster, None, false, place)?;
-        let tasks: Vec<String> = spec
-            .tasks
-            .iter()
-            .map(|t| t.trim().to_string())
-            .filter(|t| !t.is_empty())
-            .collect();
-        if let Some(b) = spec
-            .step_budgets
-            .iter()
-            .flatten()
-            .find(|b| **b < crate::config::MIN_BUDGET)
-        {
-            return Err(Error::Config(format!(
-                "step budget {b} is too small to brief anyone; use at least {} tokens",
-                crate::config::MIN_BUDGET
-            )));
-        }
-        let mut state = ExecutionState::new(id.clone(), spec.objective.trim(), &tasks);
-        for (step, budget) in state.plan.iter_mut().zip(&spec.step_budgets) {
-            step.budget = *budget;
-        }
-        crate::seating::check_step_seats(&spec.step_seats, tasks.len())?;
-        for (step, seat) in state.plan.iter_mut().zip(&spec.step_seats) {
-            step.seat = seat.clone();
-        }
-        for (what, given) in [
-            ("step tags", spec.step_tags.len()),
-            ("step scopes", spec.step_scopes.len()),
-        ] {
-            if given > tasks.len() {
-                return Err(Error::Config(format!(
-                    "{given} {what} for {} tasks; give at most one per task, in the tasks' order",
-                    tasks.len()
-                )));
-            }
-        }
-        for (step, tags) in state.plan.iter_mut().zip(&spec.step_tags) {
-            step.tags = tags.clone();
-        }
-        for (step, scope) in state.plan.iter_mut().zip(&spec.step_scopes) {
-            step.scope = *scope;
-        }
-        if !spec.settings.floor.is_empty() {
-            crate::config::check_floor(&spec.roster, &spec.settings.floor)?;
-        }
-        let estimator = spec.settings.estimator.build();
-        crate::policy::check_budgets(&state, &spec.settings, &spec.roster, &*estimator)?;
+        let state = planned_state(spec, place, id.clone())?;
         let now = self.clock.now();
         let config = RunConfig {
             roster: spec.roster.clone(),

@@ -9,7 +9,7 @@ use baton_store::{PinFilter, Store, bench_set};
 
 use super::{Engine, RunConfig, Session};
 use crate::config::Floor;
-use crate::seating::{self, Reading, SeatInput, Seating};
+use crate::seating::{self, Reading, SeatInput, Seating, Unit};
 use crate::{Error, Result};
 
 /// A routed run's pins and its history of who wrote what, as committed: read when the
@@ -41,8 +41,11 @@ impl Seats {
             .iter()
             .filter(|t| t.status == TurnStatus::Committed)
             .filter_map(|t| {
-                let id = t.assignment.step_id.as_ref()?;
-                let step = state.plan.iter().find(|s| &s.id == id)?;
+                let step = match &t.assignment.step_id {
+                    Some(id) => Some(state.plan.iter().find(|s| &s.id == id)?),
+                    // A turn after the plan (a gate fix).
+                    None => None,
+                };
                 Some(seating::authored(step, &t.worker, &t.family))
             })
             .collect();
@@ -74,12 +77,12 @@ impl Engine {
         })
     }
 
-    /// Fills the seat of plan step `step` for the turn after `state`.
-    pub(super) fn seat_step(
+    /// Fills the seat of `unit` for the turn after `state`.
+    pub(super) fn seat_unit(
         &self,
         session: &Session,
         state: &ExecutionState,
-        step: usize,
+        unit: &Unit,
     ) -> Result<Seating> {
         let floor = &session.config.settings.floor;
         let reading = self.reading(floor)?;
@@ -92,7 +95,7 @@ impl Engine {
             .collect();
         Ok(seating::seat(&SeatInput {
             state,
-            step,
+            unit,
             candidates: &candidates,
             floor,
             reading: &reading,
@@ -124,12 +127,19 @@ impl Session {
             self.seats.pins.push(pin.clone());
         }
         let w = &self.config.roster.workers[worker];
-        if status == TurnStatus::Committed
-            && let Some(step) = step.and_then(|id| self.state.plan.iter().find(|s| s.id == id))
-        {
-            self.seats
-                .history
-                .push(seating::authored(step, &w.id, &w.family));
+        if status != TurnStatus::Committed {
+            return;
         }
+        let step = match step {
+            Some(id) => match self.state.plan.iter().find(|s| s.id == id) {
+                Some(step) => Some(step),
+                None => return,
+            },
+            // A turn after the plan (a gate fix).
+            None => None,
+        };
+        self.seats
+            .history
+            .push(seating::authored(step, &w.id, &w.family));
     }
 }

@@ -13,7 +13,7 @@ use super::{Engine, MAX_CONSECUTIVE_FAILURES, RunEnd, Session, StepOutcome, Turn
 use baton_core::ids::WorkerId;
 
 use crate::policy::{PolicyInput, TurnPlan};
-use crate::seating::{self, Seating};
+use crate::seating::{self, Seating, Unit};
 use crate::{Error, Result};
 
 /// A policy's plan, its worker found in the roster.
@@ -60,12 +60,25 @@ impl Engine {
     pub(super) fn next_planned(&self, session: &Session, state: &ExecutionState) -> Result<Next> {
         let roster = &session.config.roster;
         if session.routed() {
-            let Some((step, assignment, budget)) =
-                seating::next_step(state, &session.config.settings)
-            else {
-                return Ok(Next::Done);
-            };
-            let seating = self.seat_step(session, state, step)?;
+            let (unit, assignment, budget, gates) =
+                match seating::next_step(state, &session.config.settings) {
+                    Some((step, assignment, budget)) => {
+                        (Unit::step(&state.plan[step]), assignment, budget, false)
+                    }
+                    None => {
+                        let input = PolicyInput::new(state, roster, &session.config.settings);
+                        let Some(plan) = self.policy.after_plan(&input) else {
+                            return Ok(Next::Done);
+                        };
+                        (
+                            Unit::after_plan(state),
+                            plan.assignment,
+                            plan.budget,
+                            plan.gates,
+                        )
+                    }
+                };
+            let seating = self.seat_unit(session, state, &unit)?;
             let worker = match &seating {
                 Seating::Nobody { question, .. } => {
                     return Ok(Next::Nobody {
@@ -78,7 +91,7 @@ impl Engine {
                 worker: self.roster_index(session, worker)?,
                 assignment,
                 budget,
-                gates: false,
+                gates,
                 seating: Some(seating),
             }));
         }
@@ -120,10 +133,11 @@ impl Engine {
     /// for a routed run (nothing is read from the store for it), else the policy's
     /// answer.
     pub(super) fn nothing_left(&self, session: &Session, state: &ExecutionState) -> bool {
-        if session.routed() {
-            return seating::next_step(state, &session.config.settings).is_none();
-        }
         let input = PolicyInput::new(state, &session.config.roster, &session.config.settings);
+        if session.routed() {
+            return seating::next_step(state, &session.config.settings).is_none()
+                && self.policy.after_plan(&input).is_none();
+        }
         self.policy.next_turn(&input).is_none()
     }
 

@@ -233,6 +233,7 @@ fn queue(
                 ..RunSettings::default()
             },
             rubric: None,
+            steps: Default::default(),
         },
     )
     .unwrap()

@@ -75,6 +75,7 @@ fn queue(
                 ..RunSettings::default()
             },
             rubric: None,
+            steps: Default::default(),
         },
     )
     .unwrap();

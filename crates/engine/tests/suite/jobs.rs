@@ -159,6 +159,7 @@ fn request(
             ..RunSettings::default()
         },
         rubric: Some("Prefer the candidate whose gate passes.".into()),
+        steps: Default::default(),
     }
 }
 
@@ -1316,4 +1317,91 @@ fn a_jobs_live_stream_has_its_claim_turns_and_gates_and_equals_the_stored_one() 
         "{live}"
     );
     assert!(live.contains("gate tests: FAILED"), "{live}");
+}
+
+/// Jobs are routed when pools are configured: the router seats each turn from the
+/// candidate's workers (a `credentials` step never goes to the family denied it, though
+/// its pool is picked first on a tie), the gate-fix turn after the plan is seated too
+/// (carrying the plan's tags), every seating is pinned with whom it left out and why,
+/// and a step flag no station knows is refused when the job is queued.
+#[test]
+fn a_routed_job_seats_its_steps_and_its_gate_fix_and_pins_each_seating() {
+    use baton_core::router::{Allowance, Pool, PoolId, Seat, SeatId, Window};
+    use baton_core::state::StepTag;
+    use baton_engine::config::Floor;
+    use baton_engine::jobs::StepFlags;
+
+    let (dir, repo, agent) = repo();
+    let store = store_in(dir.path());
+    let mut a = agent_worker("a", &agent);
+    a.pool = Some(PoolId::new("pa"));
+    let mut b = agent_worker("b", &agent);
+    b.pool = Some(PoolId::new("pb"));
+    let roster = Roster {
+        workers: vec![a, b],
+    };
+    let pool = |id: &str| Pool {
+        id: PoolId::new(id),
+        allowance: Allowance::default(),
+        window: Window::default(),
+    };
+    let mut seat = Seat::new(SeatId::new("build.step"));
+    seat.deny_tags
+        .insert("credentials".into(), vec!["family-a".into()]);
+    let floor = Floor {
+        pools: vec![pool("pa"), pool("pb")],
+        seats: vec![seat],
+    };
+    let mut req = request(
+        &repo,
+        &["write config/secrets.txt", "write src/app.txt"],
+        vec![roster],
+        false,
+    );
+    req.fix_turns = 1;
+    req.settings.floor = floor;
+    req.steps = StepFlags {
+        seats: Vec::new(),
+        tags: vec![StepTag::list("credentials").unwrap()],
+        scopes: Vec::new(),
+    };
+    let mut typo = req.clone();
+    typo.steps.seats = vec![Some(SeatId::new("reveiw.code"))];
+    let err = enqueue(store.as_ref(), &*clock(), &typo).unwrap_err();
+    assert!(err.to_string().contains("review"), "{err}");
+    assert!(store.list_jobs().unwrap().is_empty(), "nothing queued");
+
+    let queued = enqueue(store.as_ref(), &*clock(), &req).unwrap();
+    work(store.clone(), clock(), &WorkOptions::default(), &|_| {}).unwrap();
+    let job = store.job(&queued.jobs[0]).unwrap();
+    let outbox = decode_outbox(&job).unwrap().unwrap();
+    assert_eq!(outbox.ended, "finished", "{outbox:?}");
+    let run = job.run_id.unwrap();
+    let turns = store.turns(&run).unwrap();
+    let who: Vec<&str> = turns.iter().map(|t| t.worker.as_str()).collect();
+    // T1 (credentials) to b; T2 untagged to a (pool pa first on the tie); the gate
+    // fails after the plan, so one fix turn, which carries credentials: b again.
+    assert_eq!(who, ["b", "a", "b"], "{turns:#?}");
+    assert!(turns[2].assignment.task.contains("Gates fail at the end"));
+    assert!(outbox.gates.iter().all(|g| g.passed), "{:?}", outbox.gates);
+
+    let pins = store.pins(&baton_store::PinFilter::run(&run)).unwrap();
+    let seated: Vec<(&str, &str, u32)> = pins
+        .iter()
+        .map(|p| (p.pin.phase.as_str(), p.pin.worker.as_str(), p.turn))
+        .collect();
+    assert_eq!(
+        seated,
+        [
+            ("step T1", "b", 0),
+            ("step T2", "a", 1),
+            ("after the plan", "b", 2)
+        ]
+    );
+    let left_out = &pins[0].pin.excluded;
+    assert_eq!(left_out.len(), 1, "{left_out:?}");
+    assert_eq!(left_out[0].worker.as_str(), "a");
+    assert_eq!(left_out[0].reason, "policy_denied");
+    assert!(pins[1].pin.excluded.is_empty());
+    assert_eq!(pins[2].pin.excluded[0].reason, "policy_denied");
 }

@@ -238,6 +238,9 @@ fn enqueue_op(
         base: None,
         worktrees: None,
         rubric: Some("passes its gate".into()),
+        step_seats: Vec::new(),
+        step_tags: Vec::new(),
+        step_scopes: Vec::new(),
         roster: None,
         settings: Settings::default(),
     }

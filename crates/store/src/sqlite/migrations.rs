@@ -312,6 +312,11 @@ const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER pool_spend_never_vanish BEFORE DELETE ON pool_spend
     BEGIN SELECT RAISE(ABORT, 'pool usage is append-only'); END;
     "#,
+    // 14: each pin keeps the workers the router left out of its seating, and why (JSON,
+    // `[PassedOver]`); pins written before keep none.
+    r#"
+    ALTER TABLE pins ADD COLUMN excluded TEXT NOT NULL DEFAULT '[]';
+    "#,
 ];
 
 /// The schema version this build writes.
@@ -459,6 +464,37 @@ mod tests {
             let err = conn.execute(sql, []).unwrap_err().to_string();
             assert!(err.contains("append-only"), "{sql}: {err}");
         }
+    }
+
+    /// A database of schema 13 (pins without their exclusions) is upgraded through 14:
+    /// its pins are kept, each with no exclusions, and stay append-only.
+    #[test]
+    fn a_schema_13_pin_is_kept_with_no_exclusions() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        for sql in &MIGRATIONS[..13] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 13).unwrap();
+        conn.execute_batch(
+            "INSERT INTO runs (id, objective, status, turns, created_at, updated_at, config, header)
+             VALUES ('a', 'o', 'active', 1, 1, 1, '{}', '{}');
+             INSERT INTO turns (run_id, turn, worker, model, status, started_at, finished_at, record)
+             VALUES ('a', 0, 'w', 'm', 'committed', 1, 2, '{}');
+             INSERT INTO pins (run_id, turn, seat, worker, model, family, pool, phase, at, fractions, reason)
+             VALUES ('a', 0, 'build.step', 'w', 'm', 'f', 'claude', 'step T1', 1, '{}', '{\"kind\":\"at_phase_start\"}');",
+        )
+        .unwrap();
+        migrate(&mut conn).unwrap();
+        assert_eq!(user_version(&conn).unwrap(), SCHEMA_VERSION);
+        let excluded: String = conn
+            .query_row("SELECT excluded FROM pins", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(excluded, "[]");
+        let err = conn
+            .execute("UPDATE pins SET excluded = '[1]'", [])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("append-only"), "{err}");
     }
 
     /// A database written before events had per-run numbers: its rows are numbered in

@@ -375,12 +375,13 @@ pub(super) fn insert_pins(
     }
     let mut insert = tx.prepare_cached(
         "INSERT INTO pins (run_id, turn, seat, worker, model, family, pool, phase, at,
-                           fractions, reason)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                           fractions, reason, excluded)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?;
     for pin in pins {
         let fractions = super::to_json(&pin.fractions, || format!("pin of turn {turn}"))?;
         let reason = super::to_json(&pin.reason, || format!("pin of turn {turn}"))?;
+        let excluded = super::to_json(&pin.excluded, || format!("pin of turn {turn}"))?;
         insert.execute(params![
             run.0,
             turn,
@@ -393,6 +394,7 @@ pub(super) fn insert_pins(
             pin.at.0,
             fractions,
             reason,
+            excluded,
         ])?;
     }
     Ok(())
@@ -401,7 +403,8 @@ pub(super) fn insert_pins(
 /// The pins matching `filter`, in the order they were written.
 pub(super) fn pins(conn: &Connection, filter: &PinFilter) -> Result<Vec<StoredPin>> {
     let mut select = conn.prepare_cached(
-        "SELECT run_id, turn, seat, worker, model, family, pool, phase, at, fractions, reason
+        "SELECT run_id, turn, seat, worker, model, family, pool, phase, at, fractions, reason,
+                excluded
          FROM pins
          WHERE (?1 IS NULL OR run_id = ?1) AND (?2 IS NULL OR seat = ?2)
            AND (?3 IS NULL OR pool = ?3) AND (?4 IS NULL OR phase = ?4)
@@ -434,13 +437,17 @@ pub(super) fn pins(conn: &Connection, filter: &PinFilter) -> Result<Vec<StoredPi
                     r.get::<_, i64>(8)?,
                     r.get::<_, String>(9)?,
                     r.get::<_, String>(10)?,
+                    r.get::<_, String>(11)?,
                 ),
             ))
         },
     )?;
     rows.map(|row| {
-        let ((run, turn, seat, worker), (model, family, pool, phase), (at, fractions, reason)) =
-            row?;
+        let (
+            (run, turn, seat, worker),
+            (model, family, pool, phase),
+            (at, fractions, reason, excluded),
+        ) = row?;
         let what = || format!("pin of run {run} turn {turn}");
         Ok(StoredPin {
             pin: Pin {
@@ -453,6 +460,7 @@ pub(super) fn pins(conn: &Connection, filter: &PinFilter) -> Result<Vec<StoredPi
                 at: Timestamp(at),
                 fractions: super::from_json(&fractions, what)?,
                 reason: super::from_json(&reason, what)?,
+                excluded: super::from_json(&excluded, what)?,
             },
             run_id: RunId(run),
             turn,

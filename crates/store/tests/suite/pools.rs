@@ -281,6 +281,7 @@ fn pin(seat: &str, worker: &str, pool_id: &str, phase: &str, at: i64, reason: Pi
             .into_iter()
             .collect(),
         reason,
+        excluded: Vec::new(),
     }
 }
 
