@@ -54,6 +54,10 @@ pub struct EnqueueArgs {
     /// What the judge scores candidates against (fixed now, for every candidate)
     #[arg(long)]
     rubric: Option<String>,
+    /// Budget for one step, in order (repeat; overrides the split for that step), as in
+    /// `baton run`
+    #[arg(long = "step-budget")]
+    step_budgets: Vec<usize>,
     /// The seat of one step, in order (repeat), as in `baton run`: with pools or seats
     /// configured, the router fills it from the candidate's workers
     #[arg(long = "step-seat", value_name = "SEAT")]
@@ -130,12 +134,16 @@ pub fn enqueue(ctx: &Context_, args: EnqueueArgs) -> Result<ExitCode> {
     // Check the repository before anything is created on disk (the database included).
     baton_workspace::Repo::open(&args.repo)?;
     let (objective, tasks) = args.text.read()?;
-    if args.step_seats.len() > tasks.len() {
-        return Err(crate::exit::usage(format!(
-            "{} --step-seat values for {} tasks; give at most one per --task, in the tasks' order",
-            args.step_seats.len(),
-            tasks.len()
-        )));
+    for (flag, given) in [
+        ("--step-budget", args.step_budgets.len()),
+        ("--step-seat", args.step_seats.len()),
+    ] {
+        if given > tasks.len() {
+            return Err(crate::exit::usage(format!(
+                "{given} {flag} values for {} tasks; give at most one per --task, in the tasks' order",
+                tasks.len()
+            )));
+        }
     }
     let (step_tags, step_scopes) =
         crate::input::step_flags(&args.step_tags, &args.step_scopes, tasks.len())?;
@@ -151,6 +159,7 @@ pub fn enqueue(ctx: &Context_, args: EnqueueArgs) -> Result<ExitCode> {
         base: args.base,
         worktrees: args.worktrees,
         rubric: args.rubric,
+        step_budgets: args.step_budgets.into_iter().map(Some).collect(),
         step_seats: args.step_seats.into_iter().map(Some).collect(),
         step_tags,
         step_scopes,

@@ -129,6 +129,7 @@ mod tests {
                 base: Some("main".into()),
                 worktrees: Some("/tmp/wt".into()),
                 rubric: Some("smallest diff".into()),
+                step_budgets: vec![Some(900)],
                 step_seats: vec![None, Some("review.code".into())],
                 step_tags: vec![vec![], vec![StepTag::new("credentials").unwrap()]],
                 step_scopes: vec![Some(StepScope::Earlier)],

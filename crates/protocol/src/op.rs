@@ -88,6 +88,9 @@ pub enum Op {
         /// What the judge scores the candidates against, fixed now.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         rubric: Option<String>,
+        /// A budget per step, in order, as in `CreateRun` (`null` keeps the step's share).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        step_budgets: Vec<Option<usize>>,
         /// A seat per step, in order, as in `CreateRun`: read when pools or seats are
         /// configured, which route every job's turns.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -255,6 +255,8 @@ fn enqueued_jobs_are_routed_by_the_configured_pools_with_their_step_flags() {
             "a+b",
             "--step-tags",
             "credentials",
+            "--step-budget",
+            "900",
         ],
     );
     run_ok(d, &["work"]);
@@ -268,6 +270,7 @@ fn enqueued_jobs_are_routed_by_the_configured_pools_with_their_step_flags() {
         .map(|t| t.worker.to_string())
         .collect();
     assert_eq!(who, ["b", "a"]);
+    assert_eq!(store.load_state(&run).unwrap().plan[0].budget, Some(900));
     let why = run_ok(d, &["pins", &run.0, "--why"]);
     assert!(
         why.contains("· build.step · b (command/b, family fb, pool pb) · step T1 ·"),

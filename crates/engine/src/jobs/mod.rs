@@ -69,10 +69,13 @@ pub struct JobSpec {
     pub steps: StepFlags,
 }
 
-/// What a plan's steps say beyond their titles, in the tasks' order: the seat each
-/// fills when the run is routed, its tags and its scope (as `RunSpec` has them).
+/// What a plan's steps say beyond their titles, in the tasks' order: each one's budget,
+/// the seat it fills when the run is routed, its tags and its scope (as `RunSpec` has
+/// them).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StepFlags {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub budgets: Vec<Option<usize>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub seats: Vec<Option<SeatId>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -83,7 +86,10 @@ pub struct StepFlags {
 
 impl StepFlags {
     pub fn is_empty(&self) -> bool {
-        self.seats.is_empty() && self.tags.is_empty() && self.scopes.is_empty()
+        self.budgets.is_empty()
+            && self.seats.is_empty()
+            && self.tags.is_empty()
+            && self.scopes.is_empty()
     }
 }
 
@@ -177,7 +183,7 @@ pub fn enqueue(store: &dyn Store, clock: &dyn Clock, req: &EnqueueRequest) -> Re
             &crate::orchestrator::RunSpec {
                 objective: req.objective.clone(),
                 tasks: req.tasks.clone(),
-                step_budgets: Vec::new(),
+                step_budgets: req.steps.budgets.clone(),
                 step_seats: req.steps.seats.clone(),
                 step_tags: req.steps.tags.clone(),
                 step_scopes: req.steps.scopes.clone(),

@@ -632,7 +632,7 @@ fn open_job(
             &RunSpec {
                 objective: spec.objective.clone(),
                 tasks: spec.tasks.clone(),
-                step_budgets: Vec::new(),
+                step_budgets: spec.steps.budgets.clone(),
                 step_seats: spec.steps.seats.clone(),
                 step_tags: spec.steps.tags.clone(),
                 step_scopes: spec.steps.scopes.clone(),

@@ -23,6 +23,7 @@ pub(super) fn enqueue(engine: &Engine, ctx: &OpContext, op: Op) -> Result<OpOutc
         base,
         worktrees,
         rubric,
+        step_budgets,
         step_seats,
         step_tags,
         step_scopes,
@@ -64,6 +65,7 @@ pub(super) fn enqueue(engine: &Engine, ctx: &OpContext, op: Op) -> Result<OpOutc
         settings,
         rubric,
         steps: StepFlags {
+            budgets: step_budgets,
             seats: step_seats
                 .into_iter()
                 .map(|s| s.map(baton_core::router::SeatId::new))

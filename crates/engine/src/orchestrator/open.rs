@@ -48,6 +48,13 @@ pub(crate) fn planned_state(spec: &RunSpec, place: Place, id: RunId) -> Result<E
         .map(|t| t.trim().to_string())
         .filter(|t| !t.is_empty())
         .collect();
+    if spec.step_budgets.len() > tasks.len() {
+        return Err(Error::Config(format!(
+            "{} step budgets for {} tasks; give at most one per task, in the tasks' order",
+            spec.step_budgets.len(),
+            tasks.len()
+        )));
+    }
     if let Some(b) = spec
         .step_budgets
         .iter()

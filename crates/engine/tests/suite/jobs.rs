@@ -1361,6 +1361,7 @@ fn a_routed_job_seats_its_steps_and_its_gate_fix_and_pins_each_seating() {
     req.fix_turns = 1;
     req.settings.floor = floor;
     req.steps = StepFlags {
+        budgets: vec![Some(900)],
         seats: Vec::new(),
         tags: vec![StepTag::list("credentials").unwrap()],
         scopes: Vec::new(),
@@ -1404,4 +1405,11 @@ fn a_routed_job_seats_its_steps_and_its_gate_fix_and_pins_each_seating() {
     assert_eq!(left_out[0].reason, "policy_denied");
     assert!(pins[1].pin.excluded.is_empty());
     assert_eq!(pins[2].pin.excluded[0].reason, "policy_denied");
+    // The step budget given at enqueue is the step's.
+    let state = store.load_state(&run).unwrap();
+    assert_eq!(
+        (state.plan[0].budget, state.plan[1].budget),
+        (Some(900), None)
+    );
+    assert_eq!(turns[0].package.budget, 900);
 }

@@ -238,6 +238,7 @@ fn enqueue_op(
         base: None,
         worktrees: None,
         rubric: Some("passes its gate".into()),
+        step_budgets: Vec::new(),
         step_seats: Vec::new(),
         step_tags: Vec::new(),
         step_scopes: Vec::new(),
