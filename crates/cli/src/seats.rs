@@ -173,11 +173,16 @@ pub(crate) fn pins(ctx: &Context_, q: &PinsArgs) -> Result<ExitCode> {
             pin.reason
         );
         if q.why {
-            if pin.excluded.is_empty() {
-                println!("    left out: nobody");
-            }
-            for e in &pin.excluded {
-                println!("    left out: {} ({})", e.worker, e.why);
+            match &pin.excluded {
+                None => println!(
+                    "    left out: not recorded (the pin was written before baton kept exclusions)"
+                ),
+                Some(excluded) if excluded.is_empty() => println!("    left out: nobody"),
+                Some(excluded) => {
+                    for e in excluded {
+                        println!("    left out: {} ({})", e.worker, e.why);
+                    }
+                }
             }
         }
     }

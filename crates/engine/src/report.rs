@@ -142,12 +142,15 @@ pub fn fractions(pin: &Pin) -> String {
 }
 
 /// Who the router left out of `pin`'s seating and why, `worker: why` joined by `; `
-/// (`-` when nobody was).
+/// (`-` when nobody was, `not recorded` for a pin written before baton kept them).
 pub fn left_out(pin: &Pin) -> String {
-    if pin.excluded.is_empty() {
+    let Some(excluded) = &pin.excluded else {
+        return "not recorded".into();
+    };
+    if excluded.is_empty() {
         return "-".into();
     }
-    pin.excluded
+    excluded
         .iter()
         .map(|e| format!("{}: {}", e.worker, e.why))
         .collect::<Vec<_>>()

@@ -208,7 +208,7 @@ pub fn seat(input: &SeatInput<'_>) -> Seating {
         Pick::Seated { mut pin } => {
             // Who was left out, and why, is kept with the pin it explains (only new
             // seatings are written; a held pin keeps the record of its own).
-            pin.excluded = router::passed_over(&routed.excluded);
+            pin.excluded = Some(router::passed_over(&routed.excluded));
             Seating::Seated { pin }
         }
         Pick::Nobody { seat, question } => Seating::Nobody { seat, question },

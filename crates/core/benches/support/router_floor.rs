@@ -97,7 +97,7 @@ pub fn floor() -> Floor {
         at: Timestamp(NOW.0 - 1_000 * (SEATS - s) as i64),
         fractions: BTreeMap::new(),
         reason: PinReason::AtPhaseStart,
-        excluded: Vec::new(),
+        excluded: None,
     };
     let mut pins: Vec<Pin> = (0..SEATS)
         .map(|s| pin(s, "plan", (s * 7) % WORKERS))

@@ -25,10 +25,11 @@ pub struct Pin {
     pub fractions: Fractions,
     pub reason: PinReason,
     /// Every worker the router left out of this seating, and why (in worker-id order):
-    /// what `baton pins --why` shows. Empty in a pin held over from earlier, and in pins
-    /// written before baton kept them.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub excluded: Vec<PassedOver>,
+    /// what `baton pins --why` shows. `None` when not recorded: a pin written before
+    /// baton kept them (store migration 14), or one `route` made, which the engine fills
+    /// in when it writes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excluded: Option<Vec<PassedOver>>,
 }
 
 /// A worker the router left out of a seating: its [`Exclusion`](super::Exclusion), owned,

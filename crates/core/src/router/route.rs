@@ -334,7 +334,7 @@ fn pick(
                 at: input.now,
                 fractions: fractions(pools),
                 reason,
-                excluded: Vec::new(),
+                excluded: None,
             },
         },
         None => Pick::Nobody {

@@ -402,7 +402,7 @@ fn pin(seat: &str, worker: &str, pool: &str, phase: &str) -> Pin {
         at: Timestamp(NOW.0 - 60_000),
         fractions: Fractions::new(),
         reason: PinReason::AtPhaseStart,
-        excluded: Vec::new(),
+        excluded: None,
     }
 }
 

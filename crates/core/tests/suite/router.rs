@@ -171,7 +171,7 @@ fn pins(seat: SeatId) -> impl Strategy<Value = Vec<Pin>> {
                     at: Timestamp(NOW.0 - minutes * 60_000),
                     fractions: Fractions::new(),
                     reason: PinReason::AtPhaseStart,
-                    excluded: Vec::new(),
+                    excluded: None,
                 })
                 .collect()
         },

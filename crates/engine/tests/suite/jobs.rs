@@ -1399,12 +1399,15 @@ fn a_routed_job_seats_its_steps_and_its_gate_fix_and_pins_each_seating() {
             ("after the plan", "b", 2)
         ]
     );
-    let left_out = &pins[0].pin.excluded;
+    let left_out = pins[0].pin.excluded.as_ref().unwrap();
     assert_eq!(left_out.len(), 1, "{left_out:?}");
     assert_eq!(left_out[0].worker.as_str(), "a");
     assert_eq!(left_out[0].reason, "policy_denied");
-    assert!(pins[1].pin.excluded.is_empty());
-    assert_eq!(pins[2].pin.excluded[0].reason, "policy_denied");
+    assert_eq!(pins[1].pin.excluded, Some(Vec::new()), "nobody left out");
+    assert_eq!(
+        pins[2].pin.excluded.as_ref().unwrap()[0].reason,
+        "policy_denied"
+    );
     // The step budget given at enqueue is the step's.
     let state = store.load_state(&run).unwrap();
     assert_eq!(

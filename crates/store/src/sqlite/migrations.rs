@@ -313,9 +313,9 @@ const MIGRATIONS: &[&str] = &[
     BEGIN SELECT RAISE(ABORT, 'pool usage is append-only'); END;
     "#,
     // 14: each pin keeps the workers the router left out of its seating, and why (JSON,
-    // `[PassedOver]`); pins written before keep none.
+    // `[PassedOver]`); NULL in pins written before, which did not record them.
     r#"
-    ALTER TABLE pins ADD COLUMN excluded TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE pins ADD COLUMN excluded TEXT;
     "#,
 ];
 
@@ -467,7 +467,7 @@ mod tests {
     }
 
     /// A database of schema 13 (pins without their exclusions) is upgraded through 14:
-    /// its pins are kept, each with no exclusions, and stay append-only.
+    /// its pins are kept, their exclusions not recorded (NULL), and stay append-only.
     #[test]
     fn a_schema_13_pin_is_kept_with_no_exclusions() {
         let mut conn = Connection::open_in_memory().unwrap();
@@ -486,10 +486,10 @@ mod tests {
         .unwrap();
         migrate(&mut conn).unwrap();
         assert_eq!(user_version(&conn).unwrap(), SCHEMA_VERSION);
-        let excluded: String = conn
+        let excluded: Option<String> = conn
             .query_row("SELECT excluded FROM pins", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(excluded, "[]");
+        assert_eq!(excluded, None);
         let err = conn
             .execute("UPDATE pins SET excluded = '[1]'", [])
             .unwrap_err()

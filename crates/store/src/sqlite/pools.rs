@@ -381,7 +381,11 @@ pub(super) fn insert_pins(
     for pin in pins {
         let fractions = super::to_json(&pin.fractions, || format!("pin of turn {turn}"))?;
         let reason = super::to_json(&pin.reason, || format!("pin of turn {turn}"))?;
-        let excluded = super::to_json(&pin.excluded, || format!("pin of turn {turn}"))?;
+        let excluded = pin
+            .excluded
+            .as_ref()
+            .map(|e| super::to_json(e, || format!("pin of turn {turn}")))
+            .transpose()?;
         insert.execute(params![
             run.0,
             turn,
@@ -437,7 +441,7 @@ pub(super) fn pins(conn: &Connection, filter: &PinFilter) -> Result<Vec<StoredPi
                     r.get::<_, i64>(8)?,
                     r.get::<_, String>(9)?,
                     r.get::<_, String>(10)?,
-                    r.get::<_, String>(11)?,
+                    r.get::<_, Option<String>>(11)?,
                 ),
             ))
         },
@@ -460,7 +464,7 @@ pub(super) fn pins(conn: &Connection, filter: &PinFilter) -> Result<Vec<StoredPi
                 at: Timestamp(at),
                 fractions: super::from_json(&fractions, what)?,
                 reason: super::from_json(&reason, what)?,
-                excluded: super::from_json(&excluded, what)?,
+                excluded: excluded.map(|e| super::from_json(&e, what)).transpose()?,
             },
             run_id: RunId(run),
             turn,

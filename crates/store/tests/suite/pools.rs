@@ -281,7 +281,7 @@ fn pin(seat: &str, worker: &str, pool_id: &str, phase: &str, at: i64, reason: Pi
             .into_iter()
             .collect(),
         reason,
-        excluded: Vec::new(),
+        excluded: None,
     }
 }
 
@@ -299,16 +299,24 @@ pub fn pins_are_written_with_their_turn_and_read_back_in_order(backend: &dyn Bac
         T0,
         PinReason::AtPhaseStart,
     );
-    let second = pin(
-        "build.step",
-        "b",
-        "codex",
-        "step T1",
-        T0 + HOUR,
-        PinReason::PoolExhausted {
-            pool: pool("claude"),
-        },
-    );
+    // Whom a seating left out is kept as written: some, nobody, or not recorded.
+    let second = Pin {
+        excluded: Some(vec![baton_core::router::PassedOver {
+            worker: baton_core::ids::WorkerId::new("a"),
+            reason: "pool_exhausted".into(),
+            why: "pool claude is exhausted until 3600000".into(),
+        }]),
+        ..pin(
+            "build.step",
+            "b",
+            "codex",
+            "step T1",
+            T0 + HOUR,
+            PinReason::PoolExhausted {
+                pool: pool("claude"),
+            },
+        )
+    };
     let (state, mut commit) = fixtures::next_turn(&state);
     commit.pins = vec![first.clone()];
     store.commit_turn(&commit).unwrap();
@@ -320,14 +328,17 @@ pub fn pins_are_written_with_their_turn_and_read_back_in_order(backend: &dyn Bac
     store.commit_turn(&commit).unwrap();
     let other = fixtures::create(store, "run-2", T0);
     let (_, mut commit) = fixtures::next_turn(&other);
-    let third = pin(
-        "review.code",
-        "c",
-        "claude",
-        "step T2",
-        T0,
-        PinReason::AtPhaseStart,
-    );
+    let third = Pin {
+        excluded: Some(Vec::new()),
+        ..pin(
+            "review.code",
+            "c",
+            "claude",
+            "step T2",
+            T0,
+            PinReason::AtPhaseStart,
+        )
+    };
     commit.pins = vec![third.clone()];
     store.commit_turn(&commit).unwrap();
 
@@ -341,6 +352,7 @@ pub fn pins_are_written_with_their_turn_and_read_back_in_order(backend: &dyn Bac
     assert!(run1.iter().all(|p| p.run_id.0 == "run-1"));
     let all = store.pins(&PinFilter::default()).unwrap();
     assert_eq!(all.len(), 3);
+    assert_eq!(all[2].pin, third);
     let by = |filter: PinFilter| -> Vec<String> {
         store
             .pins(&filter)
