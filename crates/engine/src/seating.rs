@@ -17,7 +17,9 @@
 //!
 //! The steps are taken in plan order, as the rotating policy takes them, but a routed
 //! run has no continuation turns: it is done when its steps are (continuation turns give
-//! every worker of a rotation a turn, which a seat does not promise).
+//! every worker of a rotation a turn, which a seat does not promise), apart from what
+//! the engine's policy asks for after the plan (`SwitchPolicy::after_plan`: a job's gate
+//! fixes), seated as [`Unit::after_plan`] says.
 //!
 //! The decision is the router's (pure, in core); this module only says what it is asked.
 

@@ -16,7 +16,7 @@ use crate::{Error, Result};
 mod pools;
 
 pub use pools::Floor;
-pub(crate) use pools::check as check_floor;
+pub(crate) use pools::{check as check_floor, check_workers as check_floor_workers};
 
 /// Default package budget in tokens when neither a per-package nor a total budget is set.
 pub const DEFAULT_BUDGET: usize = 2000;

@@ -138,6 +138,18 @@ impl WorkerConfig {
 
 /// The checks that need both the roster and the floor.
 pub(crate) fn check(roster: &Roster, floor: &Floor) -> Result<()> {
+    check_workers(roster, floor)?;
+    for seat in &floor.seats {
+        check_seat(roster, seat)?;
+    }
+    Ok(())
+}
+
+/// The checks of each worker against the floor (its pool, its seat globs), without
+/// asking that every seat be fillable from these workers alone: what a job's candidate
+/// (a part of the roster) must pass. A seat its plan needs and none of them may take
+/// stops its run with the router's question.
+pub(crate) fn check_workers(roster: &Roster, floor: &Floor) -> Result<()> {
     for worker in &roster.workers {
         let id = &worker.id;
         match &worker.pool {
@@ -169,9 +181,6 @@ pub(crate) fn check(roster: &Roster, floor: &Floor) -> Result<()> {
                 )));
             }
         }
-    }
-    for seat in &floor.seats {
-        check_seat(roster, seat)?;
     }
     Ok(())
 }

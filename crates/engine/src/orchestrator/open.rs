@@ -92,7 +92,12 @@ pub(crate) fn planned_state(spec: &RunSpec, place: Place, id: RunId) -> Result<E
         step.scope = *scope;
     }
     if !spec.settings.floor.is_empty() {
-        crate::config::check_floor(&spec.roster, &spec.settings.floor)?;
+        match place {
+            // A job's roster is its candidate's workers: the seats were checked against
+            // the whole roster when the configuration was read.
+            Place::Job => crate::config::check_floor_workers(&spec.roster, &spec.settings.floor)?,
+            Place::Run => crate::config::check_floor(&spec.roster, &spec.settings.floor)?,
+        }
     }
     let estimator = spec.settings.estimator.build();
     crate::policy::check_budgets(&state, &spec.settings, &spec.roster, &*estimator)?;

@@ -1366,6 +1366,16 @@ fn a_routed_job_seats_its_steps_and_its_gate_fix_and_pins_each_seating() {
         tags: vec![StepTag::list("credentials").unwrap()],
         scopes: Vec::new(),
     };
+    // A candidate of one worker is queued though `build.step` denies its family a tag:
+    // the seats were checked against the whole roster; a step that needed it would stop
+    // with the router's question. (Queued in a scratch store: it is not worked here.)
+    let scratch = tempfile::tempdir().unwrap();
+    let mut alone = req.clone();
+    alone.candidates = vec![Roster {
+        workers: vec![req.candidates[0].workers[0].clone()],
+    }];
+    alone.steps = StepFlags::default();
+    enqueue(store_in(scratch.path()).as_ref(), &*clock(), &alone).unwrap();
     let mut typo = req.clone();
     typo.steps.seats = vec![Some(SeatId::new("reveiw.code"))];
     let err = enqueue(store.as_ref(), &*clock(), &typo).unwrap_err();
