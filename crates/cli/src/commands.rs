@@ -231,10 +231,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         } => demo_cmd(&ctx, json, replay.as_deref(), record.as_deref()),
         Command::Run {
             text,
-            step_budgets,
-            step_seats,
-            step_tags,
-            step_scopes,
+            steps,
             budget,
             max_turns,
             create_only,
@@ -247,15 +244,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             if let Some(path) = &replay {
                 with_replay(&mut roster, path)?;
             }
-            if step_budgets.len() > tasks.len() {
-                return Err(exit::usage(format!(
-                    "{} --step-budget values for {} tasks; give at most one per --task",
-                    step_budgets.len(),
-                    tasks.len()
-                )));
-            }
-            let (step_tags, step_scopes) =
-                crate::input::step_flags(&step_tags, &step_scopes, tasks.len())?;
+            let steps = steps.read(tasks.len())?;
             // Every worker checked before the database is even opened (a missing key
             // too, unless only creating: it would stop the run before its first turn).
             baton_engine::orchestrator::check_roster(
@@ -267,10 +256,10 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             let op = Op::CreateRun {
                 objective,
                 tasks,
-                step_budgets: step_budgets.into_iter().map(Some).collect(),
-                step_seats: step_seats.into_iter().map(Some).collect(),
-                step_tags,
-                step_scopes,
+                step_budgets: steps.budgets,
+                step_seats: steps.seats,
+                step_tags: steps.tags,
+                step_scopes: steps.scopes,
                 // The configuration's roster is the context's; a replayed one differs.
                 roster: match replay {
                     Some(_) => Some(serde_json::to_value(&roster)?),

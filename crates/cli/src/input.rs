@@ -66,39 +66,79 @@ impl WorkText {
     }
 }
 
-/// `--step-tags` and `--step-scope`, read and checked against the plan's length before
-/// the database is opened: a bad flag creates nothing.
-#[allow(clippy::type_complexity)]
-pub fn step_flags(
-    tags: &[String],
-    scopes: &[String],
-    steps: usize,
-) -> Result<(Vec<Vec<StepTag>>, Vec<Option<StepScope>>)> {
-    for (flag, given) in [("--step-tags", tags.len()), ("--step-scope", scopes.len())] {
-        if given > steps {
-            return Err(crate::exit::usage(format!(
-                "{given} {flag} values for {steps} tasks; give at most one per --task, in the tasks' order"
-            )));
+/// The per-step flags of `baton run` and `baton enqueue`, each repeated once per
+/// `--task`, in the tasks' order.
+#[derive(Args, Debug, Default)]
+pub struct StepArgs {
+    /// Budget for one step, in order (repeat; overrides the split for that step)
+    #[arg(long = "step-budget")]
+    step_budgets: Vec<usize>,
+    /// The seat of one step, in order (repeat; `build.step`, the default, for a step
+    /// that builds; `review.code` for one that reviews): used when pools or seats
+    /// are configured
+    #[arg(long = "step-seat", value_name = "SEAT")]
+    step_seats: Vec<String>,
+    /// The tags of one step, in order (repeat; `credentials,db`, or "" for none): a
+    /// seat's deny_tags keeps the families it names from a step so tagged
+    #[arg(long = "step-tags", value_name = "TAGS")]
+    step_tags: Vec<String>,
+    /// The work one step covers, in order (repeat): `own` (its own part), or
+    /// `earlier` (every earlier step's work, as a review gets); unset, the title decides
+    #[arg(long = "step-scope", value_name = "SCOPE")]
+    step_scopes: Vec<String>,
+}
+
+/// [`StepArgs`] read: one entry per flag given, in the tasks' order.
+#[derive(Debug, Default)]
+pub struct Steps {
+    pub budgets: Vec<Option<usize>>,
+    pub seats: Vec<Option<String>>,
+    pub tags: Vec<Vec<StepTag>>,
+    pub scopes: Vec<Option<StepScope>>,
+}
+
+impl StepArgs {
+    /// Reads the flags and checks them against the plan's length before the database
+    /// is opened: a bad flag creates nothing.
+    pub fn read(self, steps: usize) -> Result<Steps> {
+        for (flag, given) in [
+            ("--step-budget", self.step_budgets.len()),
+            ("--step-seat", self.step_seats.len()),
+            ("--step-tags", self.step_tags.len()),
+            ("--step-scope", self.step_scopes.len()),
+        ] {
+            if given > steps {
+                return Err(crate::exit::usage(format!(
+                    "{given} {flag} values for {steps} tasks; give at most one per --task, in the tasks' order"
+                )));
+            }
         }
+        let tags = self
+            .step_tags
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                StepTag::list(t)
+                    .map_err(|e| crate::exit::usage(format!("--step-tags of step {}: {e}", i + 1)))
+            })
+            .collect::<Result<_>>()?;
+        let scopes = self
+            .step_scopes
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                s.parse::<StepScope>()
+                    .map(Some)
+                    .map_err(|e| crate::exit::usage(format!("--step-scope of step {}: {e}", i + 1)))
+            })
+            .collect::<Result<_>>()?;
+        Ok(Steps {
+            budgets: self.step_budgets.into_iter().map(Some).collect(),
+            seats: self.step_seats.into_iter().map(Some).collect(),
+            tags,
+            scopes,
+        })
     }
-    let tags = tags
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            StepTag::list(t)
-                .map_err(|e| crate::exit::usage(format!("--step-tags of step {}: {e}", i + 1)))
-        })
-        .collect::<Result<_>>()?;
-    let scopes = scopes
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            s.parse::<StepScope>()
-                .map(Some)
-                .map_err(|e| crate::exit::usage(format!("--step-scope of step {}: {e}", i + 1)))
-        })
-        .collect::<Result<_>>()?;
-    Ok((tags, scopes))
 }
 
 /// The longest objective or task baton reads: far beyond any briefing budget (which

@@ -54,21 +54,9 @@ pub struct EnqueueArgs {
     /// What the judge scores candidates against (fixed now, for every candidate)
     #[arg(long)]
     rubric: Option<String>,
-    /// Budget for one step, in order (repeat; overrides the split for that step), as in
-    /// `baton run`
-    #[arg(long = "step-budget")]
-    step_budgets: Vec<usize>,
-    /// The seat of one step, in order (repeat), as in `baton run`: with pools or seats
-    /// configured, the router fills it from the candidate's workers
-    #[arg(long = "step-seat", value_name = "SEAT")]
-    step_seats: Vec<String>,
-    /// The tags of one step, in order (repeat; `credentials,db`, or "" for none), as in
-    /// `baton run`: a seat's deny_tags keeps the families it names from it
-    #[arg(long = "step-tags", value_name = "TAGS")]
-    step_tags: Vec<String>,
-    /// The work one step covers, in order (repeat): `own` or `earlier`, as in `baton run`
-    #[arg(long = "step-scope", value_name = "SCOPE")]
-    step_scopes: Vec<String>,
+    /// Each step's budget, seat, tags and scope, as `baton run` takes them
+    #[command(flatten)]
+    steps: crate::input::StepArgs,
     #[command(flatten)]
     budget: BudgetArgs,
 }
@@ -134,19 +122,7 @@ pub fn enqueue(ctx: &Context_, args: EnqueueArgs) -> Result<ExitCode> {
     // Check the repository before anything is created on disk (the database included).
     baton_workspace::Repo::open(&args.repo)?;
     let (objective, tasks) = args.text.read()?;
-    for (flag, given) in [
-        ("--step-budget", args.step_budgets.len()),
-        ("--step-seat", args.step_seats.len()),
-    ] {
-        if given > tasks.len() {
-            return Err(crate::exit::usage(format!(
-                "{given} {flag} values for {} tasks; give at most one per --task, in the tasks' order",
-                tasks.len()
-            )));
-        }
-    }
-    let (step_tags, step_scopes) =
-        crate::input::step_flags(&args.step_tags, &args.step_scopes, tasks.len())?;
+    let steps = args.steps.read(tasks.len())?;
     let op = Op::Enqueue {
         objective,
         tasks,
@@ -159,10 +135,10 @@ pub fn enqueue(ctx: &Context_, args: EnqueueArgs) -> Result<ExitCode> {
         base: args.base,
         worktrees: args.worktrees,
         rubric: args.rubric,
-        step_budgets: args.step_budgets.into_iter().map(Some).collect(),
-        step_seats: args.step_seats.into_iter().map(Some).collect(),
-        step_tags,
-        step_scopes,
+        step_budgets: steps.budgets,
+        step_seats: steps.seats,
+        step_tags: steps.tags,
+        step_scopes: steps.scopes,
         roster: None,
         settings: args.budget.settings(),
     };

@@ -114,22 +114,8 @@ pub enum Command {
     Run {
         #[command(flatten)]
         text: input::WorkText,
-        /// Budget for one step, in order (repeat; overrides the split for that step)
-        #[arg(long = "step-budget")]
-        step_budgets: Vec<usize>,
-        /// The seat of one step, in order (repeat; `build.step`, the default, for a step
-        /// that builds; `review.code` for one that reviews): used when pools or seats
-        /// are configured
-        #[arg(long = "step-seat", value_name = "SEAT")]
-        step_seats: Vec<String>,
-        /// The tags of one step, in order (repeat; `credentials,db`, or "" for none): a
-        /// seat's deny_tags keeps the families it names from a step so tagged
-        #[arg(long = "step-tags", value_name = "TAGS")]
-        step_tags: Vec<String>,
-        /// The work one step covers, in order (repeat): `own` (its own part), or
-        /// `earlier` (every earlier step's work, as a review gets); unset, the title decides
-        #[arg(long = "step-scope", value_name = "SCOPE")]
-        step_scopes: Vec<String>,
+        #[command(flatten)]
+        steps: input::StepArgs,
         #[command(flatten)]
         budget: BudgetArgs,
         /// Stop after this many turns (continue later with `baton resume`)

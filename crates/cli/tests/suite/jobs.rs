@@ -28,10 +28,8 @@ with open(claim_file, "w") as f:
                "artifacts": [{"name": path, "description": "written"}]}, f)
 "###;
 
-#[test]
-fn a_killed_worker_leaves_its_job_to_be_reclaimed_and_no_committed_turn_is_redone() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
+/// A git repository in `d` with one commit, and [`AGENT`] written next to it (its path).
+fn repo_with_agent(d: &Path) -> std::path::PathBuf {
     git(d, &["init", "-q", "-b", "main"]);
     git(d, &["config", "user.email", "dev@example.com"]);
     git(d, &["config", "user.name", "dev"]);
@@ -40,6 +38,14 @@ fn a_killed_worker_leaves_its_job_to_be_reclaimed_and_no_committed_turn_is_redon
     git(d, &["commit", "-q", "-m", "init"]);
     let agent = d.join("agent.py");
     std::fs::write(&agent, AGENT).unwrap();
+    agent
+}
+
+#[test]
+fn a_killed_worker_leaves_its_job_to_be_reclaimed_and_no_committed_turn_is_redone() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let agent = repo_with_agent(d);
     let log = d.join("agent.log");
     std::fs::write(
         d.join("baton.toml"),
@@ -186,14 +192,7 @@ fn work_logs_through_tracing_only_when_asked() {
 fn enqueued_jobs_are_routed_by_the_configured_pools_with_their_step_flags() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    git(d, &["init", "-q", "-b", "main"]);
-    git(d, &["config", "user.email", "dev@example.com"]);
-    git(d, &["config", "user.name", "dev"]);
-    std::fs::write(d.join("README.md"), "hello\n").unwrap();
-    git(d, &["add", "."]);
-    git(d, &["commit", "-q", "-m", "init"]);
-    let agent = d.join("agent.py");
-    std::fs::write(&agent, AGENT).unwrap();
+    let agent = repo_with_agent(d);
     let log = d.join("agent.log");
     let worker = |id: &str, pool: &str| {
         format!(
