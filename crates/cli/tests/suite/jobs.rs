@@ -240,24 +240,15 @@ fn enqueued_jobs_are_routed_by_the_configured_pools_with_their_step_flags() {
     let store = SqliteStore::open(&db(d)).unwrap();
     assert!(store.list_jobs().unwrap().is_empty(), "nothing was queued");
 
-    run_ok(
-        d,
-        &[
-            "enqueue",
-            "--objective",
-            "Write two files",
-            "--task",
-            "write secrets.txt",
-            "--task",
-            "write app.txt",
-            "--worker",
-            "a+b",
-            "--step-tags",
-            "credentials",
-            "--step-budget",
-            "900",
-        ],
-    );
+    let out = enqueue(&[
+        "--worker",
+        "a+b",
+        "--step-tags",
+        "credentials",
+        "--step-budget",
+        "900",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
     run_ok(d, &["work"]);
     let job = &store.list_jobs().unwrap()[0];
     assert_eq!(job.status, JobStatus::Outbox);
