@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use baton_core::ids::Timestamp;
+use baton_core::ids::{Timestamp, WorkerId};
 use baton_core::router::{
     Allowance, Candidate, Pick, Pool, PoolId, PoolUsage, RouteInput, SEAT_GROUPS, Seat, SeatId,
 };
@@ -54,24 +54,40 @@ fn headroom(allowance: &Allowance, used: &PoolUsage) -> Allowance {
 }
 
 fn no_pools(ctx: &Context_) -> anyhow::Error {
-    exit::config(format!(
+    exit::config(no_pools_said(ctx))
+}
+
+fn no_pools_said(ctx: &Context_) -> String {
+    format!(
         "no pools are configured{}; add [[pools]] entries (id, allowance, window) and give each worker pool = \"…\" (README: \"Seats, pools and the router\")",
         ctx.config_shown()
-    ))
+    )
 }
 
 /// `baton pools`.
 pub(crate) fn list(ctx: &Context_, json: bool) -> Result<ExitCode> {
     let pools = &ctx.floor().pools;
-    if pools.is_empty() {
-        return Err(no_pools(ctx));
-    }
-    let now = SystemClock.now();
     let store = ctx.try_reader()?;
     let benches = match &store {
         Some(store) => store.benches()?,
         None => Vec::new(),
     };
+    if pools.is_empty() {
+        let benched: Vec<String> = benches
+            .iter()
+            .filter(|b| matches!(b.target, BenchTarget::Pool(_)))
+            .map(|b| format!("`baton pool unbench {}`", b.target.id()))
+            .collect();
+        if benched.is_empty() {
+            return Err(no_pools(ctx));
+        }
+        return Err(exit::config(format!(
+            "{}; benches of pools no longer configured are still on record: {}",
+            no_pools_said(ctx),
+            benched.join(", ")
+        )));
+    }
+    let now = SystemClock.now();
     let mut rows = Vec::with_capacity(pools.len());
     for pool in pools {
         rows.push(row(store.as_deref(), pool, &benches, now)?);
@@ -80,26 +96,43 @@ pub(crate) fn list(ctx: &Context_, json: bool) -> Result<ExitCode> {
         .iter()
         .filter(|b| matches!(b.target, BenchTarget::Worker(_)))
         .collect();
+    // Benched before the configuration dropped the pool: kept, and shown, so that it is
+    // no surprise when a pool of that id comes back.
+    let gone: Vec<&Bench> = benches
+        .iter()
+        .filter(|b| matches!(&b.target, BenchTarget::Pool(p) if !pools.iter().any(|q| &q.id == p)))
+        .collect();
     if json {
-        let out = serde_json::json!({ "pools": rows, "benched_workers": workers });
+        let out = serde_json::json!({
+            "pools": rows,
+            "benched_workers": workers,
+            "benched_pools_not_configured": gone,
+        });
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         print!("{}", render(&rows, now));
-        for b in workers {
+        for b in gone.iter().chain(&workers) {
+            let gone = match &b.target {
+                BenchTarget::Pool(_) => {
+                    "; no such pool in the configuration now, the bench holds if it comes back"
+                }
+                BenchTarget::Worker(w) if ctx.roster().0.find(w.as_str()).is_err() => {
+                    "; no such worker in the roster now, the bench holds if it comes back"
+                }
+                BenchTarget::Worker(_) => "",
+            };
             let why = b
                 .reason
                 .as_deref()
                 .map(|r| format!(": {r}"))
                 .unwrap_or_default();
             println!(
-                "{} benched by {} at {}{why} (`baton worker unbench {}`)",
+                "{} benched by {} at {}{why}{gone} (`baton {} unbench {}`)",
                 b.target,
                 b.by,
                 b.at,
-                match &b.target {
-                    BenchTarget::Worker(w) => w.as_str(),
-                    BenchTarget::Pool(p) => p.as_str(),
-                }
+                b.target.kind(),
+                b.target.id()
             );
         }
     }
@@ -244,8 +277,21 @@ pub(crate) fn bench_pool(
     benched: bool,
     reason: Option<String>,
 ) -> Result<ExitCode> {
-    let pool = configured_pool(ctx, id)?;
-    bench(ctx, BenchTarget::Pool(pool), benched, reason)
+    // A pool benched before the configuration dropped it can still be put back (its
+    // bench would hold again if a pool of that id came back); nothing else unknown is.
+    let target = BenchTarget::Pool(PoolId::new(id));
+    if benched || !in_force(ctx, &target)? {
+        configured_pool(ctx, id)?;
+    }
+    bench(ctx, target, benched, reason)
+}
+
+/// Whether `target` has a bench in force in the store.
+fn in_force(ctx: &Context_, target: &BenchTarget) -> Result<bool> {
+    Ok(match ctx.try_reader()? {
+        Some(store) => store.benches()?.iter().any(|b| &b.target == target),
+        None => false,
+    })
 }
 
 /// `baton worker bench|unbench ID`: a worker of the configured roster.
@@ -256,13 +302,17 @@ pub(crate) fn bench_worker(
     reason: Option<String>,
 ) -> Result<ExitCode> {
     let (roster, note) = ctx.roster();
-    let worker = roster.find(id).map_err(|_| {
-        exit::config(format!(
-            "no worker named \"{id}\" ({note}); the workers are: {} (`baton workers` shows them)",
-            roster.ids()
-        ))
-    })?;
-    bench(ctx, BenchTarget::Worker(worker.id.clone()), benched, reason)
+    let target = BenchTarget::Worker(WorkerId::new(id));
+    // As for a pool: a worker benched before it left the roster can be put back.
+    if benched || !in_force(ctx, &target)? {
+        roster.find(id).map_err(|_| {
+            exit::config(format!(
+                "no worker named \"{id}\" ({note}); the workers are: {} (`baton workers` shows them)",
+                roster.ids()
+            ))
+        })?;
+    }
+    bench(ctx, target, benched, reason)
 }
 
 fn bench(

@@ -17,14 +17,14 @@ pub enum BenchTarget {
 }
 
 impl BenchTarget {
-    pub(crate) fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> &'static str {
         match self {
             BenchTarget::Pool(_) => "pool",
             BenchTarget::Worker(_) => "worker",
         }
     }
 
-    pub(crate) fn id(&self) -> &str {
+    pub fn id(&self) -> &str {
         match self {
             BenchTarget::Pool(p) => p.as_str(),
             BenchTarget::Worker(w) => w.as_str(),

@@ -191,6 +191,64 @@ fn a_pool_is_benched_and_unbenched_by_name_and_an_unknown_one_is_refused() {
 }
 
 #[test]
+fn a_bench_of_a_pool_the_configuration_dropped_is_shown_and_can_be_lifted() {
+    let dir = configured();
+    let d = dir.path();
+    run_ok(d, &["pool", "bench", "openai", "--reason", "over budget"]);
+    run_ok(d, &["worker", "bench", "checker"]);
+    // The owner drops the pool from the configuration and renames a worker; their
+    // benches stay on record.
+    let toml = roster_with_pools("http://127.0.0.1:9")
+        .replace("pool = \"openai\"", "pool = \"others\"")
+        .replace("id = \"checker\"", "id = \"checker-2\"");
+    let start = toml.find("[[pools]]\nid = \"openai\"").unwrap();
+    let end = start + toml[start..].find("[[pools]]\nid = \"others\"").unwrap();
+    let dropped = format!("{}{}", &toml[..start], &toml[end..]);
+    std::fs::write(d.join("baton.toml"), dropped).unwrap();
+
+    let shown = run_ok(d, &["pools"]);
+    let gone = "pool openai benched by ";
+    let why = ": over budget; no such pool in the configuration now, the bench holds if it comes back (`baton pool unbench openai`)";
+    assert!(shown.contains(gone) && shown.contains(why), "{shown}");
+    let left = "; no such worker in the roster now, the bench holds if it comes back (`baton worker unbench checker`)";
+    assert!(shown.contains(left), "{shown}");
+    let json: Value = serde_json::from_str(&run_ok(d, &["pools", "--json"])).unwrap();
+    let benched = &json["benched_pools_not_configured"][0]["target"]["id"];
+    assert_eq!(benched, "openai");
+    assert_eq!(json["pools"].as_array().unwrap().len(), 1);
+
+    // Benching it again, or lifting a bench that was never made, names the pools.
+    for args in [["pool", "bench", "openai"], ["pool", "unbench", "opnai"]] {
+        let out = baton(d).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(5), "{args:?}: {}", text(&out));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("the pools are: others"));
+    }
+    let back = run_ok(d, &["pool", "unbench", "openai"]);
+    assert!(back.contains("pool openai is back on the floor"), "{back}");
+    let back = run_ok(d, &["worker", "unbench", "checker"]);
+    assert!(
+        back.contains("worker checker is back on the floor"),
+        "{back}"
+    );
+    assert!(!run_ok(d, &["pools"]).contains("benched"));
+
+    // With no pool configured at all, the benches still on record are named.
+    run_ok(d, &["pool", "bench", "others"]);
+    std::fs::write(d.join("baton.toml"), roster("http://127.0.0.1:9")).unwrap();
+    let out = baton(d).arg("pools").output().unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", text(&out));
+    let named =
+        "benches of pools no longer configured are still on record: `baton pool unbench others`";
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(named),
+        "{}",
+        text(&out)
+    );
+    let back = run_ok(d, &["pool", "unbench", "others"]);
+    assert!(back.contains("pool others is back on the floor"), "{back}");
+}
+
+#[test]
 fn pools_without_pools_configured_says_how_to_configure_them() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();

@@ -307,7 +307,14 @@ impl Engine {
             self.abandon_turn(session, session.state.turns, e.to_string());
         })?;
         session.reshape = reshape::Reshape::default();
-        let next = self.next_planned(session, &session.state)?.planned();
+        // Who takes the next turn matters only to a turn that failed or cannot be sent
+        // again as it was; a routed run's seating reads the floor, so a turn that went
+        // well does not pay for a seating the next step makes anyway.
+        let next = match fatal.is_some() || doomed.is_some() || summary.status == TurnStatus::Failed
+        {
+            true => self.next_planned(session, &session.state)?.planned(),
+            false => None,
+        };
         let same_worker_next = next.as_ref().is_some_and(|n| n.worker == plan.worker);
         let worker = session.config.roster.workers[plan.worker].id.clone();
         let unreachable = match same_worker_next && summary.status == TurnStatus::Failed {

@@ -1,7 +1,7 @@
 //! Cancel requests' SQL (see `crate::cancel`).
 
 use baton_core::ids::Timestamp;
-use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{Result, fail};
 use crate::Error;
@@ -13,7 +13,7 @@ type Lease = (Option<String>, Option<String>, Option<i64>);
 /// `now` stamps the request (the engine's time); `db_now` decides whether a lease still
 /// holds (the database's clock, as every lease decision).
 pub(super) fn request(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     target: &CancelTarget,
     now: Timestamp,
     db_now: i64,
@@ -110,7 +110,7 @@ pub(super) fn request(
 const CANCELLED_BEFORE_IT_RAN: &str = "cancelled (`baton cancel`) while no worker held it";
 
 fn record(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     target: &CancelTarget,
     token: Option<&str>,
     now: Timestamp,
@@ -140,7 +140,7 @@ pub(super) fn requested(
         .is_some())
 }
 
-pub(super) fn clear(tx: &Transaction<'_>, target: &CancelTarget) -> Result<()> {
+pub(super) fn clear(tx: &Connection, target: &CancelTarget) -> Result<()> {
     tx.prepare_cached("DELETE FROM cancel_requests WHERE kind = ?1 AND target = ?2")?
         .execute(params![target.kind(), target.id()])?;
     Ok(())

@@ -6,34 +6,30 @@
 //!
 //! Exact, not a cache that may be stale: every reading sees every row committed before
 //! it, in the reading's own snapshot. This rests on the tables being append-only
-//! (triggers refuse an update or a delete) and on SQLite giving each new row a rowid
-//! above every committed one (one writer at a time, `max(rowid) + 1`), so "what is new"
-//! is "what lies past the last row read".
+//! (triggers refuse an update or a delete) and on each new row getting a `seq` above
+//! every committed one (one writer at a time, and an integer primary key is given
+//! `max + 1`: with no row ever deleted, the max never falls), so "what is new" is "what
+//! lies past the last row read".
 
 use std::collections::HashMap;
 
 use baton_core::router::{PoolId, PoolUsage};
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::Connection;
 
 use super::Result;
 use super::pools::{self, Sums, Tally};
 use crate::pools::Bench;
 
-/// The last rows a reading saw.
+/// The last rows a reading saw: the `seq` of `pool_calls`, `pool_spend`, `pool_usage`
+/// and `benches` (integer primary keys: never renumbered, not even by a `VACUUM`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct Marks {
-    /// `pool_calls` has no integer primary key, so a `VACUUM` may renumber its rowids:
-    /// the key of the last row read is kept to notice that (and start over).
-    calls: Option<(i64, CallKey)>,
-    /// `pool_spend.seq`, `pool_usage.seq` and `benches.seq` (AUTOINCREMENT: never
-    /// renumbered or reused).
+    /// `None` until a first reading.
+    calls: Option<i64>,
     spend: i64,
     usage: i64,
     benches: i64,
 }
-
-/// A committed call's key in `pool_calls`: run, turn, call.
-type CallKey = (String, i64, i64);
 
 /// Each pool's tally in the window last asked for, and the benches, as of `marks`.
 #[derive(Debug, Default)]
@@ -77,29 +73,21 @@ impl Floor {
     }
 
     /// Adds what was committed since the last reading to the tallies kept; `false`
-    /// when they cannot be brought up to date (nothing read yet, or rowids renumbered).
+    /// when nothing was read yet.
     fn catch_up(&mut self, conn: &Connection) -> Result<bool> {
-        let Some((last, key)) = self.marks.calls.clone() else {
+        let Some(last) = self.marks.calls else {
             return Ok(false);
         };
         let mut calls = conn.prepare_cached(
-            "SELECT rowid, run_id, turn, call, pool, at, tokens, cost_micro_usd, requests,
-                    exhausted, exhausted_until
-             FROM pool_calls WHERE rowid >= ?1 ORDER BY rowid",
+            "SELECT seq, pool, at, tokens, cost_micro_usd, requests, exhausted, exhausted_until
+             FROM pool_calls WHERE seq > ?1 ORDER BY seq",
         )?;
         let mut rows = calls.query([last])?;
-        // The last row read must still be where it was (0: the table was empty).
-        if last > 0 {
-            match rows.next()? {
-                Some(r) if r.get::<_, i64>(0)? == last && call_key(r)? == key => {}
-                _ => return Ok(false),
-            }
-        }
         while let Some(r) = rows.next()? {
-            self.marks.calls = Some((r.get(0)?, call_key(r)?));
-            if let Some(tally) = self.tallies.get_mut(&PoolId::new(r.get::<_, String>(4)?)) {
-                let spend: Sums = (r.get(6)?, r.get(7)?, r.get(8)?);
-                tally.add_call(r.get(5)?, spend, r.get(9)?, r.get(10)?);
+            self.marks.calls = Some(r.get(0)?);
+            if let Some(tally) = self.tallies.get_mut(&PoolId::new(r.get::<_, String>(1)?)) {
+                let spend: Sums = (r.get(3)?, r.get(4)?, r.get(5)?);
+                tally.add_call(r.get(2)?, spend, r.get(6)?, r.get(7)?);
             }
         }
         let mut spent = conn.prepare_cached(
@@ -145,21 +133,13 @@ impl Floor {
     }
 }
 
-fn call_key(r: &rusqlite::Row<'_>) -> rusqlite::Result<CallKey> {
-    Ok((r.get(1)?, r.get(2)?, r.get(3)?))
-}
-
 /// The last row of each table, without reading the rest.
 fn marks(conn: &Connection) -> Result<Marks> {
-    let calls = conn
-        .prepare_cached(
-            "SELECT rowid, run_id, turn, call FROM pool_calls ORDER BY rowid DESC LIMIT 1",
-        )?
-        .query_row([], |r| Ok((r.get(0)?, call_key(r)?)))
-        .optional()?;
     Ok(Marks {
-        // An empty table: every row is new.
-        calls: Some(calls.unwrap_or((0, (String::new(), 0, 0)))),
+        calls: Some(last_seq(
+            conn,
+            "SELECT coalesce(max(seq), 0) FROM pool_calls",
+        )?),
         spend: last_seq(conn, "SELECT coalesce(max(seq), 0) FROM pool_spend")?,
         usage: last_seq(conn, "SELECT coalesce(max(seq), 0) FROM pool_usage")?,
         benches: bench_mark(conn)?,

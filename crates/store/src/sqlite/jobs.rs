@@ -2,7 +2,7 @@
 //! claim the same job; every later write is fenced with `WHERE id = ? AND lease_token = ?`.
 
 use baton_core::ids::{RunId, Timestamp};
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::{Result, fail};
 use super::{from_json, to_json};
@@ -81,7 +81,7 @@ impl RawJob {
     }
 }
 
-pub(super) fn enqueue(tx: &Transaction<'_>, job: &NewJob) -> Result<()> {
+pub(super) fn enqueue(tx: &Connection, job: &NewJob) -> Result<()> {
     let spec = to_json(&job.spec, || format!("spec of job {}", job.id))?;
     tx.prepare_cached(
         "INSERT INTO jobs (id, grp, status, spec, created_at, updated_at)
@@ -144,7 +144,7 @@ pub(super) fn resolve(conn: &Connection, prefix: &str) -> Result<String> {
 }
 
 pub(super) fn try_claim(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     owner: &str,
     token: &str,
     now: Timestamp,
@@ -205,7 +205,7 @@ pub(super) fn check_fence(conn: &Connection, fence: &LeaseFence) -> Result<()> {
 }
 
 pub(super) fn renew(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     fence: &LeaseFence,
     now: Timestamp,
     db_now: i64,
@@ -225,7 +225,7 @@ pub(super) fn renew(
 }
 
 pub(super) fn set_run(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     fence: &LeaseFence,
     run: &RunId,
     now: Timestamp,
@@ -239,7 +239,7 @@ pub(super) fn set_run(
 }
 
 pub(super) fn finish(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     fence: &LeaseFence,
     status: JobStatus,
     outbox: Option<&serde_json::Value>,
@@ -267,7 +267,7 @@ pub(super) fn finish(
     Ok(())
 }
 
-pub(super) fn release(tx: &Transaction<'_>, fence: &LeaseFence, now: Timestamp) -> Result<()> {
+pub(super) fn release(tx: &Connection, fence: &LeaseFence, now: Timestamp) -> Result<()> {
     check_fence(tx, fence)?;
     tx.prepare_cached(
         "UPDATE jobs SET status = 'queued', lease_token = NULL, lease_owner = NULL,
@@ -278,7 +278,7 @@ pub(super) fn release(tx: &Transaction<'_>, fence: &LeaseFence, now: Timestamp) 
     Ok(())
 }
 
-pub(super) fn requeue(tx: &Transaction<'_>, id: &str, now: Timestamp) -> Result<()> {
+pub(super) fn requeue(tx: &Connection, id: &str, now: Timestamp) -> Result<()> {
     let job = get(tx, id)?;
     if !matches!(job.status, JobStatus::Failed | JobStatus::Cancelled) {
         return fail(Error::JobNotRequeueable {
@@ -296,7 +296,7 @@ pub(super) fn requeue(tx: &Transaction<'_>, id: &str, now: Timestamp) -> Result<
 }
 
 pub(super) fn expire_lease(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     id: &str,
     owner: &str,
     now: Timestamp,
@@ -313,7 +313,7 @@ pub(super) fn expire_lease(
 }
 
 pub(super) fn judge(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     group: &str,
     judgement: &serde_json::Value,
     now: Timestamp,
@@ -335,7 +335,7 @@ pub(super) fn judge(
 
 /// Records a judge of `group` that has no verdict; the group's jobs are untouched.
 pub(super) fn judge_failed(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     group: &str,
     failed: &serde_json::Value,
     now: Timestamp,
@@ -354,7 +354,7 @@ pub(super) fn judge_failed(
 }
 
 fn append_judgement(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     group: &str,
     outcome: JudgementOutcome,
     body: &str,

@@ -317,6 +317,41 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE pins ADD COLUMN excluded TEXT;
     "#,
+    // 15: `pool_calls` keyed by an integer `seq` (its rowid, in the order rows were
+    // committed, never renumbered) instead of (run_id, turn, call). That key was a second
+    // B-tree every routed turn wrote for each call; no read needs it (a call is found by
+    // its pool and start, which `pool_calls_by_pool` serves), and a committed call is
+    // written once, with its turn, whose own key already refuses a second commit. The
+    // floor's reading catches up by `seq`. Rows are copied in the order they were
+    // written.
+    r#"
+    CREATE TABLE pool_calls_15 (
+        seq              INTEGER PRIMARY KEY,
+        pool             TEXT NOT NULL,
+        run_id           TEXT NOT NULL,
+        turn             INTEGER NOT NULL,
+        call             INTEGER NOT NULL,
+        at               INTEGER NOT NULL,
+        tokens           INTEGER NOT NULL,
+        cost_micro_usd   INTEGER NOT NULL,
+        requests         INTEGER NOT NULL,
+        exhausted        INTEGER NOT NULL,
+        exhausted_until  INTEGER,
+        FOREIGN KEY (run_id, turn) REFERENCES turns(run_id, turn)
+    ) STRICT;
+    INSERT INTO pool_calls_15 (pool, run_id, turn, call, at, tokens, cost_micro_usd, requests,
+                               exhausted, exhausted_until)
+        SELECT pool, run_id, turn, call, at, tokens, cost_micro_usd, requests, exhausted,
+               exhausted_until
+        FROM pool_calls ORDER BY rowid;
+    DROP TABLE pool_calls;
+    ALTER TABLE pool_calls_15 RENAME TO pool_calls;
+    CREATE INDEX pool_calls_by_pool ON pool_calls(pool, at);
+    CREATE TRIGGER pool_calls_never_change BEFORE UPDATE ON pool_calls
+    BEGIN SELECT RAISE(ABORT, 'pool usage is append-only'); END;
+    CREATE TRIGGER pool_calls_never_vanish BEFORE DELETE ON pool_calls
+    BEGIN SELECT RAISE(ABORT, 'pool usage is append-only'); END;
+    "#,
 ];
 
 /// The schema version this build writes.
@@ -495,6 +530,65 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("append-only"), "{err}");
+    }
+
+    /// A database of schema 14 is upgraded through 15: its pool calls are kept in the
+    /// order they were committed, numbered by `seq` from 1, found by pool, and still
+    /// append-only and tied to their turn.
+    #[test]
+    fn a_schema_14_databases_pool_calls_are_kept_in_order_under_seq() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        for sql in &MIGRATIONS[..14] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 14).unwrap();
+        conn.pragma_update(None, "foreign_keys", true).unwrap();
+        conn.execute_batch(
+            "INSERT INTO runs (id, objective, status, turns, created_at, updated_at, config, header)
+             VALUES ('a', 'o', 'active', 2, 1, 1, '{}', '{}');
+             INSERT INTO turns (run_id, turn, worker, model, status, started_at, finished_at, record)
+             VALUES ('a', 0, 'w', 'm', 'committed', 1, 2, '{}'), ('a', 1, 'w', 'm', 'committed', 3, 4, '{}');
+             INSERT INTO pool_calls (pool, run_id, turn, call, at, tokens, cost_micro_usd,
+                                     requests, exhausted, exhausted_until)
+             VALUES ('codex', 'a', 1, 0, 3, 7, 0, 1, 1, 99), ('claude', 'a', 0, 0, 1, 10, 5, 1, 0, NULL);",
+        )
+        .unwrap();
+        migrate(&mut conn).unwrap();
+        assert_eq!(user_version(&conn).unwrap(), SCHEMA_VERSION);
+        let rows: Vec<(i64, String, i64, i64, Option<i64>)> = conn
+            .prepare("SELECT seq, pool, turn, tokens, exhausted_until FROM pool_calls ORDER BY seq")
+            .unwrap()
+            .query_map([], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (1, "codex".to_string(), 1, 7, Some(99)),
+                (2, "claude".to_string(), 0, 10, None)
+            ]
+        );
+        let plan: String = conn
+            .query_row(
+                "EXPLAIN QUERY PLAN SELECT 1 FROM pool_calls WHERE pool = 'claude' AND at = 1",
+                [],
+                |r| r.get(3),
+            )
+            .unwrap();
+        assert!(plan.contains("pool_calls_by_pool"), "{plan}");
+        for sql in ["UPDATE pool_calls SET tokens = 0", "DELETE FROM pool_calls"] {
+            let err = conn.execute(sql, []).unwrap_err().to_string();
+            assert!(err.contains("append-only"), "{sql}: {err}");
+        }
+        let orphan = conn.execute_batch(
+            "INSERT INTO pool_calls (pool, run_id, turn, call, at, tokens, cost_micro_usd,
+                                     requests, exhausted, exhausted_until)
+             VALUES ('claude', 'a', 7, 0, 1, 1, 0, 1, 0, NULL)",
+        );
+        assert!(orphan.is_err(), "a call without its turn");
     }
 
     /// A database written before events had per-run numbers: its rows are numbered in

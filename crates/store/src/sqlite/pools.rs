@@ -4,7 +4,7 @@
 use baton_core::ids::{RunId, Timestamp, WorkerId};
 use baton_core::router::{CallSpend, Pin, PoolId, PoolUsage, SeatId};
 use baton_core::turn::TurnRecord;
-use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::Result;
 use crate::Error;
@@ -23,7 +23,7 @@ fn count(n: i64) -> u64 {
 }
 
 /// Counts every call of `record` against `pool`, in the turn's transaction.
-pub(super) fn insert_calls(tx: &Transaction<'_>, pool: &PoolId, record: &TurnRecord) -> Result<()> {
+pub(super) fn insert_calls(tx: &Connection, pool: &PoolId, record: &TurnRecord) -> Result<()> {
     let mut insert = tx.prepare_cached(
         "INSERT INTO pool_calls (pool, run_id, turn, call, at, tokens, cost_micro_usd, requests,
                                  exhausted, exhausted_until)
@@ -49,7 +49,7 @@ pub(super) fn insert_calls(tx: &Transaction<'_>, pool: &PoolId, record: &TurnRec
 
 /// Counts `calls`, which no committed turn carries, against `pool` (see `SpentBy`).
 pub(super) fn insert_spend(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     pool: &PoolId,
     by: &SpentBy,
     calls: &[SpentCall],
@@ -67,10 +67,11 @@ pub(super) fn insert_spend(
     // A turn whose commit landed but was reported as failed still hands its calls
     // here: a call its committed turn carries (same number, start and spend) was
     // counted with it. A fenced-off turn's calls under a number another process
-    // committed started at other times, and count.
+    // committed started at other times, and count. (Found by pool and start, which
+    // `pool_calls_by_pool` serves: the turn's calls count against this same pool.)
     let mut committed = tx.prepare_cached(
         "SELECT EXISTS (SELECT 1 FROM pool_calls
-                        WHERE run_id = ?1 AND turn = ?2 AND call = ?3 AND at = ?4
+                        WHERE pool = ?8 AND at = ?4 AND run_id = ?1 AND turn = ?2 AND call = ?3
                           AND tokens = ?5 AND cost_micro_usd = ?6 AND requests = ?7)",
     )?;
     for (i, SpentCall { at, spend }) in calls.iter().enumerate() {
@@ -86,7 +87,8 @@ pub(super) fn insert_spend(
                     at.0,
                     int(spend.tokens),
                     int(spend.cost_micro_usd),
-                    int(spend.requests)
+                    int(spend.requests),
+                    pool.as_str()
                 ],
                 |r| r.get(0),
             )?;
@@ -245,7 +247,7 @@ pub(super) fn tally(conn: &Connection, pool: &PoolId, start: i64, end: i64) -> R
     Ok(tally)
 }
 
-pub(super) fn record_usage(tx: &Transaction<'_>, usage: &ManualUsage) -> Result<()> {
+pub(super) fn record_usage(tx: &Connection, usage: &ManualUsage) -> Result<()> {
     tx.prepare_cached(
         "INSERT INTO pool_usage (pool, mode, at, tokens, cost_micro_usd, requests, note,
                                  recorded_by, recorded_at)
@@ -298,7 +300,7 @@ pub(super) fn declared_usage(conn: &Connection, pool: &PoolId) -> Result<Vec<Man
     .collect()
 }
 
-pub(super) fn set_bench(tx: &Transaction<'_>, change: &BenchChange) -> Result<BenchOutcome> {
+pub(super) fn set_bench(tx: &Connection, change: &BenchChange) -> Result<BenchOutcome> {
     let target = &change.target;
     let benched: Option<bool> = tx
         .prepare_cached(
@@ -364,12 +366,7 @@ pub(super) fn benches(conn: &Connection) -> Result<Vec<Bench>> {
 }
 
 /// Writes the turn's new pins, in the turn's transaction.
-pub(super) fn insert_pins(
-    tx: &Transaction<'_>,
-    run: &RunId,
-    turn: u32,
-    pins: &[Pin],
-) -> Result<()> {
+pub(super) fn insert_pins(tx: &Connection, run: &RunId, turn: u32, pins: &[Pin]) -> Result<()> {
     if pins.is_empty() {
         return Ok(());
     }
@@ -404,17 +401,31 @@ pub(super) fn insert_pins(
     Ok(())
 }
 
+/// The pins query, its run test spliced in: one run's pins are found through
+/// `pins_by_run`, where an `?1 IS NULL OR run_id = ?1` test would read every pin of every
+/// run (as a routed run's resume did).
+macro_rules! select_pins {
+    ($run:literal) => {
+        concat!(
+            "SELECT run_id, turn, seat, worker, model, family, pool, phase, at, fractions,
+                    reason, excluded
+             FROM pins
+             WHERE ",
+            $run,
+            " AND (?2 IS NULL OR seat = ?2)
+               AND (?3 IS NULL OR pool = ?3) AND (?4 IS NULL OR phase = ?4)
+               AND (?5 IS NULL OR at >= ?5)
+             ORDER BY seq"
+        )
+    };
+}
+
 /// The pins matching `filter`, in the order they were written.
 pub(super) fn pins(conn: &Connection, filter: &PinFilter) -> Result<Vec<StoredPin>> {
-    let mut select = conn.prepare_cached(
-        "SELECT run_id, turn, seat, worker, model, family, pool, phase, at, fractions, reason,
-                excluded
-         FROM pins
-         WHERE (?1 IS NULL OR run_id = ?1) AND (?2 IS NULL OR seat = ?2)
-           AND (?3 IS NULL OR pool = ?3) AND (?4 IS NULL OR phase = ?4)
-           AND (?5 IS NULL OR at >= ?5)
-         ORDER BY seq",
-    )?;
+    let mut select = conn.prepare_cached(match filter.run {
+        Some(_) => select_pins!("run_id = ?1"),
+        None => select_pins!("?1 IS NULL"),
+    })?;
     let rows = select.query_map(
         params![
             filter.run.as_ref().map(|r| r.0.as_str()),
@@ -471,4 +482,37 @@ pub(super) fn pins(conn: &Connection, filter: &PinFilter) -> Result<Vec<StoredPi
         })
     })
     .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::Connection;
+
+    /// One run's pins are read through `pins_by_run`, not by reading every pin of every
+    /// run: what a routed run's resume costs must not grow with the other runs.
+    #[test]
+    fn one_runs_pins_are_found_through_their_index() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        super::super::migrations::migrate(&mut conn).unwrap();
+        let plan = |sql: &str| -> String {
+            let mut explain = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+            let rows = explain
+                .query_map(
+                    rusqlite::params![
+                        "r",
+                        None::<String>,
+                        None::<String>,
+                        None::<String>,
+                        None::<i64>
+                    ],
+                    |r| r.get::<_, String>(3),
+                )
+                .unwrap();
+            rows.map(Result::unwrap).collect::<Vec<_>>().join("; ")
+        };
+        let one = plan(select_pins!("run_id = ?1"));
+        assert!(one.contains("USING INDEX pins_by_run"), "{one}");
+        let all = plan(select_pins!("?1 IS NULL"));
+        assert!(all.contains("SCAN pins"), "{all}");
+    }
 }

@@ -6,7 +6,7 @@
 use baton_core::ids::{RunId, Timestamp};
 use baton_core::state::{ExecutionState, RecordChange};
 use baton_protocol::EventMsg as Event;
-use rusqlite::{OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::to_json;
 use super::{Result, fail};
@@ -123,7 +123,7 @@ pub(super) fn encode_events(events: &[Event]) -> crate::Result<Vec<EncodedEvent>
         .collect()
 }
 
-pub(super) fn create_run(tx: &Transaction<'_>, run: &EncodedRun<'_>) -> Result<()> {
+pub(super) fn create_run(tx: &Connection, run: &EncodedRun<'_>) -> Result<()> {
     let info = run.info;
     let inserted = tx
         .prepare_cached(
@@ -153,7 +153,7 @@ pub(super) fn create_run(tx: &Transaction<'_>, run: &EncodedRun<'_>) -> Result<(
 /// One transaction: the fence, then the turn row, its outputs, its changed records (both
 /// as current versions and as the turn's delta) and its events. Any failure returns
 /// before the caller commits, so the transaction rolls back and nothing is written.
-pub(super) fn commit_turn(tx: &Transaction<'_>, turn: &EncodedTurn<'_>) -> Result<Vec<u64>> {
+pub(super) fn commit_turn(tx: &Connection, turn: &EncodedTurn<'_>) -> Result<Vec<u64>> {
     let commit = turn.commit;
     let rec = &commit.record;
     let run = &rec.run_id;
@@ -236,7 +236,7 @@ pub(super) fn commit_turn(tx: &Transaction<'_>, turn: &EncodedTurn<'_>) -> Resul
 }
 
 /// Records `holds` (the newest per worker wins).
-pub(super) fn put_holds(tx: &Transaction<'_>, run: &RunId, holds: &[WorkerHold]) -> Result<()> {
+pub(super) fn put_holds(tx: &Connection, run: &RunId, holds: &[WorkerHold]) -> Result<()> {
     let mut hold = tx.prepare_cached(
         "INSERT INTO worker_holds (run_id, worker, not_before, asked_ms) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (run_id, worker) DO UPDATE SET not_before = ?3, asked_ms = ?4",
@@ -250,7 +250,7 @@ pub(super) fn put_holds(tx: &Transaction<'_>, run: &RunId, holds: &[WorkerHold])
 }
 
 pub(super) fn update_run(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     run: &RunId,
     status: RunStatus,
     events: &[EncodedEvent],
@@ -273,7 +273,7 @@ pub(super) fn update_run(
 }
 
 pub(super) fn append_events(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     run: &RunId,
     events: &[EncodedEvent],
 ) -> Result<Vec<u64>> {
@@ -287,7 +287,7 @@ pub(super) fn append_events(
 }
 
 pub(super) fn set_run_config(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     run: &RunId,
     config: &str,
     events: &[EncodedEvent],
@@ -308,7 +308,7 @@ pub(super) fn set_run_config(
 }
 
 fn upsert_records(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     run: &RunId,
     turn: Option<u32>,
     records: &[EncodedRecord],
@@ -325,6 +325,14 @@ fn upsert_records(
     Ok(())
 }
 
+/// A run's last event number. `+?1`, not `?1`: on a bare parameter in an equality the
+/// planner's truth-probability guess reads the bound value (is it 0 or 1?), which marks
+/// the statement to be re-prepared whenever its bindings are cleared, and rusqlite's
+/// statement cache clears them each time it takes a statement back: every turn parsed
+/// and planned this query afresh (about 45,000 instructions). The index serves it alike.
+pub(super) const LAST_RUN_SEQ: &str =
+    "SELECT coalesce(max(run_seq), 0) FROM events WHERE run_id = +?1";
+
 /// Events are stored under their own run id; the foreign key refuses an event for a run
 /// that does not exist (and with it the whole transaction). Each gets the next number
 /// of its run, read and written in this transaction, so a run's numbers have no gaps
@@ -332,9 +340,8 @@ fn upsert_records(
 /// number is read once per write, not once per event: the write transaction holds the
 /// database's only write lock, so nobody else numbers events meanwhile (and the unique
 /// index refuses a number taken twice).
-fn insert_events(tx: &Transaction<'_>, events: &[EncodedEvent]) -> Result<Vec<u64>> {
-    let mut last_of =
-        tx.prepare_cached("SELECT coalesce(max(run_seq), 0) FROM events WHERE run_id = ?1")?;
+fn insert_events(tx: &Connection, events: &[EncodedEvent]) -> Result<Vec<u64>> {
+    let mut last_of = tx.prepare_cached(LAST_RUN_SEQ)?;
     let mut insert = tx.prepare_cached(
         "INSERT INTO events (run_id, turn, at, type, body, run_seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
@@ -360,7 +367,7 @@ fn insert_events(tx: &Transaction<'_>, events: &[EncodedEvent]) -> Result<Vec<u6
 }
 
 /// Fails with `RunLeaseLost` unless `token` holds the run's lease.
-pub(super) fn check_run_lease(tx: &Transaction<'_>, run: &RunId, token: &str) -> Result<()> {
+pub(super) fn check_run_lease(tx: &Connection, run: &RunId, token: &str) -> Result<()> {
     let held: Option<Option<String>> = tx
         .prepare_cached("SELECT lease_token FROM runs WHERE id = ?1")?
         .query_row([&run.0], |r| r.get(0))
@@ -378,7 +385,7 @@ pub(super) fn check_run_lease(tx: &Transaction<'_>, run: &RunId, token: &str) ->
 }
 
 pub(super) fn try_lease_run(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     run: &RunId,
     owner: &str,
     token: &str,
@@ -418,7 +425,7 @@ pub(super) fn try_lease_run(
 }
 
 pub(super) fn renew_run_lease(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     run: &RunId,
     token: &str,
     db_now: i64,
@@ -430,11 +437,43 @@ pub(super) fn renew_run_lease(
     Ok(())
 }
 
-pub(super) fn release_run_lease(tx: &Transaction<'_>, run: &RunId, token: &str) -> Result<()> {
+pub(super) fn release_run_lease(tx: &Connection, run: &RunId, token: &str) -> Result<()> {
     tx.prepare_cached(
         "UPDATE runs SET lease_token = NULL, lease_owner = NULL, lease_expires_at = NULL
          WHERE id = ?1 AND lease_token = ?2",
     )?
     .execute(params![run.0, token])?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::{Connection, StatementStatus};
+
+    /// The query each turn's events run is planned once: used again through the
+    /// statement cache, it is not re-prepared, and it still reads the run's index.
+    #[test]
+    fn a_runs_last_event_number_is_not_planned_again_at_each_turn() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        super::super::migrations::migrate(&mut conn).unwrap();
+        for run in ["a", "b", "a"] {
+            let mut last = conn.prepare_cached(super::LAST_RUN_SEQ).unwrap();
+            let n: i64 = last.query_row([run], |r| r.get(0)).unwrap();
+            assert_eq!(n, 0);
+        }
+        let last = conn.prepare_cached(super::LAST_RUN_SEQ).unwrap();
+        assert_eq!(last.get_status(StatementStatus::RePrepare), 0);
+        drop(last);
+        let plan: String = conn
+            .query_row(
+                &format!("EXPLAIN QUERY PLAN {}", super::LAST_RUN_SEQ),
+                ["a"],
+                |r| r.get(3),
+            )
+            .unwrap();
+        assert!(
+            plan.contains("INDEX events_by_run_seq (run_id=?)"),
+            "{plan}"
+        );
+    }
 }
