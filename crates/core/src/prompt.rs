@@ -364,6 +364,7 @@ mod tests {
             omitted_sections: Vec::new(),
             dropped: Vec::new(),
             over_budget: false,
+            line: None,
         };
         let execute = execute_prompt(&package);
         let handoff = handoff_prompt(&package, r#"{"summary":"s","last_action":"a"}"#);

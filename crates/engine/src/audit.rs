@@ -209,6 +209,7 @@ mod tests {
             omitted_sections: Vec::new(),
             dropped: Vec::new(),
             over_budget: false,
+            line: None,
         }
     }
 

@@ -18,6 +18,7 @@ use super::{
     Assignment, AssignmentKind, DropReason, DroppedItem, HandoffPackage, KeptItem, Section,
     SectionReport, WorkerProfile,
 };
+use crate::line::brief::LineBrief;
 use crate::state::{ExecutionState, StepScope};
 use crate::tokens::TokenEstimator;
 
@@ -132,6 +133,8 @@ pub(super) struct Compiler<'a, 'e> {
     blocks: Vec<Block>,
     /// The items' compact forms have been counted.
     compact_counted: bool,
+    /// A line seat's block, shown after the objective and paid for first.
+    line: Option<&'a LineBrief>,
 }
 
 fn task_section(out: &mut String, prefix: &str, task: &str) {
@@ -219,6 +222,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
             objective_full,
             blocks,
             compact_counted: false,
+            line: None,
         }
     }
 
@@ -499,6 +503,10 @@ impl<'a, 'e> Compiler<'a, 'e> {
             Some(core) => text.push_str(&core.text),
             None => text.push_str(self.arena.text(self.objective_full)),
         }
+        if let Some(line) = self.line.filter(|l| !l.text.is_empty()) {
+            text.push('\n');
+            text.push_str(line.text.trim_end());
+        }
         for (b, block) in self.blocks.iter().enumerate() {
             if plan.kept[b] == 0 {
                 continue;
@@ -513,9 +521,15 @@ impl<'a, 'e> Compiler<'a, 'e> {
 
     /// Fills, checks the assembled text against the budget, and fills again with less
     /// room when a non-additive estimator counted the whole above the sum of its pieces.
+    /// Shows `line` after the objective; the records get what it leaves of the budget.
+    pub fn with_line(mut self, line: &'a LineBrief) -> Self {
+        self.line = Some(line);
+        self
+    }
+
     pub fn compile(mut self, budget: usize) -> HandoffPackage {
         let estimator = self.arena.estimator();
-        let mut limit = budget;
+        let mut limit = budget.saturating_sub(self.line.map_or(0, |l| l.tokens));
         loop {
             let mut plan = self.plan(limit, false);
             if plan.floors_short && !plan.minimal {
@@ -604,6 +618,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
             omitted_sections: omitted,
             dropped,
             over_budget: tokens > budget,
+            line: None,
         }
     }
 }

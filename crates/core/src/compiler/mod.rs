@@ -207,6 +207,7 @@ impl HandoffPackage {
             omitted_sections: Vec::new(),
             dropped: Vec::new(),
             over_budget: false,
+            line: None,
         }
     }
 
@@ -258,6 +259,20 @@ pub struct HandoffPackage {
     /// `MIN_KEEP_CHARS`), with the header and the predecessor's warnings in their
     /// shortest form, exceed the budget.
     pub over_budget: bool,
+    /// A line seat's block (`line::brief`): what it showed and left out. Its text is in
+    /// `text`, after the objective. None for every other briefing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<LineSection>,
+}
+
+/// What a line seat's block showed of the line's records and what it left out, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LineSection {
+    pub tokens: usize,
+    pub shown: Vec<String>,
+    pub omitted: Vec<crate::line::brief::Omitted>,
+    /// Even the block's headings exceed the block's own budget.
+    pub over_budget: bool,
 }
 
 /// Compiles the briefing for `worker` doing `assignment`, within `budget` tokens as
@@ -273,6 +288,29 @@ pub fn compile(
     estimator: &dyn TokenEstimator,
 ) -> HandoffPackage {
     fill::Compiler::new(state, assignment, worker, estimator).compile(budget)
+}
+
+/// `compile` for a seat of the assembly line: `line` (the station's block, built by
+/// `line::brief` within its own share of the budget) is shown right after the objective
+/// and paid for first; the record's sections fill what is left of `budget`.
+pub fn compile_with_line(
+    state: &ExecutionState,
+    assignment: &Assignment,
+    worker: &WorkerProfile,
+    budget: usize,
+    estimator: &dyn TokenEstimator,
+    line: &crate::line::brief::LineBrief,
+) -> HandoffPackage {
+    let mut package = fill::Compiler::new(state, assignment, worker, estimator)
+        .with_line(line)
+        .compile(budget);
+    package.line = Some(LineSection {
+        tokens: line.tokens,
+        shown: line.shown.clone(),
+        omitted: line.omitted.clone(),
+        over_budget: line.over_budget,
+    });
+    package
 }
 
 /// The smallest budget a valid briefing for `worker` doing `assignment` under

@@ -263,3 +263,86 @@ fn every_station_with_seats_asks_for_the_answer_its_work_gives() {
         deep.assignment.task
     );
 }
+
+/// A seat's briefing is the compiled record with the line block after the objective:
+/// the block paid for first, the whole within the budget, and what the block showed and
+/// left out reported with the package. A blind co-draft's briefing holds no other draft.
+#[test]
+fn a_seats_briefing_carries_its_line_block_within_the_budget() {
+    let mut s = ExecutionState::new(RunId("u".into()), "Add rate limiting", &[]);
+    draft_by(
+        &mut s,
+        "gpt",
+        "plan.co-draft",
+        &["token bucket per key"],
+        false,
+    );
+    let me = WorkerId::new("opus");
+    let profile = WorkerProfile {
+        id: me.clone(),
+        model: "m".into(),
+        family: "anthropic".into(),
+        role: None,
+    };
+    let budget = 1_000;
+    let merge = ask(
+        &s,
+        &at(StationKind::Plan, "plan", 1, None, 1),
+        &lane("plan.lead", 0, Role::Merge, false),
+        &me,
+        budget / 2,
+        &HeuristicEstimator,
+    );
+    assert!(merge.block.text.contains("token bucket per key"));
+    let package = crate::compiler::compile_with_line(
+        &s,
+        &merge.assignment,
+        &profile,
+        budget,
+        &HeuristicEstimator,
+        &merge.block,
+    );
+    let objective = package.text.find("## Objective").unwrap();
+    let block = package.text.find(merge.block.text.trim_end()).unwrap();
+    assert!(block > objective, "{}", package.text);
+    assert!(package.tokens <= budget, "{} > {budget}", package.tokens);
+    let line = package.line.as_ref().unwrap();
+    assert_eq!(line.shown, merge.block.shown);
+    assert_eq!(line.tokens, merge.block.tokens);
+
+    let blind = ask(
+        &s,
+        &at(StationKind::Plan, "plan", 1, None, 2),
+        &lane("plan.co-draft", 1, Role::Work, true),
+        &me,
+        budget / 2,
+        &HeuristicEstimator,
+    );
+    let package = crate::compiler::compile_with_line(
+        &s,
+        &blind.assignment,
+        &profile,
+        budget,
+        &HeuristicEstimator,
+        &blind.block,
+    );
+    assert!(
+        !package.text.contains("token bucket per key"),
+        "{}",
+        package.text
+    );
+    assert!(
+        package
+            .line
+            .unwrap()
+            .omitted
+            .iter()
+            .any(|o| o.reason == crate::line::brief::OmitReason::Blind)
+    );
+
+    // Every other briefing is what it was: no line block, no `line` in its JSON.
+    let plain =
+        crate::compiler::compile(&s, &merge.assignment, &profile, budget, &HeuristicEstimator);
+    assert!(plain.line.is_none());
+    assert!(!serde_json::to_string(&plain).unwrap().contains("\"line\""));
+}

@@ -7,8 +7,8 @@
 //! station produced: no draft, no finding. That is a rule of what is rendered, not of
 //! the budget, so no budget can let a blind lane see another's draft.
 //!
-//! This block is the station-specific part of a seat's assignment; the engine adds it to
-//! the compiled briefing (not wired in yet: see the README's "Assembly line").
+//! This block is the station-specific part of a seat's assignment;
+//! `compiler::compile_with_line` puts it into the compiled briefing, after the objective.
 
 use std::fmt::Write as _;
 

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use crate::{Gateway, ModelRequest, ModelResponse, Options, Result, Usage};
 
 pub mod demo;
+mod line;
 
 #[derive(Debug, Clone, Default)]
 pub struct MockGateway {
@@ -56,6 +57,9 @@ impl Gateway for MockGateway {
         }
         if request.schema["properties"]["winner"].is_object() {
             return Ok(respond(request, judge_verdict(request.user)));
+        }
+        if let Some(answer) = line::answer(request.schema, request.user) {
+            return Ok(respond(request, answer));
         }
         let task = assigned_task(request.user);
         let answer = match demo::step_of(task) {

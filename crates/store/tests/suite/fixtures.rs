@@ -204,6 +204,7 @@ pub fn turn_record(
         omitted_sections: vec![],
         dropped: vec![],
         over_budget: false,
+        line: None,
     };
     let call = |kind: CallKind, i: u64| CallRecord {
         call: kind,

@@ -1,0 +1,180 @@
+//! The mock's answers to the assembly line's seats (see `baton_core::line::answers`):
+//! an intake, a plan, a check. Recognised by the answer schema the call carries, and
+//! read from the briefing the way a model would: the objective it states, the plan
+//! drafts and open findings its line block shows. Deterministic, like the rest of the
+//! mock: a clean unit offline (nothing found, every claimed fix confirmed).
+
+use serde_json::{Value, json};
+
+/// The line answer `schema` asks for, if it is one.
+pub(super) fn answer(schema: &Value, user: &str) -> Option<Value> {
+    let properties = &schema["properties"];
+    if properties["questions"].is_object() && properties["objective"].is_object() {
+        return Some(intake(user));
+    }
+    if properties["plan"].is_object() {
+        return Some(plan(user));
+    }
+    if properties["findings"].is_object() && properties["summary"].is_object() {
+        return Some(check(user));
+    }
+    None
+}
+
+/// The body of the briefing's `## TITLE` section (to the next heading).
+fn section<'a>(user: &'a str, title: &str) -> &'a str {
+    let heading = format!("## {title}\n");
+    let Some(start) = user.find(&heading) else {
+        return "";
+    };
+    let body = &user[start + heading.len()..];
+    let end = body.find("\n## ").unwrap_or(body.len());
+    body[..end].trim()
+}
+
+/// The record ids (`P2`, `N4`) of `kind` a section names, in order, once each.
+fn ids(text: &str, kind: char) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for word in text.split(|c: char| !c.is_ascii_alphanumeric()) {
+        let mut chars = word.chars();
+        let is_id =
+            chars.next() == Some(kind) && word.len() > 1 && chars.all(|c| c.is_ascii_digit());
+        if is_id && !out.iter().any(|w| w == word) {
+            out.push(word.to_string());
+        }
+    }
+    out
+}
+
+/// A description of fewer than three words is too vague to build from: the intake asks.
+fn intake(user: &str) -> Value {
+    let objective = section(user, "Objective");
+    if objective.split_whitespace().count() < 3 {
+        return json!({
+            "objective": objective,
+            "questions": [format!(
+                "What should \"{objective}\" change, and how will we know it is done?"
+            )],
+        });
+    }
+    json!({
+        "objective": objective,
+        "constraints": ["Keep the public interface as it is"],
+        "acceptance": [format!("A test shows: {objective}")],
+    })
+}
+
+/// Three steps from the objective; a merge or revision names the drafts it builds on and
+/// answers the open findings it was shown.
+fn plan(user: &str) -> Value {
+    let objective = section(user, "Objective");
+    let short: String = objective
+        .split_whitespace()
+        .take(10)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut answer = json!({
+        "plan": {
+            "steps": [
+                {"title": format!("Write a failing test for: {short}"), "tags": ["light"]},
+                {"title": format!("Implement: {short}"), "tags": ["standard"]},
+                {"title": format!("Document: {short}"), "tags": ["light"]},
+            ],
+            "rationale": "Test first, so the change is proven by something that failed before it.",
+        }
+    });
+    let from = ids(section(user, "Plan drafts"), 'P');
+    if !from.is_empty() {
+        answer["from"] = json!(from);
+    }
+    let open = ids(section(user, "Open findings"), 'N');
+    if !open.is_empty() {
+        answer["fixed"] = open
+            .iter()
+            .map(|id| json!({"finding": id, "note": "answered in this version"}))
+            .collect();
+    }
+    answer
+}
+
+/// Nothing found; every finding shown with a claimed fix is confirmed.
+fn check(user: &str) -> Value {
+    let claimed: Vec<String> = section(user, "Open findings")
+        .lines()
+        .filter(|l| l.contains("fix claimed by"))
+        .flat_map(|l| ids(l, 'N').into_iter().take(1))
+        .collect();
+    let mut answer = json!({
+        "summary": "Checked what this seat was shown; nothing to raise.",
+        "findings": [],
+    });
+    if !claimed.is_empty() {
+        answer["confirmed"] = json!(claimed);
+    }
+    answer
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BRIEFING: &str = "# Briefing: turn 4, for w1 (mock/m1)\n\
+        ## Assigned task\nAs plan.lead: merge the drafts.\n\
+        ## Objective\nAdd rate limiting to the public API\n\
+        ## Plan drafts\n- P1 by w2 at plan.co-draft: 2 steps\n- P2 by w3 at plan.co-draft: 3 steps\n\
+        ## Open findings\n- N1 minor at T2: no limit on bursts (raised by w2 at plan.scrutiny; fix claimed by w1 at turn 3, not yet confirmed)\n- N2 nit at T1: wording (raised by w3 at plan.scrutiny)\n";
+
+    #[test]
+    fn each_line_answer_reads_the_briefing_it_was_given() {
+        let plan = plan(BRIEFING);
+        assert_eq!(plan["from"], json!(["P1", "P2"]));
+        assert_eq!(plan["fixed"][1]["finding"], "N2");
+        assert!(
+            plan["plan"]["steps"][1]["title"]
+                .as_str()
+                .unwrap()
+                .contains("Add rate limiting")
+        );
+
+        let check = check(BRIEFING);
+        assert_eq!(check["findings"], json!([]));
+        assert_eq!(check["confirmed"], json!(["N1"]));
+
+        let intake = intake(BRIEFING);
+        assert_eq!(intake["objective"], "Add rate limiting to the public API");
+        assert!(intake.get("questions").is_none());
+        let vague = super::intake("## Objective\nFix it\n");
+        assert!(
+            vague["questions"][0]
+                .as_str()
+                .unwrap()
+                .contains("\"Fix it\"")
+        );
+    }
+
+    #[test]
+    fn the_line_schemas_are_recognised_and_nothing_else_is() {
+        for (schema, key) in [
+            (baton_core::line::answers::intake_schema(), "objective"),
+            (baton_core::line::answers::plan_schema(), "plan"),
+            (baton_core::line::answers::check_schema(), "summary"),
+        ] {
+            let answer = answer(schema, BRIEFING).unwrap();
+            assert!(answer.get(key).is_some(), "{answer}");
+        }
+        assert!(answer(&json!({"properties": {"summary": {}}}), BRIEFING).is_none());
+    }
+
+    /// What the mock answers is read by the line's own parsers without a warning.
+    #[test]
+    fn the_line_answers_parse_cleanly() {
+        use baton_core::line::answers::{parse_check, parse_intake, parse_plan};
+        let plan = parse_plan(&plan(BRIEFING).to_string()).unwrap();
+        assert!(plan.warnings.is_empty(), "{:?}", plan.warnings);
+        assert_eq!(plan.claim.plan.steps.len(), 3);
+        let check = parse_check(&check(BRIEFING).to_string()).unwrap();
+        assert!(check.warnings.is_empty(), "{:?}", check.warnings);
+        let intake = parse_intake(&intake(BRIEFING).to_string()).unwrap();
+        assert!(intake.warnings.is_empty(), "{:?}", intake.warnings);
+    }
+}
