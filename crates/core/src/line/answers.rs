@@ -19,7 +19,7 @@ use crate::Result;
 use crate::claims::{Parsed, parse_claim, schema_of};
 use crate::reconciler::ReconcileOutcome;
 use crate::reconciler::line::{
-    LineTurn, claim_fixed, confirm_fixed, dismiss, propose_plan, raise_findings,
+    LineTurn, claim_fixed, confirm_fixed, dismiss, propose_plan, raise_findings, record_intake,
 };
 use crate::state::ExecutionState;
 
@@ -147,6 +147,25 @@ pub fn reconcile_plan(
     id
 }
 
+/// Folds the intake's answer into the state (see `reconciler::line::record_intake`);
+/// returns the question the line must stop on, when the intake asked any.
+pub fn reconcile_intake(
+    state: &mut ExecutionState,
+    turn: &LineTurn<'_>,
+    answer: &IntakeAnswer,
+    out: &mut ReconcileOutcome,
+) -> Option<String> {
+    record_intake(
+        state,
+        turn,
+        &answer.objective,
+        &answer.constraints,
+        &answer.acceptance,
+        &answer.questions,
+        out,
+    )
+}
+
 /// Folds the fixes a build turn claims (beside its usual claims) into the state.
 pub fn reconcile_fixes(
     state: &mut ExecutionState,
@@ -195,6 +214,56 @@ mod tests {
             round: 1,
             step: None,
         })
+    }
+
+    /// A clear intake records its constraints and acceptance criteria (and its reading
+    /// of the objective) as decisions of the seat; one with questions records nothing
+    /// and says what the line must ask; a restated intake reaffirms, not duplicates.
+    #[test]
+    fn an_intake_records_what_is_wanted_or_asks_and_records_nothing() {
+        let mut s = ExecutionState::new(RunId("u".into()), "Add rate limiting", &[]);
+        let clear = parse_intake(
+            r#"{"objective": "Rate-limit the public API per key", "constraints": ["No new dependency", " "], "acceptance": ["A burst over the limit gets 429"]}"#,
+        )
+        .unwrap()
+        .claim;
+        let mut out = ReconcileOutcome::default();
+        let asked = with_turn("opus", "lead.intake", |t| {
+            reconcile_intake(&mut s, t, &clear, &mut out)
+        });
+        assert_eq!(asked, None);
+        let texts: Vec<&str> = s.decisions.iter().map(|d| d.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "Objective as the intake reads it: Rate-limit the public API per key",
+                "Constraint: No new dependency",
+                "Acceptance: A burst over the limit gets 429"
+            ]
+        );
+        assert!(
+            s.decisions
+                .iter()
+                .all(|d| d.provenance.recorded_by.as_str() == "opus")
+        );
+        with_turn("opus", "lead.intake", |t| {
+            reconcile_intake(&mut s, t, &clear, &mut out)
+        });
+        assert_eq!(s.decisions.len(), 3);
+
+        let mut fresh = ExecutionState::new(RunId("v".into()), "Fix it", &[]);
+        let vague = parse_intake(
+            r#"{"objective": "Fix it", "constraints": ["Keep the API"], "questions": ["Fix what?", "By when?"]}"#,
+        )
+        .unwrap()
+        .claim;
+        let asked = with_turn("opus", "lead.intake", |t| {
+            reconcile_intake(&mut fresh, t, &vague, &mut out)
+        })
+        .unwrap();
+        assert!(asked.contains("lead.intake held by opus"), "{asked}");
+        assert!(asked.ends_with("1) Fix what? 2) By when?"), "{asked}");
+        assert!(fresh.decisions.is_empty());
     }
 
     #[test]

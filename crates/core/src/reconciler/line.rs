@@ -12,7 +12,9 @@
 //!   version or a second lock is refused, with a warning.
 //! - Provenance is the engine's (`TurnContext`), never the model's (invariant 5).
 
+use super::restate::{DecisionAt, ForNext, merge_decision};
 use super::{Action, ReconcileOutcome, TurnContext, clip};
+use crate::claims::DecisionClaim;
 use crate::ids::Timestamp;
 use crate::line::{
     ClosedBy, Closure, Finding, FindingClaim, FindingStatus, PlanDraft, PlanLock, PlanVersion,
@@ -21,6 +23,72 @@ use crate::line::{
 use crate::router::{CHECKPOINT_FIND, SeatId};
 use crate::state::{ExecutionState, RecordKind, ResolutionClaim};
 use crate::text::{normalize, same_statement};
+
+/// The intake's answer. With questions, nothing is recorded and the question the line
+/// stops on is returned, every question numbered. Otherwise its constraints and
+/// acceptance criteria (and its reading of the objective, when it differs from the
+/// run's) become decisions of the intake's seat, merged like any decision (a restatement
+/// reaffirms one), so every later briefing carries them.
+pub fn record_intake(
+    state: &mut ExecutionState,
+    turn: &LineTurn<'_>,
+    objective: &str,
+    constraints: &[String],
+    acceptance: &[String],
+    questions: &[String],
+    out: &mut ReconcileOutcome,
+) -> Option<String> {
+    let asked: Vec<&str> = questions
+        .iter()
+        .map(|q| q.trim())
+        .filter(|q| !q.is_empty())
+        .collect();
+    if !asked.is_empty() {
+        let numbered: Vec<String> = asked
+            .iter()
+            .enumerate()
+            .map(|(i, q)| format!("{}) {q}", i + 1))
+            .collect();
+        return Some(format!(
+            "the intake ({} held by {}) needs a human's answers before the line goes on: {}",
+            turn.seat,
+            turn.ctx.worker.id,
+            numbered.join(" ")
+        ));
+    }
+    let objective = objective.trim();
+    let restated = (!objective.is_empty() && normalize(objective) != normalize(&state.objective))
+        .then(|| vec![objective.to_string()])
+        .unwrap_or_default();
+    let mut next = ForNext::default();
+    for (kind, field, items) in [
+        (
+            "Objective as the intake reads it",
+            "objective",
+            &restated[..],
+        ),
+        ("Constraint", "constraints", constraints),
+        ("Acceptance", "acceptance", acceptance),
+    ] {
+        for (i, text) in items.iter().enumerate() {
+            let text = text.trim();
+            if text.is_empty() {
+                continue;
+            }
+            let claim = DecisionClaim {
+                text: format!("{kind}: {text}"),
+                reason: Some(format!("stated at the intake by {}", turn.seat)),
+            };
+            let path = format!("{field}[{i}]");
+            let at = DecisionAt {
+                claim: &claim,
+                path: &path,
+            };
+            merge_decision(state, turn.ctx, &at, out, &mut next);
+        }
+    }
+    None
+}
 
 /// Where in the line a turn is: the engine's facts about it, besides the turn's own.
 #[derive(Debug, Clone, Copy)]
