@@ -57,9 +57,11 @@ pub fn record_intake(
         ));
     }
     let objective = objective.trim();
-    let restated = (!objective.is_empty() && normalize(objective) != normalize(&state.objective))
-        .then(|| vec![objective.to_string()])
-        .unwrap_or_default();
+    let restated = if !objective.is_empty() && normalize(objective) != normalize(&state.objective) {
+        vec![objective.to_string()]
+    } else {
+        Vec::new()
+    };
     let mut next = ForNext::default();
     for (kind, field, items) in [
         (
