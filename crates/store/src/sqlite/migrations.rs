@@ -390,6 +390,16 @@ mod tests {
     use super::super::Fail;
     use super::*;
 
+    /// A database as the baton of schema `version` left it.
+    fn at_version(version: usize) -> Connection {
+        let conn = Connection::open_in_memory().unwrap();
+        for sql in &MIGRATIONS[..version] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", version as i64).unwrap();
+        conn
+    }
+
     #[test]
     fn migrating_twice_is_a_no_op_and_newer_schemas_are_refused() {
         let mut conn = Connection::open_in_memory().unwrap();
@@ -412,11 +422,7 @@ mod tests {
     /// new tables take rows and refuse to change them.
     #[test]
     fn a_schema_9_database_is_upgraded_to_pools() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        for sql in &MIGRATIONS[..9] {
-            conn.execute_batch(sql).unwrap();
-        }
-        conn.pragma_update(None, "user_version", 9).unwrap();
+        let mut conn = at_version(9);
         conn.execute_batch(
             "INSERT INTO runs (id, objective, status, turns, created_at, updated_at, config, header)
              VALUES ('a', 'o', 'active', 1, 1, 1, '{}', '{}');
@@ -463,11 +469,7 @@ mod tests {
     /// a turn that does not exist, and refuses to change or lose a row.
     #[test]
     fn a_schema_11_database_is_upgraded_to_pins() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        for sql in &MIGRATIONS[..11] {
-            conn.execute_batch(sql).unwrap();
-        }
-        conn.pragma_update(None, "user_version", 11).unwrap();
+        let mut conn = at_version(11);
         conn.execute_batch(
             "INSERT INTO runs (id, objective, status, turns, created_at, updated_at, config, header)
              VALUES ('a', 'o', 'active', 1, 1, 1, '{}', '{}');
@@ -505,11 +507,7 @@ mod tests {
     /// its pins are kept, their exclusions not recorded (NULL), and stay append-only.
     #[test]
     fn a_schema_13_pin_is_kept_with_no_exclusions() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        for sql in &MIGRATIONS[..13] {
-            conn.execute_batch(sql).unwrap();
-        }
-        conn.pragma_update(None, "user_version", 13).unwrap();
+        let mut conn = at_version(13);
         conn.execute_batch(
             "INSERT INTO runs (id, objective, status, turns, created_at, updated_at, config, header)
              VALUES ('a', 'o', 'active', 1, 1, 1, '{}', '{}');
@@ -537,11 +535,7 @@ mod tests {
     /// append-only and tied to their turn.
     #[test]
     fn a_schema_14_databases_pool_calls_are_kept_in_order_under_seq() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        for sql in &MIGRATIONS[..14] {
-            conn.execute_batch(sql).unwrap();
-        }
-        conn.pragma_update(None, "user_version", 14).unwrap();
+        let mut conn = at_version(14);
         conn.pragma_update(None, "foreign_keys", true).unwrap();
         conn.execute_batch(
             "INSERT INTO runs (id, objective, status, turns, created_at, updated_at, config, header)
@@ -595,11 +589,7 @@ mod tests {
     /// the order they were written, each run from 1, and still load.
     #[test]
     fn events_written_before_per_run_numbers_are_numbered_and_load() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        for sql in &MIGRATIONS[..5] {
-            conn.execute_batch(sql).unwrap();
-        }
-        conn.pragma_update(None, "user_version", 5).unwrap();
+        let mut conn = at_version(5);
         for run in ["a", "b"] {
             conn.execute(
                 "INSERT INTO runs (id, objective, status, turns, created_at, updated_at, config, header)
