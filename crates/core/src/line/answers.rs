@@ -181,44 +181,13 @@ pub fn reconcile_fixes(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compiler::{Assignment, AssignmentKind, WorkerProfile};
-    use crate::ids::{RunId, Timestamp, WorkerId};
+    use crate::ids::RunId;
     use crate::line::{FindingSeverity, FindingStatus};
-    use crate::reconciler::TurnContext;
-    use crate::router::SeatId;
 
     fn with_turn<R>(who: &str, seat: &str, f: impl FnOnce(&LineTurn<'_>) -> R) -> R {
-        let w = WorkerProfile {
-            id: WorkerId::new(who),
-            model: "m".into(),
-            family: who.into(),
-            role: None,
-        };
-        let a = Assignment {
-            kind: AssignmentKind::Step,
-            step_id: None,
-            task: "t".into(),
-        };
-        let ctx = TurnContext {
-            worker: &w,
-            turn: 1,
-            at: Timestamp(1),
-            assignment: &a,
-            seen: Default::default(),
-        };
-        let seat = SeatId::new(seat);
-        f(&LineTurn {
-            ctx: &ctx,
-            station: "review",
-            seat: &seat,
-            round: 1,
-            step: None,
-        })
+        crate::line::test_fixtures::as_seat(who, seat, "review", 1, None, f)
     }
 
-    /// A clear intake records its constraints and acceptance criteria (and its reading
-    /// of the objective) as decisions of the seat; one with questions records nothing
-    /// and says what the line must ask; a restated intake reaffirms, not duplicates.
     #[test]
     fn an_intake_records_what_is_wanted_or_asks_and_records_nothing() {
         let mut s = ExecutionState::new(RunId("u".into()), "Add rate limiting", &[]);

@@ -1,39 +1,14 @@
 use super::*;
 use crate::compiler::WorkerProfile;
-use crate::ids::{RunId, Timestamp};
+use crate::ids::RunId;
+use crate::line::test_fixtures::as_seat;
 use crate::line::{DraftStep, PlanDraft};
-use crate::reconciler::line::{LineTurn, lock_plan, propose_plan};
-use crate::reconciler::{ReconcileOutcome, TurnContext};
+use crate::reconciler::ReconcileOutcome;
+use crate::reconciler::line::{lock_plan, propose_plan};
 use crate::router::SeatId;
 use crate::tokens::HeuristicEstimator;
 
 fn draft_by(s: &mut ExecutionState, who: &str, seat: &str, titles: &[&str], lock: bool) {
-    let w = WorkerProfile {
-        id: WorkerId::new(who),
-        model: "m".into(),
-        family: who.into(),
-        role: None,
-    };
-    let a = Assignment {
-        kind: AssignmentKind::Step,
-        step_id: None,
-        task: "t".into(),
-    };
-    let ctx = TurnContext {
-        worker: &w,
-        turn: s.turns,
-        at: Timestamp(1),
-        assignment: &a,
-        seen: Default::default(),
-    };
-    let seat = SeatId::new(seat);
-    let turn = LineTurn {
-        ctx: &ctx,
-        station: "plan",
-        seat: &seat,
-        round: 1,
-        step: None,
-    };
     let plan = PlanDraft {
         steps: titles
             .iter()
@@ -45,10 +20,12 @@ fn draft_by(s: &mut ExecutionState, who: &str, seat: &str, titles: &[&str], lock
         rationale: None,
     };
     let mut out = ReconcileOutcome::default();
-    let id = propose_plan(s, &turn, &plan, &[], &mut out).unwrap();
-    if lock {
-        assert!(lock_plan(s, &ctx, &id, &mut out));
-    }
+    as_seat(who, seat, "plan", s.turns, None, |turn| {
+        let id = propose_plan(s, turn, &plan, &[], &mut out).unwrap();
+        if lock {
+            assert!(lock_plan(s, turn.ctx, &id, &mut out));
+        }
+    });
     s.turns += 1;
 }
 

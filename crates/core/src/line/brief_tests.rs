@@ -1,51 +1,14 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::compiler::{Assignment, AssignmentKind, WorkerProfile};
-use crate::ids::{RunId, Timestamp};
+use crate::ids::RunId;
+use crate::line::test_fixtures::as_seat;
 use crate::line::{DraftStep, FindingClaim, FindingSeverity, PlanDraft};
+use crate::reconciler::ReconcileOutcome;
 use crate::reconciler::line::{
-    LineTurn, claim_fixed, confirm_fixed, lock_plan, propose_plan, raise_findings,
+    claim_fixed, confirm_fixed, lock_plan, propose_plan, raise_findings,
 };
-use crate::reconciler::{ReconcileOutcome, TurnContext};
 use crate::tokens::HeuristicEstimator;
-
-/// Runs `f` as `who` (family = who) in `seat` at `station`, turn `turn`, on `step`.
-fn as_seat<R>(
-    who: &str,
-    seat: &str,
-    station: &str,
-    turn: u32,
-    step: Option<&str>,
-    f: impl FnOnce(&LineTurn<'_>) -> R,
-) -> R {
-    let w = WorkerProfile {
-        id: WorkerId::new(who),
-        model: format!("{who}/m"),
-        family: who.into(),
-        role: None,
-    };
-    let a = Assignment {
-        kind: AssignmentKind::Step,
-        step_id: None,
-        task: "t".into(),
-    };
-    let ctx = TurnContext {
-        worker: &w,
-        turn,
-        at: Timestamp(i64::from(turn)),
-        assignment: &a,
-        seen: Default::default(),
-    };
-    let seat = SeatId::new(seat);
-    f(&LineTurn {
-        ctx: &ctx,
-        station,
-        seat: &seat,
-        round: 1,
-        step,
-    })
-}
 
 fn draft(titles: &[&str]) -> PlanDraft {
     PlanDraft {

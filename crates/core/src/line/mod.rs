@@ -52,3 +52,5 @@ impl crate::state::ExecutionState {
 
 #[cfg(test)]
 mod route_tests;
+#[cfg(test)]
+mod test_fixtures;

@@ -396,7 +396,8 @@ mod tests {
         for sql in &MIGRATIONS[..version] {
             conn.execute_batch(sql).unwrap();
         }
-        conn.pragma_update(None, "user_version", version as i64).unwrap();
+        conn.pragma_update(None, "user_version", version as i64)
+            .unwrap();
         conn
     }
 
