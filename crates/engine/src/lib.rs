@@ -24,7 +24,7 @@ pub mod verify;
 pub use clock::{Clock, SystemClock};
 pub use config::{Roster, RunSettings, WorkerConfig};
 pub use hook::{HookOutcome, TurnFacts, WorkspaceHook};
-pub use orchestrator::{Engine, RunEnd, RunSpec, Session, StepOutcome, TurnSummary};
+pub use orchestrator::{Engine, LineStep, RunEnd, RunSpec, Session, StepOutcome, TurnSummary};
 pub use policy::{PolicyInput, RotatingPolicy, SwitchPolicy, TurnPlan};
 
 use thiserror::Error;

@@ -24,9 +24,10 @@
 //! The decision is the router's (pure, in core); this module only says what it is asked.
 
 use baton_core::compiler::{Assignment, AssignmentKind};
-use baton_core::ids::Timestamp;
+use baton_core::ids::{Timestamp, WorkerId};
 use baton_core::router::{
-    self, Authored, Benches, Candidate, Pick, Pin, PoolUsage, RouteInput, SEAT_GROUPS, Seat, SeatId,
+    self, Authored, Benches, Candidate, PassedOver, Pick, Pin, PoolUsage, RouteInput, SEAT_GROUPS,
+    Seat, SeatId,
 };
 use baton_core::state::{ExecutionState, PlanStep};
 use baton_core::step_tag::StepTag;
@@ -136,6 +137,12 @@ pub struct Unit {
     pub seat: SeatId,
     pub phase: String,
     pub tags: Vec<StepTag>,
+    /// The unit of work whose writers a checking seat is compared against (a line's
+    /// `plan`); none: the whole run (`RUN_UNIT`), as for a plain run.
+    pub work: Option<String>,
+    /// Workers kept out of this seating, and why: a line's other lanes of the same seat
+    /// (independent lanes are held by different workers, or different families).
+    pub apart: Vec<(WorkerId, String)>,
 }
 
 impl Unit {
@@ -145,6 +152,8 @@ impl Unit {
             seat: seat_of(step),
             phase: phase_of(step),
             tags: step.tags.clone(),
+            work: None,
+            apart: Vec::new(),
         }
     }
 
@@ -162,6 +171,8 @@ impl Unit {
             seat: SeatId::new(DEFAULT_SEAT),
             phase: AFTER_PLAN_PHASE.into(),
             tags,
+            work: None,
+            apart: Vec::new(),
         }
     }
 }
@@ -190,18 +201,30 @@ pub fn seat(input: &SeatInput<'_>) -> Seating {
             &unconfigured
         }
     };
+    let kept: Vec<Candidate>;
+    let candidates = if unit.apart.is_empty() {
+        input.candidates
+    } else {
+        kept = input
+            .candidates
+            .iter()
+            .filter(|c| !unit.apart.iter().any(|(w, _)| *w == c.id))
+            .cloned()
+            .collect();
+        &kept[..]
+    };
     let routed = router::route(&RouteInput {
         seat,
         phase: &unit.phase,
         handoff: input.state.turns,
         now: input.reading.now,
         tags: &unit.tags,
-        candidates: input.candidates,
+        candidates,
         pools: &input.floor.pools,
         usage: &input.reading.usage,
         benches: &input.reading.benches,
         pins: input.pins,
-        step: Some(RUN_UNIT),
+        step: Some(unit.work.as_deref().unwrap_or(RUN_UNIT)),
         history: input.history,
         inherit_from: None,
     });
@@ -210,7 +233,13 @@ pub fn seat(input: &SeatInput<'_>) -> Seating {
         Pick::Seated { mut pin } => {
             // Who was left out, and why, is kept with the pin it explains (only new
             // seatings are written; a held pin keeps the record of its own).
-            pin.excluded = Some(router::passed_over(&routed.excluded));
+            let mut excluded = router::passed_over(&routed.excluded);
+            excluded.extend(unit.apart.iter().map(|(worker, why)| PassedOver {
+                worker: worker.clone(),
+                reason: "holds_another_lane".into(),
+                why: why.clone(),
+            }));
+            pin.excluded = Some(excluded);
             Seating::Seated { pin }
         }
         Pick::Nobody { seat, question } => Seating::Nobody { seat, question },

@@ -31,6 +31,7 @@ mod doomed;
 mod events;
 mod fallback;
 mod holds;
+mod line;
 mod open;
 pub(crate) mod reshape;
 mod roster;
@@ -43,6 +44,7 @@ mod unbilled;
 mod window;
 
 pub use calls::model_called;
+pub use line::LineStep;
 pub(crate) use open::planned_state;
 pub use open::{build_gateway, new_run_id};
 pub use roster::{Place, check_roster, with_keys};

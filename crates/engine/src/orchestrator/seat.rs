@@ -113,6 +113,31 @@ impl Session {
 
     /// Keeps what a committed turn adds to the seats: its new pin, and (when it
     /// committed its claims) who wrote in which seat.
+    /// `seated` for a lane of the line: its history entry is the lane's seat on the
+    /// lane's unit of work (`super::line::work_of`), what a later checking seat of that
+    /// work is compared against.
+    pub(super) fn seated_lane(
+        &mut self,
+        pin: Option<&Pin>,
+        lane: &super::line::LaneTurn,
+        worker: usize,
+        status: TurnStatus,
+    ) {
+        if let Some(pin) = pin {
+            self.seats.pins.push(pin.clone());
+        }
+        if status != TurnStatus::Committed {
+            return;
+        }
+        let w = &self.config.roster.workers[worker];
+        self.seats.history.push(baton_core::router::Authored {
+            step: lane.work.clone(),
+            seat: lane.lane.seat.clone(),
+            worker: w.id.clone(),
+            family: w.family.clone(),
+        });
+    }
+
     pub(super) fn seated(
         &mut self,
         pin: Option<&Pin>,

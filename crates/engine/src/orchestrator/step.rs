@@ -28,6 +28,10 @@ pub(super) struct Planned {
     /// A routed run's seating of the turn (see `crate::seating`): a new one's pin is
     /// written with the turn.
     pub seating: Option<Seating>,
+    /// A lane of the assembly line (see `super::line`): its block is compiled into the
+    /// briefing, its answer folded in by the line's rules, the unit's progress moved on
+    /// with the turn.
+    pub line: Option<Box<super::line::LaneTurn>>,
 }
 
 /// What comes next in a run.
@@ -93,6 +97,7 @@ impl Engine {
                 budget,
                 gates,
                 seating: Some(seating),
+                line: None,
             }));
         }
         let input = PolicyInput::new(state, roster, &session.config.settings);
@@ -111,6 +116,7 @@ impl Engine {
             budget,
             gates,
             seating: None,
+            line: None,
         }))
     }
 

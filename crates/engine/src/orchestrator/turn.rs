@@ -33,13 +33,24 @@ impl Engine {
         let worker: WorkerConfig = session.config.roster.workers[plan.worker].clone();
         let profile = worker.profile();
         let started_at = self.clock.now();
-        let package = compiler::compile(
-            &session.state,
-            &plan.assignment,
-            &profile,
-            self.turn_budget(session, plan)?,
-            &*session.estimator,
-        );
+        let budget = self.turn_budget(session, plan)?;
+        let package = match &plan.line {
+            Some(lane) => compiler::compile_with_line(
+                &session.state,
+                &plan.assignment,
+                &profile,
+                budget,
+                &*session.estimator,
+                &lane.ask.block,
+            ),
+            None => compiler::compile(
+                &session.state,
+                &plan.assignment,
+                &profile,
+                budget,
+                &*session.estimator,
+            ),
+        };
         // A new seating is said first (and, like every event of the turn, committed with
         // it or voided with it).
         let new_pin = match &plan.seating {
@@ -101,7 +112,31 @@ impl Engine {
             .as_ref()
             .is_some_and(|g| g.needs_workspace());
         let mut agent_warnings = Vec::new();
-        if is_agent {
+        // A station's answer (an intake, a plan, a check), read by the line's parsers.
+        let mut line_answer = None;
+        let station_kind = plan
+            .line
+            .as_ref()
+            .map(|l| l.ask.answer)
+            .filter(|k| *k != baton_core::line::ask::AnswerKind::Claims);
+        if let Some(kind) = station_kind {
+            let station = super::line::LineStation { kind };
+            let answered = self
+                .caller(session, plan.worker, &package)
+                .call_for_answer(
+                    &station,
+                    super::line::line_prompt(&package, kind),
+                    CallKind::Execute,
+                    turn,
+                    &mut calls,
+                    &mut prompts,
+                )
+                .map_err(|e| e.to_string());
+            match answered {
+                Err(e) => error = Some(e),
+                Ok((answer, _)) => line_answer = Some(answer),
+            }
+        } else if is_agent {
             let checks = session
                 .workspace
                 .as_ref()
@@ -285,8 +320,28 @@ impl Engine {
             seen,
         };
         let mut step_left_open = false;
-        let (status, mut outcome, result_json, report_json) = match claims_ok {
-            Some((result, report)) => {
+        // What the lane's turn did to the line (moved on, or asked a human).
+        let mut happened = None;
+        let (status, mut outcome, result_json, report_json) = match (claims_ok, line_answer) {
+            (_, Some((answer, refusals, warnings))) => {
+                let mut outcome = ReconcileOutcome {
+                    refusals,
+                    warnings,
+                    ..ReconcileOutcome::default()
+                };
+                if let Some(lane) = &plan.line {
+                    happened = Some(super::line::fold(
+                        &mut next,
+                        &ctx,
+                        lane,
+                        &answer,
+                        &mut outcome,
+                    ));
+                }
+                next.consecutive_failures = 0;
+                (TurnStatus::Committed, outcome, Some(answer.to_json()), None)
+            }
+            (Some((result, report)), None) => {
                 let mut refusals = result.refusals;
                 refusals.extend(report.refusals);
                 let mut outcome = reconciler::reconcile(
@@ -335,9 +390,14 @@ impl Engine {
                     Some(serde_json::to_value(&result.claim).unwrap_or(serde_json::Value::Null));
                 let pj =
                     Some(serde_json::to_value(&report.claim).unwrap_or(serde_json::Value::Null));
+                if let Some(lane) = &plan.line {
+                    happened = Some(baton_core::line::cursor::Happened::Committed(vec![
+                        lane.lane.clone(),
+                    ]));
+                }
                 (TurnStatus::Committed, outcome, rj, pj)
             }
-            None => {
+            (None, None) => {
                 next.consecutive_failures += 1;
                 reconciler::record_failed_turn(
                     &mut next,
@@ -394,6 +454,12 @@ impl Engine {
                     text: w.clone(),
                 },
             });
+        }
+        // The unit's progress moves on with the turn that moved it.
+        if let (Some(lane), Some(happened)) = (&plan.line, happened) {
+            let mut progress = lane.progress.clone();
+            baton_core::line::cursor::advance(&lane.route, &mut progress, &next, happened);
+            next.line = Some(progress);
         }
         let changes = next.diff(&session.state);
         events.push(Event {
@@ -493,12 +559,15 @@ impl Engine {
             Err(e) => return Err(e.into()),
         }
         session.state = next;
-        session.seated(
-            new_pin.as_ref(),
-            commit.record.assignment.step_id.as_deref(),
-            plan.worker,
-            status,
-        );
+        match &plan.line {
+            Some(lane) => session.seated_lane(new_pin.as_ref(), lane, plan.worker, status),
+            None => session.seated(
+                new_pin.as_ref(),
+                commit.record.assignment.step_id.as_deref(),
+                plan.worker,
+                status,
+            ),
+        }
         session.prior_outputs.extend(new_outputs);
         for hold in holds {
             session.holds.retain(|h| h.worker != hold.worker);

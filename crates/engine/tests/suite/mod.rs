@@ -9,6 +9,7 @@ mod hardening;
 mod invariants;
 mod jobs;
 mod judge;
+mod line;
 mod ops;
 mod policy;
 mod pools;
