@@ -233,4 +233,22 @@ pub struct TurnRecord {
     pub workspace: Option<WorkspaceTurn>,
     pub started_at: Timestamp,
     pub finished_at: Timestamp,
+    /// The lane of the assembly line this turn ran, if it ran one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lane: Option<LaneRecord>,
+}
+
+/// Which lane of the assembly line a turn ran: where, and on what unit of work (what a
+/// later checking seat's cross-family rule compares against, also after a resume).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaneRecord {
+    pub station: String,
+    pub seat: crate::router::SeatId,
+    /// Which of the seat's lanes (from 0).
+    pub index: u32,
+    pub round: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+    /// The unit of work the lane wrote or checked (`plan`, a build step's id).
+    pub work: String,
 }

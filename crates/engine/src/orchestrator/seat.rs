@@ -41,6 +41,15 @@ impl Seats {
             .iter()
             .filter(|t| t.status == TurnStatus::Committed)
             .filter_map(|t| {
+                // A lane of the line wrote (or checked) its own unit of work.
+                if let Some(lane) = &t.lane {
+                    return Some(Authored {
+                        step: lane.work.clone(),
+                        seat: lane.seat.clone(),
+                        worker: t.worker.clone(),
+                        family: t.family.clone(),
+                    });
+                }
                 let step = match &t.assignment.step_id {
                     Some(id) => Some(state.plan.iter().find(|s| &s.id == id)?),
                     // A turn after the plan (a gate fix).
@@ -130,7 +139,7 @@ impl Session {
             return;
         }
         let w = &self.config.roster.workers[worker];
-        self.seats.history.push(baton_core::router::Authored {
+        self.seats.history.push(Authored {
             step: lane.work.clone(),
             seat: lane.lane.seat.clone(),
             worker: w.id.clone(),

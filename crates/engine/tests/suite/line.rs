@@ -30,17 +30,28 @@ fn unit(store: &Arc<dyn Store>) -> (Engine, RunId) {
 
 /// Runs lanes until the cursor names something that is not a lane.
 fn lanes(engine: &Engine, session: &mut baton_engine::Session, route: &Route) -> (Vec<u32>, Next) {
+    lanes_upto(engine, session, route, 40).expect("no end to the lanes")
+}
+
+/// Runs at most `most` lanes; `None` when they did not reach something that is not a
+/// lane.
+fn lanes_upto(
+    engine: &Engine,
+    session: &mut baton_engine::Session,
+    route: &Route,
+    most: usize,
+) -> Option<(Vec<u32>, Next)> {
     let mut turns = Vec::new();
-    for _ in 0..40 {
+    for _ in 0..most {
         match engine.line_step(session, route).unwrap() {
             LineStep::Lane(summary) => {
                 assert!(summary.error.is_none(), "{:?}", summary.error);
                 turns.push(summary.turn);
             }
-            LineStep::Waiting(next) => return (turns, next),
+            LineStep::Waiting(next) => return Some((turns, next)),
         }
     }
-    panic!("no end to the lanes")
+    None
 }
 
 #[test]
@@ -49,8 +60,14 @@ fn the_lanes_up_to_the_plan_lock_run_as_committed_turns_and_resume_where_they_st
     let store = store_in(dir.path());
     let (engine, id) = unit(&store);
     let route = Route::default_route().unwrap();
+    // Stopped after the lead's merge (a crash, a new process): the rest runs on a
+    // session opened from the store, whose seatings know who wrote the plan.
+    let mut first = engine.open(&id, None).unwrap();
+    assert!(lanes_upto(&engine, &mut first, &route, 9).is_none());
+    drop(first);
     let mut session = engine.open(&id, None).unwrap();
-    let (turns, next) = lanes(&engine, &mut session, &route);
+    let (rest, next) = lanes(&engine, &mut session, &route);
+    let turns: Vec<u32> = (0..9).chain(rest).collect();
     // The intake, four discovery lanes and the lead's merge, two blind co-drafts and the
     // lead's merge, two scrutinies that found nothing: the plan is due to lock.
     let records = store.turns(&id).unwrap();
@@ -104,6 +121,18 @@ fn the_lanes_up_to_the_plan_lock_run_as_committed_turns_and_resume_where_they_st
         scrutiny.iter().all(|(_, f)| *f != lead[0].1),
         "{scrutiny:?} {lead:?}"
     );
+    // Not by luck: each scrutiny's seating left the lead out for its family, in the
+    // process opened after the merge too.
+    for p in pins
+        .iter()
+        .filter(|p| p.pin.seat.as_str() == "plan.scrutiny")
+    {
+        let left_out = p.pin.excluded.as_ref().unwrap();
+        let lead_left_out = left_out
+            .iter()
+            .any(|e| e.worker.as_str() == lead[0].0 && e.reason == "same_family_as_writer");
+        assert!(lead_left_out, "{left_out:?}");
+    }
     let second = pins
         .iter()
         .rfind(|p| p.pin.seat.as_str() == "plan.co-draft")

@@ -274,6 +274,7 @@ pub fn turn_record(
         workspace: None,
         started_at: Timestamp(at),
         finished_at: Timestamp(at + 900),
+        lane: None,
     }
 }
 
