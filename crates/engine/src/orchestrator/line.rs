@@ -42,6 +42,43 @@ pub(super) struct LaneTurn {
     pub ask: SeatAsk,
 }
 
+impl LaneTurn {
+    /// The lane as its turn's record keeps it.
+    pub fn record(&self) -> baton_core::turn::LaneRecord {
+        baton_core::turn::LaneRecord {
+            station: self.station.clone(),
+            seat: self.lane.seat.clone(),
+            index: self.lane.index,
+            round: self.round,
+            step: self.step.clone(),
+            work: self.work.clone(),
+        }
+    }
+}
+
+/// What a committed lane wrote, for the cross-family rule: its unit of work; a build
+/// step's writer also wrote the build that the review checks.
+pub(super) fn authored(
+    lane: &baton_core::turn::LaneRecord,
+    worker: &baton_core::ids::WorkerId,
+    family: &str,
+) -> Vec<baton_core::router::Authored> {
+    let entry = |step: &str| baton_core::router::Authored {
+        step: step.to_string(),
+        seat: lane.seat.clone(),
+        worker: worker.clone(),
+        family: family.to_string(),
+    };
+    let mut out = vec![entry(&lane.work)];
+    if lane.step.is_some() && !lane.seat.reviews_work() && lane.work != BUILD_WORK {
+        out.push(entry(BUILD_WORK));
+    }
+    out
+}
+
+/// The unit of work a review checks: everything the build stations built.
+const BUILD_WORK: &str = "build";
+
 /// A station's answer, read.
 #[derive(Debug, Clone)]
 pub(super) enum LineAnswer {
@@ -163,6 +200,7 @@ fn work_of(kind: StationKind, role: Role, station: &str, step: Option<&str>) -> 
         (StationKind::Plan, Role::Work, _) => "plan drafts".into(),
         (StationKind::Plan | StationKind::PlanLoop, _, _) => "plan".into(),
         (StationKind::Build, _, Some(step)) => step.into(),
+        (StationKind::Build | StationKind::Review, _, _) => BUILD_WORK.into(),
         _ => station.into(),
     }
 }
@@ -193,6 +231,11 @@ impl Engine {
                     step,
                     lanes,
                 } => (station, kind, round, step, lanes),
+                Next::LockPlan { station } => {
+                    let task = format!("Lock the plan at {station}");
+                    let summary = self.engine_turn(session, route, progress, task, lock)?;
+                    return Ok(LineStep::Lane(Box::new(summary)));
+                }
                 other => return Ok(LineStep::Waiting(other)),
             };
         let lane = lanes[0].clone();
@@ -203,10 +246,9 @@ impl Engine {
             .find(|s| s.id == station)
             .and_then(|s| s.seats.iter().find(|seat| seat.seat == lane.seat));
         let lanes_of_seat = spec.map_or(1, |seat| seat.count);
-        let mut phase = match &step {
-            Some(s) => format!("{station} round {round} step {s}"),
-            None => format!("{station} round {round}"),
-        };
+        // A pin holds for its phase: a station's round (a builder keeps the build's
+        // steps, a checker its checkpoints).
+        let mut phase = format!("{station} round {round}");
         // Each lane of a seat of several is a seating of its own (a pin holds within its
         // phase), never held by a worker holding another lane of it this round, nor by
         // its family when the lanes must be of different families.
@@ -303,4 +345,192 @@ impl Engine {
         })?;
         Ok(LineStep::Lane(Box::new(end.summary)))
     }
+}
+
+/// Who the line's own commits (the plan lock) are recorded as: no worker, no model.
+pub const LINE_ENGINE: &str = "baton";
+
+impl Engine {
+    /// One of the line's own actions that calls no model, committed as a turn of its
+    /// own (worker `baton`, no calls) with the unit's progress moved on: what `act`
+    /// did to the state, and what it means for the line.
+    fn engine_turn(
+        &self,
+        session: &mut Session,
+        route: &Route,
+        progress: LineProgress,
+        task: String,
+        act: impl FnOnce(
+            &mut baton_core::state::ExecutionState,
+            &TurnContext<'_>,
+            &mut ReconcileOutcome,
+        ) -> Happened,
+    ) -> Result<TurnSummary> {
+        use baton_core::compiler::{Assignment, AssignmentKind, HandoffPackage, WorkerProfile};
+        use baton_core::ids::WorkerId;
+        use baton_core::turn::{TransferAudit, TurnRecord, TurnStatus};
+        use baton_protocol::{EventKind, EventMsg as Event};
+        use baton_store::{RunStatus, TurnCommit};
+
+        let turn = session.state.turns;
+        let now = self.clock.now();
+        let engine = WorkerProfile {
+            id: WorkerId::new(LINE_ENGINE),
+            model: LINE_ENGINE.into(),
+            family: LINE_ENGINE.into(),
+            role: None,
+        };
+        let assignment = Assignment {
+            kind: AssignmentKind::Continuation,
+            step_id: None,
+            task,
+        };
+        let ctx = TurnContext {
+            worker: &engine,
+            turn,
+            at: now,
+            assignment: &assignment,
+            seen: Default::default(),
+        };
+        let scoring = std::mem::take(&mut session.state.scoring);
+        let mut next = session.state.clone();
+        next.scoring = scoring;
+        let mut outcome = ReconcileOutcome::default();
+        let happened = act(&mut next, &ctx, &mut outcome);
+        let mut moved = progress;
+        cursor::advance(route, &mut moved, &next, happened);
+        next.line = Some(moved);
+        next.turns += 1;
+        let changes = next.diff(&session.state);
+        let event = |kind| Event {
+            run_id: session.run.clone(),
+            turn: Some(turn),
+            at: now,
+            kind,
+        };
+        let mut events = vec![event(EventKind::TurnStarted {
+            worker: engine.id.clone(),
+            model: engine.model.clone(),
+            assignment: "continuation".into(),
+            task: Some(assignment.task.clone()),
+        })];
+        for w in &outcome.warnings {
+            events.push(event(EventKind::Warning {
+                worker: engine.id.clone(),
+                text: w.clone(),
+            }));
+        }
+        events.push(event(EventKind::TurnCommitted {
+            worker: engine.id.clone(),
+            status: TurnStatus::Committed.as_str().into(),
+            changes: changes.len(),
+            error: None,
+            step_left_open: false,
+            steps: Some((next.steps_done(), next.plan.len())),
+        }));
+        let summary = TurnSummary {
+            turn,
+            worker: engine.id.clone(),
+            model: engine.model.clone(),
+            assignment: assignment.clone(),
+            status: TurnStatus::Committed,
+            package_tokens: 0,
+            budget: 0,
+            sections_omitted: Vec::new(),
+            items_dropped: 0,
+            tokens_sent: 0,
+            tokens_received: 0,
+            warnings: outcome.warnings.clone(),
+            refusals: outcome.refusals.clone(),
+            error: None,
+            step_left_open: false,
+            changes: changes.len(),
+            conversations_passed: 0,
+            engine_time: std::time::Duration::ZERO,
+        };
+        let commit = TurnCommit {
+            record: TurnRecord {
+                run_id: session.run.clone(),
+                turn,
+                worker: engine.id.clone(),
+                model: engine.model.clone(),
+                family: engine.family.clone(),
+                assignment,
+                status: TurnStatus::Committed,
+                package: HandoffPackage::empty(engine.id.clone()),
+                calls: Vec::new(),
+                result: None,
+                report: None,
+                outcome,
+                audit: TransferAudit::default(),
+                error: None,
+                workspace: None,
+                started_at: now,
+                finished_at: now,
+                lane: None,
+            },
+            header: next.header(),
+            changes,
+            events,
+            status: RunStatus::Active,
+            lease: session.lease.clone(),
+            run_lease: session.run_lease.as_ref().map(|l| l.token.clone()),
+            holds: Vec::new(),
+            pool: None,
+            pins: Vec::new(),
+        };
+        match self.store.commit_turn(&commit) {
+            Ok(seqs) => self.published(&seqs, &commit.events),
+            Err(baton_store::Error::TurnConflict { run, turn, .. }) => {
+                return Err(Error::TurnTaken {
+                    run: run.to_string(),
+                    turn,
+                });
+            }
+            Err(e) => return Err(e.into()),
+        }
+        session.state = next;
+        Ok(summary)
+    }
+}
+
+/// Locks the latest plan version and makes its steps the run's plan (`T1` …, with
+/// their tags), which the build's lanes then work on; a plan that cannot be locked
+/// stops the line with the reason.
+fn lock(
+    next: &mut baton_core::state::ExecutionState,
+    ctx: &TurnContext<'_>,
+    out: &mut ReconcileOutcome,
+) -> Happened {
+    use baton_core::state::{PlanStep, StepStatus};
+    use baton_core::step_tag::StepTag;
+
+    let Some(id) = next.plan_versions.last().map(|p| p.id.clone()) else {
+        return Happened::Asked("the plan loop ended with no plan version to lock".into());
+    };
+    if !baton_core::reconciler::line::lock_plan(next, ctx, &id, out) {
+        let why: Vec<String> = out.refusals.iter().map(|r| r.reason.clone()).collect();
+        return Happened::Asked(format!("plan {id} could not be locked: {}", why.join("; ")));
+    }
+    let steps = next
+        .locked_plan()
+        .map(|p| p.steps.clone())
+        .unwrap_or_default();
+    next.plan = steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| PlanStep {
+            id: format!("T{}", i + 1),
+            title: s.title.clone(),
+            status: StepStatus::Pending,
+            budget: None,
+            seat: None,
+            scope: None,
+            tags: s.tags.iter().filter_map(|t| StepTag::new(t).ok()).collect(),
+            done_by: None,
+            done_at_turn: None,
+            attempts: Vec::new(),
+        })
+        .collect();
+    Happened::Locked
 }

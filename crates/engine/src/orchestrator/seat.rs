@@ -40,22 +40,20 @@ impl Seats {
             .turns(run)?
             .iter()
             .filter(|t| t.status == TurnStatus::Committed)
-            .filter_map(|t| {
+            .flat_map(|t| {
                 // A lane of the line wrote (or checked) its own unit of work.
                 if let Some(lane) = &t.lane {
-                    return Some(Authored {
-                        step: lane.work.clone(),
-                        seat: lane.seat.clone(),
-                        worker: t.worker.clone(),
-                        family: t.family.clone(),
-                    });
+                    return super::line::authored(lane, &t.worker, &t.family);
                 }
                 let step = match &t.assignment.step_id {
-                    Some(id) => Some(state.plan.iter().find(|s| &s.id == id)?),
+                    Some(id) => match state.plan.iter().find(|s| &s.id == id) {
+                        Some(step) => Some(step),
+                        None => return Vec::new(),
+                    },
                     // A turn after the plan (a gate fix).
                     None => None,
                 };
-                Some(seating::authored(step, &t.worker, &t.family))
+                vec![seating::authored(step, &t.worker, &t.family)]
             })
             .collect();
         Ok(Seats { pins, history })
@@ -139,12 +137,8 @@ impl Session {
             return;
         }
         let w = &self.config.roster.workers[worker];
-        self.seats.history.push(Authored {
-            step: lane.work.clone(),
-            seat: lane.lane.seat.clone(),
-            worker: w.id.clone(),
-            family: w.family.clone(),
-        });
+        let wrote = super::line::authored(&lane.record(), &w.id, &w.family);
+        self.seats.history.extend(wrote);
     }
 
     pub(super) fn seated(

@@ -531,14 +531,7 @@ impl Engine {
             workspace: hooked.map(|h| h.workspace),
             started_at,
             finished_at: now,
-            lane: plan.line.as_ref().map(|l| baton_core::turn::LaneRecord {
-                station: l.station.clone(),
-                seat: l.lane.seat.clone(),
-                index: l.lane.index,
-                round: l.round,
-                step: l.step.clone(),
-                work: l.work.clone(),
-            }),
+            lane: plan.line.as_ref().map(|l| l.record()),
         };
         let commit = TurnCommit {
             record,

@@ -10,15 +10,13 @@ use baton_store::PinFilter;
 
 use super::*;
 
-/// A unit of three mock workers of three families, routed by three pools.
-fn unit(store: &Arc<dyn Store>) -> (Engine, RunId) {
-    let mut roster = Roster::mock(3);
-    for (w, family) in roster
-        .workers
-        .iter_mut()
-        .zip(["anthropic", "openai", "zhipu"])
-    {
-        w.family = family.into();
+/// A unit of mock workers of three families (`n` of them, in turn), routed by three
+/// pools.
+fn unit(store: &Arc<dyn Store>, n: usize) -> (Engine, RunId) {
+    let mut roster = Roster::mock(n);
+    let families = ["anthropic", "openai", "zhipu"];
+    for (i, w) in roster.workers.iter_mut().enumerate() {
+        w.family = families[i % 3].into();
     }
     let mut spec = spec(&["Add rate limiting to the public API"], roster);
     spec.objective = "Add rate limiting to the public API".into();
@@ -58,7 +56,7 @@ fn lanes_upto(
 fn the_lanes_up_to_the_plan_lock_run_as_committed_turns_and_resume_where_they_stopped() {
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(dir.path());
-    let (engine, id) = unit(&store);
+    let (engine, id) = unit(&store, 3);
     let route = Route::default_route().unwrap();
     // Stopped after the lead's merge (a crash, a new process): the rest runs on a
     // session opened from the store, whose seatings know who wrote the plan.
@@ -66,8 +64,13 @@ fn the_lanes_up_to_the_plan_lock_run_as_committed_turns_and_resume_where_they_st
     assert!(lanes_upto(&engine, &mut first, &route, 9).is_none());
     drop(first);
     let mut session = engine.open(&id, None).unwrap();
-    let (rest, next) = lanes(&engine, &mut session, &route);
-    let turns: Vec<u32> = (0..9).chain(rest).collect();
+    assert!(lanes_upto(&engine, &mut session, &route, 2).is_none());
+    let turns: Vec<u32> = (0..session.state.turns).collect();
+    let next = baton_core::line::cursor::next(
+        &route,
+        session.state.line.as_ref().unwrap(),
+        &session.state,
+    );
     // The intake, four discovery lanes and the lead's merge, two blind co-drafts and the
     // lead's merge, two scrutinies that found nothing: the plan is due to lock.
     let records = store.turns(&id).unwrap();
@@ -172,10 +175,88 @@ fn the_lanes_up_to_the_plan_lock_run_as_committed_turns_and_resume_where_they_st
         line.omitted
     );
 
-    // A resumed unit asks for no lane twice: its progress is the committed one.
+    // A resumed unit asks for no lane twice: its progress is the committed one, and
+    // what comes next is the lock, the engine's own turn (no worker, no call).
     let mut resumed = engine.open(&id, None).unwrap();
     assert_eq!(resumed.state.line, session.state.line);
-    let (again, next) = lanes(&engine, &mut resumed, &route);
-    assert!(again.is_empty(), "{again:?}");
-    assert!(matches!(next, Next::LockPlan { .. }));
+    match engine.line_step(&mut resumed, &route).unwrap() {
+        LineStep::Lane(s) => assert_eq!((s.turn, s.worker.as_str()), (11, "baton")),
+        other => panic!("{other:?}"),
+    }
+    assert!(resumed.state.plan_lock.is_some());
+}
+
+/// Past the lock: the locked plan is the run's plan, each step built and stopped at its
+/// checkpoint (found and confirmed by other families than the builder's, and never by
+/// the finder), the review's lanes by families that built nothing, then the synthesis is
+/// due.
+#[test]
+fn a_unit_is_built_step_by_step_with_checkpoints_and_reviewed_up_to_the_synthesis() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let (engine, id) = unit(&store, 6);
+    let route = Route::default_route().unwrap();
+    let mut session = engine.open(&id, None).unwrap();
+    let (turns, next) = lanes(&engine, &mut session, &route);
+    assert!(
+        matches!(next, Next::Synthesize { ref station } if station == "synthesis"),
+        "{next:?}"
+    );
+    let records = store.turns(&id).unwrap();
+    assert_eq!(records.len(), turns.len());
+    let lock = records
+        .iter()
+        .find(|r| r.worker.as_str() == "baton")
+        .unwrap();
+    assert!(lock.calls.is_empty() && lock.assignment.task.contains("Lock the plan"));
+    let state = store.load_state(&id).unwrap();
+    assert!(state.plan_lock.is_some());
+    let titles: Vec<&str> = state.plan.iter().map(|s| s.title.as_str()).collect();
+    assert_eq!(titles.len(), 3, "{titles:?}");
+    assert!(
+        titles[1].starts_with("Implement: Add rate limiting"),
+        "{titles:?}"
+    );
+    assert_eq!(state.steps_done(), 3, "{:?}", state.plan);
+
+    let pins = store.pins(&PinFilter::run(&id)).unwrap();
+    let families_of = |seat: &str| -> Vec<String> {
+        pins.iter()
+            .filter(|p| p.pin.seat.as_str() == seat)
+            .map(|p| p.pin.family.clone())
+            .collect()
+    };
+    let builders = families_of("build.rote-step");
+    assert!(!builders.is_empty());
+    for seat in [
+        "checkpoint.find",
+        "checkpoint.confirm",
+        "review.fresh-eyes",
+        "review.breadth",
+    ] {
+        let held = families_of(seat);
+        assert!(!held.is_empty(), "{seat}");
+        assert!(
+            held.iter().all(|f| !builders.contains(f)),
+            "{seat}: {held:?} built by {builders:?}"
+        );
+    }
+    let holder = |seat: &str| {
+        pins.iter()
+            .find(|p| p.pin.seat.as_str() == seat)
+            .unwrap()
+            .pin
+            .worker
+            .clone()
+    };
+    assert_ne!(holder("checkpoint.find"), holder("checkpoint.confirm"));
+    // Three fresh-eyes lanes, three workers.
+    let mut fresh: Vec<String> = pins
+        .iter()
+        .filter(|p| p.pin.seat.as_str() == "review.fresh-eyes")
+        .map(|p| p.pin.worker.to_string())
+        .collect();
+    fresh.sort();
+    fresh.dedup();
+    assert_eq!(fresh.len(), 3, "{fresh:?}");
 }
