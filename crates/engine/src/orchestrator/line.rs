@@ -5,18 +5,22 @@
 //! a build step), folded in through the line's reconciler rules, and the unit's progress
 //! moves on in the same commit, so a resumed unit asks for no lane twice.
 //!
-//! Lanes run one at a time here. The plan lock, the synthesis, the gates, the merge and
-//! a question for a human are the cursor's other answers: `line_step` hands them back to
-//! the caller unexecuted (see the README's "Assembly line").
+//! The line's own actions that call no model are the engine's turns (worker `baton`, no
+//! call), committed the same way: the plan lock (the locked plan becomes the run's
+//! steps), the synthesis and its verdict, and, for a unit with no workspace, the gate and
+//! the merge it says it skipped. Lanes run one at a time here; a question for a human,
+//! the end, and a workspace's gates and merge are handed back to the caller unexecuted
+//! (see the README's "Assembly line").
 
 use baton_core::line::answers::{
     self, CheckAnswer, IntakeAnswer, PlanAnswer, reconcile_check, reconcile_intake, reconcile_plan,
 };
 use baton_core::line::ask::{self, AnswerKind, LaneAt, SeatAsk};
 use baton_core::line::cursor::{self, Happened, Lane, LineProgress, Next, Role};
+use baton_core::line::synthesis::{Report, synthesize};
 use baton_core::line::{Route, StationKind};
 use baton_core::prompt::{Prompt, SYSTEM_PROMPT};
-use baton_core::reconciler::line::LineTurn;
+use baton_core::reconciler::line::{LineTurn, record_verdict};
 use baton_core::reconciler::{ReconcileOutcome, TurnContext};
 use baton_core::turn::CallKind;
 use serde_json::Value;
@@ -222,22 +226,70 @@ impl Engine {
             .line
             .clone()
             .unwrap_or_else(LineProgress::start);
-        let (station, kind, round, step, lanes) =
-            match cursor::next(route, &progress, &session.state) {
-                Next::Seats {
-                    station,
-                    kind,
-                    round,
-                    step,
-                    lanes,
-                } => (station, kind, round, step, lanes),
-                Next::LockPlan { station } => {
-                    let task = format!("Lock the plan at {station}");
-                    let summary = self.engine_turn(session, route, progress, task, lock)?;
-                    return Ok(LineStep::Lane(Box::new(summary)));
-                }
-                other => return Ok(LineStep::Waiting(other)),
-            };
+        let (station, kind, round, step, lanes) = match cursor::next(
+            route,
+            &progress,
+            &session.state,
+        ) {
+            Next::Seats {
+                station,
+                kind,
+                round,
+                step,
+                lanes,
+            } => (station, kind, round, step, lanes),
+            Next::LockPlan { station } => {
+                let task = format!("Lock the plan at {station}");
+                let summary = self.engine_turn(session, route, progress, task, lock)?;
+                return Ok(LineStep::Lane(Box::new(summary)));
+            }
+            Next::Synthesize { station } => {
+                let reports = self.review_reports(session, route)?;
+                let task = format!("Synthesize the review at {station}");
+                let reviews: Vec<String> = route
+                    .stations
+                    .iter()
+                    .filter(|s| s.kind == StationKind::Review)
+                    .map(|s| s.id.clone())
+                    .collect();
+                let summary =
+                    self.engine_turn(session, route, progress, task, |next, ctx, out| {
+                        let findings: Vec<&baton_core::line::Finding> = next
+                            .findings
+                            .iter()
+                            .filter(|f| reviews.contains(&f.station))
+                            .collect();
+                        let synthesis = synthesize(&findings, &reports);
+                        let verdict = synthesis.verdict;
+                        record_verdict(next, ctx, &station, &synthesis, out);
+                        Happened::Verdict(verdict)
+                    })?;
+                return Ok(LineStep::Lane(Box::new(summary)));
+            }
+            // A unit with no workspace (API workers writing documents) has no gate
+            // to run and nothing to merge: said so, on record, and the line goes on.
+            Next::Gate { station } if session.workspace.is_none() => {
+                let task = format!("Gates at {station}");
+                let summary = self.engine_turn(session, route, progress, task, |_, _, out| {
+                        out.warnings.push(format!(
+                            "{station}: the unit has no workspace, so no gate ran; nothing was checked mechanically"
+                        ));
+                        Happened::Gate { passed: true }
+                    })?;
+                return Ok(LineStep::Lane(Box::new(summary)));
+            }
+            Next::Merge { station } if session.workspace.is_none() => {
+                let task = format!("Merge at {station}");
+                let summary = self.engine_turn(session, route, progress, task, |_, _, out| {
+                        out.warnings.push(format!(
+                            "{station}: the unit has no workspace, so there is no branch to merge; its record is the result"
+                        ));
+                        Happened::Merged
+                    })?;
+                return Ok(LineStep::Lane(Box::new(summary)));
+            }
+            other => return Ok(LineStep::Waiting(other)),
+        };
         let lane = lanes[0].clone();
         let work = work_of(kind, lane.role, &station, step.as_deref());
         let spec = route
@@ -344,6 +396,37 @@ impl Engine {
             self.abandon_turn(session, session.state.turns, e.to_string());
         })?;
         Ok(LineStep::Lane(Box::new(end.summary)))
+    }
+}
+
+impl Engine {
+    /// Who reported at the review stations since the last synthesis: each review lane's
+    /// turn, done when it committed (a reviewer that found nothing reported too).
+    fn review_reports(&self, session: &Session, route: &Route) -> Result<Vec<Report>> {
+        let reviews: Vec<&str> = route
+            .stations
+            .iter()
+            .filter(|s| s.kind == StationKind::Review)
+            .map(|s| s.id.as_str())
+            .collect();
+        let turns = self.store.turns(&session.run)?;
+        let since = turns
+            .iter()
+            .rposition(|t| {
+                t.worker.as_str() == LINE_ENGINE && t.assignment.task.starts_with("Synthesize")
+            })
+            .map_or(0, |i| i + 1);
+        Ok(turns[since..]
+            .iter()
+            .filter_map(|t| {
+                let lane = t.lane.as_ref()?;
+                reviews.contains(&lane.station.as_str()).then(|| Report {
+                    seat: lane.seat.clone(),
+                    worker: t.worker.clone(),
+                    done: t.status == baton_core::turn::TurnStatus::Committed,
+                })
+            })
+            .collect())
     }
 }
 

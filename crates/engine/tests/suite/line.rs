@@ -186,30 +186,56 @@ fn the_lanes_up_to_the_plan_lock_run_as_committed_turns_and_resume_where_they_st
     assert!(resumed.state.plan_lock.is_some());
 }
 
-/// Past the lock: the locked plan is the run's plan, each step built and stopped at its
-/// checkpoint (found and confirmed by other families than the builder's, and never by
-/// the finder), the review's lanes by families that built nothing, then the synthesis is
-/// due.
+/// The whole default route offline: past the lock the locked plan is the run's plan,
+/// each step built and stopped at its checkpoint (found and confirmed by other families
+/// than the builder's, and never by the finder), the review's lanes by families that
+/// built nothing, the synthesis approves, and a unit without a workspace says it ran no
+/// gate and merged nothing.
 #[test]
-fn a_unit_is_built_step_by_step_with_checkpoints_and_reviewed_up_to_the_synthesis() {
+fn a_clean_unit_runs_the_whole_default_route_offline_to_an_approval() {
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(dir.path());
     let (engine, id) = unit(&store, 6);
     let route = Route::default_route().unwrap();
     let mut session = engine.open(&id, None).unwrap();
     let (turns, next) = lanes(&engine, &mut session, &route);
-    assert!(
-        matches!(next, Next::Synthesize { ref station } if station == "synthesis"),
-        "{next:?}"
-    );
+    assert!(matches!(next, Next::Done), "{next:?}");
     let records = store.turns(&id).unwrap();
     assert_eq!(records.len(), turns.len());
+    // The review's lanes came before the synthesis; then the engine's own turns: the
+    // synthesis, and the gate and merge a unit with no workspace says it skipped.
+    let engine_turns: Vec<&str> = records
+        .iter()
+        .filter(|r| r.worker.as_str() == "baton")
+        .map(|r| r.assignment.task.as_str())
+        .collect();
+    assert_eq!(
+        engine_turns,
+        [
+            "Lock the plan at plan-loop",
+            "Synthesize the review at synthesis",
+            "Gates at gate",
+            "Merge at merge"
+        ]
+    );
+    assert_eq!(records.len(), 29);
+    let state = store.load_state(&id).unwrap();
+    assert_eq!(state.verdicts.len(), 1);
+    assert_eq!(
+        state.verdicts[0].verdict,
+        baton_core::line::VerdictKind::Approved
+    );
+    let gate = &records[27].outcome.warnings;
+    assert!(
+        gate.iter()
+            .any(|w| w.contains("no gate ran; nothing was checked")),
+        "{gate:?}"
+    );
     let lock = records
         .iter()
         .find(|r| r.worker.as_str() == "baton")
         .unwrap();
     assert!(lock.calls.is_empty() && lock.assignment.task.contains("Lock the plan"));
-    let state = store.load_state(&id).unwrap();
     assert!(state.plan_lock.is_some());
     let titles: Vec<&str> = state.plan.iter().map(|s| s.title.as_str()).collect();
     assert_eq!(titles.len(), 3, "{titles:?}");
