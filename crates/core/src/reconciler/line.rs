@@ -480,6 +480,46 @@ pub fn lock_plan(
     true
 }
 
+/// Makes the locked plan's steps the run's plan (`T1` …, each with its title and the
+/// tags that parse as step tags), which the build's turns then work on; `false` (and
+/// nothing changed) when no plan is locked. Said as a warning for each tag dropped.
+pub fn adopt_locked_plan(state: &mut ExecutionState, out: &mut ReconcileOutcome) -> bool {
+    use crate::state::{PlanStep, StepStatus};
+    use crate::step_tag::StepTag;
+
+    let Some(locked) = state.locked_plan().cloned() else {
+        return false;
+    };
+    let mut steps = Vec::with_capacity(locked.steps.len());
+    for (i, s) in locked.steps.iter().enumerate() {
+        let id = format!("T{}", i + 1);
+        let mut tags = Vec::new();
+        for t in &s.tags {
+            match StepTag::new(t) {
+                Ok(tag) => tags.push(tag),
+                Err(e) => out.warnings.push(format!(
+                    "step {id} of plan {}: tag {t:?} dropped: {e}",
+                    locked.id
+                )),
+            }
+        }
+        steps.push(PlanStep {
+            id,
+            title: s.title.clone(),
+            status: StepStatus::Pending,
+            budget: None,
+            seat: None,
+            scope: None,
+            tags,
+            done_by: None,
+            done_at_turn: None,
+            attempts: Vec::new(),
+        });
+    }
+    state.plan = steps;
+    true
+}
+
 /// Whether the locked plan still hashes to what it was locked at (`Err` says what
 /// changed). An unlocked plan holds trivially.
 pub fn lock_holds(state: &ExecutionState) -> Result<(), String> {

@@ -497,3 +497,50 @@ fn a_round_converges_when_it_raised_nothing_new() {
     assert!(round_converged(&s, "review", 1, Convergence::NoNewMajor));
     assert!(round_converged(&s, "review", 2, Convergence::NothingNew));
 }
+
+/// The locked plan becomes the run's plan, by the reconciler: its steps numbered `T1` …
+/// with their titles and tags, a tag that is no step tag dropped with a warning; with no
+/// lock nothing changes.
+#[test]
+fn the_locked_plan_becomes_the_runs_plan() {
+    let mut s = state();
+    let before = s.plan.clone();
+    let mut out = ReconcileOutcome::default();
+    assert!(!adopt_locked_plan(&mut s, &mut out));
+    assert_eq!(s.plan, before);
+    let mut draft = steps(&["bucket per key", "tests"]);
+    draft.steps[1].tags = vec!["light".into(), "Not A Tag".into()];
+    let id = at("opus", "anthropic", "lead.plan", 1, |t| {
+        propose_plan(&mut s, t, &draft, &[], &mut out)
+    })
+    .unwrap();
+    at("opus", "anthropic", "lead.plan", 2, |t| {
+        assert!(lock_plan(&mut s, t.ctx, &id, &mut out));
+    });
+    assert!(adopt_locked_plan(&mut s, &mut out));
+    let plan: Vec<(&str, &str, Vec<&str>)> = s
+        .plan
+        .iter()
+        .map(|p| {
+            (
+                p.id.as_str(),
+                p.title.as_str(),
+                p.tags.iter().map(|t| t.as_str()).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        plan,
+        [
+            ("T1", "bucket per key", vec!["standard"]),
+            ("T2", "tests", vec!["light"])
+        ]
+    );
+    assert!(
+        out.warnings
+            .iter()
+            .any(|w| w.contains("step T2 of plan P1: tag \"Not A Tag\" dropped")),
+        "{:?}",
+        out.warnings
+    );
+}

@@ -577,43 +577,23 @@ impl Engine {
     }
 }
 
-/// Locks the latest plan version and makes its steps the run's plan (`T1` …, with
-/// their tags), which the build's lanes then work on; a plan that cannot be locked
-/// stops the line with the reason.
+/// Locks the latest plan version and makes its steps the run's plan (both by the
+/// reconciler's line rules), which the build's lanes then work on; a plan that cannot
+/// be locked stops the line with the reason.
 fn lock(
     next: &mut baton_core::state::ExecutionState,
     ctx: &TurnContext<'_>,
     out: &mut ReconcileOutcome,
 ) -> Happened {
-    use baton_core::state::{PlanStep, StepStatus};
-    use baton_core::step_tag::StepTag;
+    use baton_core::reconciler::line::{adopt_locked_plan, lock_plan};
 
     let Some(id) = next.plan_versions.last().map(|p| p.id.clone()) else {
         return Happened::Asked("the plan loop ended with no plan version to lock".into());
     };
-    if !baton_core::reconciler::line::lock_plan(next, ctx, &id, out) {
+    if !lock_plan(next, ctx, &id, out) {
         let why: Vec<String> = out.refusals.iter().map(|r| r.reason.clone()).collect();
         return Happened::Asked(format!("plan {id} could not be locked: {}", why.join("; ")));
     }
-    let steps = next
-        .locked_plan()
-        .map(|p| p.steps.clone())
-        .unwrap_or_default();
-    next.plan = steps
-        .iter()
-        .enumerate()
-        .map(|(i, s)| PlanStep {
-            id: format!("T{}", i + 1),
-            title: s.title.clone(),
-            status: StepStatus::Pending,
-            budget: None,
-            seat: None,
-            scope: None,
-            tags: s.tags.iter().filter_map(|t| StepTag::new(t).ok()).collect(),
-            done_by: None,
-            done_at_turn: None,
-            attempts: Vec::new(),
-        })
-        .collect();
+    adopt_locked_plan(next, out);
     Happened::Locked
 }
