@@ -135,7 +135,7 @@ impl Context_ {
 
     /// An engine over the store whose events are printed on stderr as they happen
     /// (every model call too with `--verbose`).
-    fn engine(&self, store: &Arc<dyn Store>) -> Engine {
+    pub(crate) fn engine(&self, store: &Arc<dyn Store>) -> Engine {
         let engine = Engine::new(store.clone());
         engine.subscribe(crate::live::progress(self.verbose));
         engine
@@ -431,8 +431,16 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             description,
             route,
             check,
+            resume,
+            status,
             json,
-        } => crate::line::line(&ctx, description.as_deref(), &route, check, json),
+        } => match (status, resume) {
+            (Some(unit), _) => {
+                crate::line::status(&ctx, Some(unit.as_str()).filter(|u| !u.is_empty()), json)
+            }
+            (None, Some(unit)) => crate::line::resume(&ctx, &unit),
+            (None, None) => crate::line::line(&ctx, description.as_deref(), &route, check, json),
+        },
         Command::Seats { run, json } => crate::seats::seats(&ctx, run.as_deref(), json),
         Command::Pins(args) => crate::seats::pins(&ctx, &args),
         Command::Worker { action } => match action {

@@ -1,16 +1,25 @@
-//! `baton line`: the assembly line (issue 12, in progress). What exists is the route:
-//! `baton line --check [--route default|FILE]` validates a route and prints it. Running a
-//! unit through the line does not exist yet, and says so.
+//! `baton line`: the assembly line. `baton line "DESCRIPTION"` runs a unit through the
+//! route's stations (each seat lane an engine turn, see `Engine::line_step`) until it
+//! ends, stops with a question for a human, or reaches what this build does not run yet;
+//! `--resume UNIT` continues one, `--status [UNIT]` says where it is, and `--check`
+//! validates a route.
 
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
+use baton_core::line::cursor::Next;
 use baton_core::line::{DEFAULT_ROUTE, Roster, Route, RouteErrors};
-use baton_core::router::Candidate;
+use baton_core::router::{Allowance, Candidate, Pool, PoolId, Window};
+use baton_core::state::ExecutionState;
+use baton_engine::config::{Floor, WorkerConfig};
+use baton_engine::{LineStep, RunSpec, Session};
 use serde::Serialize;
 
-use crate::commands::Context_;
+use crate::commands::{Context_, resolve};
 use crate::exit;
+
+/// Lane turns in a row that failed before the line stops (a worker that cannot answer).
+const FAILED_IN_A_ROW: u32 = 3;
 
 /// What `--json` prints.
 #[derive(Serialize)]
@@ -30,24 +39,16 @@ pub(crate) fn line(
     json: bool,
 ) -> Result<ExitCode> {
     if !check {
-        let what = description.map_or_else(String::new, |d| format!(" \"{d}\""));
-        return Err(exit::usage(format!(
-            "the assembly line cannot run a unit{what} yet: only its route exists (README: \"Assembly line (in progress)\"); `baton line --check [--route FILE]` validates a route"
-        )));
+        let Some(description) = description.map(str::trim).filter(|d| !d.is_empty()) else {
+            return Err(exit::usage(
+                "say what the unit is: `baton line \"Add rate limiting to the public API\"` (or `--status`, `--resume UNIT`, `--check`)",
+            ));
+        };
+        let (_, text) = read_route(route)?;
+        let parsed = Route::parse(&text).map_err(|e| exit::config(format!("{route}: {e}")))?;
+        return start(ctx, description, &parsed);
     }
-    let (source, text) = if route == "default" {
-        (
-            "the built-in default route".to_string(),
-            DEFAULT_ROUTE.to_string(),
-        )
-    } else {
-        let text = std::fs::read_to_string(route).map_err(|e| {
-            exit::usage(format!(
-                "cannot read route file {route}: {e}; give a route file's path, or `default` for the built-in route"
-            ))
-        })?;
-        (route.to_string(), text)
-    };
+    let (source, text) = read_route(route)?;
     let refuse = |errors: RouteErrors| exit::config(format!("{source}: {errors}"));
     let parsed = Route::parse(&text).map_err(refuse)?;
 
@@ -87,6 +88,283 @@ pub(crate) fn line(
         None => println!(
             "valid as written; not checked against a roster (give --config with [[workers]] to check who can take each seat)"
         ),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The route `route` names: the built-in default, or a route file's text.
+fn read_route(route: &str) -> Result<(String, String)> {
+    Ok(if route == "default" {
+        (
+            "the built-in default route".to_string(),
+            DEFAULT_ROUTE.to_string(),
+        )
+    } else {
+        let text = std::fs::read_to_string(route).map_err(|e| {
+            exit::usage(format!(
+                "cannot read route file {route}: {e}; give a route file's path, or `default` for the built-in route"
+            ))
+        })?;
+        (route.to_string(), text)
+    })
+}
+
+/// The workers a unit runs with offline (no configuration): six mock workers of three
+/// families, each family's in a pool of its own, so every seat of the default route can
+/// be staffed within the cross-family rule.
+fn offline_workers() -> (baton_engine::Roster, Floor) {
+    let families = ["alpha", "beta", "gamma"];
+    let workers = (1..=6)
+        .map(|i| {
+            let family = families[(i - 1) % 3];
+            let mut w = WorkerConfig::mock(&format!("{family}-{}", (i - 1) / 3 + 1), family);
+            w.family = family.into();
+            w.pool = Some(PoolId::new(family));
+            w
+        })
+        .collect();
+    let pools = families
+        .iter()
+        .map(|f| Pool {
+            id: PoolId::new(*f),
+            allowance: Allowance {
+                requests: Some(1_000_000),
+                ..Allowance::default()
+            },
+            window: Window::default(),
+        })
+        .collect();
+    (
+        baton_engine::Roster { workers },
+        Floor {
+            pools,
+            seats: Vec::new(),
+        },
+    )
+}
+
+/// `baton line "DESCRIPTION"`: a new unit, run until it stops.
+fn start(ctx: &Context_, description: &str, route: &Route) -> Result<ExitCode> {
+    let mut settings = ctx.settings(&Default::default());
+    let (roster, said) = match ctx.keys() {
+        Some(roster) => {
+            if settings.floor.is_empty() {
+                return Err(exit::config(format!(
+                    "the assembly line seats every lane through the router, and no pools are configured{}; add [[pools]] and give each worker pool = \"…\" (README: \"Seats, pools and the router\"), or run without a configuration for the offline mock workers",
+                    ctx.config_shown()
+                )));
+            }
+            (roster.clone(), format!("the workers{}", ctx.config_shown()))
+        }
+        None => {
+            let (roster, floor) = offline_workers();
+            settings.floor = floor;
+            (
+                roster,
+                "6 offline mock workers of 3 families (no configuration)".to_string(),
+            )
+        }
+    };
+    let spec = RunSpec {
+        objective: description.to_string(),
+        // A run has at least one step; the plan lock replaces it with the locked plan.
+        tasks: vec![description.to_string()],
+        step_budgets: Vec::new(),
+        step_seats: Vec::new(),
+        step_tags: Vec::new(),
+        step_scopes: Vec::new(),
+        roster,
+        settings,
+    };
+    let store = ctx.store()?;
+    let engine = ctx.engine(&store);
+    let id = engine.create_unit(&spec, route)?;
+    println!(
+        "unit {id}: \"{description}\" on route {} ({} stations), with {said}",
+        route.name,
+        route.stations.len()
+    );
+    let mut session = engine.open(&id, None)?;
+    drive(&engine, &mut session)
+}
+
+/// `baton line --resume UNIT`.
+pub(crate) fn resume(ctx: &Context_, unit: &str) -> Result<ExitCode> {
+    let store = ctx.existing_store()?;
+    let id = store.resolve_run(unit)?;
+    let engine = ctx.engine(&store);
+    let mut session = engine.open(&id, None)?;
+    if session.config.line.is_none() {
+        return Err(exit::usage(format!(
+            "run {id} is not a unit of the assembly line; continue it with `baton resume {id}`"
+        )));
+    }
+    println!("unit {id}: resumed at turn {}", session.state.turns);
+    drive(&engine, &mut session)
+}
+
+/// Runs the unit's lanes until it ends or stops, a line a turn.
+fn drive(engine: &baton_engine::Engine, session: &mut Session) -> Result<ExitCode> {
+    let id = session.run.clone();
+    let mut failed = 0;
+    loop {
+        match engine.unit_step(session)? {
+            LineStep::Lane(turn) => {
+                let what = turn.assignment.task.split(':').next().unwrap_or_default();
+                let status = turn.status.as_str();
+                println!(
+                    "turn {:>3}  {what:<48} {} [{status}]",
+                    turn.turn, turn.worker
+                );
+                failed = match turn.status {
+                    baton_core::turn::TurnStatus::Failed => failed + 1,
+                    _ => 0,
+                };
+                if failed >= FAILED_IN_A_ROW {
+                    let question = format!(
+                        "{what}: {FAILED_IN_A_ROW} turns in a row failed (last: {}); fix the worker (its model, key or server), then `baton line --resume {id}`",
+                        turn.error.as_deref().unwrap_or("no answer")
+                    );
+                    engine.block_unit(session, question.clone())?;
+                    eprintln!("the line stopped: {question}");
+                    return Ok(exit::Exit::Blocked.into());
+                }
+            }
+            LineStep::Waiting(Next::Done) => {
+                let verdict = session
+                    .state
+                    .verdicts
+                    .last()
+                    .map(|v| format!("{:?}", v.verdict).to_uppercase())
+                    .unwrap_or_else(|| "no verdict".into());
+                println!(
+                    "unit {id} is done after {} turns: {verdict} (`baton line --status {id}`, `baton export {id}`)",
+                    session.state.turns
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            LineStep::Waiting(Next::Ask { station, question }) => {
+                let question = format!("at {station}: {question}");
+                engine.block_unit(session, question.clone())?;
+                eprintln!("the line stopped for a human: {question}");
+                return Ok(exit::Exit::Blocked.into());
+            }
+            LineStep::Waiting(other) => bail!(
+                "the line reached what this build does not run yet ({other:?}); unit {id} is kept as it is (README: \"Assembly line\")"
+            ),
+        }
+    }
+}
+
+/// What `--status --json` prints.
+#[derive(Serialize)]
+struct Status<'a> {
+    unit: String,
+    objective: &'a str,
+    route: &'a str,
+    status: String,
+    turns: u32,
+    /// The station the unit is at (none before its first lane).
+    station: Option<String>,
+    round: Option<u32>,
+    step: Option<String>,
+    fixes: u32,
+    plan_locked: Option<&'a str>,
+    verdicts: Vec<String>,
+    findings_open: usize,
+    findings: usize,
+    question: Option<String>,
+}
+
+/// `baton line --status [UNIT] [--json]`.
+pub(crate) fn status(ctx: &Context_, unit: Option<&str>, json: bool) -> Result<ExitCode> {
+    let store = ctx.reader()?;
+    let id = resolve(&*store, unit)?;
+    let info = store.run_info(&id)?;
+    let Some(route) = info.config.get("line") else {
+        return Err(exit::usage(format!(
+            "run {id} is not a unit of the assembly line (`baton status {id}` shows it)"
+        )));
+    };
+    let route: Route = serde_json::from_value(route.clone())?;
+    let state: ExecutionState = store.load_state(&id)?;
+    let progress = state.line.as_ref();
+    let station = progress.map(|p| match route.stations.get(p.station) {
+        Some(s) => s.id.clone(),
+        None => "the end of the route".to_string(),
+    });
+    // The question the unit stopped on, as it said it then.
+    let question = match info.status {
+        baton_store::RunStatus::Blocked => {
+            store
+                .events(&id, 0)?
+                .into_iter()
+                .rev()
+                .find_map(|e| match e.event.kind {
+                    baton_protocol::EventKind::RunBlocked { question } => Some(question),
+                    _ => None,
+                })
+        }
+        _ => None,
+    };
+    let out = Status {
+        unit: id.to_string(),
+        objective: &state.objective,
+        route: &route.name,
+        status: info.status.as_str().to_string(),
+        turns: state.turns,
+        station,
+        round: progress.map(|p| p.absolute_round()),
+        step: progress.and_then(|p| p.step).map(|s| format!("T{}", s + 1)),
+        fixes: progress.map_or(0, |p| p.fixes),
+        plan_locked: state.plan_lock.as_ref().map(|l| l.plan.as_str()),
+        verdicts: state
+            .verdicts
+            .iter()
+            .map(|v| format!("{} {:?}", v.id, v.verdict).to_uppercase())
+            .collect(),
+        findings_open: state.findings.iter().filter(|f| f.is_open()).count(),
+        findings: state.findings.len(),
+        question,
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "unit {}: \"{}\" on route {} ({})",
+        out.unit, out.objective, out.route, out.status
+    );
+    match &out.station {
+        Some(s) => println!(
+            "at {s}, round {}{}; {} fix round{} taken; {} turns",
+            out.round.unwrap_or(1),
+            out.step
+                .as_ref()
+                .map(|t| format!(", step {t}"))
+                .unwrap_or_default(),
+            out.fixes,
+            if out.fixes == 1 { "" } else { "s" },
+            out.turns
+        ),
+        None => println!("not started; {} turns", out.turns),
+    }
+    println!(
+        "plan: {}",
+        out.plan_locked
+            .map_or("not locked yet".to_string(), |p| format!("{p} locked"))
+    );
+    println!(
+        "verdicts: {}",
+        if out.verdicts.is_empty() {
+            "none yet".to_string()
+        } else {
+            out.verdicts.join(", ")
+        }
+    );
+    println!("findings: {} open of {}", out.findings_open, out.findings);
+    if let Some(q) = &out.question {
+        println!("stopped for a human: {q}");
     }
     Ok(ExitCode::SUCCESS)
 }

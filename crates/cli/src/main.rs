@@ -242,7 +242,7 @@ pub enum Command {
     /// The assembly line (in progress): `--check` validates a route and prints it;
     /// running a unit through the line does not exist yet
     Line {
-        /// What the unit of work is (not run yet)
+        /// What the unit of work is: runs it through the route's stations
         description: Option<String>,
         /// The route: `default` (built in) or a route file (TOML)
         #[arg(long, default_value = "default")]
@@ -250,6 +250,12 @@ pub enum Command {
         /// Validate the route (and, with a configuration's workers, who can take each seat)
         #[arg(long)]
         check: bool,
+        /// Continue a unit (after a crash, a kill, an interrupt) from its last committed turn
+        #[arg(long, value_name = "UNIT", conflicts_with_all = ["description", "check"])]
+        resume: Option<String>,
+        /// Where a unit is: its station, round, plan lock, verdicts, findings, question
+        #[arg(long, value_name = "UNIT", num_args = 0..=1, default_missing_value = "", conflicts_with_all = ["description", "check", "resume"])]
+        status: Option<String>,
         #[arg(long)]
         json: bool,
     },

@@ -1,5 +1,8 @@
-//! `baton line`: what exists of the assembly line is its route, validated with
-//! `--check` (as data, and against the configuration's workers when there are some).
+//! `baton line`: a unit run through the route's stations offline (with the mock workers
+//! of three families), stopped for a human, resumed and shown; and the route itself,
+//! validated with `--check` (as data, and against the configuration's workers).
+
+use serde_json::{Value, json};
 
 use super::*;
 
@@ -85,11 +88,85 @@ fn a_roster_of_three_families_staffs_the_default_route() {
 }
 
 #[test]
-fn running_a_unit_says_the_line_does_not_run_yet() {
+fn a_unit_runs_offline_to_an_approval_and_resumes_to_nothing_more() {
     let dir = tempfile::tempdir().unwrap();
-    let err = run_err(dir.path(), &["line", "Add rate limiting"]);
+    let d = dir.path();
+    let out = run_ok(d, &["line", "Add rate limiting to the public API"]);
     assert!(
-        err.contains("the assembly line cannot run a unit \"Add rate limiting\" yet"),
+        out.contains("with 6 offline mock workers of 3 families"),
+        "{out}"
+    );
+    for turn in [
+        "turn   0  As lead.intake",
+        "turn   8  As lead.plan",
+        "turn  11  Lock the plan at plan-loop",
+        "As checkpoint.confirm",
+        "As review.fresh-eyes (lane 3 of 3), round 1",
+        "turn  26  Synthesize the review at synthesis",
+    ] {
+        assert!(out.contains(turn), "{turn}: {out}");
+    }
+    assert!(out.contains("is done after 29 turns: APPROVED"), "{out}");
+    let status: Value = serde_json::from_str(&run_ok(d, &["line", "--status", "--json"])).unwrap();
+    assert_eq!(status["status"], "finished");
+    assert_eq!(status["plan_locked"], "P3");
+    assert_eq!(status["verdicts"], json!(["V1 APPROVED"]));
+    assert_eq!(status["turns"], 29);
+    let unit = status["unit"].as_str().unwrap().to_string();
+    let again = run_ok(d, &["line", "--resume", &unit]);
+    assert!(
+        again.contains("resumed at turn 29") && again.contains("is done after 29 turns"),
+        "{again}"
+    );
+    let shown = run_ok(d, &["line", "--status", &unit]);
+    assert!(
+        shown.contains("at the end of the route") && shown.contains("V1 APPROVED"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn a_vague_unit_stops_at_the_intake_with_its_question_for_a_human() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = baton(d).args(["line", "Fix it"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the line stopped for a human: at intake: the intake (lead.intake held by")
+            && err.contains("1) What should \"Fix it\" change"),
         "{err}"
     );
+    let status: Value = serde_json::from_str(&run_ok(d, &["line", "--status", "--json"])).unwrap();
+    assert_eq!(status["status"], "blocked");
+    assert!(
+        status["question"]
+            .as_str()
+            .unwrap()
+            .contains("What should \"Fix it\" change")
+    );
+}
+
+#[test]
+fn a_unit_needs_a_description_pools_to_route_by_and_resumes_only_units() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let err = run_err(d, &["line"]);
+    assert!(err.contains("say what the unit is"), "{err}");
+    // A configuration's workers with no pools: the line cannot seat its lanes.
+    std::fs::write(d.join("baton.toml"), roster(&["a", "b", "c"])).unwrap();
+    let out = baton(d)
+        .args(["line", "Add rate limiting"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no pools are configured"));
+    std::fs::remove_file(d.join("baton.toml")).unwrap();
+    let created = run_ok(
+        d,
+        &["run", "--objective", "o", "--task", "t", "--create-only"],
+    );
+    let plain = created.trim();
+    let err = run_err(d, &["line", "--resume", plain]);
+    assert!(err.contains("is not a unit of the assembly line"), "{err}");
 }

@@ -288,6 +288,13 @@ impl Engine {
                     })?;
                 return Ok(LineStep::Lane(Box::new(summary)));
             }
+            // The unit is done: the run is finished, once.
+            Next::Done => {
+                if session.status != baton_store::RunStatus::Finished {
+                    self.finish_unit(session)?;
+                }
+                return Ok(LineStep::Waiting(Next::Done));
+            }
             other => return Ok(LineStep::Waiting(other)),
         };
         let lane = lanes[0].clone();
@@ -596,4 +603,45 @@ fn lock(
     }
     adopt_locked_plan(next, out);
     Happened::Locked
+}
+
+impl Engine {
+    /// `line_step` on the route the unit keeps with its configuration.
+    pub fn unit_step(&self, session: &mut Session) -> Result<LineStep> {
+        let Some(route) = session.config.line.clone() else {
+            return Err(Error::Config(format!(
+                "run {} is not a unit of the assembly line (it keeps no route); `baton line \"…\"` starts one",
+                session.run
+            )));
+        };
+        self.line_step(session, &route)
+    }
+
+    /// Stops the unit with `question` for a human: the run is blocked, and the question
+    /// is on record (`baton line --status` shows it).
+    pub fn block_unit(&self, session: &mut Session, question: String) -> Result<()> {
+        self.block(session, question)
+    }
+}
+
+impl Engine {
+    /// Marks the unit's run finished, with its `run_finished` event.
+    fn finish_unit(&self, session: &mut Session) -> Result<()> {
+        let event = baton_protocol::EventMsg {
+            run_id: session.run.clone(),
+            turn: None,
+            at: self.clock.now(),
+            kind: baton_protocol::EventKind::RunFinished {
+                turns: session.state.turns,
+            },
+        };
+        let seqs = self.store.update_run(
+            &session.run,
+            baton_store::RunStatus::Finished,
+            std::slice::from_ref(&event),
+        )?;
+        self.published(&seqs, std::slice::from_ref(&event));
+        session.status = baton_store::RunStatus::Finished;
+        Ok(())
+    }
 }

@@ -77,6 +77,9 @@ pub struct RunSpec {
 pub struct RunConfig {
     pub roster: Roster,
     pub settings: RunSettings,
+    /// A unit of the assembly line: the route it runs (`Engine::create_unit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<baton_core::line::Route>,
 }
 
 /// An open run: its canonical state as last committed, and its workers' gateways.

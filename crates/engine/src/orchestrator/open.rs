@@ -118,6 +118,21 @@ impl Engine {
         Ok(info.id)
     }
 
+    /// Creates a unit of the assembly line: a run that keeps `route` with its
+    /// configuration, so any process can resume it (`Engine::line_step` on
+    /// `session.config.line`). The route is validated first.
+    pub fn create_unit(&self, spec: &RunSpec, route: &baton_core::line::Route) -> Result<RunId> {
+        route
+            .check(None)
+            .map_err(|e| Error::Config(format!("route {}: {e}", route.name)))?;
+        let (mut info, state, events) = self.new_run(spec, Place::Run, new_run_id())?;
+        info.config["line"] =
+            serde_json::to_value(route).map_err(crate::unencodable("a unit's route"))?;
+        self.store.create_run(&info, &state, &events)?;
+        self.published(&first_seqs(&events), &events);
+        Ok(info.id)
+    }
+
     /// Creates a job's run as `id` and links it to the job in one transaction (fenced).
     /// The id is chosen before (`new_run_id`), so the job's claim can name its run
     /// even when the run is never made.
@@ -145,6 +160,7 @@ impl Engine {
         let config = RunConfig {
             roster: spec.roster.clone(),
             settings: spec.settings.clone(),
+            line: None,
         };
         let info = RunInfo {
             id: id.clone(),
