@@ -441,6 +441,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             (None, Some(unit)) => crate::line::resume(&ctx, &unit),
             (None, None) => crate::line::line(&ctx, description.as_deref(), &route, check, json),
         },
+        Command::Answer { unit, answer } => crate::line::answer(&ctx, &unit, &answer),
         Command::Seats { run, json } => crate::seats::seats(&ctx, run.as_deref(), json),
         Command::Pins(args) => crate::seats::pins(&ctx, &args),
         Command::Worker { action } => match action {

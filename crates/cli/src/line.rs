@@ -368,3 +368,17 @@ pub(crate) fn status(ctx: &Context_, unit: Option<&str>, json: bool) -> Result<E
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// `baton answer UNIT "…"`: the human's reply to the question the unit stopped on.
+pub(crate) fn answer(ctx: &Context_, unit: &str, text: &str) -> Result<ExitCode> {
+    let store = ctx.existing_store()?;
+    let id = store.resolve_run(unit)?;
+    let engine = ctx.engine(&store);
+    let mut session = engine.open(&id, None)?;
+    let turn = engine.answer_unit(&mut session, text)?;
+    println!(
+        "recorded as a decision of human (turn {}); the unit is open again: continue with `baton line --resume {id}`",
+        turn.turn
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -259,6 +259,13 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Answer the question a unit of the assembly line stopped on (a decision by `human`)
+    Answer {
+        /// The unit (a run id or a unique prefix)
+        unit: String,
+        /// What the human decided
+        answer: String,
+    },
     /// Who holds each seat of a routed run now, since when and why (its latest pins)
     Seats {
         run: Option<String>,

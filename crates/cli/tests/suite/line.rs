@@ -145,6 +145,36 @@ fn a_vague_unit_stops_at_the_intake_with_its_question_for_a_human() {
             .unwrap()
             .contains("What should \"Fix it\" change")
     );
+
+    // The human answers; the answer is a decision by `human`, and the unit goes on.
+    let unit = status["unit"].as_str().unwrap().to_string();
+    let said = run_ok(
+        d,
+        &[
+            "answer",
+            &unit,
+            "Return 429 after 100 requests a minute per key",
+        ],
+    );
+    assert!(said.contains("recorded as a decision of human"), "{said}");
+    let again = run_err(d, &["answer", &unit, "twice"]);
+    assert!(again.contains("is not waiting for an answer"), "{again}");
+    let done = run_ok(d, &["line", "--resume", &unit]);
+    assert!(done.contains("APPROVED"), "{done}");
+    let export: Value =
+        serde_json::from_str(&run_ok(d, &["export", &unit, "--format", "json"])).unwrap();
+    let decisions = export["state"]["decisions"].as_array().unwrap();
+    let human = decisions
+        .iter()
+        .find(|d| d["text"].as_str().unwrap().starts_with("A human answered"))
+        .unwrap();
+    assert_eq!(human["provenance"]["recorded_by"], "human");
+    assert!(
+        human["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("Return 429 after 100 requests a minute per key")
+    );
 }
 
 #[test]

@@ -92,6 +92,33 @@ pub fn record_intake(
     None
 }
 
+/// A human's reply to the question the line stopped on, recorded as a decision with
+/// the turn's provenance (the engine stamps it `human`), so every later briefing
+/// carries it; returns the decision's id.
+pub fn record_answer(
+    state: &mut ExecutionState,
+    ctx: &TurnContext<'_>,
+    question: &str,
+    answer: &str,
+    out: &mut ReconcileOutcome,
+) -> Option<String> {
+    let claim = DecisionClaim {
+        text: format!(
+            "A human answered \"{}\": {}",
+            clip(question, 400),
+            answer.trim()
+        ),
+        reason: Some("the line stopped to ask a human".into()),
+    };
+    let before = state.decisions.len();
+    let at = DecisionAt {
+        claim: &claim,
+        path: "answer",
+    };
+    merge_decision(state, ctx, &at, out, &mut ForNext::default());
+    state.decisions.get(before).map(|d| d.id.clone())
+}
+
 /// Where in the line a turn is: the engine's facts about it, besides the turn's own.
 #[derive(Debug, Clone, Copy)]
 pub struct LineTurn<'a> {

@@ -240,7 +240,8 @@ impl Engine {
             } => (station, kind, round, step, lanes),
             Next::LockPlan { station } => {
                 let task = format!("Lock the plan at {station}");
-                let summary = self.engine_turn(session, route, progress, task, lock)?;
+                let summary =
+                    self.engine_turn(session, route, progress, task, LINE_ENGINE, lock)?;
                 return Ok(LineStep::Lane(Box::new(summary)));
             }
             Next::Synthesize { station } => {
@@ -252,8 +253,13 @@ impl Engine {
                     .filter(|s| s.kind == StationKind::Review)
                     .map(|s| s.id.clone())
                     .collect();
-                let summary =
-                    self.engine_turn(session, route, progress, task, |next, ctx, out| {
+                let summary = self.engine_turn(
+                    session,
+                    route,
+                    progress,
+                    task,
+                    LINE_ENGINE,
+                    |next, ctx, out| {
                         let findings: Vec<&baton_core::line::Finding> = next
                             .findings
                             .iter()
@@ -263,14 +269,15 @@ impl Engine {
                         let verdict = synthesis.verdict;
                         record_verdict(next, ctx, &station, &synthesis, out);
                         Happened::Verdict(verdict)
-                    })?;
+                    },
+                )?;
                 return Ok(LineStep::Lane(Box::new(summary)));
             }
             // A unit with no workspace (API workers writing documents) has no gate
             // to run and nothing to merge: said so, on record, and the line goes on.
             Next::Gate { station } if session.workspace.is_none() => {
                 let task = format!("Gates at {station}");
-                let summary = self.engine_turn(session, route, progress, task, |_, _, out| {
+                let summary = self.engine_turn(session, route, progress, task, LINE_ENGINE, |_, _, out| {
                         out.warnings.push(format!(
                             "{station}: the unit has no workspace, so no gate ran; nothing was checked mechanically"
                         ));
@@ -280,7 +287,7 @@ impl Engine {
             }
             Next::Merge { station } if session.workspace.is_none() => {
                 let task = format!("Merge at {station}");
-                let summary = self.engine_turn(session, route, progress, task, |_, _, out| {
+                let summary = self.engine_turn(session, route, progress, task, LINE_ENGINE, |_, _, out| {
                         out.warnings.push(format!(
                             "{station}: the unit has no workspace, so there is no branch to merge; its record is the result"
                         ));
@@ -450,6 +457,7 @@ impl Engine {
         route: &Route,
         progress: LineProgress,
         task: String,
+        who: &str,
         act: impl FnOnce(
             &mut baton_core::state::ExecutionState,
             &TurnContext<'_>,
@@ -465,9 +473,9 @@ impl Engine {
         let turn = session.state.turns;
         let now = self.clock.now();
         let engine = WorkerProfile {
-            id: WorkerId::new(LINE_ENGINE),
+            id: WorkerId::new(who),
             model: LINE_ENGINE.into(),
-            family: LINE_ENGINE.into(),
+            family: who.into(),
             role: None,
         };
         let assignment = Assignment {
@@ -643,5 +651,54 @@ impl Engine {
         self.published(&seqs, std::slice::from_ref(&event));
         session.status = baton_store::RunStatus::Finished;
         Ok(())
+    }
+}
+
+/// Who a human's answer is recorded as.
+pub const HUMAN: &str = "human";
+
+impl Engine {
+    /// Records a human's `answer` to the question the unit stopped on, as a decision
+    /// with provenance `human` (in a turn of its own, with the unit's progress: the
+    /// question is answered), and re-opens the unit so `--resume` continues it. A unit
+    /// that is not waiting for an answer is refused, with what it is waiting for.
+    pub fn answer_unit(&self, session: &mut Session, answer: &str) -> Result<TurnSummary> {
+        let Some(route) = session.config.line.clone() else {
+            return Err(Error::Config(format!(
+                "run {} is not a unit of the assembly line; nothing asked it a question",
+                session.run
+            )));
+        };
+        let progress = session
+            .state
+            .line
+            .clone()
+            .unwrap_or_else(LineProgress::start);
+        let Some(question) = progress.asked.clone() else {
+            return Err(Error::Config(format!(
+                "unit {} is not waiting for an answer{}",
+                session.run,
+                match &session.blocked {
+                    Some(why) => format!(
+                        " (it stopped on: {why}); fix what it names, then `baton line --resume {}`",
+                        session.run
+                    ),
+                    None => String::new(),
+                }
+            )));
+        };
+        if answer.trim().is_empty() {
+            return Err(Error::Config(
+                "the answer is empty; say what the human decided".into(),
+            ));
+        }
+        let task = format!("A human answers the question the line stopped on: {question}");
+        let summary =
+            self.engine_turn(session, &route, progress, task, HUMAN, |next, ctx, out| {
+                baton_core::reconciler::line::record_answer(next, ctx, &question, answer, out);
+                Happened::Answered
+            })?;
+        self.unblock(session)?;
+        Ok(summary)
     }
 }

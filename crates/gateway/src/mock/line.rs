@@ -46,9 +46,20 @@ fn ids(text: &str, kind: char) -> Vec<String> {
     out
 }
 
-/// A description of fewer than three words is too vague to build from: the intake asks.
+/// A description of fewer than three words is too vague to build from: the intake asks,
+/// unless a human has answered it already (a decision in the briefing).
 fn intake(user: &str) -> Value {
     let objective = section(user, "Objective");
+    let answered = user
+        .lines()
+        .find_map(|l| l.split_once("A human answered ").map(|(_, rest)| rest));
+    if let Some(answer) = answered {
+        let answer = answer.rsplit_once("\": ").map_or(answer, |(_, a)| a).trim();
+        return json!({
+            "objective": objective,
+            "acceptance": [format!("As a human answered: {answer}")],
+        });
+    }
     if objective.split_whitespace().count() < 3 {
         return json!({
             "objective": objective,
@@ -143,6 +154,14 @@ mod tests {
         let intake = intake(BRIEFING);
         assert_eq!(intake["objective"], "Add rate limiting to the public API");
         assert!(intake.get("questions").is_none());
+        let answered = super::intake(
+            "## Objective\nFix it\n## Decisions\n- D1 A human answered \"What should it change?\": Return 429 past 100 a minute\n",
+        );
+        assert!(answered.get("questions").is_none(), "{answered}");
+        assert_eq!(
+            answered["acceptance"][0],
+            "As a human answered: Return 429 past 100 a minute"
+        );
         let vague = super::intake("## Objective\nFix it\n");
         assert!(
             vague["questions"][0]
