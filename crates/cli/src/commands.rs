@@ -224,10 +224,12 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             workers,
             force,
         } => init(&path, workers, force),
+        Command::Demo { line: true, .. } => crate::line::demo(&ctx),
         Command::Demo {
             json,
             replay,
             record,
+            line: false,
         } => demo_cmd(&ctx, json, replay.as_deref(), record.as_deref()),
         Command::Run {
             text,

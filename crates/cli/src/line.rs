@@ -46,7 +46,7 @@ pub(crate) fn line(
         };
         let (_, text) = read_route(route)?;
         let parsed = Route::parse(&text).map_err(|e| exit::config(format!("{route}: {e}")))?;
-        return start(ctx, description, &parsed);
+        return start(ctx, description, &parsed, false);
     }
     let (source, text) = read_route(route)?;
     let refuse = |errors: RouteErrors| exit::config(format!("{source}: {errors}"));
@@ -144,9 +144,10 @@ fn offline_workers() -> (baton_engine::Roster, Floor) {
 }
 
 /// `baton line "DESCRIPTION"`: a new unit, run until it stops.
-fn start(ctx: &Context_, description: &str, route: &Route) -> Result<ExitCode> {
+fn start(ctx: &Context_, description: &str, route: &Route, offline: bool) -> Result<ExitCode> {
     let mut settings = ctx.settings(&Default::default());
-    let (roster, said) = match ctx.keys() {
+    let configured = ctx.keys().filter(|_| !offline);
+    let (roster, said) = match configured {
         Some(roster) => {
             if settings.floor.is_empty() {
                 return Err(exit::config(format!(
@@ -381,4 +382,67 @@ pub(crate) fn answer(ctx: &Context_, unit: &str, text: &str) -> Result<ExitCode>
         turn.turn
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `baton demo --line` runs.
+pub(crate) const DEMO_UNIT: &str = "Add rate limiting to the public API";
+
+/// `baton demo --line`: the default route offline (mock workers of three families,
+/// whatever the configuration says), then what happened, station by station.
+pub(crate) fn demo(ctx: &Context_) -> Result<ExitCode> {
+    let route = Route::default_route().map_err(|e| exit::config(e.to_string()))?;
+    let code = start(ctx, DEMO_UNIT, &route, true)?;
+    let store = ctx.reader()?;
+    let id = resolve(&*store, None)?;
+    let state = store.load_state(&id)?;
+    let pins = store.pins(&baton_store::PinFilter::run(&id))?;
+    println!(
+        "\nwho held which seat (the router's pins; each checking seat of another family than the work's writer):"
+    );
+    for station in &route.stations {
+        let held: Vec<String> = pins
+            .iter()
+            .filter(|p| p.pin.phase.split(" round ").next() == Some(station.id.as_str()))
+            .map(|p| format!("{} {} ({})", p.pin.seat, p.pin.worker, p.pin.family))
+            .collect();
+        if !held.is_empty() {
+            println!("  {:<10} {}", station.id, held.join(", "));
+        }
+    }
+    let found = |station: &str| {
+        state
+            .findings
+            .iter()
+            .filter(|f| f.station == station)
+            .count()
+    };
+    let steps = state.plan.len();
+    println!(
+        "checkpoints: {steps} steps built, each found and confirmed by another family; {} finding(s) raised",
+        found("build")
+    );
+    let rounds = state
+        .findings
+        .iter()
+        .filter(|f| f.station == "review")
+        .map(|f| f.round)
+        .max()
+        .unwrap_or(1);
+    println!(
+        "review: {} finding(s); converged after round {rounds} (a round that raised nothing new)",
+        found("review")
+    );
+    match state.verdicts.last() {
+        Some(v) => println!(
+            "synthesis: {:?} ({})",
+            v.verdict,
+            if v.reasons.is_empty() {
+                "no reasons given".to_string()
+            } else {
+                v.reasons.join("; ")
+            }
+        ),
+        None => println!("synthesis: no verdict yet"),
+    }
+    Ok(code)
 }

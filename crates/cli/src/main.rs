@@ -97,6 +97,10 @@ pub enum Command {
         /// Save every model response as a replay script (JSONL)
         #[arg(long)]
         record: Option<PathBuf>,
+        /// Run the assembly line's default route instead: a unit with offline mock
+        /// workers of three families, then its stations, pins, checkpoints, review and verdict
+        #[arg(long, conflicts_with_all = ["json", "replay", "record"])]
+        line: bool,
     },
     /// Write a starter roster file (baton.toml)
     Init {

@@ -200,3 +200,24 @@ fn a_unit_needs_a_description_pools_to_route_by_and_resumes_only_units() {
     let err = run_err(d, &["line", "--resume", plain]);
     assert!(err.contains("is not a unit of the assembly line"), "{err}");
 }
+
+#[test]
+fn the_line_demo_runs_the_default_route_offline_and_says_who_held_each_seat() {
+    let dir = tempfile::tempdir().unwrap();
+    // A configuration's workers do not change the demo: it is offline by definition.
+    std::fs::write(dir.path().join("baton.toml"), roster(&["a", "a"])).unwrap();
+    let out = run_ok(dir.path(), &["demo", "--line"]);
+    for said in [
+        "with 6 offline mock workers of 3 families",
+        "is done after 29 turns: APPROVED",
+        "who held which seat",
+        "  plan       plan.co-draft ",
+        "  build      build.rote-step ",
+        "checkpoint.confirm ",
+        "checkpoints: 3 steps built",
+        "review: 0 finding(s); converged after round 1",
+        "synthesis: Approved (no open finding)",
+    ] {
+        assert!(out.contains(said), "{said}: {out}");
+    }
+}
