@@ -435,13 +435,26 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             check,
             resume,
             status,
+            repo,
+            base,
+            gates,
             json,
         } => match (status, resume) {
             (Some(unit), _) => {
                 crate::line::status(&ctx, Some(unit.as_str()).filter(|u| !u.is_empty()), json)
             }
             (None, Some(unit)) => crate::line::resume(&ctx, &unit),
-            (None, None) => crate::line::line(&ctx, description.as_deref(), &route, check, json),
+            (None, None) => {
+                let workspace = crate::line::InRepo { repo, base, gates };
+                crate::line::line(
+                    &ctx,
+                    description.as_deref(),
+                    &route,
+                    check,
+                    json,
+                    &workspace,
+                )
+            }
         },
         Command::Answer { unit, answer } => crate::line::answer(&ctx, &unit, &answer),
         Command::Seats { run, json } => crate::seats::seats(&ctx, run.as_deref(), json),

@@ -30,13 +30,22 @@ struct Checked<'a> {
     route: &'a Route,
 }
 
-/// `baton line [DESCRIPTION] [--route default|FILE] [--check] [--json]`.
+/// Where a new unit works: `--repo`, `--base`, `--gate`.
+#[derive(Default)]
+pub(crate) struct InRepo {
+    pub repo: Option<std::path::PathBuf>,
+    pub base: Option<String>,
+    pub gates: Vec<String>,
+}
+
+/// `baton line [DESCRIPTION] [--route default|FILE] [--repo PATH [--base REV] [--gate G]…] [--check] [--json]`.
 pub(crate) fn line(
     ctx: &Context_,
     description: Option<&str>,
     route: &str,
     check: bool,
     json: bool,
+    in_repo: &InRepo,
 ) -> Result<ExitCode> {
     if !check {
         let Some(description) = description.map(str::trim).filter(|d| !d.is_empty()) else {
@@ -46,7 +55,7 @@ pub(crate) fn line(
         };
         let (_, text) = read_route(route)?;
         let parsed = Route::parse(&text).map_err(|e| exit::config(format!("{route}: {e}")))?;
-        return start(ctx, description, &parsed, false);
+        return start(ctx, description, &parsed, false, in_repo);
     }
     let (source, text) = read_route(route)?;
     let refuse = |errors: RouteErrors| exit::config(format!("{source}: {errors}"));
@@ -144,7 +153,13 @@ fn offline_workers() -> (baton_engine::Roster, Floor) {
 }
 
 /// `baton line "DESCRIPTION"`: a new unit, run until it stops.
-fn start(ctx: &Context_, description: &str, route: &Route, offline: bool) -> Result<ExitCode> {
+fn start(
+    ctx: &Context_,
+    description: &str,
+    route: &Route,
+    offline: bool,
+    in_repo: &InRepo,
+) -> Result<ExitCode> {
     let mut settings = ctx.settings(&Default::default());
     let configured = ctx.keys().filter(|_| !offline);
     let (roster, said) = match configured {
@@ -166,6 +181,28 @@ fn start(ctx: &Context_, description: &str, route: &Route, offline: bool) -> Res
             )
         }
     };
+    // The repository is checked before anything is created (the database included).
+    let unit_repo = match &in_repo.repo {
+        Some(repo) => {
+            let mut gates = Vec::new();
+            for g in &in_repo.gates {
+                gates.push(
+                    baton_engine::jobs::gates::GateSpec::try_parse(g).ok_or_else(|| {
+                        exit::usage(format!(
+                            "--gate {g:?} has no command; write `--gate tests=\"cargo test\"`"
+                        ))
+                    })?,
+                );
+            }
+            Some(baton_engine::jobs::unit::UnitRepo::new(
+                repo,
+                in_repo.base.as_deref(),
+                gates,
+                &roster,
+            )?)
+        }
+        None => None,
+    };
     let spec = RunSpec {
         objective: description.to_string(),
         // A run has at least one step; the plan lock replaces it with the locked plan.
@@ -179,13 +216,23 @@ fn start(ctx: &Context_, description: &str, route: &Route, offline: bool) -> Res
     };
     let store = ctx.store()?;
     let engine = ctx.engine(&store);
-    let id = engine.create_unit(&spec, route)?;
+    let id = engine.create_unit(&spec, route, unit_repo.as_ref())?;
+    let where_ = match &unit_repo {
+        Some(u) => format!(
+            " in {} from {} on branch {} ({} gate(s))",
+            u.repo.display(),
+            &u.base[..u.base.len().min(12)],
+            baton_engine::jobs::unit::UnitRepo::branch(&id),
+            u.gates.len()
+        ),
+        None => String::new(),
+    };
     println!(
-        "unit {id}: \"{description}\" on route {} ({} stations), with {said}",
+        "unit {id}: \"{description}\" on route {} ({} stations), with {said}{where_}",
         route.name,
         route.stations.len()
     );
-    let mut session = engine.open(&id, None)?;
+    let mut session = open_unit(&engine, &id)?;
     drive(&engine, &mut session)
 }
 
@@ -194,14 +241,27 @@ pub(crate) fn resume(ctx: &Context_, unit: &str) -> Result<ExitCode> {
     let store = ctx.existing_store()?;
     let id = store.resolve_run(unit)?;
     let engine = ctx.engine(&store);
-    let mut session = engine.open(&id, None)?;
-    if session.config.line.is_none() {
+    if engine.open(&id, None)?.config.line.is_none() {
         return Err(exit::usage(format!(
             "run {id} is not a unit of the assembly line; continue it with `baton resume {id}`"
         )));
     }
+    let mut session = open_unit(&engine, &id)?;
     println!("unit {id}: resumed at turn {}", session.state.turns);
     drive(&engine, &mut session)
+}
+
+/// Opens a unit to advance it: the run's lease taken (one process advances a unit),
+/// `baton cancel` and Ctrl-C stopping the turn in flight, and a unit in a repository
+/// given its worktree, put back at the last committed turn.
+fn open_unit(engine: &baton_engine::Engine, id: &baton_core::ids::RunId) -> Result<Session> {
+    let mut session = engine.open(id, None)?;
+    session.cancel = baton_gateway::Cancel::on_interrupt();
+    engine.lease(&mut session, baton_engine::lease::DEFAULT_RUN_LEASE)?;
+    for note in baton_engine::jobs::unit::attach(engine, &mut session)? {
+        println!("unit {id}: {note}");
+    }
+    Ok(session)
 }
 
 /// Runs the unit's lanes until it ends or stops, a line a turn.
@@ -249,6 +309,24 @@ fn drive(engine: &baton_engine::Engine, session: &mut Session) -> Result<ExitCod
                 engine.block_unit(session, question.clone())?;
                 eprintln!("the line stopped for a human: {question}");
                 return Ok(exit::Exit::Blocked.into());
+            }
+            LineStep::Waiting(Next::Merge { station }) => {
+                let o = baton_engine::jobs::unit::merge(engine, session, &station)?;
+                println!(
+                    "turn {:>3}  {:<48} baton [committed]",
+                    session.state.turns - 1,
+                    format!("Merge at {station}")
+                );
+                println!(
+                    "outbox: branch {} at {} ({} file(s), +{} -{}); patch {}; report {}",
+                    o.branch,
+                    &o.head[..o.head.len().min(12)],
+                    o.files_changed,
+                    o.insertions,
+                    o.deletions,
+                    o.patch_file.display(),
+                    o.report_file.display()
+                );
             }
             LineStep::Waiting(other) => bail!(
                 "the line reached what this build does not run yet ({other:?}); unit {id} is kept as it is (README: \"Assembly line\")"
@@ -391,7 +469,7 @@ pub(crate) const DEMO_UNIT: &str = "Add rate limiting to the public API";
 /// whatever the configuration says), then what happened, station by station.
 pub(crate) fn demo(ctx: &Context_) -> Result<ExitCode> {
     let route = Route::default_route().map_err(|e| exit::config(e.to_string()))?;
-    let code = start(ctx, DEMO_UNIT, &route, true)?;
+    let code = start(ctx, DEMO_UNIT, &route, true, &InRepo::default())?;
     let store = ctx.reader()?;
     let id = resolve(&*store, None)?;
     let state = store.load_state(&id)?;

@@ -260,6 +260,16 @@ pub enum Command {
         /// Where a unit is: its station, round, plan lock, verdicts, findings, question
         #[arg(long, value_name = "UNIT", num_args = 0..=1, default_missing_value = "", conflicts_with_all = ["description", "check", "resume"])]
         status: Option<String>,
+        /// Work in this git repository: the unit gets a worktree and branch of its own,
+        /// each turn is a commit there, and the outbox gets the patch and a report
+        #[arg(long, value_name = "PATH")]
+        repo: Option<std::path::PathBuf>,
+        /// With --repo: the commit or branch the unit starts from [default: HEAD]
+        #[arg(long, requires = "repo")]
+        base: Option<String>,
+        /// With --repo: a gate the gate station runs, `name=command` or just `command` (repeat)
+        #[arg(long = "gate", requires = "repo")]
+        gates: Vec<String>,
         #[arg(long)]
         json: bool,
     },

@@ -50,6 +50,10 @@ pub trait WorkspaceHook: Send + Sync {
     fn gates(&self) -> Option<&dyn GateStation> {
         None
     }
+    /// The commit of the last turn the record has, when the workspace knows it.
+    fn last_commit(&self) -> Option<String> {
+        None
+    }
     /// What is checked when a worker finishes (e.g. the job's gates, as
     /// `` `name`: `command` ``), for an agent's briefing.
     fn checks(&self) -> Vec<String> {

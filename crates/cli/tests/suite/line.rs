@@ -221,3 +221,148 @@ fn the_line_demo_runs_the_default_route_offline_and_says_who_held_each_seat() {
         assert!(out.contains(said), "{said}: {out}");
     }
 }
+
+/// A coding agent for the build seats: writes a file per step of the locked plan (the
+/// implementation without the word the gate looks for), and in a fix round, briefed
+/// with the failing gate, fixes the implementation.
+const BUILD_AGENT: &str = r###"
+import json, re, sys
+claim_file = sys.argv[1]
+brief = sys.stdin.read()
+m = re.search(r"## Assigned task\n(.*)", brief)
+task = m.group(1).strip() if m else ""
+step = re.search(r"build step (T\d+) \(([^)]*)\)", task)
+if step:
+    name, title = step.group(1), step.group(2)
+    path = "impl.txt" if title.startswith("Implement") else "step-" + name + ".txt"
+    text = ("first try at: " if path == "impl.txt" else "") + title + "\n"
+elif "exit code" in brief:
+    path, text = "impl.txt", "fixed after the gate failed\n"
+else:
+    path, text = "notes.txt", "looked at the fix round\n"
+with open(path, "w") as f:
+    f.write(text)
+with open(claim_file, "w") as f:
+    json.dump({"summary": "wrote " + path, "last_action": "wrote " + path, "next_action": "check it",
+               "artifacts": [{"name": path, "description": "wrote " + path}]}, f)
+"###;
+
+/// The configuration of a unit in a repository: the agent above for the build seats
+/// (family acme), mock workers of three other families for every other seat.
+fn repo_unit_config(agent: &Path) -> String {
+    let mut toml = format!(
+        "estimator = \"heuristic\"\n\
+         [[pools]]\nid = \"pa\"\n[[pools]]\nid = \"alpha\"\n[[pools]]\nid = \"beta\"\n[[pools]]\nid = \"gamma\"\n\
+         [[workers]]\nid = \"builder\"\nmodel = \"command/builder\"\nfamily = \"acme\"\npool = \"pa\"\n\
+         qualified = [\"build.*\"]\n\
+         options = {{ command = \"python3 {} {{claim_file}}\", handoff = \"derive\", pass_env = [\"PATH\"] }}\n",
+        agent.display()
+    );
+    for (i, family) in ["alpha", "beta", "gamma", "alpha", "beta", "gamma"]
+        .iter()
+        .enumerate()
+    {
+        toml.push_str(&format!(
+            "[[workers]]\nid = \"{family}-{i}\"\nmodel = \"mock/{family}\"\nfamily = \"{family}\"\npool = \"{family}\"\n\
+             qualified = [\"discovery.*\", \"plan.*\", \"lead.*\", \"checkpoint.*\", \"review.*\"]\n"
+        ));
+    }
+    toml
+}
+
+#[test]
+fn a_unit_in_a_repository_builds_in_its_worktree_is_sent_back_by_a_failing_gate_and_ends_in_the_outbox()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    git(d, &["init", "-q", "-b", "main"]);
+    git(d, &["config", "user.email", "dev@example.com"]);
+    git(d, &["config", "user.name", "dev"]);
+    std::fs::write(d.join("README.md"), "hello\n").unwrap();
+    git(d, &["add", "."]);
+    git(d, &["commit", "-q", "-m", "init"]);
+    let base = git(d, &["rev-parse", "HEAD"]).trim().to_string();
+    let agents = tempfile::tempdir().unwrap();
+    let agent = agents.path().join("agent.py");
+    std::fs::write(&agent, BUILD_AGENT).unwrap();
+    std::fs::write(d.join("baton.toml"), repo_unit_config(&agent)).unwrap();
+
+    let out = baton(d)
+        .args([
+            "line",
+            "Add rate limiting to the public API",
+            "--repo",
+            ".",
+            "--gate",
+            "check=grep -q fixed impl.txt",
+        ])
+        .output()
+        .unwrap();
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let unit = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(':')
+        .to_string();
+    let branch = format!("baton/job-{unit}");
+    assert!(
+        said.contains(&format!("on branch {branch} (1 gate(s))")),
+        "{said}"
+    );
+    assert!(said.contains("done after"), "{said}");
+    assert!(said.contains("APPROVED"), "{said}");
+
+    // The user's checkout is untouched; the unit's branch has a commit per build turn,
+    // each by the agent, and ends with the fix.
+    assert_eq!(git(d, &["rev-parse", "HEAD"]).trim(), base);
+    assert!(!d.join("impl.txt").exists());
+    let log = git(d, &["log", "--format=%s", &format!("{base}..{branch}")]);
+    let commits: Vec<&str> = log.lines().collect();
+    assert!(commits.len() >= 4, "{log}");
+    assert!(commits.iter().all(|c| c.contains("(builder)")), "{log}");
+    let fixed = git(d, &["show", &format!("{branch}:impl.txt")]);
+    assert_eq!(fixed, "fixed after the gate failed\n");
+
+    // The gate failed first (its issue sent the unit back to the build), then passed.
+    let store = baton_store::SqliteStore::open(&db(d)).unwrap();
+    let run = baton_core::ids::RunId(unit.clone());
+    use baton_store::Store;
+    let turns = store.turns(&run).unwrap();
+    let gated: Vec<bool> = turns
+        .iter()
+        .filter(|t| t.assignment.task.starts_with("Gates at"))
+        .map(|t| t.workspace.as_ref().unwrap().gates.iter().all(|g| g.passed))
+        .collect();
+    assert_eq!(gated, vec![false, true], "gate runs");
+    let state: baton_core::state::ExecutionState = store.load_state(&run).unwrap();
+    let gate_issue = state
+        .issues
+        .iter()
+        .find(|i| i.gate.as_deref() == Some("check"))
+        .expect("the failing gate's issue");
+    assert_eq!(gate_issue.status, baton_core::state::IssueStatus::Resolved);
+    assert_eq!(state.line.as_ref().unwrap().fixes, 1);
+
+    // The outbox: the branch's patch against the base, and the unit's report.
+    let outbox = d.join(".baton/worktrees/outbox");
+    let patch = std::fs::read_to_string(outbox.join(format!("{unit}.patch"))).unwrap();
+    assert!(patch.contains("+fixed after the gate failed"), "{patch}");
+    assert!(said.contains(&format!("outbox: branch {branch}")), "{said}");
+    let report = std::fs::read_to_string(outbox.join(format!("{unit}.md"))).unwrap();
+    for part in [
+        "## Stations",
+        "| build |",
+        "build.rote-step builder (acme, pool pa)",
+        "## Findings",
+        "## Never verified",
+        ": check (`grep -q fixed impl.txt`) on ",
+        ": FAILED in ",
+        ": passed in ",
+        "| pa |",
+        &format!("Branch `{branch}`"),
+    ] {
+        assert!(report.contains(part), "{part:?} missing:\n{report}");
+    }
+}

@@ -183,6 +183,10 @@ impl WorkspaceHook for GitHook {
         (!self.gates.is_empty()).then_some(self as &dyn GateStation)
     }
 
+    fn last_commit(&self) -> Option<String> {
+        Some(self.last())
+    }
+
     fn checks(&self) -> Vec<String> {
         self.gates
             .iter()

@@ -12,6 +12,8 @@ pub mod gates;
 pub mod git_hook;
 pub mod judge;
 pub mod runner;
+pub mod unit;
+pub mod unit_report;
 
 use std::path::PathBuf;
 

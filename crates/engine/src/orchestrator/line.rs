@@ -273,6 +273,11 @@ impl Engine {
                 )?;
                 return Ok(LineStep::Lane(Box::new(summary)));
             }
+            // A unit in a repository runs its gates on the last turn's commit.
+            Next::Gate { station } if session.workspace.is_some() => {
+                let summary = self.gate_unit(session, route, progress, &station)?;
+                return Ok(LineStep::Lane(Box::new(summary)));
+            }
             // A unit with no workspace (API workers writing documents) has no gate
             // to run and nothing to merge: said so, on record, and the line goes on.
             Next::Gate { station } if session.workspace.is_none() => {
@@ -284,6 +289,11 @@ impl Engine {
                         Happened::Gate { passed: true }
                     })?;
                 return Ok(LineStep::Lane(Box::new(summary)));
+            }
+            // A unit in a repository: its outbox is the caller's to write
+            // (`jobs::unit::merge`), which then records the merge's turn.
+            Next::Merge { station } if session.workspace.is_some() => {
+                return Ok(LineStep::Waiting(Next::Merge { station }));
             }
             Next::Merge { station } if session.workspace.is_none() => {
                 let task = format!("Merge at {station}");
@@ -464,6 +474,26 @@ impl Engine {
             &mut ReconcileOutcome,
         ) -> Happened,
     ) -> Result<TurnSummary> {
+        self.engine_turn_in(session, route, progress, task, who, |next, ctx, out| {
+            (act(next, ctx, out), None)
+        })
+    }
+
+    /// `engine_turn` whose action also says what the turn's record keeps of the
+    /// unit's worktree (the commit its gates ran on, the branch's head at the merge).
+    fn engine_turn_in(
+        &self,
+        session: &mut Session,
+        route: &Route,
+        progress: LineProgress,
+        task: String,
+        who: &str,
+        act: impl FnOnce(
+            &mut baton_core::state::ExecutionState,
+            &TurnContext<'_>,
+            &mut ReconcileOutcome,
+        ) -> (Happened, Option<baton_core::turn::WorkspaceTurn>),
+    ) -> Result<TurnSummary> {
         use baton_core::compiler::{Assignment, AssignmentKind, HandoffPackage, WorkerProfile};
         use baton_core::ids::WorkerId;
         use baton_core::turn::{TransferAudit, TurnRecord, TurnStatus};
@@ -494,7 +524,7 @@ impl Engine {
         let mut next = session.state.clone();
         next.scoring = scoring;
         let mut outcome = ReconcileOutcome::default();
-        let happened = act(&mut next, &ctx, &mut outcome);
+        let (happened, workspace) = act(&mut next, &ctx, &mut outcome);
         let mut moved = progress;
         cursor::advance(route, &mut moved, &next, happened);
         next.line = Some(moved);
@@ -512,6 +542,8 @@ impl Engine {
             assignment: "continuation".into(),
             task: Some(assignment.task.clone()),
         })];
+        // What the turn emitted as it ran (its gates' starts and finishes).
+        events.extend(self.take_turn_events(session));
         for w in &outcome.warnings {
             events.push(event(EventKind::Warning {
                 worker: engine.id.clone(),
@@ -562,7 +594,7 @@ impl Engine {
                 outcome,
                 audit: TransferAudit::default(),
                 error: None,
-                workspace: None,
+                workspace,
                 started_at: now,
                 finished_at: now,
                 lane: None,
@@ -581,6 +613,98 @@ impl Engine {
         self.published(&seqs, &commit.events);
         session.state = next;
         Ok(summary)
+    }
+}
+
+impl Engine {
+    /// The gate station of a unit in a repository: every gate on the last committed
+    /// turn's commit, folded in as a turn's gates are (a failing gate opens its issue,
+    /// which the fix round's builder is briefed with); a failing one sends the unit
+    /// back to the build. A unit with no gates says that nothing was checked.
+    fn gate_unit(
+        &self,
+        session: &mut Session,
+        route: &Route,
+        progress: LineProgress,
+        station: &str,
+    ) -> Result<TurnSummary> {
+        let task = format!("Gates at {station}");
+        let workspace = session.workspace.clone();
+        let Some(gates) = workspace.as_deref().and_then(|w| w.gates()) else {
+            return self.engine_turn(session, route, progress, task, LINE_ENGINE, |_, _, out| {
+                out.warnings.push(format!(
+                    "{station}: no gates were given (`baton line --gate NAME=COMMAND`), so nothing was checked mechanically"
+                ));
+                Happened::Gate { passed: true }
+            });
+        };
+        let commit = workspace
+            .as_deref()
+            .and_then(|w| w.last_commit())
+            .ok_or_else(|| {
+                Error::Config(format!(
+                    "unit {}: its worktree has no commit to gate",
+                    session.run
+                ))
+            })?;
+        let turn = session.state.turns;
+        let gated = gates.run(&super::station::GateInput {
+            turn,
+            commit: &commit,
+            emit: &|kind| self.emit(session, turn, self.clock.now(), kind),
+        })?;
+        if session.cancel.is_cancelled() {
+            self.take_turn_events(session);
+            return Err(Error::Cancelled { turn });
+        }
+        let passed = gated.results.iter().all(|r| r.passed);
+        let mut record = baton_core::turn::WorkspaceTurn {
+            commit,
+            changed: false,
+            files: Vec::new(),
+            gates: Vec::new(),
+        };
+        self.engine_turn_in(
+            session,
+            route,
+            progress,
+            task,
+            LINE_ENGINE,
+            |next, ctx, out| {
+                gated.fold(next, ctx, out, &mut record);
+                (Happened::Gate { passed }, Some(record))
+            },
+        )
+    }
+
+    /// The merge station's turn of a unit in a repository, once its outbox is written
+    /// (`jobs::unit::merge`): `task` says where it is, `head` is the branch's commit.
+    pub fn record_merge(
+        &self,
+        session: &mut Session,
+        task: String,
+        head: &str,
+    ) -> Result<TurnSummary> {
+        let Some(route) = session.config.line.clone() else {
+            return Err(Error::Config(format!(
+                "run {} is not a unit of the assembly line",
+                session.run
+            )));
+        };
+        let progress = session
+            .state
+            .line
+            .clone()
+            .unwrap_or_else(LineProgress::start);
+        let record = baton_core::turn::WorkspaceTurn {
+            commit: head.to_string(),
+            changed: false,
+            files: Vec::new(),
+            gates: Vec::new(),
+        };
+        self.engine_turn_in(session, &route, progress, task, LINE_ENGINE, |_, _, _| {
+            (Happened::Merged, Some(record))
+        })
     }
 }
 

@@ -80,6 +80,9 @@ pub struct RunConfig {
     /// A unit of the assembly line: the route it runs (`Engine::create_unit`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<baton_core::line::Route>,
+    /// A unit that works in a git repository (`baton line --repo`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit_repo: Option<crate::jobs::unit::UnitRepo>,
 }
 
 /// An open run: its canonical state as last committed, and its workers' gateways.

@@ -121,13 +121,28 @@ impl Engine {
     /// Creates a unit of the assembly line: a run that keeps `route` with its
     /// configuration, so any process can resume it (`Engine::line_step` on
     /// `session.config.line`). The route is validated first.
-    pub fn create_unit(&self, spec: &RunSpec, route: &baton_core::line::Route) -> Result<RunId> {
+    pub fn create_unit(
+        &self,
+        spec: &RunSpec,
+        route: &baton_core::line::Route,
+        repo: Option<&crate::jobs::unit::UnitRepo>,
+    ) -> Result<RunId> {
         route
             .check(None)
             .map_err(|e| Error::Config(format!("route {}: {e}", route.name)))?;
-        let (mut info, state, events) = self.new_run(spec, Place::Run, new_run_id())?;
+        // A unit in a repository works in a worktree, where command workers run too.
+        let place = if repo.is_some() {
+            Place::Job
+        } else {
+            Place::Run
+        };
+        let (mut info, state, events) = self.new_run(spec, place, new_run_id())?;
         info.config["line"] =
             serde_json::to_value(route).map_err(crate::unencodable("a unit's route"))?;
+        if let Some(repo) = repo {
+            info.config["unit_repo"] =
+                serde_json::to_value(repo).map_err(crate::unencodable("a unit's repository"))?;
+        }
         self.store.create_run(&info, &state, &events)?;
         self.published(&first_seqs(&events), &events);
         Ok(info.id)
@@ -161,6 +176,7 @@ impl Engine {
             roster: spec.roster.clone(),
             settings: spec.settings.clone(),
             line: None,
+            unit_repo: None,
         };
         let info = RunInfo {
             id: id.clone(),

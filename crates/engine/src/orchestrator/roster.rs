@@ -15,12 +15,14 @@ impl Engine {
     /// (empty when the roster is the same).
     pub fn change_roster(&self, run: &RunId, roster: &Roster, source: &str) -> Result<Vec<String>> {
         roster.validate()?;
-        // A job's run may have command workers; any other may not.
+        // A job's run, or a unit's in a repository, may have command workers; any
+        // other may not.
         let place = if self
             .store
             .list_jobs()?
             .iter()
             .any(|j| j.run_id.as_ref() == Some(run))
+            || self.store.run_info(run)?.config.get("unit_repo").is_some()
         {
             Place::Job
         } else {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use baton_core::ErrorClass;
 use baton_core::agent;
-use baton_core::claims::{self, ArtifactClaim, Parsed};
+use baton_core::claims::{self, ArtifactClaim, Parsed, WorkerResult};
 use baton_core::compiler;
 use baton_core::prompt::{self, Prompt};
 use baton_core::reconciler::{self, ReconcileOutcome, StepEnd, TurnContext, Verifier, WorkSeen};
@@ -268,6 +268,9 @@ impl Engine {
         }
         // The workspace commits the turn before the reconciler sees it, so claims about
         // files are checked against the turn's commit.
+        // A station's answer (an intake, a plan, a check) claims no work: what its worker
+        // changed anyway is committed as its turn's, with nothing claimed of it.
+        let answered = line_answer.as_ref().map(|_| WorkerResult::default());
         let mut hooked: Option<HookOutcome> = match &session.workspace {
             None => None,
             Some(hook) => Some(
@@ -278,7 +281,8 @@ impl Engine {
                     assignment: &plan.assignment,
                     result: claims_ok
                         .as_ref()
-                        .map(|(r, _): &(Parsed<_>, Parsed<_>)| &r.claim),
+                        .map(|(r, _): &(Parsed<_>, Parsed<_>)| &r.claim)
+                        .or(answered.as_ref()),
                 })?,
             ),
         };
@@ -605,6 +609,10 @@ impl Engine {
         let Some(station) = session.workspace.as_ref().and_then(|w| w.gates()) else {
             return Ok(());
         };
+        // A lane of the assembly line is gated at the route's gate station, not here.
+        if plan.line.is_some() {
+            return Ok(());
+        }
         let due = plan.gates || station.every_turn() || self.nothing_left(session, next);
         if !due {
             return Ok(());
