@@ -2,6 +2,8 @@
 //! of three families), stopped for a human, resumed and shown; and the route itself,
 //! validated with `--check` (as data, and against the configuration's workers).
 
+use std::path::Path;
+
 use serde_json::{Value, json};
 
 use super::*;
@@ -226,7 +228,7 @@ fn the_line_demo_runs_the_default_route_offline_and_says_who_held_each_seat() {
 /// implementation without the word the gate looks for), and in a fix round, briefed
 /// with the failing gate, fixes the implementation.
 const BUILD_AGENT: &str = r###"
-import json, re, sys
+import json, os, re, sys, time
 claim_file = sys.argv[1]
 brief = sys.stdin.read()
 m = re.search(r"## Assigned task\n(.*)", brief)
@@ -236,6 +238,14 @@ if step:
     name, title = step.group(1), step.group(2)
     path = "impl.txt" if title.startswith("Implement") else "step-" + name + ".txt"
     text = ("first try at: " if path == "impl.txt" else "") + title + "\n"
+    stall = os.environ.get("STALL_MARK")
+    if stall and name == "T2" and not os.path.exists(stall):
+        # Half a file, then a hang: the process driving the unit is killed meanwhile.
+        with open(path, "w") as f:
+            f.write("half-writ")
+        with open(stall, "w") as f:
+            f.write(str(os.getpid()))
+        time.sleep(60)
 elif "exit code" in brief:
     path, text = "impl.txt", "fixed after the gate failed\n"
 else:
@@ -249,13 +259,13 @@ with open(claim_file, "w") as f:
 
 /// The configuration of a unit in a repository: the agent above for the build seats
 /// (family acme), mock workers of three other families for every other seat.
-fn repo_unit_config(agent: &Path) -> String {
+fn repo_unit_config(agent: &Path, env: &str) -> String {
     let mut toml = format!(
         "estimator = \"heuristic\"\n\
          [[pools]]\nid = \"pa\"\n[[pools]]\nid = \"alpha\"\n[[pools]]\nid = \"beta\"\n[[pools]]\nid = \"gamma\"\n\
          [[workers]]\nid = \"builder\"\nmodel = \"command/builder\"\nfamily = \"acme\"\npool = \"pa\"\n\
          qualified = [\"build.*\"]\n\
-         options = {{ command = \"python3 {} {{claim_file}}\", handoff = \"derive\", pass_env = [\"PATH\"] }}\n",
+         options = {{ command = \"python3 {} {{claim_file}}\", handoff = \"derive\", pass_env = [\"PATH\"], env = {{ {env} }} }}\n",
         agent.display()
     );
     for (i, family) in ["alpha", "beta", "gamma", "alpha", "beta", "gamma"]
@@ -270,22 +280,28 @@ fn repo_unit_config(agent: &Path) -> String {
     toml
 }
 
-#[test]
-fn a_unit_in_a_repository_builds_in_its_worktree_is_sent_back_by_a_failing_gate_and_ends_in_the_outbox()
- {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
+/// A git repository in `d` with one commit (returned), configured for a unit with
+/// [`BUILD_AGENT`] (written in `agents`, outside the repository) given `env`.
+fn repo_with_build_agent(d: &Path, agents: &Path, env: &str) -> String {
     git(d, &["init", "-q", "-b", "main"]);
     git(d, &["config", "user.email", "dev@example.com"]);
     git(d, &["config", "user.name", "dev"]);
     std::fs::write(d.join("README.md"), "hello\n").unwrap();
     git(d, &["add", "."]);
     git(d, &["commit", "-q", "-m", "init"]);
-    let base = git(d, &["rev-parse", "HEAD"]).trim().to_string();
-    let agents = tempfile::tempdir().unwrap();
-    let agent = agents.path().join("agent.py");
+    let agent = agents.join("agent.py");
     std::fs::write(&agent, BUILD_AGENT).unwrap();
-    std::fs::write(d.join("baton.toml"), repo_unit_config(&agent)).unwrap();
+    std::fs::write(d.join("baton.toml"), repo_unit_config(&agent, env)).unwrap();
+    git(d, &["rev-parse", "HEAD"]).trim().to_string()
+}
+
+#[test]
+fn a_unit_in_a_repository_builds_in_its_worktree_is_sent_back_by_a_failing_gate_and_ends_in_the_outbox()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let agents = tempfile::tempdir().unwrap();
+    let base = repo_with_build_agent(d, agents.path(), "");
 
     let out = baton(d)
         .args([
@@ -365,4 +381,92 @@ fn a_unit_in_a_repository_builds_in_its_worktree_is_sent_back_by_a_failing_gate_
     ] {
         assert!(report.contains(part), "{part:?} missing:\n{report}");
     }
+}
+
+#[test]
+fn a_unit_killed_while_its_agent_builds_resumes_from_the_last_committed_turn_with_the_half_file_set_aside()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let agents = tempfile::tempdir().unwrap();
+    let mark = agents.path().join("stalled");
+    repo_with_build_agent(
+        d,
+        agents.path(),
+        &format!("STALL_MARK = \"{}\"", mark.display()),
+    );
+    let mut child = baton(d)
+        .args(["line", "Add rate limiting to the public API", "--repo", "."])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::fs::read_to_string(&mark).map_or(true, |pid| pid.is_empty()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agent never reached T2"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL: no cleanup of any kind
+    let _ = child.wait();
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut said).unwrap();
+    let unit = said
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(':')
+        .to_string();
+    // The agent that was left running is stopped too (its baton is gone).
+    let agent_pid = std::fs::read_to_string(&mark).unwrap();
+    let _ = std::process::Command::new("kill")
+        .args(["-9", agent_pid.trim()])
+        .status();
+
+    let store = baton_store::SqliteStore::open(&db(d)).unwrap();
+    let run = baton_core::ids::RunId(unit.clone());
+    use baton_store::Store;
+    let before = store.turns(&run).unwrap().len();
+    let worktree = d.join(".baton/worktrees").join(&unit);
+    assert_eq!(
+        std::fs::read_to_string(worktree.join("impl.txt")).unwrap(),
+        "half-writ"
+    );
+
+    let out = baton(d).args(["line", "--resume", &unit]).output().unwrap();
+    let resumed = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{resumed}");
+    assert!(
+        resumed.contains(&format!("unit {unit}: resumed at turn {before}")),
+        "{resumed}"
+    );
+    assert!(
+        resumed
+            .contains("work after the last committed turn was set aside at refs/baton/discarded/"),
+        "{resumed}"
+    );
+    assert!(resumed.contains("APPROVED"), "{resumed}");
+    // Every build lane of the first round committed once: T2 was built once, after the
+    // resume, from the last committed turn's commit.
+    let turns = store.turns(&run).unwrap();
+    let built: Vec<String> = turns
+        .iter()
+        .filter_map(|t| {
+            t.lane
+                .as_ref()
+                .filter(|l| l.seat.as_str().starts_with("build."))
+        })
+        .filter_map(|l| l.step.clone())
+        .collect();
+    assert_eq!(built, ["T1", "T2", "T3"], "{resumed}");
+    let nums: Vec<u32> = turns.iter().map(|t| t.turn).collect();
+    assert_eq!(nums, (0..turns.len() as u32).collect::<Vec<_>>());
+    let branch = format!("baton/job-{unit}");
+    let implemented = git(d, &["show", &format!("{branch}:impl.txt")]);
+    assert!(
+        implemented.starts_with("first try at: Implement"),
+        "{implemented}"
+    );
 }
