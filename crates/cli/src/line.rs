@@ -296,7 +296,7 @@ fn drive(engine: &baton_engine::Engine, session: &mut Session) -> Result<ExitCod
                     .state
                     .verdicts
                     .last()
-                    .map(|v| format!("{:?}", v.verdict).to_uppercase())
+                    .map(|v| v.verdict.as_str().to_string())
                     .unwrap_or_else(|| "no verdict".into());
                 println!(
                     "unit {id} is done after {} turns: {verdict} (`baton line --status {id}`, `baton export {id}`)",
@@ -400,7 +400,7 @@ pub(crate) fn status(ctx: &Context_, unit: Option<&str>, json: bool) -> Result<E
         verdicts: state
             .verdicts
             .iter()
-            .map(|v| format!("{} {:?}", v.id, v.verdict).to_uppercase())
+            .map(|v| format!("{} {}", v.id, v.verdict.as_str()))
             .collect(),
         findings_open: state.findings.iter().filter(|f| f.is_open()).count(),
         findings: state.findings.len(),
@@ -462,8 +462,9 @@ pub(crate) fn answer(ctx: &Context_, unit: &str, text: &str) -> Result<ExitCode>
     Ok(ExitCode::SUCCESS)
 }
 
-/// What `baton demo --line` runs.
-pub(crate) const DEMO_UNIT: &str = "Add rate limiting to the public API";
+/// What `baton demo --line` runs: the offline workers' checks catch the planted bug
+/// (`baton_gateway::mock::line::PLANTED`), once at a checkpoint and once in review.
+pub(crate) const DEMO_UNIT: &str = "Add rate limiting to the public API, with a planted bug";
 
 /// `baton demo --line`: the default route offline (mock workers of three families,
 /// whatever the configuration says), then what happened, station by station.
@@ -478,49 +479,98 @@ pub(crate) fn demo(ctx: &Context_) -> Result<ExitCode> {
         "\nwho held which seat (the router's pins; each checking seat of another family than the work's writer):"
     );
     for station in &route.stations {
-        let held: Vec<String> = pins
+        let mut held: Vec<String> = Vec::new();
+        for p in pins
             .iter()
             .filter(|p| p.pin.phase.split(" round ").next() == Some(station.id.as_str()))
-            .map(|p| format!("{} {} ({})", p.pin.seat, p.pin.worker, p.pin.family))
-            .collect();
+        {
+            let who = format!("{} {} ({})", p.pin.seat, p.pin.worker, p.pin.family);
+            if !held.contains(&who) {
+                held.push(who);
+            }
+        }
         if !held.is_empty() {
             println!("  {:<10} {}", station.id, held.join(", "));
         }
     }
-    let found = |station: &str| {
-        state
-            .findings
-            .iter()
-            .filter(|f| f.station == station)
-            .count()
+    let how = |f: &baton_core::line::Finding| {
+        let fix = f
+            .fix_claimed
+            .as_ref()
+            .map(|c| format!("fix claimed by {} at turn {}", c.by, c.turn));
+        let closed = f.closed.as_ref().map(|c| match &c.by {
+            baton_core::line::ClosedBy::Confirmed { seat, worker } => {
+                format!("confirmed by {worker} at {seat}, turn {}", c.turn)
+            }
+            baton_core::line::ClosedBy::Gate { gate } => format!("gate {gate} passed"),
+            baton_core::line::ClosedBy::Lead { worker, .. } => {
+                format!("dismissed by the lead {worker}")
+            }
+            baton_core::line::ClosedBy::Human => "dismissed by a human".into(),
+        });
+        let parts: Vec<String> = fix.into_iter().chain(closed).collect();
+        format!(
+            "{} {} by {} ({}) at {}{}: {} — {}; {}",
+            f.id,
+            f.severity.as_str(),
+            f.provenance.recorded_by,
+            f.family,
+            f.seat,
+            f.step
+                .as_deref()
+                .map(|s| format!(" on {s}"))
+                .unwrap_or_default(),
+            f.what,
+            f.status.as_str(),
+            if parts.is_empty() {
+                "nothing claimed".into()
+            } else {
+                parts.join(", ")
+            }
+        )
     };
     let steps = state.plan.len();
+    fn at<'a>(
+        state: &'a ExecutionState,
+        station: &'a str,
+    ) -> impl Iterator<Item = &'a baton_core::line::Finding> {
+        state.findings.iter().filter(move |f| f.station == station)
+    }
     println!(
-        "checkpoints: {steps} steps built, each found and confirmed by another family; {} finding(s) raised",
-        found("build")
+        "checkpoints: {steps} steps built, each found and confirmed by another family; {} finding(s):",
+        at(&state, "build").count()
     );
-    let rounds = state
-        .findings
-        .iter()
+    for f in at(&state, "build") {
+        println!("  {}", how(f));
+    }
+    let rounds = (state.findings.iter())
         .filter(|f| f.station == "review")
-        .map(|f| f.round)
+        .map(|f| f.round + 1)
         .max()
         .unwrap_or(1);
     println!(
-        "review: {} finding(s); converged after round {rounds} (a round that raised nothing new)",
-        found("review")
+        "review: {} finding(s); converged after round {rounds} (a round that raised nothing new):",
+        at(&state, "review").count()
     );
-    match state.verdicts.last() {
-        Some(v) => println!(
-            "synthesis: {:?} ({})",
-            v.verdict,
+    for f in at(&state, "review") {
+        println!("  {}", how(f));
+    }
+    let fixes = state.line.as_ref().map_or(0, |p| p.fixes);
+    for v in &state.verdicts {
+        println!(
+            "synthesis {}: {} ({})",
+            v.round,
+            v.verdict.as_str(),
             if v.reasons.is_empty() {
                 "no reasons given".to_string()
             } else {
                 v.reasons.join("; ")
             }
-        ),
-        None => println!("synthesis: no verdict yet"),
+        );
     }
+    if state.verdicts.is_empty() {
+        println!("synthesis: no verdict yet");
+    }
+    println!("fix rounds: {fixes}");
     Ok(code)
 }

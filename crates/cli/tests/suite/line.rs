@@ -211,17 +211,32 @@ fn the_line_demo_runs_the_default_route_offline_and_says_who_held_each_seat() {
     let out = run_ok(dir.path(), &["demo", "--line"]);
     for said in [
         "with 6 offline mock workers of 3 families",
-        "is done after 29 turns: APPROVED",
+        "is done after 42 turns: APPROVED",
         "who held which seat",
         "  plan       plan.co-draft ",
         "  build      build.rote-step ",
         "checkpoint.confirm ",
-        "checkpoints: 3 steps built",
-        "review: 0 finding(s); converged after round 1",
-        "synthesis: Approved (no open finding)",
+        "checkpoints: 3 steps built, each found and confirmed by another family; 1 finding(s):",
+        "review: 1 finding(s); converged after round 2",
+        "synthesis 1: NEEDS_CHANGES (MAJOR at ",
+        "synthesis 2: APPROVED (no open finding)",
+        "fix rounds: 1",
     ] {
         assert!(out.contains(said), "{said}: {out}");
     }
+    // What the checkpoint found, by whom, and who fixed and who confirmed it.
+    let n1 = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("N1 MAJOR by "))
+        .expect(&out);
+    assert!(n1.contains("at checkpoint.find on T2"), "{n1}");
+    assert!(n1.contains("— fixed; fix claimed by "), "{n1}");
+    assert!(n1.contains(", confirmed by "), "{n1}");
+    let n2 = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("N2 MAJOR by "))
+        .expect(&out);
+    assert!(n2.contains("at review.deep-rounds"), "{n2}");
 }
 
 /// A coding agent for the build seats: writes a file per step of the locked plan (the

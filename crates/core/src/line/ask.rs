@@ -173,13 +173,13 @@ fn task(state: &ExecutionState, at: &LaneAt<'_>, lane: &Lane) -> (String, Answer
         ),
         (StationKind::Build, _) => (
             format!(
-                "As {seat}: build {step} of the locked plan, and fix the open findings shown. The plan is locked: do not change it."
+                "As {seat}: build {step} of the locked plan, and fix the open findings shown: name each finding you fixed by its id (N1) in resolved_issues. The plan is locked: do not change it."
             ),
             AnswerKind::Claims,
         ),
         (StationKind::Review, _) => (
             format!(
-                "As {seat}{lane_of}, round {}: {} Raise only what is not already among the open findings; an empty list says the round found nothing new.{blind}",
+                "As {seat}{lane_of}, round {}: {} Raise only what is not already among the open findings; an empty list says the round found nothing new. List in confirmed each claimed fix among them that you verified.{blind}",
                 at.round,
                 review_focus(seat.as_str())
             ),

@@ -116,7 +116,7 @@ fn a_build_lane_is_asked_for_its_step_by_title_and_shown_the_locked_plan() {
     assert_eq!(build.assignment.step_id.as_deref(), Some("T2"));
     assert_eq!(
         build.assignment.task,
-        "As build.hard-step: build step T2 (429 with Retry-After) of the locked plan, and fix the open findings shown. The plan is locked: do not change it."
+        "As build.hard-step: build step T2 (429 with Retry-After) of the locked plan, and fix the open findings shown: name each finding you fixed by its id (N1) in resolved_issues. The plan is locked: do not change it."
     );
     assert!(
         build

@@ -250,6 +250,29 @@ pub fn claim_fixed(
     }
 }
 
+/// A builder's claims of fixed findings: the entries of its `resolved_issues` that name
+/// a finding (`N2`) rather than an issue are taken out of `result` and recorded as
+/// claimed fixes (`claim_fixed`: the finding stays open until another worker confirms
+/// it). What names no finding is left for the issue rules.
+pub fn take_finding_fixes(
+    state: &mut ExecutionState,
+    turn: &LineTurn<'_>,
+    result: &mut crate::claims::WorkerResult,
+    out: &mut ReconcileOutcome,
+) {
+    let names_finding = |claim: &crate::claims::ResolutionClaimInput| {
+        let id = claim.issue.trim();
+        id.starts_with('N') && state.findings.iter().any(|f| f.id == id)
+    };
+    let (fixes, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut result.resolved_issues)
+        .into_iter()
+        .partition(names_finding);
+    result.resolved_issues = rest;
+    for fix in fixes {
+        claim_fixed(state, turn, fix.issue.trim(), fix.note.as_deref(), out);
+    }
+}
+
 /// A checking seat confirms the claimed fix of finding `id`, which closes it.
 pub fn confirm_fixed(
     state: &mut ExecutionState,

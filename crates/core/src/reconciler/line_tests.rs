@@ -213,6 +213,46 @@ fn a_claimed_fix_does_not_close_a_finding_until_another_checking_worker_confirms
 }
 
 #[test]
+fn a_builders_resolved_issues_naming_findings_are_claimed_fixes_and_the_rest_stay_issues() {
+    let mut s = state();
+    let mut out = ReconcileOutcome::default();
+    at("glm", "zhipu", "checkpoint.find", 1, |t| {
+        raise_findings(
+            &mut s,
+            t,
+            &[claim(FindingSeverity::Major, LEAK, "src/limit.rs")],
+            &mut out,
+        )
+    });
+    let mut result = crate::claims::WorkerResult {
+        resolved_issues: ["N1", "I3", "N9"]
+            .map(|id| crate::claims::ResolutionClaimInput {
+                issue: format!(" {id} "),
+                note: Some(format!("fixed {id}")),
+            })
+            .to_vec(),
+        ..Default::default()
+    };
+    at("opus", "anthropic", "build.hard-step", 2, |t| {
+        take_finding_fixes(&mut s, t, &mut result, &mut out)
+    });
+    let f = &s.findings[0];
+    assert!(f.is_open(), "a claim never closes a finding");
+    let claimed = f.fix_claimed.as_ref().unwrap();
+    assert_eq!(
+        (claimed.by.as_str(), claimed.note.as_deref()),
+        ("opus", Some("fixed N1"))
+    );
+    // An issue's id, and an id no finding has, are left to the issue rules.
+    let left: Vec<&str> = result
+        .resolved_issues
+        .iter()
+        .map(|r| r.issue.trim())
+        .collect();
+    assert_eq!(left, ["I3", "N9"]);
+}
+
+#[test]
 fn a_gate_confirms_a_claimed_fix_and_only_a_claimed_one() {
     let mut s = state();
     let mut out = ReconcileOutcome::default();

@@ -78,7 +78,7 @@ pub fn markdown(engine: &Engine, session: &Session, outbox: Option<&UnitOutbox>)
         route.map_or("(none)", |r| r.name.as_str()),
         turns.len(),
         state.verdicts.last().map_or("none".to_string(), |v| {
-            let mut s = format!("{:?}", v.verdict).to_uppercase();
+            let mut s = v.verdict.as_str().to_string();
             if !v.reasons.is_empty() {
                 let _ = write!(s, " ({})", v.reasons.join("; "));
             }

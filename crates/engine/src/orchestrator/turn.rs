@@ -345,9 +345,31 @@ impl Engine {
                 next.consecutive_failures = 0;
                 (TurnStatus::Committed, outcome, Some(answer.to_json()), None)
             }
-            (Some((result, report)), None) => {
+            (Some((mut result, report)), None) => {
                 let mut refusals = result.refusals;
                 refusals.extend(report.refusals);
+                // A builder of the line says which findings it fixed by their ids among
+                // its resolved issues: recorded as claimed fixes, for another to confirm.
+                let mut fixes = ReconcileOutcome::default();
+                if let Some(lane) = plan
+                    .line
+                    .as_deref()
+                    .filter(|l| l.lane.seat.as_str().starts_with("build."))
+                {
+                    let turn = baton_core::reconciler::line::LineTurn {
+                        ctx: &ctx,
+                        station: &lane.station,
+                        seat: &lane.lane.seat,
+                        round: lane.round,
+                        step: lane.step.as_deref(),
+                    };
+                    baton_core::reconciler::line::take_finding_fixes(
+                        &mut next,
+                        &turn,
+                        &mut result.claim,
+                        &mut fixes,
+                    );
+                }
                 let mut outcome = reconciler::reconcile(
                     &mut next,
                     &ctx,
@@ -361,6 +383,9 @@ impl Engine {
                 parsed.extend(report.warnings);
                 parsed.append(&mut outcome.warnings);
                 outcome.warnings = parsed;
+                outcome.accepted.append(&mut fixes.accepted);
+                outcome.refusals.append(&mut fixes.refusals);
+                outcome.warnings.append(&mut fixes.warnings);
                 // The step is done when its turn commits with evidence of work,
                 // whatever the claims said about completion; without it the step stays
                 // open and the turn counts towards the failure breaker.

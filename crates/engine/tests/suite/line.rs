@@ -13,13 +13,18 @@ use super::*;
 /// A unit of mock workers of three families (`n` of them, in turn), routed by three
 /// pools.
 fn unit(store: &Arc<dyn Store>, n: usize) -> (Engine, RunId) {
+    unit_for(store, n, "Add rate limiting to the public API")
+}
+
+/// A unit of the given objective, as [`unit`].
+fn unit_for(store: &Arc<dyn Store>, n: usize, objective: &str) -> (Engine, RunId) {
     let mut roster = Roster::mock(n);
     let families = ["anthropic", "openai", "zhipu"];
     for (i, w) in roster.workers.iter_mut().enumerate() {
         w.family = families[i % 3].into();
     }
-    let mut spec = spec(&["Add rate limiting to the public API"], roster);
-    spec.objective = "Add rate limiting to the public API".into();
+    let mut spec = spec(&[objective], roster);
+    spec.objective = objective.into();
     spec.settings.floor = three_pools(&mut spec.roster);
     let engine = engine(store);
     let id = engine.create_run(&spec).unwrap();
@@ -285,4 +290,86 @@ fn a_clean_unit_runs_the_whole_default_route_offline_to_an_approval() {
     fresh.sort();
     fresh.dedup();
     assert_eq!(fresh.len(), 3, "{fresh:?}");
+}
+
+#[test]
+fn a_planted_bug_is_caught_at_its_checkpoint_and_in_review_and_each_fix_is_confirmed_by_another_worker()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let (engine, id) = unit_for(
+        &store,
+        6,
+        "Add rate limiting to the public API, with a planted bug",
+    );
+    let route = Route::default_route().unwrap();
+    let mut session = engine.open(&id, None).unwrap();
+    let (_, next) = lanes_upto(&engine, &mut session, &route, 80).expect("no end to the lanes");
+    assert!(matches!(next, Next::Done), "{next:?}");
+    let state = store.load_state(&id).unwrap();
+    let pins = store.pins(&PinFilter::run(&id)).unwrap();
+    let builder_of = |step: &str| {
+        let turn = store
+            .turns(&id)
+            .unwrap()
+            .into_iter()
+            .find(|r| r.assignment.task.contains(&format!("build step {step} ")))
+            .unwrap();
+        (turn.worker.to_string(), turn.family.clone())
+    };
+    assert_eq!(state.findings.len(), 2, "{:#?}", state.findings);
+
+    // The checkpoint's first find pass on the implementation step raised it; a worker of
+    // another family than the builder's.
+    let n1 = &state.findings[0];
+    assert_eq!((n1.id.as_str(), n1.station.as_str()), ("N1", "build"));
+    assert_eq!(n1.seat.as_str(), "checkpoint.find");
+    assert_eq!(n1.severity, baton_core::line::FindingSeverity::Major);
+    let step = n1
+        .step
+        .clone()
+        .expect("a checkpoint finding names its step");
+    let (builder, builder_family) = builder_of(&step);
+    assert_ne!(n1.family, builder_family);
+    // The builder claimed the fix; a third worker confirmed it.
+    let fix = n1
+        .fix_claimed
+        .as_ref()
+        .expect("the builder claimed the fix");
+    assert_eq!(fix.by.as_str(), builder);
+    let closed = n1.closed.as_ref().expect("confirmed");
+    let baton_core::line::ClosedBy::Confirmed { worker, .. } = &closed.by else {
+        panic!("{closed:?}");
+    };
+    assert_ne!(worker, &n1.provenance.recorded_by);
+    assert_ne!(worker.as_str(), builder);
+    assert!(!n1.is_open());
+
+    // The review raised another MAJOR one: the synthesis sent the unit back; the second
+    // synthesis, after the fix round, approved it.
+    let n2 = &state.findings[1];
+    assert_eq!((n2.id.as_str(), n2.station.as_str()), ("N2", "review"));
+    assert_eq!(n2.severity, baton_core::line::FindingSeverity::Major);
+    assert!(!n2.is_open(), "{n2:?}");
+    let verdicts: Vec<_> = state
+        .verdicts
+        .iter()
+        .map(|v| (v.verdict, v.fix_round))
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            (baton_core::line::VerdictKind::NeedsChanges, true),
+            (baton_core::line::VerdictKind::Approved, false)
+        ]
+    );
+    assert_eq!(state.verdicts[0].findings, ["N2"]);
+    assert_eq!(state.line.as_ref().unwrap().fixes, 1);
+    // Nobody checked their own family's work.
+    let confirmers: Vec<_> = pins
+        .iter()
+        .filter(|p| p.pin.seat.as_str() == "checkpoint.confirm")
+        .map(|p| p.pin.family.clone())
+        .collect();
+    assert!(!confirmers.is_empty());
 }

@@ -108,21 +108,61 @@ fn plan(user: &str) -> Value {
     answer
 }
 
-/// Nothing found; every finding shown with a claimed fix is confirmed.
+/// What an objective says to make the offline checks find something: a unit "with a
+/// planted bug" has one in its implementation step, which the first find pass of that
+/// step's checkpoint catches, and one in the build as a whole, which the first deep
+/// review round catches (a MAJOR finding, so the synthesis sends the unit to a fix
+/// round). Everything else checks clean.
+pub const PLANTED: &str = "planted bug";
+
+/// The checkpoint's finding of the planted bug, and the review's.
+const PLANTED_STEP: &str = "The limit counter is never reset, so a key stays blocked after its first window (the planted bug)";
+const PLANTED_BUILD: &str =
+    "Two processes count the same key apart, so a client gets twice its limit (the planted bug)";
+
+/// Nothing found, unless the unit has a planted bug this seat is the one to catch; a
+/// confirming seat (one asked to list what it confirmed) confirms every finding shown
+/// with a claimed fix.
 fn check(user: &str) -> Value {
-    let claimed: Vec<String> = section(user, "Open findings")
+    let open = section(user, "Open findings");
+    let task = super::assigned_task(user);
+    let claimed: Vec<String> = open
         .lines()
         .filter(|l| l.contains("fix claimed by"))
         .flat_map(|l| ids(l, 'N').into_iter().take(1))
         .collect();
-    let mut answer = json!({
-        "summary": "Checked what this seat was shown; nothing to raise.",
-        "findings": [],
-    });
-    if !claimed.is_empty() {
+    let planted = section(user, "Objective").to_lowercase().contains(PLANTED) && open.is_empty();
+    let found = if planted && task.contains("find pass 1") && task.contains("(Implement") {
+        vec![json!({"severity": "MAJOR", "what": PLANTED_STEP, "where": "src/limit.rs"})]
+    } else if planted && task.contains("As review.deep-rounds") && task.contains("round 1:") {
+        vec![json!({"severity": "MAJOR", "what": PLANTED_BUILD, "where": "src/limit.rs"})]
+    } else {
+        Vec::new()
+    };
+    let summary = if found.is_empty() {
+        "Checked what this seat was shown; nothing to raise."
+    } else {
+        "Checked what this seat was shown; raised what is wrong."
+    };
+    let mut answer = json!({"summary": summary, "findings": found});
+    if !claimed.is_empty() && task.contains("confirmed") {
         answer["confirmed"] = json!(claimed);
     }
     answer
+}
+
+/// A builder shown open findings fixes them, and names each one it fixed by its id
+/// among its resolved issues (where the line's rules take them as claimed fixes).
+pub(super) fn claim_fixes(result: &mut Value, user: &str) {
+    let fixed: Vec<Value> = section(user, "Open findings")
+        .lines()
+        .filter(|l| !l.contains("fix claimed by"))
+        .flat_map(|l| ids(l, 'N').into_iter().take(1))
+        .map(|id| json!({"issue": id, "note": "fixed in this build"}))
+        .collect();
+    if !fixed.is_empty() {
+        result["resolved_issues"] = json!(fixed);
+    }
 }
 
 #[cfg(test)]
@@ -136,6 +176,44 @@ mod tests {
         ## Open findings\n- N1 minor at T2: no limit on bursts (raised by w2 at plan.scrutiny; fix claimed by w1 at turn 3, not yet confirmed)\n- N2 nit at T1: wording (raised by w3 at plan.scrutiny)\n";
 
     #[test]
+    fn a_planted_bug_is_caught_by_the_first_find_pass_of_the_implementation_and_the_first_deep_review()
+     {
+        let brief = |task: &str, objective: &str, open: &str| {
+            format!(
+                "## Assigned task\nStep T2: {task}\n## Objective\n{objective}\n## Open findings\n{open}\n## Next action\nx\n"
+            )
+        };
+        let planted = "Add rate limiting, with a planted bug";
+        let find =
+            "As checkpoint.find, find pass 1: check step T2 (Implement: rate limiting) as built.";
+        let deep = "As review.deep-rounds, round 1: go deeper.";
+        for task in [find, deep] {
+            let found = check(&brief(task, planted, ""));
+            assert_eq!(found["findings"][0]["severity"], "MAJOR", "{task}");
+            // Clean without the planted bug, once something is open, and in later rounds.
+            for quiet in [
+                brief(task, "Add rate limiting", ""),
+                brief(task, planted, "- N1 MAJOR at T2: the bug"),
+                brief(
+                    &task
+                        .replace("pass 1", "pass 2")
+                        .replace("round 1", "round 2"),
+                    planted,
+                    "",
+                ),
+            ] {
+                assert_eq!(check(&quiet)["findings"], json!([]), "{quiet}");
+            }
+        }
+        let other_step = brief(
+            "As checkpoint.find, find pass 1: check step T1 (Write a failing test: x).",
+            planted,
+            "",
+        );
+        assert_eq!(check(&other_step)["findings"], json!([]));
+    }
+
+    #[test]
     fn each_line_answer_reads_the_briefing_it_was_given() {
         let plan = plan(BRIEFING);
         assert_eq!(plan["from"], json!(["P1", "P2"]));
@@ -147,9 +225,27 @@ mod tests {
                 .contains("Add rate limiting")
         );
 
-        let check = check(BRIEFING);
+        // A seat asked to list what it confirmed confirms the claimed fix; a finder does not.
+        let confirming = BRIEFING.replace(
+            "As plan.lead: merge the drafts.",
+            "As checkpoint.confirm: for step T2, check each claimed fix among the open findings and list in confirmed those you verified.",
+        );
+        let check = check(&confirming);
         assert_eq!(check["findings"], json!([]));
         assert_eq!(check["confirmed"], json!(["N1"]));
+        let finding = BRIEFING.replace(
+            "As plan.lead: merge the drafts.",
+            "As checkpoint.find, find pass 1: check step T2 (Implement: x).",
+        );
+        assert!(super::check(&finding).get("confirmed").is_none());
+
+        // A builder names the findings it fixed (not the one whose fix is claimed already).
+        let mut result = json!({"summary": "built"});
+        claim_fixes(&mut result, BRIEFING);
+        assert_eq!(
+            result["resolved_issues"],
+            json!([{"issue": "N2", "note": "fixed in this build"}])
+        );
 
         let intake = intake(BRIEFING);
         assert_eq!(intake["objective"], "Add rate limiting to the public API");

@@ -78,6 +78,11 @@ impl Gateway for MockGateway {
                 }
             },
         };
+        let mut answer = answer;
+        // A builder of the line fixes the findings its briefing shows.
+        if task.contains("As build.") && answer.get("summary").is_some() {
+            line::claim_fixes(&mut answer, request.user);
+        }
         Ok(respond(request, answer))
     }
 }
