@@ -270,25 +270,27 @@ fn drive(engine: &baton_engine::Engine, session: &mut Session) -> Result<ExitCod
     let mut failed = 0;
     loop {
         match engine.unit_step(session)? {
-            LineStep::Lane(turn) => {
-                let what = turn.assignment.task.split(':').next().unwrap_or_default();
-                let status = turn.status.as_str();
-                println!(
-                    "turn {:>3}  {what:<48} {} [{status}]",
-                    turn.turn, turn.worker
-                );
-                failed = match turn.status {
-                    baton_core::turn::TurnStatus::Failed => failed + 1,
-                    _ => 0,
-                };
-                if failed >= FAILED_IN_A_ROW {
-                    let question = format!(
-                        "{what}: {FAILED_IN_A_ROW} turns in a row failed (last: {}); fix the worker (its model, key or server), then `baton line --resume {id}`",
-                        turn.error.as_deref().unwrap_or("no answer")
+            LineStep::Lanes(turns) => {
+                for turn in turns {
+                    let what = turn.assignment.task.split(':').next().unwrap_or_default();
+                    let status = turn.status.as_str();
+                    println!(
+                        "turn {:>3}  {what:<48} {} [{status}]",
+                        turn.turn, turn.worker
                     );
-                    engine.block_unit(session, question.clone())?;
-                    eprintln!("the line stopped: {question}");
-                    return Ok(exit::Exit::Blocked.into());
+                    failed = match turn.status {
+                        baton_core::turn::TurnStatus::Failed => failed + 1,
+                        _ => 0,
+                    };
+                    if failed >= FAILED_IN_A_ROW {
+                        let question = format!(
+                            "{what}: {FAILED_IN_A_ROW} turns in a row failed (last: {}); fix the worker (its model, key or server), then `baton line --resume {id}`",
+                            turn.error.as_deref().unwrap_or("no answer")
+                        );
+                        engine.block_unit(session, question.clone())?;
+                        eprintln!("the line stopped: {question}");
+                        return Ok(exit::Exit::Blocked.into());
+                    }
                 }
             }
             LineStep::Waiting(Next::Done) => {

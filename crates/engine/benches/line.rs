@@ -3,6 +3,7 @@
 //! (what `baton line` runs without a configuration), on a real SQLite file. The mock
 //! answers at once, so the time is the engine's: compiling, seating, parsing,
 //! reconciling and committing every turn of the unit, from its creation to its end.
+//! Then the wall time of one batch of parallel lanes whose workers take 200 ms a call.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
@@ -21,10 +22,13 @@ const UNIT: &str = "Add rate limiting to the public API";
 /// review finding, a fix round and a second synthesis (what `baton demo --line` runs).
 const PLANTED: &str = "Add rate limiting to the public API, with a planted bug";
 
-fn spec(objective: &str) -> RunSpec {
+fn spec(objective: &str, delay_ms: u64) -> RunSpec {
     let mut roster = Roster::mock(6);
     for (i, w) in roster.workers.iter_mut().enumerate() {
         w.family = ["alpha", "beta", "gamma"][i % 3].into();
+        if delay_ms > 0 {
+            w.options.insert("delay_ms".into(), delay_ms.into());
+        }
     }
     let mut spec = RunSpec {
         objective: objective.into(),
@@ -43,12 +47,19 @@ fn spec(objective: &str) -> RunSpec {
 /// One unit from creation to its end: (engine time, seat turns, turns).
 fn unit(engine: &Engine, route: &Route, objective: &str) -> (Duration, u32, u32) {
     let t0 = Instant::now();
-    let id = engine.create_unit(&spec(objective), route, None).unwrap();
+    let id = engine
+        .create_unit(&spec(objective, 0), route, None)
+        .unwrap();
     let mut session = engine.open(&id, None).unwrap();
     let mut seats = 0;
     loop {
         match engine.line_step(&mut session, route).unwrap() {
-            LineStep::Lane(turn) => seats += u32::from(turn.worker.as_str() != "baton"),
+            LineStep::Lanes(turns) => {
+                seats += turns
+                    .iter()
+                    .filter(|t| t.worker.as_str() != "baton")
+                    .count() as u32;
+            }
             LineStep::Waiting(Next::Done) => break,
             LineStep::Waiting(other) => panic!("the unit stopped: {other:?}"),
         }
@@ -75,9 +86,39 @@ fn bench(c: &mut Criterion) {
     }
 }
 
+/// The wall time of the discovery station's batch of four lanes, each worker answering
+/// after 200 ms (the intake before it is not timed).
+fn swarm(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.path().join("s.db")).unwrap());
+    let engine = Engine::new(store);
+    let route = Route::default_route().unwrap();
+    let batch = || {
+        let id = engine.create_unit(&spec(UNIT, 200), &route, None).unwrap();
+        let mut session = engine.open(&id, None).unwrap();
+        engine.line_step(&mut session, &route).unwrap();
+        let t0 = Instant::now();
+        let LineStep::Lanes(lanes) = engine.line_step(&mut session, &route).unwrap() else {
+            panic!("no lanes")
+        };
+        assert_eq!(lanes.len(), 4);
+        t0.elapsed()
+    };
+    c.bench_function(
+        "line/discovery: 4 lanes at once, mock workers of 200 ms latency (wall time)",
+        |b| b.iter_custom(|iters| (0..iters).map(|_| batch()).sum()),
+    );
+}
+
+criterion_group! {
+    name = swarms;
+    config = Criterion::default().sample_size(10).measurement_time(Duration::from_secs(5));
+    targets = swarm
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(20).measurement_time(Duration::from_secs(10));
     targets = bench
 }
-criterion_main!(benches);
+criterion_main!(benches, swarms);

@@ -28,17 +28,23 @@ impl Engine {
     /// The events the turn under way emitted so far, taken for its commit (or dropped
     /// with it).
     pub(super) fn take_turn_events(&self, session: &Session) -> Vec<EventMsg> {
-        std::mem::take(
-            &mut *session
-                .turn_events
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        )
+        self.take_events_of(session, session.state.turns)
+    }
+
+    /// The events kept for turn `turn`: the lanes of a batch (see `line_batch`) keep
+    /// theirs side by side until each commits in its turn.
+    fn take_events_of(&self, session: &Session, turn: u32) -> Vec<EventMsg> {
+        let mut kept = session
+            .turn_events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        kept.extract_if(.., |e| e.turn.is_none_or(|t| t == turn))
+            .collect()
     }
 
     /// Says the turn under way will not be committed: its live events are void.
     pub(super) fn abandon_turn(&self, session: &Session, turn: u32, reason: String) {
-        self.take_turn_events(session);
+        self.take_events_of(session, turn);
         self.publisher.live(&EventMsg {
             run_id: session.run.clone(),
             turn: Some(turn),

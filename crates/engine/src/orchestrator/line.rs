@@ -8,9 +8,9 @@
 //! The line's own actions that call no model are the engine's turns (worker `baton`, no
 //! call), committed the same way: the plan lock (the locked plan becomes the run's
 //! steps), the synthesis and its verdict, and, for a unit with no workspace, the gate and
-//! the merge it says it skipped. Lanes run one at a time here; a question for a human,
-//! the end, and a workspace's gates and merge are handed back to the caller unexecuted
-//! (see the README's "Assembly line").
+//! the merge it says it skipped. The lanes of a batch make their calls at once and
+//! commit in lane order (`run_lanes`); a question for a human, the end, and a
+//! workspace's merge are handed back to the caller (see the README's "Assembly line").
 
 use baton_core::line::answers::{
     self, CheckAnswer, IntakeAnswer, PlanAnswer, reconcile_check, reconcile_intake, reconcile_plan,
@@ -27,6 +27,7 @@ use serde_json::Value;
 
 use super::station::{Station, Unread};
 use super::step::Planned;
+use super::turn::Called;
 use super::{Engine, Session, TurnSummary};
 use crate::seating::{Seating, Unit};
 use crate::{Error, Result};
@@ -212,8 +213,9 @@ fn work_of(kind: StationKind, role: Role, station: &str, step: Option<&str>) -> 
 /// What one step of the line did.
 #[derive(Debug)]
 pub enum LineStep {
-    /// One lane ran as a turn (committed, or failed and to be run again).
-    Lane(Box<TurnSummary>),
+    /// The lanes of a batch ran, a turn each, in lane order (each committed, or
+    /// failed and to be run again); an engine action is a batch of one.
+    Lanes(Vec<TurnSummary>),
     /// What the cursor says next is not a seat lane: this build does not execute it yet.
     Waiting(Next),
 }
@@ -242,7 +244,7 @@ impl Engine {
                 let task = format!("Lock the plan at {station}");
                 let summary =
                     self.engine_turn(session, route, progress, task, LINE_ENGINE, lock)?;
-                return Ok(LineStep::Lane(Box::new(summary)));
+                return Ok(LineStep::Lanes(vec![summary]));
             }
             Next::Synthesize { station } => {
                 let reports = self.review_reports(session, route)?;
@@ -271,12 +273,12 @@ impl Engine {
                         Happened::Verdict(verdict)
                     },
                 )?;
-                return Ok(LineStep::Lane(Box::new(summary)));
+                return Ok(LineStep::Lanes(vec![summary]));
             }
             // A unit in a repository runs its gates on the last turn's commit.
             Next::Gate { station } if session.workspace.is_some() => {
                 let summary = self.gate_unit(session, route, progress, &station)?;
-                return Ok(LineStep::Lane(Box::new(summary)));
+                return Ok(LineStep::Lanes(vec![summary]));
             }
             // A unit with no workspace (API workers writing documents) has no gate
             // to run and nothing to merge: said so, on record, and the line goes on.
@@ -288,7 +290,7 @@ impl Engine {
                         ));
                         Happened::Gate { passed: true }
                     })?;
-                return Ok(LineStep::Lane(Box::new(summary)));
+                return Ok(LineStep::Lanes(vec![summary]));
             }
             // A unit in a repository: its outbox is the caller's to write
             // (`jobs::unit::merge`), which then records the merge's turn.
@@ -303,7 +305,7 @@ impl Engine {
                         ));
                         Happened::Merged
                     })?;
-                return Ok(LineStep::Lane(Box::new(summary)));
+                return Ok(LineStep::Lanes(vec![summary]));
             }
             // The unit is done: the run is finished, once.
             Next::Done => {
@@ -314,8 +316,82 @@ impl Engine {
             }
             other => return Ok(LineStep::Waiting(other)),
         };
-        let lane = lanes[0].clone();
-        let work = work_of(kind, lane.role, &station, step.as_deref());
+        // The batch's lanes are seated one after another (a later lane of a seat of
+        // several keeps out whoever holds an earlier one), each pin kept beside the
+        // committed ones until the lanes' turns write them.
+        let committed_pins = session.seats.pins.len();
+        let mut plans: Vec<Planned> = Vec::with_capacity(lanes.len());
+        let mut asked = None;
+        for lane in lanes {
+            let planned = self.plan_lane(
+                session,
+                route,
+                &progress,
+                &station,
+                kind,
+                round,
+                step.as_deref(),
+                lane,
+            );
+            let plan = match planned {
+                Ok(Ok(plan)) => plan,
+                // Nobody may take this lane: asked when it is the first, else the lanes
+                // before it run and it is asked for again on its own.
+                Ok(Err(question)) => {
+                    asked = Some(question);
+                    break;
+                }
+                Err(e) => {
+                    session.seats.pins.truncate(committed_pins);
+                    return Err(e);
+                }
+            };
+            // A coding agent works in the unit's one worktree: its lane runs alone.
+            let agent = session.gateways[plan.worker]
+                .as_ref()
+                .is_some_and(|g| g.needs_workspace());
+            if agent && !plans.is_empty() {
+                break;
+            }
+            if let Some(Seating::Seated { pin }) = &plan.seating {
+                session.seats.pins.push(pin.clone());
+            }
+            plans.push(plan);
+            if agent {
+                break;
+            }
+        }
+        session.seats.pins.truncate(committed_pins);
+        match plans.len() {
+            0 => Ok(LineStep::Waiting(Next::Ask {
+                station,
+                question: asked.unwrap_or_default(),
+            })),
+            1 => {
+                let end = self.run_turn(session, &plans[0]).inspect_err(|e| {
+                    self.abandon_turn(session, session.state.turns, e.to_string());
+                })?;
+                Ok(LineStep::Lanes(vec![end.summary]))
+            }
+            _ => self.run_lanes(session, plans).map(LineStep::Lanes),
+        }
+    }
+
+    /// Seats one lane of the batch and asks it what its station asks; `Ok(Err(q))` when
+    /// nobody may take it (`q` the router's question).
+    #[allow(clippy::too_many_arguments)]
+    fn plan_lane(
+        &self,
+        session: &Session,
+        route: &Route,
+        progress: &LineProgress,
+        station: &str,
+        kind: StationKind,
+        round: u32,
+        step: Option<&str>,
+        lane: Lane,
+    ) -> Result<std::result::Result<Planned, String>> {
+        let work = work_of(kind, lane.role, station, step);
         let spec = route
             .stations
             .iter()
@@ -364,12 +440,7 @@ impl Engine {
         };
         let seating = self.seat_unit(session, &session.state, &unit)?;
         let pin_worker = match &seating {
-            Seating::Nobody { question, .. } => {
-                return Ok(LineStep::Waiting(Next::Ask {
-                    station,
-                    question: question.clone(),
-                }));
-            }
+            Seating::Nobody { question, .. } => return Ok(Err(question.clone())),
             Seating::Held { pin } | Seating::Seated { pin } => pin.worker.clone(),
         };
         let worker = session
@@ -385,9 +456,9 @@ impl Engine {
         let budget = session.config.settings.budget;
         let at = LaneAt {
             kind,
-            station: &station,
+            station,
             round,
-            step: step.as_deref(),
+            step,
             lanes_of_seat,
         };
         // The block gets up to half the budget; the record's sections fill the rest.
@@ -399,7 +470,7 @@ impl Engine {
             budget / 2,
             &*session.estimator,
         );
-        let plan = Planned {
+        Ok(Ok(Planned {
             worker,
             assignment: asked.assignment.clone(),
             budget,
@@ -407,19 +478,82 @@ impl Engine {
             seating: Some(seating),
             line: Some(Box::new(LaneTurn {
                 route: route.clone(),
-                progress,
-                station,
+                progress: progress.clone(),
+                station: station.to_string(),
                 work,
                 round,
-                step,
+                step: step.map(str::to_string),
                 lane,
                 ask: asked,
             })),
+        }))
+    }
+
+    /// Runs the lanes of a batch at once: each briefing compiled from the same committed
+    /// state (so no lane sees another's output), the calls made on threads of their own,
+    /// then each lane reconciled and committed in lane order, as turns `t`, `t+1`, … —
+    /// the order a replay of the unit gives, whatever call returned first.
+    fn run_lanes(
+        &self,
+        session: &mut Session,
+        mut plans: Vec<Planned>,
+    ) -> Result<Vec<TurnSummary>> {
+        let first = session.state.turns;
+        let mut briefed = Vec::with_capacity(plans.len());
+        for (k, plan) in plans.iter().enumerate() {
+            match self.brief_turn(session, plan, first + k as u32) {
+                Ok(b) => briefed.push(b),
+                Err(e) => {
+                    for turn in first..=first + k as u32 {
+                        self.abandon_turn(session, turn, e.to_string());
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        let called: Vec<Called> = {
+            let session = &*session;
+            std::thread::scope(|scope| {
+                let lanes: Vec<_> = plans
+                    .iter()
+                    .zip(&briefed)
+                    .map(|(plan, b)| scope.spawn(move || self.call_turn(session, plan, b)))
+                    .collect();
+                lanes
+                    .into_iter()
+                    .map(|lane| {
+                        lane.join()
+                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                    })
+                    .collect()
+            })
         };
-        let end = self.run_turn(session, &plan).inspect_err(|e| {
-            self.abandon_turn(session, session.state.turns, e.to_string());
-        })?;
-        Ok(LineStep::Lane(Box::new(end.summary)))
+        let mut ends = Vec::with_capacity(plans.len());
+        let mut lanes = plans.iter_mut().zip(briefed).zip(called);
+        while let Some(((plan, briefed), called)) = lanes.next() {
+            let turn = session.state.turns;
+            // Each lane is folded into the progress the lanes before it left.
+            if let Some(line) = plan.line.as_mut() {
+                line.progress = session
+                    .state
+                    .line
+                    .clone()
+                    .unwrap_or_else(LineProgress::start);
+            }
+            match self.finish_turn(session, plan, briefed, called) {
+                Ok(end) => ends.push(end.summary),
+                Err(e) => {
+                    self.abandon_turn(session, turn, e.to_string());
+                    // The lanes after it are not committed either; what their calls
+                    // spent is counted all the same.
+                    for ((_, briefed), called) in lanes {
+                        self.drop_turn(session, &briefed, &called, e.to_string());
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(ends)
     }
 }
 

@@ -28,8 +28,20 @@ use crate::{Error, Result};
 impl Engine {
     /// Runs and commits one turn.
     pub(super) fn run_turn(&self, session: &mut Session, plan: &Planned) -> Result<TurnEnd> {
+        let briefed = self.brief_turn(session, plan, session.state.turns)?;
+        let called = self.call_turn(session, plan, &briefed);
+        self.finish_turn(session, plan, briefed, called)
+    }
+
+    /// Compiles the briefing of turn `turn` from the committed state and says the turn
+    /// started (the seating, the start, the package: each event kept with the turn).
+    pub(super) fn brief_turn(
+        &self,
+        session: &Session,
+        plan: &Planned,
+        turn: u32,
+    ) -> Result<Briefed> {
         let t0 = Instant::now();
-        let turn = session.state.turns;
         let worker: WorkerConfig = session.config.roster.workers[plan.worker].clone();
         let profile = worker.profile();
         let started_at = self.clock.now();
@@ -101,6 +113,23 @@ impl Engine {
             },
         );
 
+        Ok(Briefed {
+            t0,
+            turn,
+            worker,
+            profile,
+            started_at,
+            package,
+            new_pin,
+        })
+    }
+
+    /// Makes the turn's calls: nothing here changes the session, so the calls of
+    /// independent lanes may run at once (see `line_batch`).
+    pub(super) fn call_turn(&self, session: &Session, plan: &Planned, briefed: &Briefed) -> Called {
+        let Briefed {
+            turn, ref package, ..
+        } = *briefed;
         let mut calls = Vec::with_capacity(2);
         let mut prompts: Vec<Prompt> = Vec::with_capacity(2);
         let mut own_outputs: Vec<String> = Vec::new();
@@ -122,10 +151,10 @@ impl Engine {
         if let Some(kind) = station_kind {
             let station = super::line::LineStation { kind };
             let answered = self
-                .caller(session, plan.worker, &package)
+                .caller(session, plan.worker, package)
                 .call_for_answer(
                     &station,
-                    super::line::line_prompt(&package, kind),
+                    super::line::line_prompt(package, kind),
                     CallKind::Execute,
                     turn,
                     &mut calls,
@@ -142,11 +171,11 @@ impl Engine {
                 .as_ref()
                 .map(|w| w.checks())
                 .unwrap_or_default();
-            let prompt = prompt::agent_prompt(&package, &checks);
+            let prompt = prompt::agent_prompt(package, &checks);
             let (mut record, out) = self.call_model(
                 session,
                 plan.worker,
-                &package,
+                package,
                 &prompt,
                 CallKind::Execute,
                 turn,
@@ -178,8 +207,8 @@ impl Engine {
             let answered = self.call_for_claim(
                 session,
                 plan.worker,
-                &package,
-                prompt::combined_prompt(&package),
+                package,
+                prompt::combined_prompt(package),
                 CallKind::Combined,
                 turn,
                 claims::parse_turn_answer,
@@ -194,8 +223,8 @@ impl Engine {
             let executed = self.call_for_claim(
                 session,
                 plan.worker,
-                &package,
-                prompt::execute_prompt(&package),
+                package,
+                prompt::execute_prompt(package),
                 CallKind::Execute,
                 turn,
                 claims::parse_worker_result,
@@ -208,8 +237,8 @@ impl Engine {
                     let handed = self.call_for_claim(
                         session,
                         plan.worker,
-                        &package,
-                        prompt::handoff_prompt(&package, &raw1),
+                        package,
+                        prompt::handoff_prompt(package, &raw1),
                         CallKind::Handoff,
                         turn,
                         claims::parse_handoff_report,
@@ -224,6 +253,46 @@ impl Engine {
                 }
             }
         }
+        Called {
+            calls,
+            prompts,
+            own_outputs,
+            error,
+            claims_ok,
+            line_answer,
+            agent_warnings,
+            is_agent,
+        }
+    }
+
+    /// Reconciles what the turn's calls returned with the committed state and commits
+    /// the turn.
+    pub(super) fn finish_turn(
+        &self,
+        session: &mut Session,
+        plan: &Planned,
+        briefed: Briefed,
+        called: Called,
+    ) -> Result<TurnEnd> {
+        let Briefed {
+            t0,
+            turn,
+            worker,
+            profile,
+            started_at,
+            package,
+            new_pin,
+        } = briefed;
+        let Called {
+            calls,
+            prompts,
+            mut own_outputs,
+            error,
+            mut claims_ok,
+            line_answer,
+            agent_warnings,
+            is_agent,
+        } = called;
         let model_time: Duration = calls
             .iter()
             .map(|c| Duration::from_millis(c.duration_ms))
@@ -601,6 +670,56 @@ impl Engine {
             fatal,
             doomed,
         })
+    }
+}
+
+/// A turn's briefing, compiled from the committed state and announced.
+pub(super) struct Briefed {
+    t0: Instant,
+    turn: u32,
+    worker: WorkerConfig,
+    profile: baton_core::compiler::WorkerProfile,
+    started_at: baton_core::ids::Timestamp,
+    package: compiler::HandoffPackage,
+    /// The turn's new seating, written with it.
+    new_pin: Option<baton_core::router::Pin>,
+}
+
+/// What a turn's calls returned, before anything of it is reconciled.
+pub(super) struct Called {
+    calls: Vec<baton_core::turn::CallRecord>,
+    prompts: Vec<Prompt>,
+    own_outputs: Vec<String>,
+    error: Option<String>,
+    claims_ok: Option<(
+        Parsed<WorkerResult>,
+        Parsed<baton_core::claims::HandoffReport>,
+    )>,
+    line_answer: Option<<super::line::LineStation as super::station::Station>::Answer>,
+    agent_warnings: Vec<String>,
+    is_agent: bool,
+}
+
+impl Engine {
+    /// A turn briefed and called that will not be committed (a lane after one whose
+    /// commit failed): its live events are void, and what its calls spent is counted
+    /// against its worker's pool all the same.
+    pub(super) fn drop_turn(
+        &self,
+        session: &Session,
+        briefed: &Briefed,
+        called: &Called,
+        reason: String,
+    ) {
+        drop(Unbilled::new(
+            &*self.store,
+            briefed.worker.pool.as_ref(),
+            &session.run,
+            briefed.turn,
+            &called.calls,
+            self.clock.now(),
+        ));
+        self.abandon_turn(session, briefed.turn, reason);
     }
 }
 

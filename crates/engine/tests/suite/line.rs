@@ -18,10 +18,21 @@ fn unit(store: &Arc<dyn Store>, n: usize) -> (Engine, RunId) {
 
 /// A unit of the given objective, as [`unit`].
 fn unit_for(store: &Arc<dyn Store>, n: usize, objective: &str) -> (Engine, RunId) {
+    unit_with(store, n, objective, |_, _| {})
+}
+
+/// A unit as [`unit_for`], each worker (by its index) set up by `tweak`.
+fn unit_with(
+    store: &Arc<dyn Store>,
+    n: usize,
+    objective: &str,
+    tweak: impl Fn(usize, &mut WorkerConfig),
+) -> (Engine, RunId) {
     let mut roster = Roster::mock(n);
     let families = ["anthropic", "openai", "zhipu"];
     for (i, w) in roster.workers.iter_mut().enumerate() {
         w.family = families[i % 3].into();
+        tweak(i, w);
     }
     let mut spec = spec(&[objective], roster);
     spec.objective = objective.into();
@@ -47,9 +58,11 @@ fn lanes_upto(
     let mut turns = Vec::new();
     for _ in 0..most {
         match engine.line_step(session, route).unwrap() {
-            LineStep::Lane(summary) => {
-                assert!(summary.error.is_none(), "{:?}", summary.error);
-                turns.push(summary.turn);
+            LineStep::Lanes(summaries) => {
+                for summary in summaries {
+                    assert!(summary.error.is_none(), "{:?}", summary.error);
+                    turns.push(summary.turn);
+                }
             }
             LineStep::Waiting(next) => return Some((turns, next)),
         }
@@ -66,7 +79,10 @@ fn the_lanes_up_to_the_plan_lock_run_as_committed_turns_and_resume_where_they_st
     // Stopped after the lead's merge (a crash, a new process): the rest runs on a
     // session opened from the store, whose seatings know who wrote the plan.
     let mut first = engine.open(&id, None).unwrap();
-    assert!(lanes_upto(&engine, &mut first, &route, 9).is_none());
+    // The intake, the four discovery lanes (one batch), the lead's merge, the two
+    // co-drafts (one batch) and the lead's merge.
+    assert!(lanes_upto(&engine, &mut first, &route, 5).is_none());
+    assert_eq!(first.state.turns, 9);
     drop(first);
     let mut session = engine.open(&id, None).unwrap();
     assert!(lanes_upto(&engine, &mut session, &route, 2).is_none());
@@ -166,26 +182,34 @@ fn the_lanes_up_to_the_plan_lock_run_as_committed_turns_and_resume_where_they_st
         .collect();
     assert_eq!(versions.len(), 3, "{versions:?}");
     assert_eq!(versions[2].1, ["P1", "P2"]);
-    // Blind co-drafts: the second was shown no other draft, and its briefing says so.
-    let second_draft = records
+    // Blind co-drafts, run at once: neither was shown a draft, and neither briefing
+    // holds the other's.
+    let drafts: Vec<&baton_core::turn::TurnRecord> = records
         .iter()
         .filter(|r| r.assignment.task.contains("plan.co-draft"))
-        .nth(1)
-        .unwrap();
-    let line = second_draft.package.line.as_ref().unwrap();
-    assert!(line.shown.iter().all(|s| !s.starts_with('P')), "{line:?}");
-    assert!(
-        line.omitted.iter().any(|o| o.item == "P1"),
-        "{:?}",
-        line.omitted
-    );
+        .collect();
+    assert_eq!(drafts.len(), 2);
+    for draft in drafts {
+        let line = draft.package.line.as_ref().unwrap();
+        assert!(line.shown.iter().all(|s| !s.starts_with('P')), "{line:?}");
+        assert!(
+            !draft.package.text.contains("P1") && !draft.package.text.contains("P2"),
+            "{}",
+            draft.package.text
+        );
+    }
 
     // A resumed unit asks for no lane twice: its progress is the committed one, and
     // what comes next is the lock, the engine's own turn (no worker, no call).
     let mut resumed = engine.open(&id, None).unwrap();
     assert_eq!(resumed.state.line, session.state.line);
     match engine.line_step(&mut resumed, &route).unwrap() {
-        LineStep::Lane(s) => assert_eq!((s.turn, s.worker.as_str()), (11, "baton")),
+        LineStep::Lanes(s) => assert_eq!(
+            s.iter()
+                .map(|s| (s.turn, s.worker.as_str()))
+                .collect::<Vec<_>>(),
+            [(11, "baton")]
+        ),
         other => panic!("{other:?}"),
     }
     assert!(resumed.state.plan_lock.is_some());
@@ -372,4 +396,98 @@ fn a_planted_bug_is_caught_at_its_checkpoint_and_in_review_and_each_fix_is_confi
         .map(|p| p.pin.family.clone())
         .collect();
     assert!(!confirmers.is_empty());
+}
+
+/// The lanes of a batch (the four discovery lanes, the two co-drafts) call their models
+/// at once, each briefed from the same committed state, and commit in lane order
+/// whichever answers first: with the workers' latencies reversed, the unit's record is
+/// the same, turn for turn.
+#[test]
+fn a_batchs_lanes_call_at_once_and_commit_in_lane_order_whichever_answers_first() {
+    let route = Route::default_route().unwrap();
+    let run = |delays: [u64; 6]| {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_in(dir.path());
+        let (engine, id) = unit_with(&store, 6, "Add rate limiting to the public API", |i, w| {
+            w.options.insert("delay_ms".into(), json!(delays[i]));
+        });
+        let mut session = engine.open(&id, None).unwrap();
+        let mut batches = Vec::new();
+        // The intake, the discovery batch, the lead's merge, the co-drafts' batch.
+        for _ in 0..4 {
+            let started = std::time::Instant::now();
+            let LineStep::Lanes(turns) = engine.line_step(&mut session, &route).unwrap() else {
+                panic!("not a lane");
+            };
+            let wall = started.elapsed();
+            let delay = |t: &baton_engine::TurnSummary| {
+                let i = session
+                    .config
+                    .roster
+                    .workers
+                    .iter()
+                    .position(|w| w.id == t.worker);
+                delays[i.unwrap()]
+            };
+            let called: u64 = turns.iter().map(delay).sum();
+            batches.push((
+                turns.iter().map(|t| t.turn).collect::<Vec<_>>(),
+                wall,
+                called,
+            ));
+        }
+        let records = store.turns(&id).unwrap();
+        let kept: Vec<(u32, String, Option<baton_core::turn::LaneRecord>, String)> = records
+            .iter()
+            .map(|r| {
+                (
+                    r.turn,
+                    r.worker.to_string(),
+                    r.lane.clone(),
+                    r.package.text.clone(),
+                )
+            })
+            .collect();
+        let state = serde_json::to_string(&store.load_state(&id).unwrap())
+            .unwrap()
+            .replace(&id.to_string(), "RUN");
+        (batches, kept, state)
+    };
+    let (batches, first, state) = run([100, 150, 200, 250, 300, 350]);
+    let turns: Vec<&[u32]> = batches.iter().map(|b| &b.0[..]).collect();
+    assert_eq!(turns, [&[0][..], &[1, 2, 3, 4], &[5], &[6, 7]]);
+    // Each batch took less wall time than its calls' latencies added up: one after
+    // another it could not have.
+    for (turns, wall, called) in &batches[..] {
+        if turns.len() > 1 {
+            assert!(
+                wall.as_millis() < u128::from(*called),
+                "lanes {turns:?} took {wall:?}, their calls {called} ms in all"
+            );
+        }
+    }
+    // The lanes' workers answer in the other order now; the record is the same.
+    let (_, reversed, reversed_state) = run([350, 300, 250, 200, 150, 100]);
+    assert_eq!(first.len(), 8);
+    for (a, b) in first.iter().zip(&reversed) {
+        assert_eq!(a, b);
+    }
+    assert_eq!(state, reversed_state);
+    // Committed in lane order: the discovery turns are lanes 1–4 of the station.
+    let lanes: Vec<(String, u32)> = first[1..5]
+        .iter()
+        .map(|(_, _, lane, _)| {
+            let lane = lane.as_ref().unwrap();
+            (lane.seat.to_string(), lane.index)
+        })
+        .collect();
+    assert_eq!(
+        lanes,
+        [
+            ("discovery.deep".to_string(), 0),
+            ("discovery.deep".to_string(), 1),
+            ("discovery.breadth".to_string(), 0),
+            ("discovery.invariant-map".to_string(), 0)
+        ]
+    );
 }
