@@ -273,8 +273,9 @@ with open(claim_file, "w") as f:
 "###;
 
 /// The configuration of a unit in a repository: the agent above for the build seats
-/// (family acme), mock workers of three other families for every other seat.
-fn repo_unit_config(agent: &Path, env: &str) -> String {
+/// (family acme), mock workers of three other families for every other seat, answering
+/// after `delay_ms` each call.
+fn repo_unit_config(agent: &Path, env: &str, delay_ms: u64) -> String {
     let mut toml = format!(
         "estimator = \"heuristic\"\n\
          [[pools]]\nid = \"pa\"\n[[pools]]\nid = \"alpha\"\n[[pools]]\nid = \"beta\"\n[[pools]]\nid = \"gamma\"\n\
@@ -289,7 +290,8 @@ fn repo_unit_config(agent: &Path, env: &str) -> String {
     {
         toml.push_str(&format!(
             "[[workers]]\nid = \"{family}-{i}\"\nmodel = \"mock/{family}\"\nfamily = \"{family}\"\npool = \"{family}\"\n\
-             qualified = [\"discovery.*\", \"plan.*\", \"lead.*\", \"checkpoint.*\", \"review.*\"]\n"
+             qualified = [\"discovery.*\", \"plan.*\", \"lead.*\", \"checkpoint.*\", \"review.*\"]\n\
+             options = {{ delay_ms = {delay_ms} }}\n"
         ));
     }
     toml
@@ -298,6 +300,11 @@ fn repo_unit_config(agent: &Path, env: &str) -> String {
 /// A git repository in `d` with one commit (returned), configured for a unit with
 /// [`BUILD_AGENT`] (written in `agents`, outside the repository) given `env`.
 fn repo_with_build_agent(d: &Path, agents: &Path, env: &str) -> String {
+    repo_with_build_agent_at(d, agents, env, 0)
+}
+
+/// As [`repo_with_build_agent`], the mock workers answering after `delay_ms`.
+fn repo_with_build_agent_at(d: &Path, agents: &Path, env: &str, delay_ms: u64) -> String {
     git(d, &["init", "-q", "-b", "main"]);
     git(d, &["config", "user.email", "dev@example.com"]);
     git(d, &["config", "user.name", "dev"]);
@@ -306,7 +313,11 @@ fn repo_with_build_agent(d: &Path, agents: &Path, env: &str) -> String {
     git(d, &["commit", "-q", "-m", "init"]);
     let agent = agents.join("agent.py");
     std::fs::write(&agent, BUILD_AGENT).unwrap();
-    std::fs::write(d.join("baton.toml"), repo_unit_config(&agent, env)).unwrap();
+    std::fs::write(
+        d.join("baton.toml"),
+        repo_unit_config(&agent, env, delay_ms),
+    )
+    .unwrap();
     git(d, &["rev-parse", "HEAD"]).trim().to_string()
 }
 
@@ -483,5 +494,198 @@ fn a_unit_killed_while_its_agent_builds_resumes_from_the_last_committed_turn_wit
     assert!(
         implemented.starts_with("first try at: Implement"),
         "{implemented}"
+    );
+}
+
+/// What a unit's record says it ran: each committed turn's lane (station, seat, lane,
+/// round, step) and worker, in turn order; and its pins as (seat, phase, worker).
+type Ran = (
+    Vec<(String, String, u32, u32, Option<String>, String)>,
+    Vec<(String, String, String)>,
+);
+
+fn ran(d: &Path, unit: &str) -> Ran {
+    use baton_store::Store;
+    let store = baton_store::SqliteStore::open(&db(d)).unwrap();
+    let run = baton_core::ids::RunId(unit.to_string());
+    let turns = store.turns(&run).unwrap();
+    let nums: Vec<u32> = turns.iter().map(|t| t.turn).collect();
+    assert_eq!(nums, (0..turns.len() as u32).collect::<Vec<_>>());
+    let lanes = turns
+        .iter()
+        .map(|t| match &t.lane {
+            Some(l) => (
+                l.station.clone(),
+                l.seat.to_string(),
+                l.index,
+                l.round,
+                l.step.clone(),
+                t.worker.to_string(),
+            ),
+            None => (
+                t.assignment.task.split(':').next().unwrap().to_string(),
+                String::new(),
+                0,
+                0,
+                None,
+                t.worker.to_string(),
+            ),
+        })
+        .collect();
+    let pins = store
+        .pins(&baton_store::PinFilter::run(&run))
+        .unwrap()
+        .into_iter()
+        .map(|p| {
+            (
+                p.pin.seat.to_string(),
+                p.pin.phase,
+                p.pin.worker.to_string(),
+            )
+        })
+        .collect();
+    (lanes, pins)
+}
+
+/// `baton` in `d` with `args`, its stdout's lines sent as they come.
+fn spawn_lines(
+    d: &Path,
+    args: &[&str],
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    let mut child = baton(d)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, rx)
+}
+
+#[test]
+fn a_unit_killed_at_each_station_resumes_from_its_last_committed_turn_and_ends_as_one_never_killed()
+{
+    const GATE: &str = "check=sleep 1; grep -q fixed impl.txt";
+    // The same unit never killed, its mock workers answering at once: what the killed
+    // one must end as, lane for lane.
+    let clean = tempfile::tempdir().unwrap();
+    let agents = tempfile::tempdir().unwrap();
+    repo_with_build_agent(clean.path(), agents.path(), "");
+    let out = baton(clean.path())
+        .args([
+            "line",
+            "Add rate limiting to the public API",
+            "--repo",
+            ".",
+            "--gate",
+            GATE,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let clean_unit = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(':')
+        .to_string();
+    let never_killed = ran(clean.path(), &clean_unit);
+
+    // Killed by SIGKILL once at each station while a seat's call (or the gate) is in
+    // flight: the printed line names the turn just committed (or the unit, before its
+    // first), and what comes after it is under way (the mock workers take 500 ms a
+    // call, the gate a second). The merge writes its outbox too fast to be caught.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    repo_with_build_agent_at(d, agents.path(), "", 500);
+    let kills = [
+        ("unit ", "the intake"),
+        ("As lead.intake", "the four discovery lanes at once"),
+        ("As lead.discovery", "the two co-drafts at once"),
+        ("As lead.plan", "the first scrutiny"),
+        ("As checkpoint.find", "the confirmation, after the find"),
+        (
+            "As review.fresh-eyes (lane 3 of 3)",
+            "the review's breadth and deep round at once",
+        ),
+        ("Synthesize the review", "the gate"),
+    ];
+    let mut unit = String::new();
+    for (k, (after, in_flight)) in kills.iter().enumerate() {
+        let (mut child, lines) = if k == 0 {
+            spawn_lines(
+                d,
+                &[
+                    "line",
+                    "Add rate limiting to the public API",
+                    "--repo",
+                    ".",
+                    "--gate",
+                    GATE,
+                ],
+            )
+        } else {
+            spawn_lines(d, &["line", "--resume", &unit])
+        };
+        let mut last_turn = None;
+        let mut said = Vec::new();
+        loop {
+            let line = lines
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .unwrap_or_else(|_| panic!("no {after:?} line: {said:#?}"));
+            if unit.is_empty() && line.starts_with("unit ") {
+                unit = line
+                    .split_whitespace()
+                    .nth(1)
+                    .unwrap()
+                    .trim_end_matches(':')
+                    .to_string();
+            }
+            if let Some(n) = line
+                .strip_prefix("turn ")
+                .and_then(|r| r.split_whitespace().next())
+            {
+                last_turn = n.parse::<u32>().ok();
+            }
+            let at = line.contains(after);
+            said.push(line);
+            if at {
+                break;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        child.kill().unwrap(); // SIGKILL: no cleanup of any kind
+        let _ = child.wait();
+        // Nothing of what was in flight was committed: the record ends at the turn
+        // the line named.
+        let (lanes, _) = ran(d, &unit);
+        assert_eq!(
+            lanes.len() as u32,
+            last_turn.map_or(0, |n| n + 1),
+            "killed during {in_flight}: {said:#?}"
+        );
+    }
+    let out = baton(d).args(["line", "--resume", &unit]).output().unwrap();
+    let resumed = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{resumed}");
+    assert!(resumed.contains("APPROVED"), "{resumed}");
+    // Each lane ran once, on the worker it was seated with, and every pin is kept: the
+    // record is the unkilled unit's.
+    let (lanes, pins) = ran(d, &unit);
+    assert_eq!(lanes, never_killed.0);
+    assert_eq!(pins, never_killed.1);
+    let branch = format!("baton/job-{unit}");
+    assert_eq!(
+        git(d, &["show", &format!("{branch}:impl.txt")]),
+        "fixed after the gate failed\n"
     );
 }
