@@ -438,6 +438,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             repo,
             base,
             gates,
+            merge,
             json,
         } => match (status, resume) {
             (Some(unit), _) => {
@@ -445,7 +446,12 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             }
             (None, Some(unit)) => crate::line::resume(&ctx, &unit),
             (None, None) => {
-                let workspace = crate::line::InRepo { repo, base, gates };
+                let workspace = crate::line::InRepo {
+                    repo,
+                    base,
+                    gates,
+                    merge,
+                };
                 crate::line::line(
                     &ctx,
                     description.as_deref(),

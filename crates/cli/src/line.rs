@@ -36,6 +36,8 @@ pub(crate) struct InRepo {
     pub repo: Option<std::path::PathBuf>,
     pub base: Option<String>,
     pub gates: Vec<String>,
+    /// `--merge`: land the branch on its base branch at the merge station.
+    pub merge: bool,
 }
 
 /// `baton line [DESCRIPTION] [--route default|FILE] [--repo PATH [--base REV] [--gate G]…] [--check] [--json]`.
@@ -194,12 +196,20 @@ fn start(
                     })?,
                 );
             }
-            Some(baton_engine::jobs::unit::UnitRepo::new(
+            let mut unit = baton_engine::jobs::unit::UnitRepo::new(
                 repo,
                 in_repo.base.as_deref(),
                 gates,
                 &roster,
-            )?)
+            )?;
+            unit.merge = in_repo.merge;
+            if unit.merge && unit.base_branch.is_none() {
+                return Err(exit::usage(format!(
+                    "--merge lands the unit on the branch it starts from, and {} is a commit, not a branch; give --base BRANCH (or leave --base out to start from the checked-out branch)",
+                    in_repo.base.as_deref().unwrap_or("HEAD (detached)")
+                )));
+            }
+            Some(unit)
         }
         None => None,
     };
@@ -268,6 +278,8 @@ fn open_unit(engine: &baton_engine::Engine, id: &baton_core::ids::RunId) -> Resu
 fn drive(engine: &baton_engine::Engine, session: &mut Session) -> Result<ExitCode> {
     let id = session.run.clone();
     let mut failed = 0;
+    // `--merge` was refused: the unit is done, its branch not landed (a human decides).
+    let mut not_merged = false;
     loop {
         match engine.unit_step(session)? {
             LineStep::Lanes(turns) => {
@@ -304,12 +316,31 @@ fn drive(engine: &baton_engine::Engine, session: &mut Session) -> Result<ExitCod
                     "unit {id} is done after {} turns: {verdict} (`baton line --status {id}`, `baton export {id}`)",
                     session.state.turns
                 );
+                if not_merged {
+                    return Ok(exit::Exit::Blocked.into());
+                }
                 return Ok(ExitCode::SUCCESS);
             }
             LineStep::Waiting(Next::Ask { station, question }) => {
                 let question = format!("at {station}: {question}");
                 engine.block_unit(session, question.clone())?;
                 eprintln!("the line stopped for a human: {question}");
+                // A question on record is answered; one the line could not record (nobody
+                // may take a seat) is fixed in the configuration.
+                let asked = session
+                    .state
+                    .line
+                    .as_ref()
+                    .is_some_and(|p| p.asked.is_some());
+                if asked {
+                    eprintln!(
+                        "unit {id} waits for an answer: `baton answer {id} \"…\"`, then `baton line --resume {id}`"
+                    );
+                } else {
+                    eprintln!(
+                        "unit {id} waits for a fix of what the question names (the configuration's workers, pools or seats), then `baton line --resume {id}`"
+                    );
+                }
                 return Ok(exit::Exit::Blocked.into());
             }
             LineStep::Waiting(Next::Merge { station }) => {
@@ -329,6 +360,14 @@ fn drive(engine: &baton_engine::Engine, session: &mut Session) -> Result<ExitCod
                     o.patch_file.display(),
                     o.report_file.display()
                 );
+                match &o.landing {
+                    Some(l @ baton_workspace::Landing::Refused { .. }) => {
+                        eprintln!("{}", l.describe());
+                        not_merged = true;
+                    }
+                    Some(l) => println!("{}", l.describe()),
+                    None => {}
+                }
             }
             LineStep::Waiting(other) => bail!(
                 "the line reached what this build does not run yet ({other:?}); unit {id} is kept as it is (README: \"Assembly line\")"
@@ -456,9 +495,17 @@ pub(crate) fn answer(ctx: &Context_, unit: &str, text: &str) -> Result<ExitCode>
     let id = store.resolve_run(unit)?;
     let engine = ctx.engine(&store);
     let mut session = engine.open(&id, None)?;
+    let stopped = session.state.line.as_ref().and_then(|p| p.stopped);
     let turn = engine.answer_unit(&mut session, text)?;
+    use baton_core::line::cursor::Reply;
+    let taken = match (stopped, Reply::read(text)) {
+        (None, _) => "the station runs again with it".to_string(),
+        (Some(_), Reply::Accept) => "accepted: the line goes on as things stand".to_string(),
+        (Some(_), Reply::More(n)) => format!("{n} more round(s) allowed"),
+        (Some(_), Reply::Guidance) => "taken as guidance for one more round".to_string(),
+    };
     println!(
-        "recorded as a decision of human (turn {}); the unit is open again: continue with `baton line --resume {id}`",
+        "recorded as a decision of human (turn {}), {taken}; the unit is open again: continue with `baton line --resume {id}`",
         turn.turn
     );
     Ok(ExitCode::SUCCESS)

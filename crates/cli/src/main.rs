@@ -243,8 +243,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// The assembly line (in progress): `--check` validates a route and prints it;
-    /// running a unit through the line does not exist yet
+    /// The assembly line: a unit of work through a route's stations (intake, discovery,
+    /// plan, build with checkpoints, review, synthesis, gates, merge); `--check`
+    /// validates a route
     Line {
         /// What the unit of work is: runs it through the route's stations
         description: Option<String>,
@@ -270,6 +271,11 @@ pub enum Command {
         /// With --repo: a gate the gate station runs, `name=command` or just `command` (repeat)
         #[arg(long = "gate", requires = "repo")]
         gates: Vec<String>,
+        /// With --repo: the merge station lands the branch on the base branch (a final
+        /// drift check, then a fast-forward, or a merge commit when the base moved on
+        /// other files); refused with the reason otherwise (exit 3)
+        #[arg(long, requires = "repo")]
+        merge: bool,
         #[arg(long)]
         json: bool,
     },

@@ -135,6 +135,17 @@ impl Workspace {
     }
 
     fn commit_tree(&self, git: &Git, parent: &str, tree: &str, message: &str) -> Result<String> {
+        self.commit_tree_of(git, &[parent], tree, message)
+    }
+
+    /// A commit of `tree` with `parents` (two for a merge), as baton's identity.
+    pub(crate) fn commit_tree_of(
+        &self,
+        git: &Git,
+        parents: &[&str],
+        tree: &str,
+        message: &str,
+    ) -> Result<String> {
         let identity = match self.identity.0.get() {
             Some(identity) => identity,
             None => {
@@ -148,15 +159,11 @@ impl Workspace {
         }
         // Signing could prompt for a passphrase mid-run; these are checkpoints on a
         // baton branch, and the human signs what they merge.
-        args.extend([
-            os("commit-tree"),
-            os("--no-gpg-sign"),
-            os("-p"),
-            os(parent),
-            os("-F"),
-            os("-"),
-            os(tree),
-        ]);
+        args.extend([os("commit-tree"), os("--no-gpg-sign")]);
+        for parent in parents {
+            args.extend([os("-p"), os(parent)]);
+        }
+        args.extend([os("-F"), os("-"), os(tree)]);
         let out = git.run_with_input(&args, message.as_bytes())?;
         let sha = String::from_utf8_lossy(&out).trim().to_owned();
         if sha.len() < 40 || !sha.bytes().all(|b| b.is_ascii_hexdigit()) {

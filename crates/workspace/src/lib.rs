@@ -15,6 +15,7 @@ mod error;
 mod exclude;
 mod gc;
 mod git;
+mod land;
 mod recover;
 mod repo;
 mod workspace;
@@ -27,6 +28,7 @@ pub use gc::{
     AGENT_OUTPUT_DIR, GcReport, KeepReason, KeptWorktree, RemovedWorktree, Retention,
     transcripts_dir,
 };
+pub use land::Landing;
 pub use recover::set_aside;
 pub use repo::Repo;
 pub use workspace::{

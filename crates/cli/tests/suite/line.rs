@@ -180,6 +180,52 @@ fn a_vague_unit_stops_at_the_intake_with_its_question_for_a_human() {
 }
 
 #[test]
+fn a_plan_loop_that_will_not_converge_stops_with_its_options_and_the_human_answer_acts_on_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = baton(d)
+        .args([
+            "line",
+            "Add rate limiting to the public API, with a contested plan",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let unit = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(':')
+        .to_string();
+    assert!(
+        err.contains("the line stopped for a human: at plan-loop: plan-loop (plan.scrutiny) did not converge in 4 rounds")
+            && err.contains("`accept` to lock the plan as it stands")
+            && err.contains(&format!("unit {unit} waits for an answer: `baton answer {unit} \"…\"`")),
+        "{err}"
+    );
+    let said = run_ok(d, &["answer", &unit, "more 1"]);
+    assert!(said.contains("1 more round(s) allowed"), "{said}");
+    let out = baton(d).args(["line", "--resume", &unit]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("did not converge in 5 rounds"),
+        "{}",
+        text(&out)
+    );
+    let said = run_ok(d, &["answer", &unit, "accept"]);
+    assert!(
+        said.contains("accepted: the line goes on as things stand"),
+        "{said}"
+    );
+    let done = run_ok(d, &["line", "--resume", &unit]);
+    assert!(
+        done.contains("Lock the plan at plan-loop") && done.contains("APPROVED"),
+        "{done}"
+    );
+}
+
+#[test]
 fn a_unit_needs_a_description_pools_to_route_by_and_resumes_only_units() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -687,5 +733,173 @@ fn a_unit_killed_at_each_station_resumes_from_its_last_committed_turn_and_ends_a
     assert_eq!(
         git(d, &["show", &format!("{branch}:impl.txt")]),
         "fixed after the gate failed\n"
+    );
+}
+
+/// `--merge` with the base branch where the unit left it: the merge station
+/// fast-forwards the checked-out branch, files and all, and says so.
+#[test]
+fn merge_fast_forwards_the_checked_out_base_branch_when_it_did_not_move() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let agents = tempfile::tempdir().unwrap();
+    let base = repo_with_build_agent(d, agents.path(), "");
+    let out = baton(d)
+        .args([
+            "line",
+            "Add rate limiting to the public API",
+            "--repo",
+            ".",
+            "--merge",
+            "--gate",
+            "check=grep -q fixed impl.txt",
+        ])
+        .output()
+        .unwrap();
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let unit = said
+        .split_whitespace()
+        .nth(2)
+        .unwrap()
+        .trim_end_matches(':')
+        .to_string();
+    let head = git(d, &["rev-parse", &format!("baton/job-{unit}")])
+        .trim()
+        .to_string();
+    assert!(
+        said.contains(&format!(
+            "merged into main: fast-forward from {} to {}",
+            &base[..12],
+            &head[..12]
+        )),
+        "{said}"
+    );
+    assert_eq!(git(d, &["rev-parse", "main"]).trim(), head);
+    // The checkout moved with it: the unit's files are there.
+    assert_eq!(
+        std::fs::read_to_string(d.join("impl.txt")).unwrap(),
+        "fixed after the gate failed\n"
+    );
+    let report =
+        std::fs::read_to_string(d.join(".baton/worktrees/outbox").join(format!("{unit}.md")))
+            .unwrap();
+    assert!(
+        report.contains("Merged into main: fast-forward from"),
+        "{report}"
+    );
+}
+
+/// A unit stopped at its intake ("Fix it" is too vague) while the base branch moves,
+/// then answered and resumed with `--merge`: returns the unit.
+fn stopped_unit_with_merge(d: &Path, agents: &Path) -> String {
+    repo_with_build_agent(d, agents, "");
+    let out = baton(d)
+        .args(["line", "Fix it", "--repo", ".", "--merge"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(':')
+        .to_string()
+}
+
+#[test]
+fn merge_joins_a_base_branch_that_moved_on_other_files_with_a_merge_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let agents = tempfile::tempdir().unwrap();
+    let unit = stopped_unit_with_merge(d, agents.path());
+    // Someone commits on main meanwhile, on a file the unit never touches.
+    std::fs::write(d.join("CHANGELOG.md"), "a colleague's change\n").unwrap();
+    git(d, &["add", "CHANGELOG.md"]);
+    git(d, &["commit", "-q", "-m", "colleague"]);
+    let moved = git(d, &["rev-parse", "main"]).trim().to_string();
+    run_ok(
+        d,
+        &[
+            "answer",
+            &unit,
+            "Return 429 after 100 requests a minute per key",
+        ],
+    );
+    let out = baton(d).args(["line", "--resume", &unit]).output().unwrap();
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains(&format!(
+            "merged into main: it had moved to {} on other files, so merge commit",
+            &moved[..12]
+        )),
+        "{said}"
+    );
+    // main is the merge of both: its parents are the unit's last turn and the colleague's.
+    let main = git(d, &["rev-parse", "main"]);
+    assert_eq!(main, git(d, &["rev-parse", &format!("baton/job-{unit}")]));
+    let parents = git(d, &["rev-list", "--parents", "-n", "1", "main"]);
+    assert_eq!(parents.split_whitespace().count(), 3, "{parents}");
+    assert!(parents.contains(&moved), "{parents}");
+    assert!(d.join("CHANGELOG.md").exists() && d.join("impl.txt").exists());
+    let trailer = git(
+        d,
+        &[
+            "log",
+            "-1",
+            "--format=%(trailers:key=Baton-Job,valueonly)",
+            "main",
+        ],
+    );
+    assert_eq!(trailer.trim(), unit);
+}
+
+#[test]
+fn merge_refuses_a_base_branch_that_changed_the_units_files_and_leaves_everything_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let agents = tempfile::tempdir().unwrap();
+    let unit = stopped_unit_with_merge(d, agents.path());
+    std::fs::write(d.join("impl.txt"), "a colleague's implementation\n").unwrap();
+    git(d, &["add", "impl.txt"]);
+    git(d, &["commit", "-q", "-m", "colleague"]);
+    let moved = git(d, &["rev-parse", "main"]).trim().to_string();
+    run_ok(
+        d,
+        &[
+            "answer",
+            &unit,
+            "Return 429 after 100 requests a minute per key",
+        ],
+    );
+    let out = baton(d).args(["line", "--resume", &unit]).output().unwrap();
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{said}");
+    assert!(
+        said.contains("not merged into main: main moved since the unit started and changed files the unit changed too (impl.txt); merge by hand"),
+        "{said}"
+    );
+    assert!(said.contains("is done after"), "{said}");
+    assert_eq!(git(d, &["rev-parse", "main"]).trim(), moved);
+    assert_eq!(
+        std::fs::read_to_string(d.join("impl.txt")).unwrap(),
+        "a colleague's implementation\n"
+    );
+    // The patch is in the outbox all the same.
+    assert!(
+        d.join(".baton/worktrees/outbox")
+            .join(format!("{unit}.patch"))
+            .exists()
+    );
+
+    // A unit started from a commit has no branch to land on.
+    let err = run_err(
+        d,
+        &["line", "Fix it", "--repo", ".", "--base", &moved, "--merge"],
+    );
+    assert!(
+        err.contains("--merge lands the unit on the branch it starts from"),
+        "{err}"
     );
 }

@@ -22,6 +22,8 @@ pub const STEP_ROUNDS: u32 = 3;
 /// Fix rounds of a unit (a verdict or a gate sending it back) before the line asks a
 /// human.
 pub const FIX_ROUNDS: u32 = 3;
+/// Failed turns in a row at one seat before the line asks a human.
+pub const SEAT_FAILURES: u32 = 3;
 
 /// What a lane does at its station.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,6 +80,90 @@ pub struct LineProgress {
     /// The question the line stopped on, until a human answers it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub asked: Option<String>,
+    /// What stopped the line, when an answer can act on it (a limit that was reached);
+    /// absent for a question whose answer is only recorded (an ambiguous intake).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<Stop>,
+    /// Rounds a human allowed beyond the station's (or the step's) limit, this pass.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub more_rounds: u32,
+    /// Fix rounds a human allowed beyond [`FIX_ROUNDS`].
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub more_fixes: u32,
+    /// The seat whose last turns failed, one after another, and how many.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failing: Option<(SeatId, u32)>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// A limit the line stopped at, for a human to lift or accept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stop {
+    /// The station's rounds ran out, each raising something new.
+    RoundLimit,
+    /// A build step's checkpoint still finds something after its rework rounds.
+    StepRounds,
+    /// The fix rounds are spent and the unit is sent back again.
+    FixRounds,
+    /// The synthesis blocked the unit on an open BLOCKER.
+    Blocked,
+    /// A seat's turns failed [`SEAT_FAILURES`] times in a row.
+    SeatFailures,
+}
+
+/// What a human's answer to a stop asks of the line, read from its first word:
+/// `accept` (go on as things stand), `more [N]` (N more rounds, 1 if unsaid), or
+/// anything else: guidance, recorded as a decision, with one more round to act on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reply {
+    Accept,
+    More(u32),
+    Guidance,
+}
+
+impl Reply {
+    pub fn read(answer: &str) -> Reply {
+        let mut words = answer
+            .split(|c: char| c.is_whitespace() || c == ':' || c == ',')
+            .filter(|w| !w.is_empty());
+        match words.next().map(str::to_ascii_lowercase).as_deref() {
+            Some("accept") => Reply::Accept,
+            Some("more") => Reply::More(
+                words
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .filter(|n| *n > 0)
+                    .unwrap_or(1),
+            ),
+            _ => Reply::Guidance,
+        }
+    }
+}
+
+/// What a human may answer at `stop`, as the question says it.
+fn options(stop: Stop, station: &Station) -> String {
+    if stop == Stop::SeatFailures {
+        return "fix its worker (the model, key or server) or bench it (`baton worker bench ID`), then answer anything (`retry`) to run the seat again".into();
+    }
+    let accept = match (stop, station.kind) {
+        (Stop::RoundLimit, StationKind::PlanLoop) => "lock the plan as it stands",
+        (Stop::RoundLimit, _) => "go on with the findings as they stand",
+        (Stop::StepRounds, _) => "dismiss the step's open findings and go on to the next step",
+        (Stop::FixRounds | Stop::SeatFailures, _) => "go on past this station as things stand",
+        (Stop::Blocked, _) => "go on as things stand, the BLOCKER left open",
+    };
+    let more = match stop {
+        Stop::RoundLimit => "N more rounds",
+        Stop::StepRounds => "N more rework rounds of the step",
+        Stop::FixRounds | Stop::Blocked | Stop::SeatFailures => "N more fix rounds",
+    };
+    format!(
+        "answer `accept` to {accept}, `more N` for {more}, or anything else to have it taken as guidance (a decision every later briefing carries) for one more round"
+    )
 }
 
 impl LineProgress {
@@ -97,6 +183,10 @@ impl LineProgress {
             fixes: 0,
             done: Vec::new(),
             asked: None,
+            stopped: None,
+            more_rounds: 0,
+            more_fixes: 0,
+            failing: None,
         }
     }
 }
@@ -153,7 +243,12 @@ pub enum Happened {
     /// The line must stop with this question (an ambiguous intake, a contradiction).
     Asked(String),
     /// A human answered the question it stopped on.
-    Answered,
+    Answered(Reply),
+    /// A lane's turn failed (no usable answer); the lane runs again.
+    Failed {
+        seat: SeatId,
+        error: String,
+    },
 }
 
 /// What comes next for a unit at `progress` on `route`.
@@ -362,11 +457,39 @@ pub fn advance(
         return;
     };
     match happened {
-        Happened::Asked(question) => progress.asked = Some(question),
-        Happened::Answered => progress.asked = None,
+        Happened::Asked(question) => {
+            progress.asked = Some(question);
+            progress.stopped = None;
+        }
+        Happened::Answered(reply) => {
+            progress.asked = None;
+            if let Some(stop) = progress.stopped.take() {
+                answered(route, progress, state, stop, reply);
+            }
+        }
         Happened::Committed(lanes) => {
+            if let Some((seat, _)) = &progress.failing
+                && lanes.iter().any(|l| l.seat == *seat)
+            {
+                progress.failing = None;
+            }
             progress.done.extend(lanes);
             settle(route, progress, state);
+        }
+        Happened::Failed { seat, error } => {
+            let n = match &progress.failing {
+                Some((s, n)) if *s == seat => n + 1,
+                _ => 1,
+            };
+            if n >= SEAT_FAILURES {
+                let error: String = error.chars().take(300).collect();
+                let question = format!(
+                    "{seat} at {} failed {n} turns in a row (last: {error})",
+                    station.id
+                );
+                stop(progress, station, Stop::SeatFailures, question);
+            }
+            progress.failing = Some((seat, n));
         }
         Happened::Locked | Happened::Merged => enter(route, progress, progress.station + 1, false),
         Happened::Gate { passed: true } | Happened::Verdict(VerdictKind::Approved) => {
@@ -375,11 +498,59 @@ pub fn advance(
         Happened::Gate { passed: false } | Happened::Verdict(VerdictKind::NeedsChanges) => {
             fix_round(route, progress, station)
         }
-        Happened::Verdict(VerdictKind::Blocked) => {
-            progress.asked = Some(format!(
+        Happened::Verdict(VerdictKind::Blocked) => stop(
+            progress,
+            station,
+            Stop::Blocked,
+            format!(
                 "the synthesis at {} blocked the unit: an open BLOCKER finding needs a decision",
                 station.id
-            ));
+            ),
+        ),
+    }
+}
+
+/// Stops the line at a limit with `question`, saying what the human may answer.
+fn stop(progress: &mut LineProgress, station: &Station, at: Stop, question: String) {
+    progress.asked = Some(format!("{question}; {}", options(at, station)));
+    progress.stopped = Some(at);
+}
+
+/// A human's reply to the stop the line was at.
+fn answered(
+    route: &Route,
+    progress: &mut LineProgress,
+    state: &ExecutionState,
+    at: Stop,
+    reply: Reply,
+) {
+    let station = &route.stations[progress.station];
+    let more = match reply {
+        Reply::Accept => 0,
+        Reply::More(n) => n,
+        Reply::Guidance => 1,
+    };
+    match (at, more) {
+        // The seat's lane runs again, its count of failures started anew.
+        (Stop::SeatFailures, _) => progress.failing = None,
+        // The plan loop's lanes are all done: the lock comes next.
+        (Stop::RoundLimit, 0) if station.lock && state.plan_lock.is_none() => {}
+        (Stop::RoundLimit | Stop::FixRounds | Stop::Blocked, 0) => {
+            enter(route, progress, progress.station + 1, false);
+        }
+        // The step's findings are dismissed by the engine's answer turn (which knows
+        // them); the build goes on with the next step.
+        (Stop::StepRounds, 0) => next_step(route, progress, state),
+        (Stop::RoundLimit | Stop::StepRounds, n) => {
+            progress.more_rounds += n;
+            progress.round += 1;
+            progress.done.clear();
+        }
+        (Stop::FixRounds | Stop::Blocked, n) => {
+            if at == Stop::FixRounds {
+                progress.more_fixes += n;
+            }
+            fix_round(route, progress, station);
         }
     }
 }
@@ -406,17 +577,19 @@ fn settle(route: &Route, progress: &mut LineProgress, state: &ExecutionState) {
         }
         return;
     }
-    if progress.round >= rounds.limit {
-        let options = match station.kind {
-            StationKind::PlanLoop => {
-                "accept the plan as it stands, allow more rounds, or narrow the objective"
-            }
-            _ => "go on to synthesis with the findings as they stand, or allow more rounds",
-        };
-        progress.asked = Some(format!(
-            "{} did not converge in {} rounds (each raised something new): {options}",
-            station.id, rounds.limit
-        ));
+    let limit = rounds.limit + progress.more_rounds;
+    if progress.round >= limit {
+        let seats: Vec<&str> = station.seats.iter().map(|s| s.seat.as_str()).collect();
+        stop(
+            progress,
+            station,
+            Stop::RoundLimit,
+            format!(
+                "{} ({}) did not converge in {limit} rounds: each raised something new",
+                station.id,
+                seats.join(", ")
+            ),
+        );
         return;
     }
     // The next round starts with the plan's lead revising the plan (see `pending`).
@@ -451,22 +624,39 @@ fn settle_build(route: &Route, progress: &mut LineProgress, state: &ExecutionSta
         .iter()
         .any(|f| f.is_open() && f.station == station.id && f.step == step && step.is_some());
     if open {
-        if progress.round >= STEP_ROUNDS {
-            progress.asked = Some(format!(
-                "step {} still has open checkpoint findings after {STEP_ROUNDS} rounds of rework; dismiss them, change the step, or allow more rounds",
-                step.unwrap_or_default()
-            ));
+        let limit = STEP_ROUNDS + progress.more_rounds;
+        if progress.round >= limit {
+            let checkpoint = station
+                .checkpoint
+                .as_ref()
+                .map_or_else(String::new, |c| format!(" ({})", c.find));
+            stop(
+                progress,
+                station,
+                Stop::StepRounds,
+                format!(
+                    "step {} still has open checkpoint findings{checkpoint} after {limit} rounds of rework",
+                    step.unwrap_or_default()
+                ),
+            );
             return;
         }
         progress.round += 1;
         progress.done.clear();
         return;
     }
+    next_step(route, progress, state);
+}
+
+/// The build goes on with the locked plan's next step, or on to the next station after
+/// the last.
+fn next_step(route: &Route, progress: &mut LineProgress, state: &ExecutionState) {
     let steps = state.locked_plan().map_or(0, |p| p.steps.len());
     match progress.step {
         Some(i) if i + 1 < steps => {
             progress.step = Some(i + 1);
             progress.round = 1;
+            progress.more_rounds = 0;
             progress.done.clear();
         }
         _ => enter(route, progress, progress.station + 1, false),
@@ -476,12 +666,17 @@ fn settle_build(route: &Route, progress: &mut LineProgress, state: &ExecutionSta
 /// Sends the unit back to the station's `back_to` (else the route's build) for a fix
 /// round, or asks a human when the fix rounds are spent.
 fn fix_round(route: &Route, progress: &mut LineProgress, station: &Station) {
-    if progress.fixes >= FIX_ROUNDS {
-        progress.asked = Some(format!(
-            "{} sent the unit back {FIX_ROUNDS} times; look at the open findings and decide",
-            station.id
-        ));
-        return;
+    let limit = FIX_ROUNDS + progress.more_fixes;
+    if progress.fixes >= limit {
+        return stop(
+            progress,
+            station,
+            Stop::FixRounds,
+            format!(
+                "{} sends the unit back again after {limit} fix rounds; look at the open findings and decide",
+                station.id
+            ),
+        );
     }
     let target = station
         .back_to
@@ -516,6 +711,7 @@ fn enter(route: &Route, progress: &mut LineProgress, at: usize, fix: bool) {
     progress.earlier_rounds[leaving] = used;
     progress.station = at;
     progress.round = 1;
+    progress.more_rounds = 0;
     progress.done.clear();
     progress.step = match route.stations.get(at) {
         Some(s) if s.kind == StationKind::Build && !fix => Some(0),

@@ -35,6 +35,9 @@ struct Script {
     /// Serialize and reload state and progress between every two actions, as a crash
     /// and `--resume` would.
     reload: bool,
+    /// A human's answers to the questions the line stops on, in turn; the run ends at
+    /// the first question left unanswered.
+    answers: Vec<&'static str>,
 }
 
 #[derive(Debug, Default)]
@@ -43,6 +46,8 @@ struct Run {
     batches: Vec<(String, u32, Option<String>, Vec<String>)>,
     seat_turns: u32,
     asked: Option<String>,
+    /// The questions answered on the way.
+    answered: Vec<String>,
     state: Option<ExecutionState>,
 }
 
@@ -102,11 +107,17 @@ fn drive(script: &Script) -> Run {
                 run.state = Some(state);
                 return run;
             }
-            Next::Ask { question, .. } => {
-                run.asked = Some(question);
-                run.state = Some(state);
-                return run;
-            }
+            Next::Ask { question, .. } => match script.answers.get(run.answered.len()) {
+                Some(answer) => {
+                    run.answered.push(question);
+                    Happened::Answered(Reply::read(answer))
+                }
+                None => {
+                    run.asked = Some(question);
+                    run.state = Some(state);
+                    return run;
+                }
+            },
             Next::Seats {
                 station,
                 kind,
@@ -406,7 +417,7 @@ fn a_plan_loop_that_raises_something_new_every_round_asks_a_human_at_its_limit()
     });
     let question = run.asked.unwrap();
     assert!(
-        question.starts_with("plan-loop did not converge in 4 rounds (each raised something new): accept the plan as it stands"),
+        question.starts_with("plan-loop (plan.scrutiny) did not converge in 4 rounds: each raised something new; answer `accept` to lock the plan as it stands, `more N` for N more rounds, or anything else"),
         "{question}"
     );
     let loop_batches: Vec<_> = run.batches.iter().filter(|b| b.0 == "plan-loop").collect();
@@ -556,10 +567,58 @@ fn a_failing_gate_sends_the_work_back_and_spent_fix_rounds_ask_a_human() {
         gate_fails_until: 10,
         ..Script::default()
     });
-    assert_eq!(
-        run.asked.as_deref(),
-        Some("gate sent the unit back 3 times; look at the open findings and decide")
+    let question = run.asked.unwrap();
+    assert!(
+        question.starts_with("gate sends the unit back again after 3 fix rounds; look at the open findings and decide; answer `accept` to go on past this station as things stand, `more N` for N more fix rounds"),
+        "{question}"
     );
+}
+
+#[test]
+fn a_human_answers_a_plan_loop_that_would_not_converge_with_more_rounds_then_accepts_it() {
+    let run = drive(&Script {
+        endless_scrutiny: true,
+        answers: vec!["more 2", "accept: the objections are about tuning"],
+        ..Script::default()
+    });
+    assert_eq!(run.asked, None, "{:?}", run.answered);
+    assert_eq!(run.answered.len(), 2);
+    assert!(
+        run.answered[1].contains("did not converge in 6 rounds"),
+        "{:?}",
+        run.answered
+    );
+    // Six rounds of two scrutinies and five revisions, then the lock, the build and the
+    // rest of the route to the end.
+    let loop_batches = run.batches.iter().filter(|b| b.0 == "plan-loop").count();
+    assert_eq!(loop_batches, 6 * 2 + 5);
+    let state = run.state.unwrap();
+    assert!(state.plan_lock.is_some());
+    assert_eq!(
+        state.verdicts.last().unwrap().verdict,
+        VerdictKind::Approved
+    );
+}
+
+#[test]
+fn guidance_for_a_spent_fix_round_gives_one_more_and_accept_goes_on_past_the_gate() {
+    let run = drive(&Script {
+        gate_fails_until: 10,
+        answers: vec!["Check the limiter's clock source first", "accept"],
+        ..Script::default()
+    });
+    assert_eq!(run.asked, None, "{:?}", run.answered);
+    assert_eq!(run.answered.len(), 2);
+    assert!(
+        run.answered[1].contains("after 4 fix rounds"),
+        "{:?}",
+        run.answered
+    );
+    let state = run.state.unwrap();
+    assert_eq!(state.line.as_ref().unwrap().fixes, 4);
+    // Past the gate, which never passed, through the merge to the end: the human's call.
+    let route = Route::default_route().unwrap();
+    assert_eq!(state.line.as_ref().unwrap().station, route.stations.len());
 }
 
 #[test]
@@ -609,7 +668,12 @@ fn a_question_stops_the_line_until_it_is_answered() {
             question: "per key or per IP?".into()
         }
     );
-    advance(&route, &mut progress, &state, Happened::Answered);
+    advance(
+        &route,
+        &mut progress,
+        &state,
+        Happened::Answered(Reply::Guidance),
+    );
     assert!(
         matches!(next(&route, &progress, &state), Next::Seats { ref station, .. } if station == "intake")
     );
@@ -642,4 +706,69 @@ fn progress_past_the_routes_end_asks_and_at_its_end_is_done() {
     assert!(
         matches!(next(&route, &progress, &state), Next::Ask { ref question, .. } if question.contains("names station 11 and route default has 9"))
     );
+}
+
+#[test]
+fn three_failed_turns_in_a_row_at_a_seat_ask_a_human_and_an_answer_runs_it_again() {
+    let route = Route::default_route().unwrap();
+    let state = ExecutionState::new(RunId("u".into()), "o", &[]);
+    let mut progress = LineProgress::start();
+    let intake = SeatId::new("lead.intake");
+    let failed = |seat: &SeatId| Happened::Failed {
+        seat: seat.clone(),
+        error: "connection refused".into(),
+    };
+    advance(&route, &mut progress, &state, failed(&intake));
+    advance(&route, &mut progress, &state, failed(&intake));
+    assert!(matches!(
+        next(&route, &progress, &state),
+        Next::Seats { .. }
+    ));
+    advance(&route, &mut progress, &state, failed(&intake));
+    let Next::Ask { station, question } = next(&route, &progress, &state) else {
+        panic!("no question")
+    };
+    assert_eq!(station, "intake");
+    assert!(
+        question.starts_with("lead.intake at intake failed 3 turns in a row (last: connection refused); fix its worker"),
+        "{question}"
+    );
+    // Answered, the seat runs again, its failures counted anew.
+    advance(
+        &route,
+        &mut progress,
+        &state,
+        Happened::Answered(Reply::read("retry")),
+    );
+    assert!(matches!(
+        next(&route, &progress, &state),
+        Next::Seats { .. }
+    ));
+    advance(&route, &mut progress, &state, failed(&intake));
+    advance(&route, &mut progress, &state, failed(&intake));
+    assert!(matches!(
+        next(&route, &progress, &state),
+        Next::Seats { .. }
+    ));
+    // A commit of the seat ends the run of failures; another seat's failure starts its own.
+    let lane = Lane {
+        seat: intake.clone(),
+        index: 0,
+        role: Role::Work,
+        blind: false,
+    };
+    advance(
+        &route,
+        &mut progress,
+        &state,
+        Happened::Committed(vec![lane]),
+    );
+    assert_eq!(progress.failing, None);
+    advance(
+        &route,
+        &mut progress,
+        &state,
+        failed(&SeatId::new("discovery.deep")),
+    );
+    assert_eq!(progress.failing, Some((SeatId::new("discovery.deep"), 1)));
 }

@@ -424,7 +424,9 @@ impl Parsed {
         out
     }
 
-    fn numbers(&self) -> BTreeSet<&str> {
+    /// The statement's numbers in order, each as often as it occurs: "lane 1 of 2,
+    /// round 2" and "lane 2 of 2, round 1" are different lanes.
+    fn numbers(&self) -> Vec<&str> {
         (self.tokens.iter())
             .filter_map(|t| match t {
                 Token::Number(n) => Some(n.as_str()),
@@ -556,10 +558,34 @@ fn polarity(a: &Parsed, b: &Parsed) -> Option<Difference> {
 
 fn numbers(a: &Parsed, b: &Parsed) -> Option<Difference> {
     let (na, nb) = (a.numbers(), b.numbers());
-    (na != nb).then(|| Difference {
+    // What one side has more often than the other; the same numbers in another order
+    // differ too, with nothing to list beyond them.
+    let beyond = |x: &[&'_ str], y: &[&str]| -> Vec<String> {
+        let mut rest = y.to_vec();
+        let mut out = Vec::new();
+        for n in x {
+            match rest.iter().position(|m| m == n) {
+                Some(i) => {
+                    rest.remove(i);
+                }
+                None if !out.contains(&n.to_string()) => out.push(n.to_string()),
+                None => {}
+            }
+        }
+        out
+    };
+    if na == nb {
+        return None;
+    }
+    let (mut claim, mut record) = (beyond(&na, &nb), beyond(&nb, &na));
+    if claim.is_empty() && record.is_empty() {
+        claim = na.iter().map(|n| n.to_string()).collect();
+        record = nb.iter().map(|n| n.to_string()).collect();
+    }
+    Some(Difference {
         aspect: Aspect::Number,
-        claim: listed(na.difference(&nb).copied()),
-        record: listed(nb.difference(&na).copied()),
+        claim: listed(claim.iter().map(String::as_str)),
+        record: listed(record.iter().map(String::as_str)),
     })
 }
 
@@ -658,5 +684,17 @@ mod tests {
         let d = difference("Test lexer.rs", "Test parser.rs").unwrap();
         assert_eq!(d.to_string(), "name (lexer.rs vs parser.rs)");
         assert_eq!(difference("Use Redis 7.2", "use redis 7.2!"), None);
+    }
+
+    #[test]
+    fn the_same_numbers_in_another_order_or_count_are_different_statements() {
+        let d = difference("Lane 1 of 2, round 2", "Lane 2 of 2, round 1").unwrap();
+        assert_eq!(d.to_string(), "number (1, 2, 2 vs 2, 2, 1)");
+        let d = difference("Lane 2 of 2 failed", "Lane 1 of 2 failed").unwrap();
+        assert_eq!(d.to_string(), "number (2 vs 1)");
+        assert_eq!(
+            difference("Retry 3 times, 2 s apart", "retry 3 times, 2 s apart"),
+            None
+        );
     }
 }

@@ -394,6 +394,12 @@ const CORPUS: &[Row] = &[
         Keep,
     ),
     row(
+        Issue(High, High),
+        "Lane 1 of 2 timed out in round 2",
+        "Lane 2 of 2 timed out in round 1",
+        Keep,
+    ),
+    row(
         Completed,
         "Migrated 3 of the 7 tables to the new schema",
         "Migrated 5 of the 7 tables to the new schema",

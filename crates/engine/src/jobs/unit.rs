@@ -35,6 +35,10 @@ pub struct UnitRepo {
     /// What the gate station runs.
     #[serde(default)]
     pub gates: Vec<GateSpec>,
+    /// The merge station lands the branch on `base_branch` (`--merge`) after a final
+    /// drift check, besides writing the outbox.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub merge: bool,
 }
 
 fn ws(e: baton_workspace::Error) -> Error {
@@ -65,6 +69,7 @@ impl UnitRepo {
             base_branch,
             worktree_root: opened.default_worktree_root(),
             gates,
+            merge: false,
         })
     }
 
@@ -159,6 +164,9 @@ pub struct UnitOutbox {
     pub branch: String,
     pub base: String,
     pub head: String,
+    /// What `--merge` did (absent without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub landing: Option<baton_workspace::Landing>,
     pub patch_file: PathBuf,
     pub report_file: PathBuf,
     pub files_changed: usize,
@@ -168,8 +176,10 @@ pub struct UnitOutbox {
 
 /// The merge station of a unit with a repository: the branch's patch against the base
 /// and the unit's report in the outbox, then the station's turn (worker `baton`) with
-/// where they are. Nothing is merged into the base branch: the branch and the patch
-/// are the result, for a human to take.
+/// where they are. With `--merge` the branch is landed on its base branch too
+/// (`Repo::land`: a final drift check, then a fast-forward, or a merge commit when the
+/// base moved on other files); otherwise the branch and the patch are the result, for a
+/// human to take.
 pub fn merge(engine: &Engine, session: &mut Session, station: &str) -> Result<UnitOutbox> {
     let Some(unit) = session.config.unit_repo.clone() else {
         return Err(Error::Config(format!(
@@ -189,17 +199,26 @@ pub fn merge(engine: &Engine, session: &mut Session, station: &str) -> Result<Un
     std::fs::create_dir_all(&dir)?;
     let patch_file = dir.join(format!("{}.patch", session.run));
     std::fs::write(&patch_file, patch)?;
+    let landing = match (&unit.base_branch, unit.merge) {
+        (_, false) => None,
+        (Some(b), true) => Some(repo.land(&workspace, b).map_err(ws)?),
+        (None, true) => Some(baton_workspace::Landing::Refused {
+            base_branch: short(&unit.base).to_string(),
+            why: "the unit started from a commit, not a branch (`--base REV`), so there is no branch to merge into".into(),
+        }),
+    };
     let outbox = UnitOutbox {
         branch,
         base: unit.base.clone(),
         head,
+        landing,
         patch_file,
         report_file: dir.join(format!("{}.md", session.run)),
         files_changed: stat.files_changed,
         insertions: stat.insertions,
         deletions: stat.deletions,
     };
-    let task = format!(
+    let mut task = format!(
         "Merge at {station}: branch {} at {} ({} file(s), +{} -{}), patch {}, report {}",
         outbox.branch,
         short(&outbox.head),
@@ -209,6 +228,10 @@ pub fn merge(engine: &Engine, session: &mut Session, station: &str) -> Result<Un
         outbox.patch_file.display(),
         outbox.report_file.display()
     );
+    if let Some(landing) = &outbox.landing {
+        task.push_str("; ");
+        task.push_str(&landing.describe());
+    }
     engine.record_merge(session, task, &outbox.head)?;
     // The report is written after the merge's turn, so it has every turn of the unit.
     let report = super::unit_report::markdown(engine, session, Some(&outbox))?;

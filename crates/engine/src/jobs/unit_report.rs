@@ -294,14 +294,25 @@ pub fn markdown(engine: &Engine, session: &Session, outbox: Option<&UnitOutbox>)
         let _ = writeln!(out, "\n## Outbox\n");
         let _ = writeln!(
             out,
-            "Branch `{}` at {} on base {}: {} file(s) changed, +{} -{}.\n\nPatch: `{}`. Nothing was merged into the base branch.",
+            "Branch `{}` at {} on base {}: {} file(s) changed, +{} -{}.\n\nPatch: `{}`. {}.",
             o.branch,
             &o.head[..o.head.len().min(12)],
             &o.base[..o.base.len().min(12)],
             o.files_changed,
             o.insertions,
             o.deletions,
-            o.patch_file.display()
+            o.patch_file.display(),
+            match &o.landing {
+                Some(landing) => {
+                    let said = landing.describe();
+                    let mut first = said.chars();
+                    first
+                        .next()
+                        .map(|c| c.to_uppercase().chain(first).collect::<String>())
+                        .unwrap_or_default()
+                }
+                None => "Nothing was merged into the base branch (no `--merge`)".into(),
+            }
         );
     }
     Ok(out)

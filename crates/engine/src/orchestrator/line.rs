@@ -16,7 +16,7 @@ use baton_core::line::answers::{
     self, CheckAnswer, IntakeAnswer, PlanAnswer, reconcile_check, reconcile_intake, reconcile_plan,
 };
 use baton_core::line::ask::{self, AnswerKind, LaneAt, SeatAsk};
-use baton_core::line::cursor::{self, Happened, Lane, LineProgress, Next, Role};
+use baton_core::line::cursor::{self, Happened, Lane, LineProgress, Next, Reply, Role, Stop};
 use baton_core::line::synthesis::{Report, synthesize};
 use baton_core::line::{Route, StationKind};
 use baton_core::prompt::{Prompt, SYSTEM_PROMPT};
@@ -943,10 +943,34 @@ impl Engine {
             ));
         }
         let task = format!("A human answers the question the line stopped on: {question}");
+        let reply = Reply::read(answer);
+        // Accepting a step whose checkpoint keeps finding something dismisses what it
+        // found, in the human's words.
+        let dismissed: Vec<String> = match (progress.stopped, reply) {
+            (Some(Stop::StepRounds), Reply::Accept) => {
+                let station = route.stations.get(progress.station).map(|s| s.id.as_str());
+                let step = progress.step.map(|i| format!("T{}", i + 1));
+                session
+                    .state
+                    .findings
+                    .iter()
+                    .filter(|f| {
+                        f.is_open() && Some(f.station.as_str()) == station && f.step == step
+                    })
+                    .map(|f| f.id.clone())
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
         let summary =
             self.engine_turn(session, &route, progress, task, HUMAN, |next, ctx, out| {
                 baton_core::reconciler::line::record_answer(next, ctx, &question, answer, out);
-                Happened::Answered
+                for id in &dismissed {
+                    baton_core::reconciler::line::dismiss_by_human(
+                        next, ctx.turn, ctx.at, id, answer, out,
+                    );
+                }
+                Happened::Answered(reply)
             })?;
         self.unblock(session)?;
         Ok(summary)

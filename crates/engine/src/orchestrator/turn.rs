@@ -502,6 +502,13 @@ impl Engine {
                     &ctx,
                     error.as_deref().unwrap_or("the turn failed"),
                 );
+                // The line counts a seat's failures in a row (three ask a human).
+                if let Some(lane) = &plan.line {
+                    happened = Some(baton_core::line::cursor::Happened::Failed {
+                        seat: lane.lane.seat.clone(),
+                        error: error.clone().unwrap_or_else(|| "the turn failed".into()),
+                    });
+                }
                 (TurnStatus::Failed, ReconcileOutcome::default(), None, None)
             }
         };

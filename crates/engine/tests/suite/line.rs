@@ -491,3 +491,181 @@ fn a_batchs_lanes_call_at_once_and_commit_in_lane_order_whichever_answers_first(
         ]
     );
 }
+
+/// A plan loop whose every scrutiny raises an objection of its own never converges: at
+/// its round limit the line asks a human, whose `more 1` buys one more round and whose
+/// `accept` locks the plan as it stands; the unit then runs to its end.
+#[test]
+fn a_plan_loop_that_will_not_converge_asks_a_human_who_allows_a_round_more_then_accepts_the_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let route = Route::default_route().unwrap();
+    let objective = "Add rate limiting to the public API, with a contested plan";
+    let (engine, id) = line_unit(&store, &route, objective, |_, _| {});
+    let mut session = engine.open(&id, None).unwrap();
+    let objections = |session: &baton_engine::Session| {
+        session
+            .state
+            .findings
+            .iter()
+            .filter(|f| f.station == "plan-loop")
+            .count()
+    };
+    let (_, next) = lanes(&engine, &mut session, &route);
+    let Next::Ask { station, question } = next else {
+        panic!("{next:?}")
+    };
+    assert_eq!(station, "plan-loop");
+    assert!(
+        question.starts_with("plan-loop (plan.scrutiny) did not converge in 4 rounds")
+            && question.contains("`accept` to lock the plan as it stands")
+            && question.contains("`more N` for N more rounds"),
+        "{question}"
+    );
+    // Two objections a round, none taken for a restatement of another.
+    assert_eq!(
+        objections(&session),
+        8,
+        "{:#?}",
+        session
+            .state
+            .findings
+            .iter()
+            .map(|f| (&f.what, f.round))
+            .collect::<Vec<_>>()
+    );
+    assert!(session.state.plan_lock.is_none());
+
+    let answered = engine.answer_unit(&mut session, "more 1").unwrap();
+    assert_eq!(answered.worker.as_str(), "human");
+    let decision = session.state.decisions.last().unwrap();
+    assert_eq!(decision.provenance.recorded_by.as_str(), "human");
+    assert!(decision.text.ends_with(": more 1"), "{}", decision.text);
+    let (_, next) = lanes(&engine, &mut session, &route);
+    let Next::Ask { question, .. } = next else {
+        panic!("{next:?}")
+    };
+    assert!(
+        question.contains("did not converge in 5 rounds"),
+        "{question}"
+    );
+    assert_eq!(objections(&session), 10);
+
+    engine
+        .answer_unit(
+            &mut session,
+            "accept: the objections are about tuning, not design",
+        )
+        .unwrap();
+    let (_, next) = lanes(&engine, &mut session, &route);
+    assert_eq!(next, Next::Done);
+    assert!(session.state.plan_lock.is_some());
+    // Nothing in the record was asked twice: each scrutiny lane of each round ran once.
+    let scrutinies: Vec<(u32, u32)> = store
+        .turns(&id)
+        .unwrap()
+        .iter()
+        .filter_map(|t| t.lane.as_ref())
+        .filter(|l| l.seat.as_str() == "plan.scrutiny")
+        .map(|l| (l.round, l.index))
+        .collect();
+    let expected: Vec<(u32, u32)> = (1..=5).flat_map(|r| [(r, 0), (r, 1)]).collect();
+    assert_eq!(scrutinies, expected);
+}
+
+/// A unit of the line (created with its route, so a human can answer it) of six mock
+/// workers of three families, each set up by `tweak`, and any it adds.
+fn line_unit(
+    store: &Arc<dyn Store>,
+    route: &Route,
+    objective: &str,
+    tweak: impl Fn(usize, &mut Roster),
+) -> (Engine, RunId) {
+    let mut roster = Roster::mock(6);
+    for (i, w) in roster.workers.iter_mut().enumerate() {
+        w.family = ["anthropic", "openai", "zhipu"][i % 3].into();
+    }
+    tweak(6, &mut roster);
+    let mut spec = spec(&[objective], roster);
+    spec.objective = objective.into();
+    spec.settings.floor = three_pools(&mut spec.roster);
+    let engine = engine(store);
+    let id = engine.create_unit(&spec, route, None).unwrap();
+    (engine, id)
+}
+
+/// The only worker qualified for `discovery.breadth` talks to a server nobody runs: its
+/// lane fails, runs again, fails, and the third failure in a row stops the line with a
+/// question naming the seat, the station, the error and what to do; the other discovery
+/// lanes committed once each, and a human's answer runs the seat again.
+#[test]
+fn three_failed_turns_at_a_seat_stop_the_line_with_a_question_a_human_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let route = Route::default_route().unwrap();
+    let (engine, id) = line_unit(
+        &store,
+        &route,
+        "Add rate limiting to the public API",
+        |n, roster| {
+            for w in &mut roster.workers[..n] {
+                w.qualified = ["lead.*", "plan.*", "checkpoint.*", "review.*", "build.*"]
+                    .into_iter()
+                    .chain(["discovery.deep", "discovery.invariant-map"])
+                    .map(baton_core::router::Glob::new)
+                    .collect();
+            }
+            let mut down = WorkerConfig::mock("down", "m-down");
+            down.model = "llamacpp/m-down".into();
+            down.family = "local".into();
+            down.api_base = Some("http://127.0.0.1:9/v1".into());
+            down.max_retries = 0;
+            down.qualified = vec![baton_core::router::Glob::new("discovery.breadth")];
+            roster.workers.push(down);
+        },
+    );
+    let mut session = engine.open(&id, None).unwrap();
+    // Lanes, failed or not, until the line says something else.
+    let until_asked = |session: &mut baton_engine::Session| {
+        let mut ran = Vec::new();
+        for _ in 0..20 {
+            match engine.line_step(session, &route).unwrap() {
+                LineStep::Lanes(turns) => ran.extend(turns.into_iter().map(|t| t.status)),
+                LineStep::Waiting(next) => return (ran, next),
+            }
+        }
+        panic!("the line never stopped: {ran:?}");
+    };
+    let (_, next) = until_asked(&mut session);
+    let Next::Ask { station, question } = next else {
+        panic!("{next:?}")
+    };
+    assert_eq!(station, "discovery");
+    assert!(
+        question.starts_with("discovery.breadth at discovery failed 3 turns in a row (last: ")
+            && question.contains("fix its worker (the model, key or server) or bench it"),
+        "{question}"
+    );
+    let records = store.turns(&id).unwrap();
+    let discovery: Vec<(String, String)> = records
+        .iter()
+        .filter_map(|t| t.lane.as_ref().map(|l| (l, t)))
+        .filter(|(l, _)| l.station == "discovery")
+        .map(|(l, t)| (l.seat.to_string(), t.status.as_str().to_string()))
+        .collect();
+    let breadth = |status: &str| {
+        discovery
+            .iter()
+            .filter(|(seat, s)| seat == "discovery.breadth" && s == status)
+            .count()
+    };
+    assert_eq!(breadth("failed"), 3, "{discovery:?}");
+    assert_eq!(breadth("committed"), 0, "{discovery:?}");
+    assert_eq!(discovery.len(), 6, "{discovery:?}");
+
+    engine.answer_unit(&mut session, "retry").unwrap();
+    let (ran, next) = until_asked(&mut session);
+    assert!(matches!(next, Next::Ask { .. }), "{next:?}");
+    // The seat ran again: three more failures, then the question again.
+    assert_eq!(ran, [baton_core::turn::TurnStatus::Failed; 3]);
+}

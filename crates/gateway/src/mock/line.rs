@@ -115,6 +115,11 @@ fn plan(user: &str) -> Value {
 /// round). Everything else checks clean.
 pub const PLANTED: &str = "planted bug";
 
+/// What an objective says to make the plan loop never converge: every scrutiny of a
+/// unit with "a contested plan" raises an objection of its own, so each round raises
+/// something new until the round limit asks a human.
+pub const CONTESTED: &str = "contested plan";
+
 /// The checkpoint's finding of the planted bug, and the review's.
 const PLANTED_STEP: &str = "The limit counter is never reset, so a key stays blocked after its first window (the planted bug)";
 const PLANTED_BUILD: &str =
@@ -131,8 +136,21 @@ fn check(user: &str) -> Value {
         .filter(|l| l.contains("fix claimed by"))
         .flat_map(|l| ids(l, 'N').into_iter().take(1))
         .collect();
-    let planted = section(user, "Objective").to_lowercase().contains(PLANTED) && open.is_empty();
-    let found = if planted && task.contains("find pass 1") && task.contains("(Implement") {
+    let objective = section(user, "Objective").to_lowercase();
+    let planted = objective.contains(PLANTED) && open.is_empty();
+    let found = if objective.contains(CONTESTED) && task.contains("As plan.scrutiny") {
+        // "As plan.scrutiny (lane 1 of 2), round 3": an objection of this lane and round.
+        let at = task
+            .split(':')
+            .next()
+            .unwrap_or_default()
+            .trim_start_matches("As ");
+        vec![json!({
+            "severity": "MINOR",
+            "what": format!("The plan leaves open where the limiter keeps its counts (objection of {at})"),
+            "where": "the plan"
+        })]
+    } else if planted && task.contains("find pass 1") && task.contains("(Implement") {
         vec![json!({"severity": "MAJOR", "what": PLANTED_STEP, "where": "src/limit.rs"})]
     } else if planted && task.contains("As review.deep-rounds") && task.contains("round 1:") {
         vec![json!({"severity": "MAJOR", "what": PLANTED_BUILD, "where": "src/limit.rs"})]

@@ -3,6 +3,7 @@ mod create;
 mod drift;
 mod exclude;
 mod gc;
+mod land;
 mod open;
 mod paths;
 
