@@ -140,9 +140,12 @@ pub struct Unit {
     /// The unit of work whose writers a checking seat is compared against (a line's
     /// `plan`); none: the whole run (`RUN_UNIT`), as for a plain run.
     pub work: Option<String>,
-    /// Workers kept out of this seating, and why: a line's other lanes of the same seat
-    /// (independent lanes are held by different workers, or different families).
-    pub apart: Vec<(WorkerId, String)>,
+    /// Workers kept out of this seating: the reason's kind (as a pin's "left out" list
+    /// names it) and sentence. A line's other lanes of the same seat
+    /// (`holds_another_lane`: independent lanes are held by different workers, or
+    /// different families), or a build's later writer kept to the families that built
+    /// it (`keeps_the_build_to_its_families`).
+    pub apart: Vec<(WorkerId, &'static str, String)>,
 }
 
 impl Unit {
@@ -208,7 +211,7 @@ pub fn seat(input: &SeatInput<'_>) -> Seating {
         kept = input
             .candidates
             .iter()
-            .filter(|c| !unit.apart.iter().any(|(w, _)| *w == c.id))
+            .filter(|c| !unit.apart.iter().any(|(w, _, _)| *w == c.id))
             .cloned()
             .collect();
         &kept[..]
@@ -234,9 +237,9 @@ pub fn seat(input: &SeatInput<'_>) -> Seating {
             // Who was left out, and why, is kept with the pin it explains (only new
             // seatings are written; a held pin keeps the record of its own).
             let mut excluded = router::passed_over(&routed.excluded);
-            excluded.extend(unit.apart.iter().map(|(worker, why)| PassedOver {
+            excluded.extend(unit.apart.iter().map(|(worker, reason, why)| PassedOver {
                 worker: worker.clone(),
-                reason: "holds_another_lane".into(),
+                reason: (*reason).into(),
                 why: why.clone(),
             }));
             pin.excluded = Some(excluded);

@@ -426,7 +426,7 @@ impl Engine {
                             p.family, lane.seat, p.worker
                         )
                     };
-                    apart.push((w.id.clone(), why));
+                    apart.push((w.id.clone(), "holds_another_lane", why));
                 }
             }
             phase = format!("{phase} lane {}", lane.index + 1);
@@ -438,7 +438,42 @@ impl Engine {
             work: Some(work.clone()),
             apart,
         };
-        let seating = self.seat_unit(session, &session.state, &unit)?;
+        // A build's later writer (a step's rework, a fix round: new seatings, which the
+        // coldest pool could give to anyone) keeps to the families that built it so far
+        // when one of them may take the seat: each family that writes the build is one
+        // fewer that may review it.
+        let built_by: std::collections::BTreeSet<&str> = session
+            .seats
+            .history
+            .iter()
+            .filter(|a| a.step == BUILD_WORK)
+            .map(|a| a.family.as_str())
+            .collect();
+        let mut seating = None;
+        if lane.role == Role::Build && !built_by.is_empty() {
+            let families = built_by.iter().copied().collect::<Vec<_>>().join(", ");
+            let mut keep = unit.clone();
+            for w in &session.config.roster.workers {
+                let kept_out = keep.apart.iter().any(|(id, _, _)| *id == w.id);
+                if !built_by.contains(w.family.as_str()) && !kept_out {
+                    keep.apart.push((
+                        w.id.clone(),
+                        "keeps_the_build_to_its_families",
+                        format!(
+                            "the build is written by {families} so far; another family writing it would leave fewer to review it"
+                        ),
+                    ));
+                }
+            }
+            match self.seat_unit(session, &session.state, &keep)? {
+                Seating::Nobody { .. } => {}
+                kept => seating = Some(kept),
+            }
+        }
+        let seating = match seating {
+            Some(s) => s,
+            None => self.seat_unit(session, &session.state, &unit)?,
+        };
         let pin_worker = match &seating {
             Seating::Nobody { question, .. } => return Ok(Err(question.clone())),
             Seating::Held { pin } | Seating::Seated { pin } => pin.worker.clone(),

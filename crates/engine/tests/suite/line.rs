@@ -669,3 +669,77 @@ fn three_failed_turns_at_a_seat_stop_the_line_with_a_question_a_human_answers() 
     // The seat ran again: three more failures, then the question again.
     assert_eq!(ran, [baton_core::turn::TurnStatus::Failed; 3]);
 }
+
+/// Pools of unequal sizes: the coldest pool changes hands as the unit goes, so each new
+/// seating of a build lane (a step's rework, the fix round) could go to another family.
+/// A new build writer keeps to the families that already built the unit: every family
+/// that writes the build is one fewer that may review it, and with two of three
+/// families building, the three blind fresh-eyes lanes (two workers a family) could not
+/// be staffed. The unit ends, built by one family.
+#[test]
+fn a_builds_later_writers_keep_to_the_family_that_built_it_so_its_reviewers_can_be_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let route = Route::default_route().unwrap();
+    let engine = engine(&store);
+    let objective = "Add rate limiting to the public API, with a planted bug";
+    let mut roster = Roster::mock(6);
+    for (i, w) in roster.workers.iter_mut().enumerate() {
+        w.family = ["alpha", "beta", "gamma"][i % 3].into();
+    }
+    let mut spec = spec(&[objective], roster);
+    spec.objective = objective.into();
+    spec.settings = baton_engine::config::RunSettings::default();
+    spec.settings.floor = three_pools(&mut spec.roster);
+    for (pool, requests) in spec.settings.floor.pools.iter_mut().zip([100, 150, 100]) {
+        pool.allowance.requests = Some(requests);
+    }
+    let id = engine.create_unit(&spec, &route, None).unwrap();
+    let mut session = engine.open(&id, None).unwrap();
+    let (_, next) = lanes_upto(&engine, &mut session, &route, 60).unwrap();
+    assert_eq!(next, Next::Done);
+    let turns = store.turns(&id).unwrap();
+    let family = |w: &baton_core::ids::WorkerId| {
+        spec.roster
+            .workers
+            .iter()
+            .find(|c| c.id == *w)
+            .unwrap()
+            .family
+            .clone()
+    };
+    let builders: std::collections::BTreeSet<String> = turns
+        .iter()
+        .filter(|t| {
+            t.lane
+                .as_ref()
+                .is_some_and(|l| l.seat.as_str().starts_with("build."))
+        })
+        .map(|t| family(&t.worker))
+        .collect();
+    assert_eq!(builders.len(), 1, "{builders:?}");
+    // It was rebuilt (the planted bug's rework and fix round), and reviewed by three
+    // workers of other families.
+    let built = turns
+        .iter()
+        .filter(|t| {
+            t.lane
+                .as_ref()
+                .is_some_and(|l| l.seat.as_str().starts_with("build."))
+        })
+        .count();
+    assert!(built >= 5, "{built}");
+    let fresh: Vec<String> = turns
+        .iter()
+        .filter(|t| {
+            t.lane
+                .as_ref()
+                .is_some_and(|l| l.seat.as_str() == "review.fresh-eyes")
+        })
+        .map(|t| family(&t.worker))
+        .collect();
+    assert!(
+        fresh.len() >= 3 && fresh.iter().all(|f| !builders.contains(f)),
+        "{fresh:?}"
+    );
+}
