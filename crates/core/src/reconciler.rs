@@ -125,6 +125,19 @@ pub struct ReconcileOutcome {
     pub accepted: Vec<Accepted>,
     pub refusals: Vec<Refusal>,
     pub warnings: Vec<String>,
+    /// New decisions that may contradict one another worker recorded (each also
+    /// warned of): the assembly line stops on them for a human.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub contradicted: Vec<Contradicted>,
+}
+
+/// A new decision `id` that may contradict decision `of`, recorded by another worker,
+/// `by`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Contradicted {
+    pub id: String,
+    pub of: String,
+    pub by: crate::ids::WorkerId,
 }
 
 impl ReconcileOutcome {

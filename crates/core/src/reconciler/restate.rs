@@ -114,6 +114,8 @@ pub(super) trait Restatable: Sized {
     fn id(&self) -> &str;
     fn text(&self) -> &str;
     fn reaffirmed(&mut self) -> &mut Vec<Reaffirmation>;
+    /// Who recorded it.
+    fn recorded_by(&self) -> &crate::ids::WorkerId;
 
     /// The claim's text, trimmed; an empty one is no claim.
     fn claimed<'c>(claim: &Self::Claim<'c>) -> &'c str;
@@ -173,6 +175,9 @@ macro_rules! record_fields {
         fn reaffirmed(&mut self) -> &mut Vec<Reaffirmation> {
             &mut self.reaffirmed
         }
+        fn recorded_by(&self) -> &crate::ids::WorkerId {
+            &self.provenance.recorded_by
+        }
     };
 }
 
@@ -224,9 +229,23 @@ fn record_new<R: Restatable>(
                 records[i].id().to_string(),
                 records[i].text().to_string(),
                 d,
+                records[i].recorded_by().clone(),
             )
         })
         .collect();
+    // A decision another worker recorded, which this one may contradict: two workers
+    // disagree, which the line stops on for a human.
+    if R::KIND == RecordKind::Decision
+        && let Some((of, _, _, by)) = near.iter().rev().find(|n| n.3 != ctx.worker.id)
+    {
+        out.contradicted.push(super::Contradicted {
+            id: format!("{}{}", R::PREFIX, records.len() + 1),
+            of: of.clone(),
+            by: by.clone(),
+        });
+    }
+    let near: Vec<(String, String, Difference)> =
+        near.into_iter().map(|(i, t, d, _)| (i, t, d)).collect();
     let id = format!("{}{}", R::PREFIX, records.len() + 1);
     let record = R::create(id.clone(), text, claim, ctx, out);
     records.push(record);

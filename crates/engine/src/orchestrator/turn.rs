@@ -564,6 +564,33 @@ impl Engine {
         if let (Some(lane), Some(happened)) = (&plan.line, happened) {
             let mut progress = lane.progress.clone();
             baton_core::line::cursor::advance(&lane.route, &mut progress, &next, happened);
+            // Two workers contradicting each other on a decision: a human says which
+            // holds (the lane's work stands; the line waits).
+            if let Some(c) = outcome.contradicted.first() {
+                let text = |id: &str| {
+                    next.decisions
+                        .iter()
+                        .find(|d| d.id == id)
+                        .map(|d| d.text.chars().take(160).collect::<String>())
+                        .unwrap_or_default()
+                };
+                let question = format!(
+                    "{} ({}) recorded {} \"{}\", which may contradict {} \"{}\" by {}; answer which holds (or how both do), and the answer is a decision every later briefing carries",
+                    worker.id,
+                    lane.lane.seat,
+                    c.id,
+                    text(&c.id),
+                    c.of,
+                    text(&c.of),
+                    c.by
+                );
+                baton_core::line::cursor::advance(
+                    &lane.route,
+                    &mut progress,
+                    &next,
+                    baton_core::line::cursor::Happened::Asked(question),
+                );
+            }
             next.line = Some(progress);
         }
         let changes = next.diff(&session.state);

@@ -743,3 +743,61 @@ fn a_builds_later_writers_keep_to_the_family_that_built_it_so_its_reviewers_can_
         "{fresh:?}"
     );
 }
+
+/// The two deep discovery lanes decide opposite things: both decisions are kept, the
+/// lanes' work stands, and the line stops with a question naming both decisions and
+/// both workers; the human's answer is a decision, and the unit goes on to its end.
+#[test]
+fn two_workers_contradicting_each_other_on_a_decision_stop_the_line_for_a_human() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let route = Route::default_route().unwrap();
+    let (engine, id) = line_unit(
+        &store,
+        &route,
+        "Add rate limiting to the public API, with a disputed decision",
+        |_, _| {},
+    );
+    let mut session = engine.open(&id, None).unwrap();
+    let (turns, next) = lanes(&engine, &mut session, &route);
+    // The intake and the four discovery lanes, all committed.
+    assert_eq!(turns, [0, 1, 2, 3, 4]);
+    let Next::Ask { question, .. } = next else {
+        panic!("{next:?}")
+    };
+    let decided = |text: &str| {
+        session
+            .state
+            .decisions
+            .iter()
+            .find(|d| d.text == text)
+            .unwrap_or_else(|| panic!("{text}: {:#?}", session.state.decisions))
+            .clone()
+    };
+    let keep = decided("Keep the rate limit counters in Redis");
+    let never = decided("Never keep the rate limit counters in Redis");
+    assert_ne!(keep.provenance.recorded_by, never.provenance.recorded_by);
+    assert!(
+        question.starts_with(&format!(
+            "{} (discovery.deep) recorded {} \"Never keep the rate limit counters in Redis\", which may contradict {} \"Keep the rate limit counters in Redis\" by {}; answer which holds",
+            never.provenance.recorded_by, never.id, keep.id, keep.provenance.recorded_by
+        )),
+        "{question}"
+    );
+    engine
+        .answer_unit(
+            &mut session,
+            "Keep them in Redis: the other lane read a stale file",
+        )
+        .unwrap();
+    let (_, next) = lanes(&engine, &mut session, &route);
+    assert_eq!(next, Next::Done);
+    let human = session
+        .state
+        .decisions
+        .iter()
+        .find(|d| d.provenance.recorded_by.as_str() == "human")
+        .unwrap();
+    assert!(human.text.ends_with("Keep them in Redis: the other lane read a stale file"));
+    assert!(human.text.contains("which may contradict"), "{}", human.text);
+}

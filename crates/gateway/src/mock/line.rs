@@ -120,6 +120,29 @@ pub const PLANTED: &str = "planted bug";
 /// something new until the round limit asks a human.
 pub const CONTESTED: &str = "contested plan";
 
+/// What an objective says to make two workers contradict each other on a decision: in
+/// a unit with "a disputed decision" the two `discovery.deep` lanes decide opposite
+/// things about where the limiter keeps its counts.
+pub const DISPUTED: &str = "disputed decision";
+
+/// The two deep discovery lanes of a disputed unit each add their side of the dispute.
+pub(super) fn dispute(result: &mut Value, user: &str) {
+    if !section(user, "Objective").to_lowercase().contains(DISPUTED) {
+        return;
+    }
+    let task = super::assigned_task(user);
+    let decision = if task.contains("As discovery.deep (lane 1 of") {
+        "Keep the rate limit counters in Redis"
+    } else if task.contains("As discovery.deep (lane 2 of") {
+        "Never keep the rate limit counters in Redis"
+    } else {
+        return;
+    };
+    if let Some(decisions) = result.get_mut("decisions").and_then(Value::as_array_mut) {
+        decisions.push(json!({"text": decision, "reason": "what this lane found in the code"}));
+    }
+}
+
 /// The checkpoint's finding of the planted bug, and the review's.
 const PLANTED_STEP: &str = "The limit counter is never reset, so a key stays blocked after its first window (the planted bug)";
 const PLANTED_BUILD: &str =

@@ -83,6 +83,7 @@ impl Gateway for MockGateway {
         if task.contains("As build.") && answer.get("summary").is_some() {
             line::claim_fixes(&mut answer, request.user);
         }
+        line::dispute(&mut answer, request.user);
         Ok(respond(request, answer))
     }
 }

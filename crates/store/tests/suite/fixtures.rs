@@ -262,6 +262,7 @@ pub fn turn_record(
                 .collect(),
             refusals: vec![],
             warnings: vec![],
+            contradicted: vec![],
         },
         audit: TransferAudit {
             messages_per_call: vec![2, 2],
