@@ -311,11 +311,20 @@ elif "exit code" in brief:
     path, text = "impl.txt", "fixed after the gate failed\n"
 else:
     path, text = "notes.txt", "looked at the fix round\n"
+# The checkpoint's and the review's open findings it was shown, fixed: named by id.
+fixed = []
+shown = re.search(r"## Open findings\n(.*?)(?:\n## |\Z)", brief, re.S)
+for line in (shown.group(1).splitlines() if shown else []):
+    found = re.search(r"\bN\d+\b", line)
+    if found and "fix claimed by" not in line:
+        fixed.append({"issue": found.group(0), "note": "fixed in " + path})
+        text += "fixed " + found.group(0) + "\n"
 with open(path, "w") as f:
     f.write(text)
 with open(claim_file, "w") as f:
     json.dump({"summary": "wrote " + path, "last_action": "wrote " + path, "next_action": "check it",
-               "artifacts": [{"name": path, "description": "wrote " + path}]}, f)
+               "artifacts": [{"name": path, "description": "wrote " + path}],
+               "resolved_issues": fixed}, f)
 "###;
 
 /// The configuration of a unit in a repository: the agent above for the build seats
@@ -902,4 +911,74 @@ fn merge_refuses_a_base_branch_that_changed_the_units_files_and_leaves_everythin
         err.contains("--merge lands the unit on the branch it starts from"),
         "{err}"
     );
+}
+
+/// The planted bug with a coding agent in a real repository: the first find pass on the
+/// implementation step raises a MAJOR finding, the agent (briefed with it) rebuilds the
+/// step and names the finding it fixed, another worker confirms; the review's deep
+/// round raises a second, the synthesis sends the unit to a fix round, the agent fixes
+/// that too, it is confirmed, and the gate passes: APPROVED, every fix a commit.
+#[test]
+fn a_planted_bug_in_a_repository_is_caught_fixed_by_the_agent_and_confirmed_by_another_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let agents = tempfile::tempdir().unwrap();
+    let base = repo_with_build_agent(d, agents.path(), "");
+    let out = baton(d)
+        .args([
+            "line",
+            "Add rate limiting to the public API, with a planted bug",
+            "--repo",
+            ".",
+            "--gate",
+            "check=grep -q 'fixed N' impl.txt",
+        ])
+        .output()
+        .unwrap();
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("APPROVED"), "{said}");
+    let unit = said
+        .split_whitespace()
+        .nth(2)
+        .unwrap()
+        .trim_end_matches(':')
+        .to_string();
+    use baton_store::Store;
+    let store = baton_store::SqliteStore::open(&db(d)).unwrap();
+    let run = baton_core::ids::RunId(unit.clone());
+    let state: baton_core::state::ExecutionState = store.load_state(&run).unwrap();
+    let findings: Vec<(String, String, Option<String>, String)> = state
+        .findings
+        .iter()
+        .map(|f| {
+            let closed = match f.closed.as_ref().map(|c| &c.by) {
+                Some(baton_core::line::ClosedBy::Confirmed { worker, .. }) => worker.to_string(),
+                other => format!("{other:?}"),
+            };
+            (
+                f.station.clone(),
+                f.severity.as_str().to_string(),
+                f.step.clone(),
+                closed,
+            )
+        })
+        .collect();
+    assert_eq!(findings.len(), 2, "{findings:?}");
+    assert_eq!(
+        (findings[0].0.as_str(), findings[0].2.as_deref()),
+        ("build", Some("T2"))
+    );
+    assert_eq!(findings[1].0, "review");
+    for (station, severity, _, closed) in &findings {
+        assert_eq!(severity, "MAJOR", "{station}");
+        // Confirmed by a mock worker, never by the agent that fixed it.
+        assert!(closed.contains('-') && closed != "builder", "{findings:?}");
+    }
+    // The fixes are commits by the agent on the unit's branch.
+    let branch = format!("baton/job-{unit}");
+    let implemented = git(d, &["show", &format!("{branch}:impl.txt")]);
+    assert!(implemented.contains("fixed N1"), "{implemented}");
+    let log = git(d, &["log", "--format=%s", &format!("{base}..{branch}")]);
+    assert!(log.lines().count() >= 5, "{log}");
 }

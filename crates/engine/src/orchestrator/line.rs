@@ -431,10 +431,31 @@ impl Engine {
             }
             phase = format!("{phase} lane {}", lane.index + 1);
         }
+        // A build lane carries its step's tags (a fix round's, every step's) for the
+        // seats' policies: a `credentials` step is never built or checked by a family
+        // its seat denies it.
+        let tags: Vec<baton_core::step_tag::StepTag> = if kind == StationKind::Build {
+            let mut tags = Vec::new();
+            for s in session
+                .state
+                .plan
+                .iter()
+                .filter(|s| step.is_none_or(|id| s.id == id))
+            {
+                for t in &s.tags {
+                    if !tags.contains(t) {
+                        tags.push(t.clone());
+                    }
+                }
+            }
+            tags
+        } else {
+            Vec::new()
+        };
         let unit = Unit {
             seat: lane.seat.clone(),
             phase,
-            tags: Vec::new(),
+            tags,
             work: Some(work.clone()),
             apart,
         };

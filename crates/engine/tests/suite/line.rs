@@ -798,6 +798,73 @@ fn two_workers_contradicting_each_other_on_a_decision_stop_the_line_for_a_human(
         .iter()
         .find(|d| d.provenance.recorded_by.as_str() == "human")
         .unwrap();
-    assert!(human.text.ends_with("Keep them in Redis: the other lane read a stale file"));
-    assert!(human.text.contains("which may contradict"), "{}", human.text);
+    assert!(
+        human
+            .text
+            .ends_with("Keep them in Redis: the other lane read a stale file")
+    );
+    assert!(
+        human.text.contains("which may contradict"),
+        "{}",
+        human.text
+    );
+}
+
+/// The locked plan's implementation step is tagged `credentials`, which the build and
+/// checkpoint seats deny family anthropic: that step is built, found and confirmed by
+/// other families, the router having left anthropic out for the tag.
+#[test]
+fn a_credentials_step_is_never_built_or_checked_by_a_family_its_seats_deny_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let route = Route::default_route().unwrap();
+    let objective = "Move the public API's credentials into the vault";
+    let mut roster = Roster::mock(9);
+    for (i, w) in roster.workers.iter_mut().enumerate() {
+        w.family = ["anthropic", "openai", "zhipu"][i % 3].into();
+    }
+    let mut spec = spec(&[objective], roster);
+    spec.objective = objective.into();
+    spec.settings.floor = three_pools(&mut spec.roster);
+    for seat in ["build.rote-step", "checkpoint.find", "checkpoint.confirm"] {
+        let mut s = baton_core::router::Seat::new(baton_core::router::SeatId::new(seat));
+        s.deny_tags
+            .insert("credentials".into(), vec!["anthropic".into()]);
+        spec.settings.floor.seats.push(s);
+    }
+    let engine = engine(&store);
+    let id = engine.create_unit(&spec, &route, None).unwrap();
+    let mut session = engine.open(&id, None).unwrap();
+    let (_, next) = lanes_upto(&engine, &mut session, &route, 80).unwrap();
+    assert_eq!(next, Next::Done);
+    let locked = session.state.locked_plan().unwrap();
+    assert_eq!(locked.steps[1].tags, ["standard", "credentials"]);
+    let family = |w: &baton_core::ids::WorkerId| {
+        spec.roster
+            .workers
+            .iter()
+            .find(|c| c.id == *w)
+            .unwrap()
+            .family
+            .clone()
+    };
+    let t2: Vec<(String, String)> = store
+        .turns(&id)
+        .unwrap()
+        .iter()
+        .filter_map(|t| t.lane.as_ref().map(|l| (l, t)))
+        .filter(|(l, _)| l.step.as_deref() == Some("T2"))
+        .map(|(l, t)| (l.seat.to_string(), family(&t.worker)))
+        .collect();
+    assert!(t2.len() >= 3, "{t2:?}");
+    assert!(t2.iter().all(|(_, f)| f != "anthropic"), "{t2:?}");
+    // Not by luck: the seating of T2's build left anthropic out for the tag.
+    let pins = store.pins(&PinFilter::run(&id)).unwrap();
+    let denied = pins.iter().any(|p| {
+        p.pin.excluded.as_ref().is_some_and(|e| {
+            e.iter()
+                .any(|x| x.reason == "policy_denied" && x.why.contains("credentials"))
+        })
+    });
+    assert!(denied, "{pins:#?}");
 }

@@ -84,11 +84,18 @@ fn plan(user: &str) -> Value {
         .take(10)
         .collect::<Vec<_>>()
         .join(" ");
+    // An objective about credentials tags the step that implements it for the seats'
+    // policies (`deny_tags`).
+    let implement = if objective.to_lowercase().contains("credentials") {
+        json!(["standard", "credentials"])
+    } else {
+        json!(["standard"])
+    };
     let mut answer = json!({
         "plan": {
             "steps": [
                 {"title": format!("Write a failing test for: {short}"), "tags": ["light"]},
-                {"title": format!("Implement: {short}"), "tags": ["standard"]},
+                {"title": format!("Implement: {short}"), "tags": implement},
                 {"title": format!("Document: {short}"), "tags": ["light"]},
             ],
             "rationale": "Test first, so the change is proven by something that failed before it.",
