@@ -30,6 +30,9 @@ pub enum Landing {
         from: String,
         to: String,
     },
+    /// The base branch already holds the branch's head (`at`): a landing done before
+    /// (by a run killed before it could say so), nothing to do.
+    Already { base_branch: String, at: String },
     /// Nothing was changed, for this reason.
     Refused { base_branch: String, why: String },
 }
@@ -53,10 +56,16 @@ impl Landing {
                 from,
                 to,
             } => format!(
-                "merged into {base_branch}: it had moved to {} on other files, so merge commit {} joins both and {base_branch} fast-forwarded to it",
+                "merged into {base_branch}: it had moved to {} on other files, so merge commit {} joins both and {base_branch} fast-forwarded to it (the gates ran on the unit's branch, not on the merge)",
                 short(from),
                 short(to)
             ),
+            Landing::Already { base_branch, at } => {
+                format!(
+                    "{base_branch} already holds the unit's branch (at {})",
+                    short(at)
+                )
+            }
             Landing::Refused { base_branch, why } => {
                 format!("not merged into {base_branch}: {why}")
             }
@@ -80,6 +89,19 @@ impl Repo {
         let Some(tip) = self.branch_tip(base_branch)? else {
             return refuse(format!("there is no branch {base_branch} any more"));
         };
+        let head = ws.head()?;
+        if self.is_ancestor(&head, &tip)? {
+            return Ok(Landing::Already {
+                base_branch: base_branch.to_string(),
+                at: tip,
+            });
+        }
+        if !self.is_ancestor(&ws.base, &tip)? {
+            return refuse(format!(
+                "{base_branch} no longer contains the commit the unit started from ({}): it was rewound or rewritten; merge by hand",
+                &ws.base[..ws.base.len().min(12)]
+            ));
+        }
         let drift = self.drift(ws, Some(&full))?;
         if let Some(on) = &drift.branch_changed {
             return refuse(format!(
@@ -88,10 +110,12 @@ impl Repo {
                 ws.branch
             ));
         }
-        if let Some(first) = drift.commits_outside_baton.first() {
+        // Commits on the unit's branch neither baton made for it nor the base holds.
+        let foreign = foreign_commits(&self.git(), ws, &head, &tip)?;
+        if let Some(first) = foreign.first() {
             return refuse(format!(
                 "{} commit(s) on {} were not made by baton for this unit (the first {}); look at them, then merge by hand",
-                drift.commits_outside_baton.len(),
+                foreign.len(),
                 ws.branch,
                 &first[..first.len().min(12)]
             ));
@@ -127,9 +151,8 @@ impl Repo {
                 ));
             }
         }
-        let head = ws.head()?;
         let target = if self.is_ancestor(&tip, &head)? {
-            Target::FastForward(head)
+            Target::FastForward(head.clone())
         } else {
             let theirs = changed(&self.git(), &ws.base, &tip)?;
             let ours = changed(&self.git(), &ws.base, &head)?;
@@ -169,6 +192,16 @@ impl Repo {
             ])?,
         };
         if !moved.status.success() {
+            // The unit's branch is put back where it was: nothing is changed.
+            if let Target::Merged(merge) = &target {
+                ws.git().run(&[
+                    os("update-ref"),
+                    os(&format!("refs/heads/{}", ws.branch)),
+                    os(&head),
+                    os(merge),
+                ])?;
+                ws.reset_hard(&head)?;
+            }
             return refuse(format!(
                 "git would not move {base_branch}: {}",
                 String::from_utf8_lossy(&moved.stderr).trim()
@@ -228,6 +261,31 @@ impl Repo {
 enum Target {
     FastForward(String),
     Merged(String),
+}
+
+/// The commits reachable from `head` but from neither the job's base nor `tip` that
+/// carry no `Baton-Job` trailer naming the job, oldest first.
+fn foreign_commits(git: &Git, ws: &Workspace, head: &str, tip: &str) -> Result<Vec<String>> {
+    let not_base = format!("^{}", ws.base);
+    let not_tip = format!("^{tip}");
+    let out = git.run(&[
+        os("rev-list"),
+        os("--reverse"),
+        os("--no-commit-header"),
+        os("--format=%H%x1f%(trailers:key=Baton-Job,valueonly,unfold,separator=%x1f)"),
+        os(head),
+        os(&not_base),
+        os(&not_tip),
+    ])?;
+    Ok(String::from_utf8_lossy(&out)
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split('\x1f');
+            let sha = fields.next().filter(|s| !s.is_empty())?;
+            let ours = fields.any(|job| job.trim() == ws.job_id);
+            (!ours).then(|| sha.to_owned())
+        })
+        .collect())
 }
 
 /// The files changed between two commits.

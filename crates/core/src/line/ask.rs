@@ -129,7 +129,7 @@ fn task(state: &ExecutionState, at: &LaneAt<'_>, lane: &Lane) -> (String, Answer
         ),
         (StationKind::Discovery, _) => (
             format!(
-                "As {seat}{lane_of}: {} Record what you learn as completed work, assumptions and decisions; advise, do not decide.{blind}",
+                "As {seat}{lane_of}: {} Record what you learn as completed work and assumptions; you advise, the lead decides (a decision you claim is kept as your seat's advice).{blind}",
                 discovery_focus(seat.as_str())
             ),
             AnswerKind::Claims,

@@ -90,9 +90,10 @@ pub struct LineProgress {
     /// Fix rounds a human allowed beyond [`FIX_ROUNDS`].
     #[serde(default, skip_serializing_if = "is_zero")]
     pub more_fixes: u32,
-    /// The seat whose last turns failed, one after another, and how many.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failing: Option<(SeatId, u32)>,
+    /// Each seat whose last turns failed, one after another, and how many (a seat's
+    /// count ends when one of its turns commits).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failing: Vec<(SeatId, u32)>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -186,7 +187,7 @@ impl LineProgress {
             stopped: None,
             more_rounds: 0,
             more_fixes: 0,
-            failing: None,
+            failing: Vec::new(),
         }
     }
 }
@@ -457,10 +458,15 @@ pub fn advance(
         return;
     };
     match happened {
-        Happened::Asked(question) => {
-            progress.asked = Some(question);
-            progress.stopped = None;
-        }
+        // A question while the line already stands at one (a limit reached in the
+        // same turn) is asked with it; the stop keeps what an answer does.
+        Happened::Asked(question) => match progress.asked.take() {
+            Some(first) => progress.asked = Some(format!("{first}; and: {question}")),
+            None => {
+                progress.asked = Some(question);
+                progress.stopped = None;
+            }
+        },
         Happened::Answered(reply) => {
             progress.asked = None;
             if let Some(stop) = progress.stopped.take() {
@@ -468,18 +474,22 @@ pub fn advance(
             }
         }
         Happened::Committed(lanes) => {
-            if let Some((seat, _)) = &progress.failing
-                && lanes.iter().any(|l| l.seat == *seat)
-            {
-                progress.failing = None;
-            }
+            progress
+                .failing
+                .retain(|(seat, _)| !lanes.iter().any(|l| l.seat == *seat));
             progress.done.extend(lanes);
             settle(route, progress, state);
         }
         Happened::Failed { seat, error } => {
-            let n = match &progress.failing {
-                Some((s, n)) if *s == seat => n + 1,
-                _ => 1,
+            let n = match progress.failing.iter_mut().find(|(s, _)| *s == seat) {
+                Some((_, n)) => {
+                    *n += 1;
+                    *n
+                }
+                None => {
+                    progress.failing.push((seat.clone(), 1));
+                    1
+                }
             };
             if n >= SEAT_FAILURES {
                 let error: String = error.chars().take(300).collect();
@@ -489,7 +499,6 @@ pub fn advance(
                 );
                 stop(progress, station, Stop::SeatFailures, question);
             }
-            progress.failing = Some((seat, n));
         }
         Happened::Locked | Happened::Merged => enter(route, progress, progress.station + 1, false),
         Happened::Gate { passed: true } | Happened::Verdict(VerdictKind::Approved) => {
@@ -532,7 +541,7 @@ fn answered(
     };
     match (at, more) {
         // The seat's lane runs again, its count of failures started anew.
-        (Stop::SeatFailures, _) => progress.failing = None,
+        (Stop::SeatFailures, _) => progress.failing.clear(),
         // The plan loop's lanes are all done: the lock comes next.
         (Stop::RoundLimit, 0) if station.lock && state.plan_lock.is_none() => {}
         (Stop::RoundLimit | Stop::FixRounds | Stop::Blocked, 0) => {
@@ -542,13 +551,16 @@ fn answered(
         // them); the build goes on with the next step.
         (Stop::StepRounds, 0) => next_step(route, progress, state),
         (Stop::RoundLimit | Stop::StepRounds, n) => {
-            progress.more_rounds += n;
+            progress.more_rounds = progress.more_rounds.saturating_add(n);
             progress.round += 1;
             progress.done.clear();
         }
         (Stop::FixRounds | Stop::Blocked, n) => {
-            if at == Stop::FixRounds {
-                progress.more_fixes += n;
+            // A BLOCKED synthesis's answer adds fix rounds only when they are spent.
+            if at == Stop::FixRounds
+                || progress.fixes >= FIX_ROUNDS.saturating_add(progress.more_fixes)
+            {
+                progress.more_fixes = progress.more_fixes.saturating_add(n);
             }
             fix_round(route, progress, station);
         }
@@ -577,7 +589,7 @@ fn settle(route: &Route, progress: &mut LineProgress, state: &ExecutionState) {
         }
         return;
     }
-    let limit = rounds.limit + progress.more_rounds;
+    let limit = rounds.limit.saturating_add(progress.more_rounds);
     if progress.round >= limit {
         let seats: Vec<&str> = station.seats.iter().map(|s| s.seat.as_str()).collect();
         stop(
@@ -624,7 +636,7 @@ fn settle_build(route: &Route, progress: &mut LineProgress, state: &ExecutionSta
         .iter()
         .any(|f| f.is_open() && f.station == station.id && f.step == step && step.is_some());
     if open {
-        let limit = STEP_ROUNDS + progress.more_rounds;
+        let limit = STEP_ROUNDS.saturating_add(progress.more_rounds);
         if progress.round >= limit {
             let checkpoint = station
                 .checkpoint
@@ -666,7 +678,7 @@ fn next_step(route: &Route, progress: &mut LineProgress, state: &ExecutionState)
 /// Sends the unit back to the station's `back_to` (else the route's build) for a fix
 /// round, or asks a human when the fix rounds are spent.
 fn fix_round(route: &Route, progress: &mut LineProgress, station: &Station) {
-    let limit = FIX_ROUNDS + progress.more_fixes;
+    let limit = FIX_ROUNDS.saturating_add(progress.more_fixes);
     if progress.fixes >= limit {
         return stop(
             progress,

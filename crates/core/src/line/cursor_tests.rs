@@ -763,12 +763,61 @@ fn three_failed_turns_in_a_row_at_a_seat_ask_a_human_and_an_answer_runs_it_again
         &state,
         Happened::Committed(vec![lane]),
     );
-    assert_eq!(progress.failing, None);
+    assert_eq!(progress.failing, []);
+    // Seats failing in turn (a batch whose server is down) each keep their own count.
+    let (deep, breadth) = (
+        SeatId::new("discovery.deep"),
+        SeatId::new("discovery.breadth"),
+    );
+    for seat in [&deep, &breadth, &deep, &breadth] {
+        advance(&route, &mut progress, &state, failed(seat));
+    }
+    assert_eq!(progress.failing, [(deep.clone(), 2), (breadth.clone(), 2)]);
+    assert!(matches!(
+        next(&route, &progress, &state),
+        Next::Seats { .. }
+    ));
+    advance(&route, &mut progress, &state, failed(&deep));
+    let Next::Ask { question, .. } = next(&route, &progress, &state) else {
+        panic!("no question")
+    };
+    assert!(
+        question.starts_with("discovery.deep at discovery failed 3 turns"),
+        "{question}"
+    );
+}
+
+#[test]
+fn a_question_asked_where_the_line_stands_at_a_limit_is_asked_with_it() {
+    let run = drive(&Script {
+        endless_scrutiny: true,
+        ..Script::default()
+    });
+    let state = run.state.unwrap();
+    let route = Route::default_route().unwrap();
+    let mut progress = state.line.clone().unwrap();
+    assert_eq!(progress.stopped, Some(Stop::RoundLimit));
     advance(
         &route,
         &mut progress,
         &state,
-        failed(&SeatId::new("discovery.deep")),
+        Happened::Asked("W2 recorded D5, which may contradict D3".into()),
     );
-    assert_eq!(progress.failing, Some((SeatId::new("discovery.deep"), 1)));
+    let asked = progress.asked.clone().unwrap();
+    assert!(
+        asked.contains("did not converge")
+            && asked.ends_with("; and: W2 recorded D5, which may contradict D3"),
+        "{asked}"
+    );
+    // The answer still acts on the limit.
+    advance(
+        &route,
+        &mut progress,
+        &state,
+        Happened::Answered(Reply::read("accept")),
+    );
+    assert!(matches!(
+        next(&route, &progress, &state),
+        Next::LockPlan { .. }
+    ));
 }

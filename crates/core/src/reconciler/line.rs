@@ -250,6 +250,20 @@ pub fn claim_fixed(
     }
 }
 
+/// An advisory seat's claims (a discovery lane's): it advises and never decides, so the
+/// decisions it claims are taken out of `result` and kept as its advice, assumptions in
+/// its seat's name ("Advice of discovery.deep: …"), for the lead that merges the lanes
+/// to decide on.
+pub fn advice_only(result: &mut crate::claims::WorkerResult, seat: &SeatId) {
+    for d in std::mem::take(&mut result.decisions) {
+        let advice = match d.reason.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
+            Some(reason) => format!("Advice of {seat}: {} (because {reason})", d.text.trim()),
+            None => format!("Advice of {seat}: {}", d.text.trim()),
+        };
+        result.assumptions.push(advice);
+    }
+}
+
 /// A builder's claims of fixed findings: the entries of its `resolved_issues` that name
 /// a finding (`N2`) rather than an issue are taken out of `result` and recorded as
 /// claimed fixes (`claim_fixed`: the finding stays open until another worker confirms

@@ -232,7 +232,13 @@ pub fn merge(engine: &Engine, session: &mut Session, station: &str) -> Result<Un
         task.push_str("; ");
         task.push_str(&landing.describe());
     }
-    engine.record_merge(session, task, &outbox.head)?;
+    // The merge turn's commit is where the unit's branch is now (a merge commit when
+    // the landing made one), so a resume puts the worktree there.
+    let at = match &outbox.landing {
+        Some(baton_workspace::Landing::Merged { to, .. }) => to.clone(),
+        _ => outbox.head.clone(),
+    };
+    engine.record_merge(session, task, &at)?;
     // The report is written after the merge's turn, so it has every turn of the unit.
     let report = super::unit_report::markdown(engine, session, Some(&outbox))?;
     std::fs::write(&outbox.report_file, report)?;

@@ -406,11 +406,18 @@ impl Engine {
         // its family when the lanes must be of different families.
         let mut apart = Vec::new();
         if lanes_of_seat > 1 {
+            // The other lanes' pins, not this lane's own (a lane run again after a
+            // failure keeps its worker while it may).
+            let own = format!("{phase} lane {}", lane.index + 1);
             let others: Vec<&baton_core::router::Pin> = session
                 .seats
                 .pins
                 .iter()
-                .filter(|p| p.seat == lane.seat && p.phase.starts_with(&format!("{phase} lane ")))
+                .filter(|p| {
+                    p.seat == lane.seat
+                        && p.phase.starts_with(&format!("{phase} lane "))
+                        && p.phase != own
+                })
                 .collect();
             let distinct = spec.is_some_and(|s| s.distinct_families);
             for w in &session.config.roster.workers {
@@ -467,7 +474,7 @@ impl Engine {
             .seats
             .history
             .iter()
-            .filter(|a| a.step == BUILD_WORK)
+            .filter(|a| a.step == BUILD_WORK && !a.seat.reviews_work())
             .map(|a| a.family.as_str())
             .collect();
         let mut seating = None;

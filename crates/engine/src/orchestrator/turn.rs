@@ -439,6 +439,15 @@ impl Engine {
                         &mut fixes,
                     );
                 }
+                // A discovery lane advises; the lead that merges the lanes decides.
+                if let Some(lane) = plan.line.as_deref().filter(|l| {
+                    l.lane.role == baton_core::line::cursor::Role::Work
+                        && l.route.stations.iter().any(|s| {
+                            s.id == l.station && s.kind == baton_core::line::StationKind::Discovery
+                        })
+                }) {
+                    baton_core::reconciler::line::advice_only(&mut result.claim, &lane.lane.seat);
+                }
                 let mut outcome = reconciler::reconcile(
                     &mut next,
                     &ctx,

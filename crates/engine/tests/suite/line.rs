@@ -744,26 +744,62 @@ fn a_builds_later_writers_keep_to_the_family_that_built_it_so_its_reviewers_can_
     );
 }
 
-/// The two deep discovery lanes decide opposite things: both decisions are kept, the
-/// lanes' work stands, and the line stops with a question naming both decisions and
-/// both workers; the human's answer is a decision, and the unit goes on to its end.
+/// The discovery's lead decides where the limiter keeps its counts; the builder of the
+/// first step decides the opposite: both decisions are kept, the build lane's work
+/// stands, and the line stops with a question naming both decisions and both workers;
+/// the human's answer is a decision, and the unit goes on to its end. The discovery
+/// lanes themselves only advise: what they would decide is kept as their seat's advice.
 #[test]
 fn two_workers_contradicting_each_other_on_a_decision_stop_the_line_for_a_human() {
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(dir.path());
     let route = Route::default_route().unwrap();
+    let glob = |g: &[&str]| {
+        g.iter()
+            .map(|g| baton_core::router::Glob::new(*g))
+            .collect()
+    };
     let (engine, id) = line_unit(
         &store,
         &route,
         "Add rate limiting to the public API, with a disputed decision",
-        |_, _| {},
+        |n, roster| {
+            // worker-1 alone leads the discovery and never builds.
+            for (i, w) in roster.workers[..n].iter_mut().enumerate() {
+                w.qualified = if i == 0 {
+                    glob(&[
+                        "lead.*",
+                        "discovery.*",
+                        "plan.*",
+                        "checkpoint.*",
+                        "review.*",
+                    ])
+                } else {
+                    glob(&[
+                        "lead.intake",
+                        "lead.plan",
+                        "discovery.*",
+                        "plan.*",
+                        "checkpoint.*",
+                        "review.*",
+                        "build.*",
+                    ])
+                };
+            }
+        },
     );
     let mut session = engine.open(&id, None).unwrap();
-    let (turns, next) = lanes(&engine, &mut session, &route);
-    // The intake and the four discovery lanes, all committed.
-    assert_eq!(turns, [0, 1, 2, 3, 4]);
+    let (_, next) = lanes(&engine, &mut session, &route);
     let Next::Ask { question, .. } = next else {
-        panic!("{next:?}")
+        panic!(
+            "{next:?} {:#?}",
+            session
+                .state
+                .decisions
+                .iter()
+                .map(|d| (&d.id, &d.text, &d.provenance.recorded_by))
+                .collect::<Vec<_>>()
+        )
     };
     let decided = |text: &str| {
         session
@@ -776,18 +812,51 @@ fn two_workers_contradicting_each_other_on_a_decision_stop_the_line_for_a_human(
     };
     let keep = decided("Keep the rate limit counters in Redis");
     let never = decided("Never keep the rate limit counters in Redis");
-    assert_ne!(keep.provenance.recorded_by, never.provenance.recorded_by);
+    assert_eq!(keep.provenance.recorded_by.as_str(), "worker-1");
+    assert_ne!(never.provenance.recorded_by.as_str(), "worker-1");
     assert!(
         question.starts_with(&format!(
-            "{} (discovery.deep) recorded {} \"Never keep the rate limit counters in Redis\", which may contradict {} \"Keep the rate limit counters in Redis\" by {}; answer which holds",
-            never.provenance.recorded_by, never.id, keep.id, keep.provenance.recorded_by
+            "{} (build.rote-step) recorded {} \"Never keep the rate limit counters in Redis\", which may contradict {} \"Keep the rate limit counters in Redis\" by worker-1; answer which holds",
+            never.provenance.recorded_by, never.id, keep.id
         )),
         "{question}"
     );
+    // No discovery lane decided anything: their decisions are their seats' advice.
+    let discovery_turns: Vec<u32> = store
+        .turns(&id)
+        .unwrap()
+        .iter()
+        .filter(|t| {
+            t.lane
+                .as_ref()
+                .is_some_and(|l| l.station == "discovery" && !l.seat.as_str().starts_with("lead."))
+        })
+        .map(|t| t.turn)
+        .collect();
+    assert_eq!(discovery_turns.len(), 4);
+    assert!(
+        session
+            .state
+            .decisions
+            .iter()
+            .all(|d| !discovery_turns.contains(&d.provenance.turn)),
+        "{:#?}",
+        session.state.decisions
+    );
+    assert!(
+        session
+            .state
+            .assumptions
+            .iter()
+            .any(|a| a.text.starts_with("Advice of discovery.deep: ")),
+        "{:#?}",
+        session.state.assumptions
+    );
+
     engine
         .answer_unit(
             &mut session,
-            "Keep them in Redis: the other lane read a stale file",
+            "Keep them in Redis: the builder read a stale file",
         )
         .unwrap();
     let (_, next) = lanes(&engine, &mut session, &route);
@@ -801,7 +870,7 @@ fn two_workers_contradicting_each_other_on_a_decision_stop_the_line_for_a_human(
     assert!(
         human
             .text
-            .ends_with("Keep them in Redis: the other lane read a stale file")
+            .ends_with("Keep them in Redis: the builder read a stale file")
     );
     assert!(
         human.text.contains("which may contradict"),

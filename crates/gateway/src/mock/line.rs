@@ -128,25 +128,26 @@ pub const PLANTED: &str = "planted bug";
 pub const CONTESTED: &str = "contested plan";
 
 /// What an objective says to make two workers contradict each other on a decision: in
-/// a unit with "a disputed decision" the two `discovery.deep` lanes decide opposite
-/// things about where the limiter keeps its counts.
+/// a unit with "a disputed decision" the discovery's lead decides where the limiter
+/// keeps its counts, and the first build step's builder decides the opposite.
 pub const DISPUTED: &str = "disputed decision";
 
-/// The two deep discovery lanes of a disputed unit each add their side of the dispute.
+/// The discovery's lead and the first step's builder of a disputed unit each decide
+/// their side of the dispute.
 pub(super) fn dispute(result: &mut Value, user: &str) {
     if !section(user, "Objective").to_lowercase().contains(DISPUTED) {
         return;
     }
     let task = super::assigned_task(user);
-    let decision = if task.contains("As discovery.deep (lane 1 of") {
+    let decision = if task.contains("As lead.discovery") {
         "Keep the rate limit counters in Redis"
-    } else if task.contains("As discovery.deep (lane 2 of") {
+    } else if task.contains("As build.") && task.contains("step T1 ") {
         "Never keep the rate limit counters in Redis"
     } else {
         return;
     };
     if let Some(decisions) = result.get_mut("decisions").and_then(Value::as_array_mut) {
-        decisions.push(json!({"text": decision, "reason": "what this lane found in the code"}));
+        decisions.push(json!({"text": decision, "reason": "what this seat found in the code"}));
     }
 }
 

@@ -77,3 +77,38 @@ fn a_base_branch_checked_out_elsewhere_or_a_branch_with_foreign_commits_is_refus
         "{landing:?}"
     );
 }
+
+#[test]
+fn landing_again_finds_it_done_and_a_rewound_base_is_refused() {
+    let f = Fixture::new();
+    let ws = f.create("j1");
+    write(&ws.path, "a.txt", "a\n");
+    ws.commit_turn(&turn("j1", 1, "turn 1")).unwrap();
+    // The base moves on another file: a merge commit joins both.
+    write(&f.main, "CHANGELOG.md", "theirs\n");
+    git(&f.main, &["add", "CHANGELOG.md"]);
+    git(&f.main, &["commit", "-q", "-m", "theirs"]);
+    let landing = f.repo.land(&ws, "main").unwrap();
+    let Landing::Merged { to, .. } = &landing else {
+        panic!("{landing:?}")
+    };
+    assert_eq!(git(&f.main, &["rev-parse", "HEAD"]), *to);
+    // Run again (a process killed before it recorded the landing): nothing to do, and
+    // the base's own commits are not taken for foreign ones on the unit's branch.
+    let again = f.repo.land(&ws, "main").unwrap();
+    assert!(matches!(again, Landing::Already { .. }), "{again:?}");
+
+    // A base rewound past where the unit started is refused.
+    let ws = f.create("j2");
+    write(&ws.path, "b.txt", "b\n");
+    ws.commit_turn(&turn("j2", 1, "turn 1")).unwrap();
+    let first = git(&f.main, &["rev-list", "--max-parents=0", "HEAD"]);
+    git(&f.main, &["reset", "-q", "--hard", &first]);
+    let before = f.main_snapshot();
+    let landing = f.repo.land(&ws, "main").unwrap();
+    assert!(
+        refused(&landing).contains("no longer contains the commit the unit started from"),
+        "{landing:?}"
+    );
+    assert_eq!(f.main_snapshot(), before);
+}
