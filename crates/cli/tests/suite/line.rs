@@ -658,24 +658,40 @@ fn a_unit_killed_at_each_station_resumes_from_its_last_committed_turn_and_ends_a
     // Killed by SIGKILL once at each station while a seat's call (or the gate) is in
     // flight: the printed line names the turn just committed (or the unit, before its
     // first), and what comes after it is under way (the mock workers take 500 ms a
-    // call, the gate a second). The merge writes its outbox too fast to be caught.
+    // call, the gate a second), or the merge station is held up at its outbox.
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     repo_with_build_agent_at(d, agents.path(), "", 500);
+    // Each kill: after the how-many-th line saying what.
     let kills = [
-        ("unit ", "the intake"),
-        ("As lead.intake", "the four discovery lanes at once"),
-        ("As lead.discovery", "the two co-drafts at once"),
-        ("As lead.plan", "the first scrutiny"),
-        ("As checkpoint.find", "the confirmation, after the find"),
+        ("unit ", 1, "the intake"),
+        ("As lead.intake", 1, "the four discovery lanes at once"),
+        ("As lead.discovery", 1, "the two co-drafts at once"),
+        ("As lead.plan", 1, "the first scrutiny"),
+        ("As checkpoint.find", 1, "the confirmation, after the find"),
         (
             "As review.fresh-eyes (lane 3 of 3)",
+            1,
             "the review's breadth and deep round at once",
         ),
-        ("Synthesize the review", "the gate"),
+        ("Synthesize the review", 1, "the gate"),
+        // The gate fails once (a fix round), then passes: the merge station then writes
+        // its patch into a pipe nobody reads, and hangs there until it is killed.
+        ("Gates at gate", 2, "the merge station"),
     ];
+    let outbox = d.join(".baton/worktrees/outbox");
     let mut unit = String::new();
-    for (k, (after, in_flight)) in kills.iter().enumerate() {
+    for (k, (after, times, in_flight)) in kills.iter().enumerate() {
+        let merging = k + 1 == kills.len();
+        if merging {
+            std::fs::create_dir_all(&outbox).unwrap();
+            let fifo = outbox.join(format!("{unit}.patch"));
+            let made = std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap();
+            assert!(made.success());
+        }
         let (mut child, lines) = if k == 0 {
             spawn_lines(
                 d,
@@ -693,6 +709,7 @@ fn a_unit_killed_at_each_station_resumes_from_its_last_committed_turn_and_ends_a
         };
         let mut last_turn = None;
         let mut said = Vec::new();
+        let mut seen = 0;
         loop {
             let line = lines
                 .recv_timeout(std::time::Duration::from_secs(60))
@@ -711,13 +728,17 @@ fn a_unit_killed_at_each_station_resumes_from_its_last_committed_turn_and_ends_a
             {
                 last_turn = n.parse::<u32>().ok();
             }
-            let at = line.contains(after);
+            seen += usize::from(line.contains(after));
             said.push(line);
-            if at {
+            if seen == *times {
                 break;
             }
         }
         std::thread::sleep(std::time::Duration::from_millis(150));
+        if merging {
+            // Stuck at the pipe, nothing of the merge recorded.
+            assert!(child.try_wait().unwrap().is_none(), "{said:#?}");
+        }
         child.kill().unwrap(); // SIGKILL: no cleanup of any kind
         let _ = child.wait();
         // Nothing of what was in flight was committed: the record ends at the turn
@@ -728,6 +749,9 @@ fn a_unit_killed_at_each_station_resumes_from_its_last_committed_turn_and_ends_a
             last_turn.map_or(0, |n| n + 1),
             "killed during {in_flight}: {said:#?}"
         );
+        if merging {
+            std::fs::remove_file(outbox.join(format!("{unit}.patch"))).unwrap();
+        }
     }
     let out = baton(d).args(["line", "--resume", &unit]).output().unwrap();
     let resumed = text(&out);
