@@ -393,7 +393,23 @@ struct Status<'a> {
     verdicts: Vec<String>,
     findings_open: usize,
     findings: usize,
+    /// Who holds the seats of the station the unit is at (its latest pin per seat
+    /// and lane), or of the last station it was at, at the end.
+    seats: Vec<SeatHeld>,
+    /// The open findings, one line each.
+    open_findings: Vec<String>,
     question: Option<String>,
+}
+
+#[derive(Serialize)]
+struct SeatHeld {
+    seat: String,
+    phase: String,
+    worker: String,
+    family: String,
+    pool: String,
+    /// The turn the pin was written with.
+    since_turn: u32,
 }
 
 /// `baton line --status [UNIT] [--json]`.
@@ -427,6 +443,61 @@ pub(crate) fn status(ctx: &Context_, unit: Option<&str>, json: bool) -> Result<E
         }
         _ => None,
     };
+    // The pins of the station the unit is at (the last one it was at, at the end).
+    let at_station = progress.and_then(|p| {
+        route
+            .stations
+            .get(p.station)
+            .or_else(|| route.stations.last())
+            .map(|s| s.id.clone())
+    });
+    let mut seats: Vec<SeatHeld> = Vec::new();
+    if let Some(station) = &at_station {
+        let pins = store.pins(&baton_store::PinFilter::run(&id))?;
+        let here = format!("{station} round ");
+        for p in pins.into_iter().filter(|p| p.pin.phase.starts_with(&here)) {
+            let held = SeatHeld {
+                seat: p.pin.seat.to_string(),
+                phase: p.pin.phase.clone(),
+                worker: p.pin.worker.to_string(),
+                family: p.pin.family.clone(),
+                pool: p.pin.pool.to_string(),
+                since_turn: p.turn,
+            };
+            match seats
+                .iter_mut()
+                .find(|s| s.seat == held.seat && s.phase == held.phase)
+            {
+                Some(s) => *s = held,
+                None => seats.push(held),
+            }
+        }
+    }
+    let open_findings = state
+        .findings
+        .iter()
+        .filter(|f| f.is_open())
+        .map(|f| {
+            format!(
+                "{} {} at {}{}: {} (raised by {} at {}{})",
+                f.id,
+                f.severity.as_str(),
+                f.station,
+                f.step
+                    .as_deref()
+                    .map(|s| format!(" {s}"))
+                    .unwrap_or_default(),
+                f.what,
+                f.provenance.recorded_by,
+                f.seat,
+                if f.fix_claimed.is_some() {
+                    "; fix claimed, not confirmed"
+                } else {
+                    ""
+                }
+            )
+        })
+        .collect();
     let out = Status {
         unit: id.to_string(),
         objective: &state.objective,
@@ -445,6 +516,8 @@ pub(crate) fn status(ctx: &Context_, unit: Option<&str>, json: bool) -> Result<E
             .collect(),
         findings_open: state.findings.iter().filter(|f| f.is_open()).count(),
         findings: state.findings.len(),
+        seats,
+        open_findings,
         question,
     };
     if json {
@@ -482,7 +555,16 @@ pub(crate) fn status(ctx: &Context_, unit: Option<&str>, json: bool) -> Result<E
             out.verdicts.join(", ")
         }
     );
+    for s in &out.seats {
+        println!(
+            "seat {} ({}): {} ({}, pool {}) since turn {}",
+            s.seat, s.phase, s.worker, s.family, s.pool, s.since_turn
+        );
+    }
     println!("findings: {} open of {}", out.findings_open, out.findings);
+    for f in &out.open_findings {
+        println!("  {f}");
+    }
     if let Some(q) = &out.question {
         println!("stopped for a human: {q}");
     }

@@ -204,6 +204,25 @@ fn a_plan_loop_that_will_not_converge_stops_with_its_options_and_the_human_answe
             && err.contains(&format!("unit {unit} waits for an answer: `baton answer {unit} \"…\"`")),
         "{err}"
     );
+    // Where it stopped: the station's seats and who holds them, the open objections.
+    let shown = run_ok(d, &["line", "--status", &unit]);
+    assert!(
+        shown.contains("at plan-loop, round 4")
+            && shown.contains("seat plan.scrutiny (plan-loop round 4 lane 1): ")
+            && shown.contains("seat plan.scrutiny (plan-loop round 4 lane 2): ")
+            && shown.contains("findings: 8 open of 8")
+            && shown.contains("MINOR at plan-loop: The plan leaves open where the limiter keeps its counts (objection of plan.scrutiny (lane 2 of 2), round 4)"),
+        "{shown}"
+    );
+    let status: Value =
+        serde_json::from_str(&run_ok(d, &["line", "--status", &unit, "--json"])).unwrap();
+    let seats = status["seats"].as_array().unwrap();
+    assert!(
+        seats
+            .iter()
+            .any(|s| s["seat"] == "lead.plan" && s["phase"] == "plan-loop round 4"),
+        "{seats:?}"
+    );
     let said = run_ok(d, &["answer", &unit, "more 1"]);
     assert!(said.contains("1 more round(s) allowed"), "{said}");
     let out = baton(d).args(["line", "--resume", &unit]).output().unwrap();
