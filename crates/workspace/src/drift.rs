@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::git::os;
+use crate::git::{Git, os};
 use crate::repo::Repo;
 use crate::workspace::Workspace;
 
@@ -46,30 +46,35 @@ impl Repo {
             None => Some(format!("detached at {}", ws.resolve("HEAD")?)),
         };
 
-        let git = self.git();
         let range = format!("{}..refs/heads/{}", ws.base, ws.branch);
-        // One line per commit: the sha, then every Baton-Job value, unit-separated.
-        let out = git.run(&[
-            os("rev-list"),
-            os("--reverse"),
-            os("--no-commit-header"),
-            os("--format=%H%x1f%(trailers:key=Baton-Job,valueonly,unfold,separator=%x1f)"),
-            os(&range),
-        ])?;
-        let text = String::from_utf8_lossy(&out);
-        let commits_outside_baton = text
-            .lines()
-            .filter_map(|line| {
-                let mut fields = line.split('\x1f');
-                let sha = fields.next().filter(|s| !s.is_empty())?;
-                let ours = fields.any(|job| job.trim() == ws.job_id);
-                (!ours).then(|| sha.to_owned())
-            })
-            .collect();
+        let commits_outside_baton = commits_not_by(&self.git(), &ws.job_id, &[&range])?;
         Ok(Drift {
             base_moved,
             branch_changed,
             commits_outside_baton,
         })
     }
+}
+
+/// The commits `revs` name (a range, or revisions and `^`exclusions) that carry no
+/// `Baton-Job` trailer naming `job_id`, oldest first.
+pub(crate) fn commits_not_by(git: &Git, job_id: &str, revs: &[&str]) -> Result<Vec<String>> {
+    let mut args = vec![
+        os("rev-list"),
+        os("--reverse"),
+        os("--no-commit-header"),
+        // One line per commit: the sha, then every Baton-Job value, unit-separated.
+        os("--format=%H%x1f%(trailers:key=Baton-Job,valueonly,unfold,separator=%x1f)"),
+    ];
+    args.extend(revs.iter().map(|r| os(r)));
+    let out = git.run(&args)?;
+    Ok(String::from_utf8_lossy(&out)
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split('\x1f');
+            let sha = fields.next().filter(|s| !s.is_empty())?;
+            let ours = fields.any(|job| job.trim() == job_id);
+            (!ours).then(|| sha.to_owned())
+        })
+        .collect())
 }

@@ -266,26 +266,8 @@ enum Target {
 /// The commits reachable from `head` but from neither the job's base nor `tip` that
 /// carry no `Baton-Job` trailer naming the job, oldest first.
 fn foreign_commits(git: &Git, ws: &Workspace, head: &str, tip: &str) -> Result<Vec<String>> {
-    let not_base = format!("^{}", ws.base);
-    let not_tip = format!("^{tip}");
-    let out = git.run(&[
-        os("rev-list"),
-        os("--reverse"),
-        os("--no-commit-header"),
-        os("--format=%H%x1f%(trailers:key=Baton-Job,valueonly,unfold,separator=%x1f)"),
-        os(head),
-        os(&not_base),
-        os(&not_tip),
-    ])?;
-    Ok(String::from_utf8_lossy(&out)
-        .lines()
-        .filter_map(|line| {
-            let mut fields = line.split('\x1f');
-            let sha = fields.next().filter(|s| !s.is_empty())?;
-            let ours = fields.any(|job| job.trim() == ws.job_id);
-            (!ours).then(|| sha.to_owned())
-        })
-        .collect())
+    let (not_base, not_tip) = (format!("^{}", ws.base), format!("^{tip}"));
+    crate::drift::commits_not_by(git, &ws.job_id, &[head, &not_base, &not_tip])
 }
 
 /// The files changed between two commits.

@@ -859,6 +859,30 @@ fn stopped_unit_with_merge(d: &Path, agents: &Path) -> String {
         .to_string()
 }
 
+/// A colleague commits `file` on main while the unit waits for its answer; the unit is
+/// then answered and resumed: returns where main moved to, and the resume's output.
+fn resumed_after_a_colleague_commits(
+    d: &Path,
+    unit: &str,
+    file: &str,
+    content: &str,
+) -> (String, std::process::Output) {
+    std::fs::write(d.join(file), content).unwrap();
+    git(d, &["add", file]);
+    git(d, &["commit", "-q", "-m", "colleague"]);
+    let moved = git(d, &["rev-parse", "main"]).trim().to_string();
+    run_ok(
+        d,
+        &[
+            "answer",
+            unit,
+            "Return 429 after 100 requests a minute per key",
+        ],
+    );
+    let out = baton(d).args(["line", "--resume", unit]).output().unwrap();
+    (moved, out)
+}
+
 #[test]
 fn merge_joins_a_base_branch_that_moved_on_other_files_with_a_merge_commit() {
     let dir = tempfile::tempdir().unwrap();
@@ -866,19 +890,8 @@ fn merge_joins_a_base_branch_that_moved_on_other_files_with_a_merge_commit() {
     let agents = tempfile::tempdir().unwrap();
     let unit = stopped_unit_with_merge(d, agents.path());
     // Someone commits on main meanwhile, on a file the unit never touches.
-    std::fs::write(d.join("CHANGELOG.md"), "a colleague's change\n").unwrap();
-    git(d, &["add", "CHANGELOG.md"]);
-    git(d, &["commit", "-q", "-m", "colleague"]);
-    let moved = git(d, &["rev-parse", "main"]).trim().to_string();
-    run_ok(
-        d,
-        &[
-            "answer",
-            &unit,
-            "Return 429 after 100 requests a minute per key",
-        ],
-    );
-    let out = baton(d).args(["line", "--resume", &unit]).output().unwrap();
+    let (moved, out) =
+        resumed_after_a_colleague_commits(d, &unit, "CHANGELOG.md", "a colleague's change\n");
     let said = text(&out);
     assert_eq!(out.status.code(), Some(0), "{said}");
     assert!(
@@ -913,19 +926,8 @@ fn merge_refuses_a_base_branch_that_changed_the_units_files_and_leaves_everythin
     let d = dir.path();
     let agents = tempfile::tempdir().unwrap();
     let unit = stopped_unit_with_merge(d, agents.path());
-    std::fs::write(d.join("impl.txt"), "a colleague's implementation\n").unwrap();
-    git(d, &["add", "impl.txt"]);
-    git(d, &["commit", "-q", "-m", "colleague"]);
-    let moved = git(d, &["rev-parse", "main"]).trim().to_string();
-    run_ok(
-        d,
-        &[
-            "answer",
-            &unit,
-            "Return 429 after 100 requests a minute per key",
-        ],
-    );
-    let out = baton(d).args(["line", "--resume", &unit]).output().unwrap();
+    let (moved, out) =
+        resumed_after_a_colleague_commits(d, &unit, "impl.txt", "a colleague's implementation\n");
     let said = text(&out);
     assert_eq!(out.status.code(), Some(3), "{said}");
     assert!(
