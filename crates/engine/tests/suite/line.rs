@@ -937,3 +937,136 @@ fn a_credentials_step_is_never_built_or_checked_by_a_family_its_seats_deny_it() 
     });
     assert!(denied, "{pins:#?}");
 }
+
+/// A model behind a local server that speaks its provider's wire format: its text is the
+/// offline mock's answer to the request as sent (system, user, and the answer's schema,
+/// from OpenAI's `response_format` or Anthropic's forced tool), wrapped the way the
+/// provider wraps it.
+fn mock_model_server(anthropic: bool) -> super::server::TestServer {
+    use baton_gateway::Gateway;
+    super::server::TestServer::start(super::server::deciding(400, move |r| {
+        let body = r.json();
+        let (system, user, schema) = if anthropic {
+            (
+                body["system"].as_str().unwrap_or_default().to_string(),
+                body.pointer("/messages/0/content")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                body.pointer("/tools/0/input_schema")
+                    .cloned()
+                    .unwrap_or(Value::Null),
+            )
+        } else {
+            (
+                body.pointer("/messages/0/content")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                body.pointer("/messages/1/content")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                body.pointer("/response_format/json_schema/schema")
+                    .cloned()
+                    .unwrap_or(Value::Null),
+            )
+        };
+        let answered = baton_gateway::MockGateway::new()
+            .complete(&baton_gateway::ModelRequest {
+                model: "m",
+                system: &system,
+                user: &user,
+                call: baton_core::turn::CallKind::Combined,
+                turn: 0,
+                schema: &schema,
+                max_tokens: None,
+                temperature: None,
+                workspace: None,
+                cancel: None,
+                output: None,
+                hashed: None,
+            })
+            .unwrap();
+        let claim: Value = serde_json::from_str(&answered.text).unwrap();
+        let wire = if anthropic {
+            json!({
+                "id": "msg_01", "type": "message", "role": "assistant",
+                "model": "claude-sonnet-4-5",
+                "content": [{"type": "tool_use", "id": "toolu_01", "name": "submit_claim", "input": claim}],
+                "stop_reason": "tool_use", "stop_sequence": null,
+                "usage": {"input_tokens": 900, "output_tokens": 120}
+            })
+        } else {
+            json!({
+                "id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4.1-mini",
+                "choices": [{"index": 0, "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": claim.to_string()}}],
+                "usage": {"prompt_tokens": 900, "completion_tokens": 120}
+            })
+        };
+        super::server::json(200, &wire.to_string())
+    }))
+}
+
+/// The default route with API workers of three families behind servers speaking
+/// OpenAI's and Anthropic's wire formats: every station's answer (an intake, plans,
+/// checks, the usual claims) goes out with its schema and comes back parsed, and the
+/// planted bug is caught, fixed and confirmed, to APPROVED.
+#[test]
+fn the_line_runs_with_api_workers_over_each_providers_wire_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let route = Route::default_route().unwrap();
+    let (openai, anthropic) = (mock_model_server(false), mock_model_server(true));
+    let mut workers = Vec::new();
+    for i in 0..2 {
+        workers.push(super::providers::openai_worker(
+            &format!("gpt-{i}"),
+            &openai,
+            0,
+        ));
+        workers.push(super::providers::anthropic_worker(
+            &format!("claude-{i}"),
+            &anthropic,
+        ));
+        let mut glm = super::providers::openai_worker(&format!("glm-{i}"), &openai, 0);
+        glm.family = "zhipu".into();
+        glm.model = "openai/glm-4.6".into();
+        workers.push(glm);
+    }
+    let objective = "Add rate limiting to the public API, with a planted bug";
+    let mut spec = spec(&[objective], Roster { workers });
+    spec.objective = objective.into();
+    spec.settings.floor = three_pools(&mut spec.roster);
+    let engine = engine(&store);
+    let id = engine.create_unit(&spec, &route, None).unwrap();
+    let mut session = engine
+        .open_with_keys(&id, None, Some(&spec.roster))
+        .unwrap();
+    let (turns, next) = lanes_upto(&engine, &mut session, &route, 80).unwrap();
+    assert_eq!(next, Next::Done);
+    assert_eq!(turns.len(), 42);
+    let verdict = session.state.verdicts.last().unwrap();
+    assert_eq!(verdict.verdict, baton_core::line::VerdictKind::Approved);
+    assert_eq!(session.state.findings.len(), 2);
+    assert!(session.state.findings.iter().all(|f| !f.is_open()));
+    // Both wire formats carried the line's schemas.
+    let tools: Vec<String> = anthropic
+        .requests()
+        .iter()
+        .filter_map(|r| {
+            r.json()
+                .pointer("/tools/0/input_schema/title")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .collect();
+    assert!(!tools.is_empty());
+    assert!(
+        openai
+            .requests()
+            .iter()
+            .any(|r| r.json().pointer("/response_format/json_schema").is_some())
+    );
+}
