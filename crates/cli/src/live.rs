@@ -28,7 +28,9 @@ struct InFlight {
 
 #[derive(Default)]
 struct State {
-    current: Option<InFlight>,
+    /// The calls waiting for their answer, by run and turn (the lanes of a unit's batch
+    /// are in flight together).
+    in_flight: std::collections::BTreeMap<(String, Option<u32>), InFlight>,
     /// Bumped on every change, so a waiting reporter knows its call is gone.
     generation: u64,
 }
@@ -56,31 +58,7 @@ impl Subscriber for Progress {
         {
             let (lock, changed) = &*self.shared;
             let mut state = lock.lock().unwrap_or_else(PoisonError::into_inner);
-            state.generation += 1;
-            match &e.event.kind {
-                EventKind::CallSent {
-                    call,
-                    worker,
-                    model,
-                    attempt,
-                    attempts,
-                    timeout_ms,
-                } => {
-                    // A call outside any turn is the judge's, whose events carry its group.
-                    let of = match e.event.turn {
-                        Some(turn) => format!("turn {turn}"),
-                        None => format!("judge of group {}", e.event.run_id),
-                    };
-                    state.current = Some(InFlight {
-                        what: format!(
-                            "{of} · {worker} ({model}) {call}: attempt {attempt} of {attempts}"
-                        ),
-                        since: Instant::now(),
-                        timeout: timeout_ms.map(Duration::from_millis),
-                    });
-                }
-                _ => state.current = None,
-            }
+            state.track(&e.event);
             changed.notify_all();
         }
         let lines = self
@@ -98,7 +76,8 @@ fn report(shared: &(Mutex<State>, Condvar)) {
     let (lock, changed) = shared;
     let mut state = lock.lock().unwrap_or_else(PoisonError::into_inner);
     loop {
-        let Some(call) = &state.current else {
+        // The call waiting longest is the one reported.
+        let Some(call) = oldest(&state) else {
             state = changed.wait(state).unwrap_or_else(PoisonError::into_inner);
             continue;
         };
@@ -112,13 +91,17 @@ fn report(shared: &(Mutex<State>, Condvar)) {
         if state.generation != generation {
             continue;
         }
-        if let Some(call) = &state.current {
+        if let Some(call) = oldest(&state) {
             let limit = call
                 .timeout
                 .map(|t| format!("; gives up at {} s", t.as_secs()))
                 .unwrap_or_default();
+            let others = match state.in_flight.len() - 1 {
+                0 => String::new(),
+                n => format!(" ({n} more call(s) in flight)"),
+            };
             eprintln!(
-                "  … {}: waiting {} s for the answer{limit} (Ctrl-C stops)",
+                "  … {}: waiting {} s for the answer{limit}{others} (Ctrl-C stops)",
                 call.what,
                 call.since.elapsed().as_secs()
             );
@@ -126,9 +109,88 @@ fn report(shared: &(Mutex<State>, Condvar)) {
     }
 }
 
+impl State {
+    /// A call sent is waited for until its turn says anything else.
+    fn track(&mut self, e: &baton_protocol::EventMsg) {
+        self.generation += 1;
+        let key = (e.run_id.0.clone(), e.turn);
+        match &e.kind {
+            EventKind::CallSent {
+                call,
+                worker,
+                model,
+                attempt,
+                attempts,
+                timeout_ms,
+            } => {
+                // A call outside any turn is the judge's, whose events carry its group.
+                let of = match e.turn {
+                    Some(turn) => format!("turn {turn}"),
+                    None => format!("judge of group {}", e.run_id),
+                };
+                let call = InFlight {
+                    what: format!(
+                        "{of} · {worker} ({model}) {call}: attempt {attempt} of {attempts}"
+                    ),
+                    since: Instant::now(),
+                    timeout: timeout_ms.map(Duration::from_millis),
+                };
+                self.in_flight.insert(key, call);
+            }
+            // Anything else the turn says ends its call's wait.
+            _ => {
+                self.in_flight.remove(&key);
+            }
+        }
+    }
+}
+
+fn oldest(state: &State) -> Option<&InFlight> {
+    state.in_flight.values().min_by_key(|c| c.since)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The lanes of a unit's batch wait together: one answered leaves the others
+    /// waiting, and the one waiting longest is reported.
+    #[test]
+    fn calls_in_flight_together_are_each_waited_for() {
+        use baton_core::ids::{RunId, Timestamp, WorkerId};
+        use baton_protocol::EventMsg;
+        let ev = |turn: u32, kind: EventKind| EventMsg {
+            run_id: RunId("u".into()),
+            turn: Some(turn),
+            at: Timestamp(0),
+            kind,
+        };
+        let sent = |turn: u32| {
+            ev(
+                turn,
+                EventKind::CallSent {
+                    call: "combined".into(),
+                    worker: WorkerId::new(format!("w{turn}")),
+                    model: "mock/m".into(),
+                    attempt: 1,
+                    attempts: 1,
+                    timeout_ms: None,
+                },
+            )
+        };
+        let mut state = State::default();
+        state.track(&sent(5));
+        state.track(&sent(6));
+        state.track(&ev(
+            5,
+            EventKind::Warning {
+                worker: WorkerId::new("w5"),
+                text: "answered".into(),
+            },
+        ));
+        assert_eq!(state.in_flight.len(), 1);
+        assert!(oldest(&state).unwrap().what.starts_with("turn 6 · w6"));
+    }
 
     #[test]
     fn reports_come_every_ten_seconds_then_every_thirty() {

@@ -43,13 +43,13 @@ struct Pending {
 }
 
 /// Turns events into lines. Stateful: a turn's progress line is written when the
-/// turn commits, from what its earlier events said (per run: the turns of concurrent
-/// jobs interleave).
+/// turn commits, from what its earlier events said (per run and turn: the turns of
+/// concurrent jobs interleave, and so do the lanes of a unit's batch).
 #[derive(Debug, Default)]
 pub struct Renderer {
     /// Also a line per model call (`--verbose`).
     pub verbose: bool,
-    pending: BTreeMap<String, Pending>,
+    pending: BTreeMap<(String, u32), Pending>,
     /// The job each run belongs to, once it was claimed: its lines say so.
     jobs: BTreeMap<String, String>,
     /// The judges said so far (group, time): one `judged` is stored in each candidate's
@@ -81,7 +81,8 @@ impl Renderer {
     fn lines(&mut self, e: &EventMsg) -> Vec<String> {
         let mut out = Vec::new();
         let run = &e.run_id.0;
-        let pending = self.pending.get_mut(run);
+        let key = (run.clone(), e.turn.unwrap_or(0));
+        let pending = self.pending.get_mut(&key);
         match &e.kind {
             EventKind::TurnStarted {
                 worker,
@@ -95,7 +96,7 @@ impl Renderer {
                     }
                     _ => assignment.clone(),
                 };
-                self.pending.insert(run.clone(), Pending {
+                self.pending.insert(key, Pending {
                     turn: e.turn.unwrap_or(0),
                     worker: worker.to_string(),
                     model: model.clone(),
@@ -175,7 +176,7 @@ impl Renderer {
                 steps,
                 ..
             } => {
-                let p = self.pending.remove(run).unwrap_or_default();
+                let p = self.pending.remove(&key).unwrap_or_default();
                 let status = match (status.as_str(), step_left_open) {
                     ("committed", true) => format!(
                         "committed, but {} stays open: no evidence of work",
@@ -215,7 +216,7 @@ impl Renderer {
                 out.push(line);
             }
             EventKind::TurnAbandoned { reason } => {
-                self.pending.remove(run);
+                self.pending.remove(&key);
                 out.push(format!("turn not committed: {reason}"));
             }
             EventKind::JobClaimed {
@@ -449,5 +450,34 @@ mod tests {
         assert!(got[2].starts_with("job job-a: turn   0 · w1"), "{out}");
         assert!(got[3].starts_with("job job-b: turn   0 · w1"), "{out}");
         assert_eq!(got.len(), 4);
+    }
+
+    /// The lanes of a unit's batch: one run's turns started together, committed in
+    /// turn; each line is its own turn's.
+    #[test]
+    fn one_runs_turns_in_flight_together_keep_their_own_lines() {
+        let (a, mut b) = (
+            turn("r", 5, committed("committed", None)),
+            turn("r", 6, committed("failed", Some("timeout"))),
+        );
+        if let EventKind::TurnStarted { worker, .. } = &mut b[0].kind {
+            *worker = WorkerId::new("w2");
+        }
+        let mut events = Vec::new();
+        for (x, y) in a.into_iter().zip(b) {
+            events.push(x);
+            events.push(y);
+        }
+        let out = lines(&events, false);
+        let got: Vec<&str> = out.lines().collect();
+        assert_eq!(got.len(), 2, "{out}");
+        assert!(
+            got[0].starts_with("turn   5 · w1") && got[0].contains("committed"),
+            "{out}"
+        );
+        assert!(
+            got[1].starts_with("turn   6 · w2") && got[1].contains("FAILED: timeout"),
+            "{out}"
+        );
     }
 }
