@@ -59,4 +59,18 @@ pub trait WorkspaceHook: Send + Sync {
     fn checks(&self) -> Vec<String> {
         Vec::new()
     }
+    /// The change so far: the patch from the workspace's base to the last turn the
+    /// record has, with the two commits, for a checking seat's briefing.
+    fn change(&self) -> Option<Result<Change>> {
+        None
+    }
+}
+
+/// A workspace's change so far.
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub base: String,
+    pub head: String,
+    /// `git diff base head`, as text.
+    pub patch: String,
 }

@@ -452,6 +452,21 @@ fn a_unit_in_a_repository_builds_in_its_worktree_is_sent_back_by_a_failing_gate_
         .map(|t| t.workspace.as_ref().unwrap().gates.iter().all(|g| g.passed))
         .collect();
     assert_eq!(gated, vec![false, true], "gate runs");
+    // The checking seats were shown the change itself: the diff from the base.
+    for seat in ["checkpoint.find", "review.fresh-eyes"] {
+        let checked = turns
+            .iter()
+            .rfind(|t| t.lane.as_ref().is_some_and(|l| l.seat.as_str() == seat))
+            .unwrap();
+        let text = &checked.package.text;
+        assert!(
+            text.contains(&format!(
+                "## The change under review (`git diff {}",
+                &base[..12]
+            )) && text.contains("+++ b/impl.txt"),
+            "{seat}: {text}"
+        );
+    }
     let state: baton_core::state::ExecutionState = store.load_state(&run).unwrap();
     let gate_issue = state
         .issues

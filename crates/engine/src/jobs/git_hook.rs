@@ -193,6 +193,21 @@ impl WorkspaceHook for GitHook {
             .map(|g| format!("`{}`: `{}`", g.name, g.command))
             .collect()
     }
+
+    fn change(&self) -> Option<Result<crate::hook::Change>> {
+        let head = self.last();
+        let base = self.workspace.base.clone();
+        Some(
+            self.workspace
+                .patch(&base, &head)
+                .map_err(ws_err)
+                .map(|patch| crate::hook::Change {
+                    base,
+                    head,
+                    patch: String::from_utf8_lossy(&patch).into_owned(),
+                }),
+        )
+    }
 }
 
 impl GateStation for GitHook {

@@ -210,6 +210,63 @@ fn work_of(kind: StationKind, role: Role, station: &str, step: Option<&str>) -> 
     }
 }
 
+/// Adds the change so far to a checking seat's block, as many whole lines of the diff as
+/// its budget leaves room for, saying how many more there are.
+fn show_change(
+    block: &mut baton_core::line::brief::LineBrief,
+    change: &crate::hook::Change,
+    budget: usize,
+    estimator: &dyn baton_core::tokens::TokenEstimator,
+) {
+    let short = |s: &str| s[..s.len().min(12)].to_string();
+    let heading = format!(
+        "## The change under review (`git diff {} {}`)\n",
+        short(&change.base),
+        short(&change.head)
+    );
+    if change.patch.trim().is_empty() {
+        block.text.push_str(&format!("\n{heading}No change yet.\n"));
+        block.tokens = estimator.count(&block.text);
+        return;
+    }
+    // Room for the diff's lines after the block, the heading and the fences and note.
+    let room = budget.saturating_sub(block.tokens + estimator.count(&heading) + 40);
+    let lines: Vec<&str> = change.patch.lines().collect();
+    let (mut used, mut shown) = (0, 0);
+    for line in &lines {
+        let cost = estimator.count(line) + 1;
+        if used + cost > room {
+            break;
+        }
+        used += cost;
+        shown += 1;
+    }
+    let mut text = format!("\n{heading}```diff\n");
+    for line in &lines[..shown] {
+        text.push_str(line);
+        text.push('\n');
+    }
+    text.push_str("```\n");
+    let left = lines.len() - shown;
+    if left > 0 {
+        text.push_str(&format!(
+            "{left} more line(s) of the diff are not shown here (the budget); the whole change is on the unit's branch at {}.\n",
+            short(&change.head)
+        ));
+        block.omitted.push(baton_core::line::brief::Omitted {
+            item: format!("{left} diff line(s)"),
+            reason: baton_core::line::brief::OmitReason::Budget,
+        });
+    }
+    block.text.push_str(&text);
+    block.tokens = estimator.count(&block.text);
+    block.shown.push(format!(
+        "git diff {}..{}",
+        short(&change.base),
+        short(&change.head)
+    ));
+}
+
 /// What one step of the line did.
 #[derive(Debug)]
 pub enum LineStep {
@@ -525,7 +582,7 @@ impl Engine {
             lanes_of_seat,
         };
         // The block gets up to half the budget; the record's sections fill the rest.
-        let asked = ask::ask(
+        let mut asked = ask::ask(
             &session.state,
             &at,
             &lane,
@@ -533,6 +590,15 @@ impl Engine {
             budget / 2,
             &*session.estimator,
         );
+        // A seat that checks the build (a checkpoint, a review) is shown the change
+        // itself in a unit with a repository: the diff from the base to the last turn.
+        let checks_the_build =
+            kind == StationKind::Review || matches!(lane.role, Role::Find { .. } | Role::Confirm);
+        if checks_the_build
+            && let Some(change) = session.workspace.as_ref().and_then(|w| w.change())
+        {
+            show_change(&mut asked.block, &change?, budget / 2, &*session.estimator);
+        }
         Ok(Ok(Planned {
             worker,
             assignment: asked.assignment.clone(),
@@ -1037,5 +1103,58 @@ impl Engine {
             })?;
         self.unblock(session)?;
         Ok(summary)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_core::line::brief::LineBrief;
+    use baton_core::tokens::{HeuristicEstimator, TokenEstimator};
+
+    fn block() -> LineBrief {
+        LineBrief {
+            text: "## The locked plan\n- T1 Write a failing test\n".into(),
+            tokens: 12,
+            shown: vec!["P3".into()],
+            omitted: Vec::new(),
+            over_budget: false,
+        }
+    }
+
+    /// A diff too long for the block is cut at whole lines within the budget, and the
+    /// block says how many lines were left out and where the whole change is.
+    #[test]
+    fn a_checking_seat_is_shown_as_much_of_the_diff_as_its_budget_allows() {
+        let patch: String = (0..2_000)
+            .map(|i| format!("+line {i} of the limiter\n"))
+            .collect();
+        let change = crate::hook::Change {
+            base: "a".repeat(40),
+            head: "b".repeat(40),
+            patch,
+        };
+        let mut b = block();
+        show_change(&mut b, &change, 600, &HeuristicEstimator);
+        assert!(b.tokens <= 600, "{}", b.tokens);
+        assert_eq!(b.tokens, HeuristicEstimator.count(&b.text));
+        assert!(b.text.contains("+line 0 of the limiter\n"));
+        assert!(!b.text.contains("+line 1999 of"));
+        let left = b.omitted.last().unwrap();
+        assert!(left.item.ends_with("diff line(s)"), "{left:?}");
+        assert!(
+            b.text.contains("more line(s) of the diff are not shown here (the budget); the whole change is on the unit's branch at bbbbbbbbbbbb."),
+            "{}",
+            b.text
+        );
+        // A short one is shown whole.
+        let mut b = block();
+        let small = crate::hook::Change {
+            patch: "+one line\n".into(),
+            ..change
+        };
+        show_change(&mut b, &small, 600, &HeuristicEstimator);
+        assert!(b.text.ends_with("```diff\n+one line\n```\n"), "{}", b.text);
+        assert!(b.omitted.is_empty());
     }
 }
