@@ -674,13 +674,33 @@ pub(crate) fn demo(ctx: &Context_) -> Result<ExitCode> {
     for f in at(&state, "build") {
         println!("  {}", how(f));
     }
-    let rounds = (state.findings.iter())
-        .filter(|f| f.station == "review")
-        .map(|f| f.round + 1)
-        .max()
-        .unwrap_or(1);
+    // Each pass through the review ends at the round that raised nothing new: the last
+    // review round before each synthesis.
+    let mut converged: Vec<u32> = Vec::new();
+    let mut last_round = None;
+    for t in store.turns(&id)? {
+        match &t.lane {
+            Some(l) if l.station == "review" => last_round = Some(l.round),
+            None if t.assignment.task.starts_with("Synthesize") => {
+                converged.extend(last_round.take());
+            }
+            _ => {}
+        }
+    }
+    let rounds = match converged.as_slice() {
+        [] => "did not run".to_string(),
+        [only] => format!("converged after round {only}"),
+        [first, rest @ ..] => format!(
+            "converged after round {first}, then (in the fix round{}) after round {}",
+            if rest.len() > 1 { "s" } else { "" },
+            rest.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
     println!(
-        "review: {} finding(s); converged after round {rounds} (a round that raised nothing new):",
+        "review: {} finding(s); {rounds} (a round that raised nothing new):",
         at(&state, "review").count()
     );
     for f in at(&state, "review") {

@@ -282,7 +282,7 @@ fn the_line_demo_runs_the_default_route_offline_and_says_who_held_each_seat() {
         "  build      build.rote-step ",
         "checkpoint.confirm ",
         "checkpoints: 3 steps built, each found and confirmed by another family; 1 finding(s):",
-        "review: 1 finding(s); converged after round 2",
+        "review: 1 finding(s); converged after round 2, then (in the fix round) after round 3",
         "synthesis 1: NEEDS_CHANGES (MAJOR at ",
         "synthesis 2: APPROVED (no open finding)",
         "fix rounds: 1",
