@@ -258,6 +258,23 @@ fn a_unit_needs_a_description_pools_to_route_by_and_resumes_only_units() {
         .unwrap();
     assert_eq!(out.status.code(), Some(5), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no pools are configured"));
+    // A coding agent among them needs a repository: said so, with the flag to add.
+    let agents = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.join("baton.toml"),
+        repo_unit_config(&agents.path().join("agent.py"), "", 0),
+    )
+    .unwrap();
+    let out = baton(d)
+        .args(["line", "Add rate limiting"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("worker builder (command/builder) works in a git worktree, which a unit has only in a repository: run the unit with `baton line \"…\" --repo PATH`"),
+        "{err}"
+    );
     std::fs::remove_file(d.join("baton.toml")).unwrap();
     let created = run_ok(
         d,

@@ -96,7 +96,9 @@ pub(crate) fn planned_state(spec: &RunSpec, place: Place, id: RunId) -> Result<E
             // A job's roster is its candidate's workers: the seats were checked against
             // the whole roster when the configuration was read.
             Place::Job => crate::config::check_floor_workers(&spec.roster, &spec.settings.floor)?,
-            Place::Run => crate::config::check_floor(&spec.roster, &spec.settings.floor)?,
+            Place::Run | Place::Unit => {
+                crate::config::check_floor(&spec.roster, &spec.settings.floor)?
+            }
         }
     }
     let estimator = spec.settings.estimator.build();
@@ -134,7 +136,7 @@ impl Engine {
         let place = if repo.is_some() {
             Place::Job
         } else {
-            Place::Run
+            Place::Unit
         };
         let (mut info, state, events) = self.new_run(spec, place, new_run_id())?;
         info.config["line"] =

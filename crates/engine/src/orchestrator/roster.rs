@@ -25,6 +25,8 @@ impl Engine {
             || self.store.run_info(run)?.config.get("unit_repo").is_some()
         {
             Place::Job
+        } else if self.store.run_info(run)?.config.get("line").is_some() {
+            Place::Unit
         } else {
             Place::Run
         };
@@ -149,21 +151,30 @@ pub fn check_roster(
             }
             other => other?,
         };
-        if place == Place::Run && gateway.needs_workspace() {
-            return Err(Error::Config(format!(
-                "worker {} ({}) works in a git worktree, which only a job has: queue the work \
-                 with `baton enqueue --worker {}` and run it with `baton work`",
-                w.id, w.model, w.id
-            )));
+        if place != Place::Job && gateway.needs_workspace() {
+            return Err(Error::Config(match place {
+                Place::Unit => format!(
+                    "worker {} ({}) works in a git worktree, which a unit has only in a repository: \
+                     run the unit with `baton line \"…\" --repo PATH`",
+                    w.id, w.model
+                ),
+                _ => format!(
+                    "worker {} ({}) works in a git worktree, which only a job has: queue the work \
+                     with `baton enqueue --worker {}` and run it with `baton work`",
+                    w.id, w.model, w.id
+                ),
+            }));
         }
     }
     Ok(())
 }
 
-/// Where a roster's workers will work: a plain run (API models only), or a job (a git
-/// worktree, where command workers run too).
+/// Where a roster's workers will work: a plain run (API models only), a unit of the
+/// line without a repository (API models only too), or a job or a unit in a repository
+/// (a git worktree, where command workers run too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Place {
     Run,
+    Unit,
     Job,
 }
