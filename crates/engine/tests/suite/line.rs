@@ -1070,3 +1070,47 @@ fn the_line_runs_with_api_workers_over_each_providers_wire_format() {
             .any(|r| r.json().pointer("/response_format/json_schema").is_some())
     );
 }
+
+/// A batch whose first commit is fenced off (another session committed those turns
+/// first): none of its lanes is committed, the error names the turn, and what every
+/// lane's call spent still counts against its pool.
+#[test]
+fn a_batch_fenced_off_at_its_first_commit_commits_nothing_and_bills_every_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let route = Route::default_route().unwrap();
+    let (engine, id) = line_unit(
+        &store,
+        &route,
+        "Add rate limiting to the public API",
+        |_, _| {},
+    );
+    let mut first = engine.open(&id, None).unwrap();
+    engine.line_step(&mut first, &route).unwrap(); // the intake
+    let mut stale = engine.open(&id, None).unwrap();
+    let LineStep::Lanes(batch) = engine.line_step(&mut first, &route).unwrap() else {
+        panic!("no batch")
+    };
+    assert_eq!(batch.len(), 4);
+    let requests = || -> u64 {
+        ["a", "b", "c"]
+            .iter()
+            .map(|p| {
+                store
+                    .pool_usage(
+                        &baton_core::router::PoolId::new(*p),
+                        baton_core::ids::Timestamp(i64::MIN),
+                        baton_core::ids::Timestamp(i64::MAX),
+                    )
+                    .unwrap()
+                    .requests
+            })
+            .sum()
+    };
+    let before = requests();
+    // The stale session still believes turn 1 is next: it runs the same batch again.
+    let err = engine.line_step(&mut stale, &route).unwrap_err();
+    assert!(err.to_string().contains("turn 1"), "{err}");
+    assert_eq!(store.turns(&id).unwrap().len(), 5);
+    assert_eq!(requests(), before + 4, "every lane's call is billed");
+}
