@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 pub mod cancel;
+mod codec;
 pub mod jobs;
 mod location;
 pub mod pools;

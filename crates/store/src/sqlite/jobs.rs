@@ -5,7 +5,7 @@ use baton_core::ids::{RunId, Timestamp};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::{Result, fail};
-use super::{from_json, to_json};
+use crate::codec::{RawJob, from_json, is_suffix_worth_trying, to_json};
 use crate::jobs::{ClaimOutcome, JobInfo, JobStatus, JudgementOutcome, JudgementRecord, NewJob};
 use crate::{Error, LeaseFence};
 
@@ -28,57 +28,6 @@ fn job_from_row(row: &Row<'_>) -> rusqlite::Result<RawJob> {
         error: row.get(11)?,
         judgement: row.get(12)?,
     })
-}
-
-struct RawJob {
-    id: String,
-    group: String,
-    status: String,
-    spec: String,
-    run_id: Option<String>,
-    attempts: u32,
-    lease_owner: Option<String>,
-    lease_expires_at: Option<i64>,
-    created_at: i64,
-    updated_at: i64,
-    outbox: Option<String>,
-    error: Option<String>,
-    judgement: Option<String>,
-}
-
-impl RawJob {
-    fn decode(self) -> Result<JobInfo> {
-        let id = self.id;
-        let what = |field: &str| format!("{field} of job {id}");
-        let status = JobStatus::parse(&self.status).ok_or_else(|| Error::Corrupt {
-            what: what("status"),
-            detail: format!("unknown status \"{}\"", self.status),
-        })?;
-        let spec = from_json(&self.spec, || what("spec"))?;
-        let outbox = match self.outbox {
-            Some(t) => Some(from_json(&t, || what("outbox"))?),
-            None => None,
-        };
-        let judgement = match self.judgement {
-            Some(t) => Some(from_json(&t, || what("judgement"))?),
-            None => None,
-        };
-        Ok(JobInfo {
-            group: self.group,
-            status,
-            spec,
-            run_id: self.run_id.map(RunId),
-            attempts: self.attempts,
-            lease_owner: self.lease_owner,
-            lease_expires_at: self.lease_expires_at.map(Timestamp),
-            created_at: Timestamp(self.created_at),
-            updated_at: Timestamp(self.updated_at),
-            outbox,
-            error: self.error,
-            judgement,
-            id,
-        })
-    }
 }
 
 pub(super) fn enqueue(tx: &Connection, job: &NewJob) -> Result<()> {
@@ -104,13 +53,14 @@ pub(super) fn list(conn: &Connection) -> Result<Vec<JobInfo>> {
 }
 
 pub(super) fn get(conn: &Connection, id: &str) -> Result<JobInfo> {
-    conn.prepare_cached(&format!("SELECT {COLUMNS} FROM jobs WHERE id = ?1"))?
+    Ok(conn
+        .prepare_cached(&format!("SELECT {COLUMNS} FROM jobs WHERE id = ?1"))?
         .query_row([id], job_from_row)
         .optional()?
         .ok_or_else(|| Error::JobNotFound {
             prefix: id.to_string(),
         })?
-        .decode()
+        .decode()?)
 }
 
 pub(super) fn resolve(conn: &Connection, prefix: &str) -> Result<String> {
@@ -123,7 +73,7 @@ pub(super) fn resolve(conn: &Connection, prefix: &str) -> Result<String> {
     if ids.iter().any(|i| i == prefix) {
         return Ok(prefix.to_string());
     }
-    if ids.is_empty() && super::read::is_suffix_worth_trying(prefix) {
+    if ids.is_empty() && is_suffix_worth_trying(prefix) {
         ids = conn
             .prepare_cached(
                 "SELECT id FROM jobs WHERE substr(id, -length(?1)) = ?1 ORDER BY id LIMIT 11",

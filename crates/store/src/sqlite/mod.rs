@@ -27,8 +27,6 @@ use baton_core::state::{ExecutionState, RecordChange};
 use baton_core::turn::TurnRecord;
 use baton_protocol::EventMsg as Event;
 use rusqlite::Connection;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 
 use crate::{
     ClaimOutcome, Error, EventCursor, EventPage, JobInfo, JobStatus, LeaseFence, NewJob, RunInfo,
@@ -278,7 +276,7 @@ impl Store for SqliteStore {
         state: &ExecutionState,
         events: &[Event],
     ) -> crate::Result<()> {
-        let run = write::EncodedRun::new(info, state, events)?;
+        let run = crate::codec::EncodedRun::new(info, state, events)?;
         self.write("create_run", |tx| write::create_run(tx, &run))
     }
 
@@ -301,7 +299,7 @@ impl Store for SqliteStore {
     fn commit_turn(&self, commit: &TurnCommit) -> crate::Result<Vec<u64>> {
         // The lease fence runs inside the turn's transaction (see `write::commit_turn`).
         // Encoding happens before the lock: the lock covers database work only.
-        let turn = write::EncodedTurn::new(commit)?;
+        let turn = crate::codec::EncodedTurn::new(commit)?;
         self.write("commit_turn", |tx| write::commit_turn(tx, &turn))
     }
 
@@ -311,14 +309,14 @@ impl Store for SqliteStore {
         status: RunStatus,
         events: &[Event],
     ) -> crate::Result<Vec<u64>> {
-        let events = write::encode_events(events)?;
+        let events = crate::codec::encode_events(events)?;
         self.write("update_run", |tx| {
             write::update_run(tx, run, status, &events)
         })
     }
 
     fn append_events(&self, run: &RunId, events: &[Event]) -> crate::Result<Vec<u64>> {
-        let events = write::encode_events(events)?;
+        let events = crate::codec::encode_events(events)?;
         self.write("append_events", |tx| write::append_events(tx, run, &events))
     }
 
@@ -328,8 +326,8 @@ impl Store for SqliteStore {
         config: &serde_json::Value,
         events: &[Event],
     ) -> crate::Result<Vec<u64>> {
-        let text = to_json(config, || format!("configuration of run {run}"))?;
-        let events = write::encode_events(events)?;
+        let text = crate::codec::to_json(config, || format!("configuration of run {run}"))?;
+        let events = crate::codec::encode_events(events)?;
         self.write("set_run_config", |tx| {
             write::set_run_config(tx, run, &text, &events)
         })
@@ -404,7 +402,7 @@ impl Store for SqliteStore {
         state: &ExecutionState,
         events: &[Event],
     ) -> crate::Result<()> {
-        let run = write::EncodedRun::new(info, state, events)?;
+        let run = crate::codec::EncodedRun::new(info, state, events)?;
         self.write("create_job_run", |tx| {
             jobs::check_fence(tx, fence)?;
             write::create_run(tx, &run)?;
@@ -607,23 +605,6 @@ impl Store for SqliteStore {
     fn pins(&self, filter: &crate::PinFilter) -> crate::Result<Vec<crate::StoredPin>> {
         self.read("pins", |conn| pools::pins(conn, filter))
     }
-}
-
-fn to_json<T: Serialize + ?Sized>(
-    value: &T,
-    what: impl FnOnce() -> String,
-) -> crate::Result<String> {
-    serde_json::to_string(value).map_err(|e| Error::Corrupt {
-        what: what(),
-        detail: format!("cannot be encoded: {e}"),
-    })
-}
-
-fn from_json<T: DeserializeOwned>(text: &str, what: impl FnOnce() -> String) -> crate::Result<T> {
-    serde_json::from_str(text).map_err(|e| Error::Corrupt {
-        what: what(),
-        detail: e.to_string(),
-    })
 }
 
 #[cfg(test)]

@@ -376,12 +376,12 @@ pub(super) fn insert_pins(tx: &Connection, run: &RunId, turn: u32, pins: &[Pin])
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?;
     for pin in pins {
-        let fractions = super::to_json(&pin.fractions, || format!("pin of turn {turn}"))?;
-        let reason = super::to_json(&pin.reason, || format!("pin of turn {turn}"))?;
+        let fractions = crate::codec::to_json(&pin.fractions, || format!("pin of turn {turn}"))?;
+        let reason = crate::codec::to_json(&pin.reason, || format!("pin of turn {turn}"))?;
         let excluded = pin
             .excluded
             .as_ref()
-            .map(|e| super::to_json(e, || format!("pin of turn {turn}")))
+            .map(|e| crate::codec::to_json(e, || format!("pin of turn {turn}")))
             .transpose()?;
         insert.execute(params![
             run.0,
@@ -473,9 +473,11 @@ pub(super) fn pins(conn: &Connection, filter: &PinFilter) -> Result<Vec<StoredPi
                 pool: PoolId::new(pool),
                 phase,
                 at: Timestamp(at),
-                fractions: super::from_json(&fractions, what)?,
-                reason: super::from_json(&reason, what)?,
-                excluded: excluded.map(|e| super::from_json(&e, what)).transpose()?,
+                fractions: crate::codec::from_json(&fractions, what)?,
+                reason: crate::codec::from_json(&reason, what)?,
+                excluded: excluded
+                    .map(|e| crate::codec::from_json(&e, what))
+                    .transpose()?,
             },
             run_id: RunId(run),
             turn,

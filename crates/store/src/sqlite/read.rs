@@ -10,9 +10,9 @@ use baton_core::turn::TurnRecord;
 use baton_protocol::EventMsg as Event;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use super::from_json;
 use super::{Result, fail};
-use crate::{Error, EventCursor, EventPage, RunInfo, RunStatus, StoredEvent, WorkerHold};
+use crate::codec::{RawRecord, RawRun, decode_run, from_json, is_suffix_worth_trying, push_record};
+use crate::{Error, EventCursor, EventPage, RunInfo, StoredEvent, WorkerHold};
 
 const RUN_COLUMNS: &str = "id, objective, status, turns, created_at, updated_at, config";
 
@@ -21,7 +21,7 @@ pub(super) fn list_runs(conn: &Connection) -> Result<Vec<RunInfo>> {
         "SELECT {RUN_COLUMNS} FROM runs ORDER BY created_at DESC, id DESC"
     ))?;
     let rows = stmt.query_map([], raw_run)?;
-    rows.map(|row| decode_run(row?)).collect()
+    rows.map(|row| Ok(decode_run(row?)?)).collect()
 }
 
 pub(super) fn run_info(conn: &Connection, run: &RunId) -> Result<RunInfo> {
@@ -29,7 +29,7 @@ pub(super) fn run_info(conn: &Connection, run: &RunId) -> Result<RunInfo> {
         .prepare_cached(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"))?
         .query_row([&run.0], raw_run)
         .optional()?;
-    decode_run(row.ok_or_else(|| not_found(run))?)
+    Ok(decode_run(row.ok_or_else(|| not_found(run))?)?)
 }
 
 pub(super) fn resolve_run(conn: &Connection, prefix: &str) -> Result<RunId> {
@@ -67,14 +67,6 @@ pub(super) fn resolve_run(conn: &Connection, prefix: &str) -> Result<RunId> {
     }
 }
 
-/// UUIDv7 ids begin with their creation time, so ids made in the same minute share
-/// their first dozen digits while their last ones are random: an id's end names it as
-/// well as its start. Tried only when no id starts with what was typed, and only for
-/// four characters or more, so a short typo does not pick a run at random.
-pub(super) fn is_suffix_worth_trying(typed: &str) -> bool {
-    typed.chars().count() >= 4
-}
-
 pub(super) fn load_state(conn: &Connection, run: &RunId) -> Result<ExecutionState> {
     let header: String = conn
         .prepare_cached("SELECT header FROM runs WHERE id = ?1")?
@@ -100,7 +92,7 @@ pub(super) fn load_state(conn: &Connection, run: &RunId) -> Result<ExecutionStat
     // A gap would shift every later record into the wrong place.
     let mut expected: Option<(RecordKind, u32)> = None;
     while let Some(row) = rows.next()? {
-        let raw = RawRecord::from_row(row, row.get(4)?)?;
+        let raw = raw_record(row, row.get(4)?)?;
         let kind = raw.kind(run)?;
         let next = match expected {
             Some((k, n)) if k == kind => n,
@@ -119,24 +111,6 @@ pub(super) fn load_state(conn: &Connection, run: &RunId) -> Result<ExecutionStat
         })?;
     }
     Ok(state)
-}
-
-/// Appends one record, decoded from its JSON, to its category.
-fn push_record(state: &mut ExecutionState, kind: RecordKind, body: &str) -> serde_json::Result<()> {
-    use serde_json::from_str;
-    match kind {
-        RecordKind::Decision => state.decisions.push(from_str(body)?),
-        RecordKind::Completed => state.completed.push(from_str(body)?),
-        RecordKind::Artifact => state.artifacts.push(from_str(body)?),
-        RecordKind::Issue => state.issues.push(from_str(body)?),
-        RecordKind::FailedAttempt => state.failed_attempts.push(from_str(body)?),
-        RecordKind::Assumption => state.assumptions.push(from_str(body)?),
-        RecordKind::Handoff => state.handoffs.push(from_str(body)?),
-        RecordKind::Finding => state.findings.push(from_str(body)?),
-        RecordKind::Verdict => state.verdicts.push(from_str(body)?),
-        RecordKind::PlanVersion => state.plan_versions.push(from_str(body)?),
-    }
-    Ok(())
 }
 
 /// Committed turns of `run` in order: all of them, or only turn `only`.
@@ -182,7 +156,7 @@ pub(super) fn turn_changes(conn: &Connection, run: &RunId, turn: u32) -> Result<
     let mut rows = stmt.query(params![run.0, turn])?;
     let mut changes = Vec::new();
     while let Some(row) = rows.next()? {
-        let raw = RawRecord::from_row(row, Some(turn))?;
+        let raw = raw_record(row, Some(turn))?;
         changes.push(RecordChange {
             kind: raw.kind(run)?,
             body: from_json(&raw.body, || raw.what(run))?,
@@ -309,17 +283,6 @@ fn not_found(run: &RunId) -> Error {
     }
 }
 
-/// A `runs` row before its JSON and enum columns are decoded.
-struct RawRun {
-    id: String,
-    objective: String,
-    status: String,
-    turns: u32,
-    created_at: i64,
-    updated_at: i64,
-    config: String,
-}
-
 fn raw_run(row: &Row<'_>) -> rusqlite::Result<RawRun> {
     Ok(RawRun {
         id: row.get(0)?,
@@ -332,59 +295,12 @@ fn raw_run(row: &Row<'_>) -> rusqlite::Result<RawRun> {
     })
 }
 
-fn decode_run(raw: RawRun) -> Result<RunInfo> {
-    let status = RunStatus::parse(&raw.status).ok_or_else(|| Error::Corrupt {
-        what: format!("status of run {}", raw.id),
-        detail: format!("unknown status {:?}", raw.status),
-    })?;
-    let config = from_json(&raw.config, || format!("config of run {}", raw.id))?;
-    Ok(RunInfo {
-        id: RunId(raw.id),
-        objective: raw.objective,
-        status,
-        turns: raw.turns,
-        created_at: Timestamp(raw.created_at),
-        updated_at: Timestamp(raw.updated_at),
-        config,
+fn raw_record(row: &Row<'_>, turn: Option<u32>) -> Result<RawRecord> {
+    Ok(RawRecord {
+        kind: row.get(0)?,
+        ordinal: row.get(1)?,
+        id: row.get(2)?,
+        body: row.get(3)?,
+        turn,
     })
-}
-
-/// A `records` or `record_changes` row: `kind, ordinal, id, body` (the first four
-/// columns), and the turn that wrote it.
-struct RawRecord {
-    kind: String,
-    ordinal: u32,
-    id: String,
-    body: String,
-    /// `None` for records of the run's initial state.
-    turn: Option<u32>,
-}
-
-impl RawRecord {
-    fn from_row(row: &Row<'_>, turn: Option<u32>) -> Result<RawRecord> {
-        Ok(RawRecord {
-            kind: row.get(0)?,
-            ordinal: row.get(1)?,
-            id: row.get(2)?,
-            body: row.get(3)?,
-            turn,
-        })
-    }
-
-    fn what(&self, run: &RunId) -> String {
-        let by = self
-            .turn
-            .map_or_else(|| "the initial state".to_string(), |t| format!("turn {t}"));
-        format!(
-            "{} record {} (#{}) of run {run}, written by {by}",
-            self.kind, self.id, self.ordinal
-        )
-    }
-
-    fn kind(&self, run: &RunId) -> Result<RecordKind> {
-        Ok(RecordKind::parse(&self.kind).ok_or_else(|| Error::Corrupt {
-            what: self.what(run),
-            detail: format!("unknown record kind {:?}", self.kind),
-        })?)
-    }
 }

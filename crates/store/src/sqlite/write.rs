@@ -1,127 +1,14 @@
 //! The write paths: creating a run, committing a turn (fenced), updating a run.
 //!
-//! Values are encoded to JSON before the connection is locked (`Encoded*`), so the lock
-//! and the write transaction cover only database work.
+//! Values are encoded to JSON before the connection is locked (`crate::codec`), so the
+//! lock and the write transaction cover only database work.
 
 use baton_core::ids::{RunId, Timestamp};
-use baton_core::state::{ExecutionState, RecordChange};
-use baton_protocol::EventMsg as Event;
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::to_json;
 use super::{Result, fail};
-use crate::{Error, RunInfo, RunStatus, TurnCommit, WorkerHold};
-
-pub(super) struct EncodedRecord {
-    kind: &'static str,
-    ordinal: u32,
-    id: String,
-    body: String,
-}
-
-pub(super) struct EncodedEvent {
-    run_id: String,
-    turn: Option<u32>,
-    at: i64,
-    kind: &'static str,
-    body: String,
-}
-
-pub(super) struct EncodedRun<'a> {
-    info: &'a RunInfo,
-    /// From the state, not `info`: the fence compares against the state's turn count.
-    turns: u32,
-    config: String,
-    header: String,
-    records: Vec<EncodedRecord>,
-    events: Vec<EncodedEvent>,
-}
-
-impl<'a> EncodedRun<'a> {
-    pub(super) fn new(
-        info: &'a RunInfo,
-        state: &ExecutionState,
-        events: &[Event],
-    ) -> crate::Result<EncodedRun<'a>> {
-        let run = &info.id;
-        // Diffing against an empty state yields every record with its ordinal.
-        let empty = ExecutionState::new(state.run_id.clone(), state.objective.clone(), &[]);
-        Ok(EncodedRun {
-            info,
-            turns: state.turns,
-            config: to_json(&info.config, || format!("config of run {run}"))?,
-            header: to_json(&state.header(), || format!("state header of run {run}"))?,
-            records: encode_records(run, &state.diff(&empty))?,
-            events: encode_events(events)?,
-        })
-    }
-}
-
-pub(super) struct EncodedTurn<'a> {
-    commit: &'a TurnCommit,
-    /// The `TurnRecord` without its calls' raw outputs, which are stored apart.
-    record: String,
-    /// `(call index, raw output)` for the calls that returned one.
-    outputs: Vec<(u32, String)>,
-    header: String,
-    changes: Vec<EncodedRecord>,
-    events: Vec<EncodedEvent>,
-}
-
-impl<'a> EncodedTurn<'a> {
-    pub(super) fn new(commit: &'a TurnCommit) -> crate::Result<EncodedTurn<'a>> {
-        let rec = &commit.record;
-        let (run, turn) = (&rec.run_id, rec.turn);
-        let mut stripped = rec.clone();
-        let outputs = stripped
-            .calls
-            .iter_mut()
-            .enumerate()
-            .filter_map(|(i, call)| call.output.take().map(|out| (i as u32, out)))
-            .collect();
-        Ok(EncodedTurn {
-            commit,
-            record: to_json(&stripped, || format!("turn {turn} of run {run}"))?,
-            outputs,
-            header: to_json(&commit.header, || {
-                format!("state header after turn {turn} of run {run}")
-            })?,
-            changes: encode_records(run, &commit.changes)?,
-            events: encode_events(&commit.events)?,
-        })
-    }
-}
-
-fn encode_records(run: &RunId, changes: &[RecordChange]) -> crate::Result<Vec<EncodedRecord>> {
-    changes
-        .iter()
-        .map(|c| {
-            Ok(EncodedRecord {
-                kind: c.kind.as_str(),
-                ordinal: c.ordinal,
-                id: c.id.clone(),
-                body: to_json(&c.body, || {
-                    format!("{} record {} of run {run}", c.kind.as_str(), c.id)
-                })?,
-            })
-        })
-        .collect()
-}
-
-pub(super) fn encode_events(events: &[Event]) -> crate::Result<Vec<EncodedEvent>> {
-    events
-        .iter()
-        .map(|e| {
-            Ok(EncodedEvent {
-                run_id: e.run_id.0.clone(),
-                turn: e.turn,
-                at: e.at.0,
-                kind: e.kind.name(),
-                body: to_json(e, || format!("{} event of run {}", e.kind.name(), e.run_id))?,
-            })
-        })
-        .collect()
-}
+use crate::codec::{EncodedEvent, EncodedRecord, EncodedRun, EncodedTurn};
+use crate::{Error, RunStatus, WorkerHold};
 
 pub(super) fn create_run(tx: &Connection, run: &EncodedRun<'_>) -> Result<()> {
     let info = run.info;
