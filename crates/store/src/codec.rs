@@ -194,10 +194,10 @@ impl RawRecord {
     }
 
     pub(crate) fn kind(&self, run: &RunId) -> crate::Result<RecordKind> {
-        Ok(RecordKind::parse(&self.kind).ok_or_else(|| Error::Corrupt {
+        RecordKind::parse(&self.kind).ok_or_else(|| Error::Corrupt {
             what: self.what(run),
             detail: format!("unknown record kind {:?}", self.kind),
-        })?)
+        })
     }
 }
 /// Appends one record, decoded from its JSON, to its category.
