@@ -24,6 +24,7 @@ mod codec;
 pub mod jobs;
 mod location;
 pub mod pools;
+pub mod postgres;
 pub mod sqlite;
 
 pub use cancel::{CancelOutcome, CancelTarget};
@@ -34,6 +35,7 @@ pub use pools::{
     StoredPin, UsageMode, bench_set,
 };
 
+pub use postgres::{PostgresStore, PostgresUrl};
 pub use sqlite::SqliteStore;
 
 #[derive(Debug, Error)]
@@ -120,6 +122,17 @@ pub enum Error {
         "job {job} is {status}: only a failed or cancelled job can be requeued (`baton jobs` shows each job's state)"
     )]
     JobNotRequeueable { job: String, status: &'static str },
+    /// The database server could not be reached, or the connection to it broke (a
+    /// server restart, a network cut). A write in flight is either wholly committed or
+    /// not at all; the fences make running the command again safe.
+    #[error(
+        "the database server {url} cannot be reached ({op}): {detail}. Nothing is half-written: a turn in flight committed whole or not at all. Check that PostgreSQL is running and reachable from this host, then run the command again: it continues from the last committed turn (`baton work` keeps retrying by itself)"
+    )]
+    Unreachable {
+        url: String,
+        op: &'static str,
+        detail: String,
+    },
     /// Another process held the database's write lock for longer than the store waits.
     /// Nothing of the operation was written; trying again is safe.
     #[error(

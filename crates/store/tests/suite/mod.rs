@@ -9,6 +9,7 @@ pub mod conformance;
 pub mod fixtures;
 pub mod jobs;
 pub mod pools;
+mod postgres;
 mod sqlite;
 
 use baton_core::ids::RunId;
