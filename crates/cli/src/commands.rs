@@ -14,7 +14,7 @@ use baton_engine::config::{self, FileConfig, Roster, RunSettings};
 use baton_engine::ops::{self, OpContext, OpOutcome, Started, Stop};
 use baton_engine::{Engine, RunEnd, StepOutcome, TurnSummary, demo, export};
 use baton_protocol::{NewRoster, Op};
-use baton_store::{SqliteStore, Store};
+use baton_store::{Location, Store};
 
 use crate::exit::{self, Exit};
 use crate::{BudgetArgs, Cli, Command, ExportFormat};
@@ -25,7 +25,7 @@ const DEFAULT_CONFIG: &str = "baton.toml";
 
 /// Resolved global settings: defaults < file < environment < flags.
 pub(crate) struct Context_ {
-    db: PathBuf,
+    db: Location,
     file: FileConfig,
     config_path: Option<PathBuf>,
     pub(crate) verbose: bool,
@@ -58,12 +58,12 @@ fn context(cli: &Cli) -> Result<Context_> {
     // baton cannot open is refused here, before anything is created.
     let db = match (&cli.db, &file.db) {
         (Some(flag), _) => match flag.to_str() {
-            Some(spec) => baton_store::sqlite_path(spec)?,
+            Some(spec) => Location::parse(spec)?,
             // Not UTF-8: no URL, a path.
-            None => flag.clone(),
+            None => Location::Sqlite(flag.clone()),
         },
-        (None, Some(spec)) => baton_store::sqlite_path(spec)?,
-        (None, None) => PathBuf::from(DEFAULT_DB),
+        (None, Some(spec)) => Location::parse(spec)?,
+        (None, None) => Location::Sqlite(PathBuf::from(DEFAULT_DB)),
     };
     Ok(Context_ {
         db,
@@ -77,13 +77,13 @@ impl Context_ {
     /// The database, for a command that writes: created and migrated when needed.
     // No context added: every open error already names the file and what to do.
     pub(crate) fn store(&self) -> Result<Arc<dyn Store>> {
-        Ok(Arc::new(SqliteStore::open(&self.db)?))
+        Ok(self.db.open()?)
     }
 
     /// The database, for a command that writes to what is already there (`step`,
     /// `resume`, `judge`): without a database it has nothing to do, so none is created.
     pub(crate) fn existing_store(&self) -> Result<Arc<dyn Store>> {
-        if !self.db.exists() {
+        if self.db.exists() == Some(false) {
             return Err(self.no_database());
         }
         self.store()
@@ -91,7 +91,7 @@ impl Context_ {
 
     fn no_database(&self) -> anyhow::Error {
         baton_store::Error::NoDatabase {
-            path: self.db.display().to_string(),
+            path: self.db.to_string(),
         }
         .into()
     }
@@ -107,8 +107,8 @@ impl Context_ {
 
     /// `reader`, or `None` when there is no database yet.
     pub(crate) fn try_reader(&self) -> Result<Option<Arc<dyn Store>>> {
-        match SqliteStore::open_read_only(&self.db) {
-            Ok(store) => Ok(Some(Arc::new(store))),
+        match self.db.open_read_only() {
+            Ok(store) => Ok(Some(store)),
             Err(baton_store::Error::NoDatabase { .. }) => Ok(None),
             // A database from an older baton: migrating it is the one write a reading
             // command makes, once, so the upgrade does not wait for the next run.
@@ -117,7 +117,7 @@ impl Context_ {
                     found, supported, ..
                 },
             ) => {
-                let store = match SqliteStore::open(&self.db) {
+                let store = match self.db.open() {
                     Ok(store) => store,
                     // Cannot be upgraded here: say why it cannot be read as it is.
                     Err(baton_store::Error::ReadOnly { .. }) => return Err(too_old.into()),
@@ -125,9 +125,9 @@ impl Context_ {
                 };
                 eprintln!(
                     "upgraded the database {} from schema version {found} to {supported}",
-                    self.db.display()
+                    self.db
                 );
-                Ok(Some(Arc::new(store)))
+                Ok(Some(store))
             }
             Err(e) => Err(e.into()),
         }
@@ -145,14 +145,22 @@ impl Context_ {
     /// settings (the op carries the flags), its literal keys, Ctrl-C as the stop, and
     /// the database's files to hide from sandboxed agents.
     pub(crate) fn op_context(&self) -> OpContext {
-        let db = std::path::absolute(&self.db).unwrap_or_else(|_| self.db.clone());
+        // An SQLite file and its companions are hidden from sandboxed agents; a server's
+        // database is not on this machine's disk.
+        let hidden = match self.db.file() {
+            Some(file) => {
+                let db = std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
+                ["", "-wal", "-shm"]
+                    .iter()
+                    .map(|suffix| PathBuf::from(format!("{}{suffix}", db.display())))
+                    .collect()
+            }
+            None => Vec::new(),
+        };
         OpContext {
             keys: self.keys().cloned(),
             cancel: baton_gateway::Cancel::on_interrupt(),
-            hidden: ["", "-wal", "-shm"]
-                .iter()
-                .map(|suffix| PathBuf::from(format!("{}{suffix}", db.display())))
-                .collect(),
+            hidden,
             ..OpContext::new(self.roster().0, self.settings(&BudgetArgs::default()))
         }
     }
@@ -276,7 +284,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
                 OpOutcome::RunCreated { run } => run,
                 other => return Err(unexpected(&other)),
             };
-            eprintln!("run {id} created in {} ({roster_note})", ctx.db.display());
+            eprintln!("run {id} created in {} ({roster_note})", ctx.db);
             if create_only {
                 println!("{id}");
                 return Ok(ExitCode::SUCCESS);
@@ -531,7 +539,8 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             concurrency,
             lease_s,
             follow,
-        } => crate::jobs::work(&ctx, concurrency, lease_s, follow),
+            poll_ms,
+        } => crate::jobs::work(&ctx, concurrency, lease_s, follow, poll_ms),
         Command::Jobs { json } => crate::jobs::list(&ctx, json),
         Command::Requeue { job, roster } => requeue(&ctx, &job, roster.as_deref()),
         Command::Cancel {
@@ -553,7 +562,22 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             keep,
             idle_hours,
         } => crate::jobs::gc(&ctx, &repo, worktrees.as_deref(), keep, idle_hours),
+        Command::Migrate => migrate(&ctx),
     }
+}
+
+/// `baton migrate`: what the database was, and what it is now.
+fn migrate(ctx: &Context_) -> Result<ExitCode> {
+    let baton_store::Migrated { from, to } = ctx.db.migrate()?;
+    let db = &ctx.db;
+    if from == 0 {
+        println!("created the baton schema (version {to}) in {db}");
+    } else if from == to {
+        println!("{db} is already at schema version {to}; nothing to do");
+    } else {
+        println!("upgraded {db} from schema version {from} to {to}");
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn init(path: &Path, workers: usize, force: bool) -> Result<ExitCode> {

@@ -177,19 +177,69 @@ fn unexpected(outcome: &OpOutcome) -> anyhow::Error {
     .into()
 }
 
-pub fn work(ctx: &Context_, concurrency: usize, lease_s: u64, follow: bool) -> Result<ExitCode> {
+/// The store for `baton work`. With `--follow`, a database that cannot be reached yet
+/// (a server still starting, a network not up) is waited for, backing off, instead of
+/// ending a process meant to run unattended. `None` when interrupted while waiting.
+fn open_following(
+    ctx: &Context_,
+    follow: bool,
+    cancel: &baton_gateway::Cancel,
+) -> Result<Option<Arc<dyn baton_store::Store>>> {
+    let mut backoff = Duration::from_millis(500);
+    let mut said = false;
+    loop {
+        match ctx.store() {
+            Ok(store) => {
+                if said {
+                    eprintln!("baton work: the database answers; claiming jobs");
+                }
+                return Ok(Some(store));
+            }
+            Err(e)
+                if follow
+                    && e.downcast_ref::<baton_store::Error>()
+                        .is_some_and(baton_store::Error::is_transient) =>
+            {
+                if !said {
+                    eprintln!(
+                        "baton work: {e:#}\nbaton work: retrying in {:.1} s and backing off, up to every 30 s (Ctrl-C stops)",
+                        backoff.as_secs_f64()
+                    );
+                    said = true;
+                }
+                if cancel.sleep(backoff) {
+                    return Ok(None);
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(30));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+pub fn work(
+    ctx: &Context_,
+    concurrency: usize,
+    lease_s: u64,
+    follow: bool,
+    poll_ms: u64,
+) -> Result<ExitCode> {
     if lease_s < 3 {
         return Err(crate::exit::usage(
             "--lease-s must be at least 3 (the heartbeat renews at a third of it)",
         ));
     }
-    let store = ctx.store()?;
+    let cancel = baton_gateway::Cancel::on_interrupt();
+    let Some(store) = open_following(ctx, follow, &cancel)? else {
+        return Ok(crate::signals::exit_code().unwrap_or(ExitCode::FAILURE));
+    };
     let options = WorkOptions {
         concurrency: concurrency.max(1),
         lease: Duration::from_secs(lease_s),
         follow,
+        poll: Duration::from_millis(poll_ms.max(10)),
         keys: ctx.keys().cloned(),
-        cancel: baton_gateway::Cancel::on_interrupt(),
+        cancel,
         // `-v`: every agent's output as it comes, each line under its job.
         agent_output: ctx.verbose.then(|| {
             baton_engine::jobs::runner::AgentOutput(Arc::new(
@@ -231,6 +281,14 @@ pub fn work(ctx: &Context_, concurrency: usize, lease_s: u64, follow: bool) -> R
             detail,
         } => eprintln!("job {job}: {} — {detail}", status.as_str()),
         Progress::LeaseLost { .. } => {}
+        Progress::StoreUnavailable { error, retry_in } => eprintln!(
+            "baton work: {error}\nbaton work: retrying in {:.1} s and backing off, up to every 30 s; jobs resume from their last committed turn once it answers (Ctrl-C stops)",
+            retry_in.as_secs_f64()
+        ),
+        Progress::StoreBack { after } => eprintln!(
+            "baton work: the database answers again after {:.1} s; claiming jobs",
+            after.as_secs_f64()
+        ),
         Progress::Released { job, turn } => eprintln!(
             "job {job}: interrupted{}; the job is queued again",
             turn.map(|t| format!(" (turn {t} discarded, nothing of it committed)"))

@@ -30,7 +30,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
     about = "Run long AI work through many models and agents: typed state, compiled briefings, reconciled claims, durable turns."
 )]
 pub struct Cli {
-    /// SQLite database: a file path, sqlite://PATH or file:PATH [default: .baton/baton.db]
+    /// Database: an SQLite file (a path, sqlite://PATH or file:PATH) or a PostgreSQL
+    /// server (postgres://[USER@]HOST[:PORT]/DATABASE[?schema=NAME], schema default
+    /// "baton") [default: .baton/baton.db]
     #[arg(long, global = true, env = "BATON_DB")]
     pub db: Option<PathBuf>,
     /// Configuration and roster file (TOML or JSON) [default: baton.toml if present]
@@ -333,9 +335,14 @@ pub enum Command {
         /// reclaimed after this)
         #[arg(long, default_value_t = 30)]
         lease_s: u64,
-        /// Keep polling for new jobs instead of stopping when the queue is empty
+        /// Keep waiting for new jobs instead of stopping when the queue is empty (and
+        /// outlive a database that is briefly away, retrying with backoff)
         #[arg(long)]
         follow: bool,
+        /// With --follow, how often an idle worker looks for claimable jobs; on
+        /// PostgreSQL a new job wakes it at once (LISTEN/NOTIFY), this is the fallback
+        #[arg(long, default_value_t = 1000, requires = "follow")]
+        poll_ms: u64,
     },
     /// Jobs: queued, running, in the outbox, judged, with progress
     Jobs {
@@ -357,6 +364,9 @@ pub enum Command {
         #[arg(long)]
         judge: Option<String>,
     },
+    /// Create or upgrade the database (an SQLite file or a PostgreSQL schema) to this
+    /// build's schema, and say what was done; every writing command also does this itself
+    Migrate,
     /// Remove worktrees of finished jobs (never one with uncommitted changes)
     Gc {
         /// The repository [default: the current directory]

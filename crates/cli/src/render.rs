@@ -1,7 +1,6 @@
 //! Human-readable output. Machine-readable output is `--json` on the same commands.
 
 use std::fmt::Write as _;
-use std::path::Path;
 use std::time::Duration;
 
 use baton_core::compiler::{DropReason, HandoffPackage};
@@ -408,15 +407,18 @@ pub fn demo(
     r: &RunReport,
     s: &ExecutionState,
     turns: &[TurnRecord],
-    db: &Path,
+    db: &baton_store::Location,
     elapsed: Duration,
 ) -> String {
     let id = &r.run.id;
     let mut out = String::new();
+    let backend = match db {
+        baton_store::Location::Sqlite(_) => "SQLite",
+        baton_store::Location::Postgres(_) => "PostgreSQL",
+    };
     let _ = writeln!(
         out,
-        "baton demo · run {id} · SQLite {} · offline mock models\n",
-        db.display()
+        "baton demo · run {id} · {backend} {db} · offline mock models\n"
     );
     let _ = writeln!(out, "objective: {}\n", s.objective);
     out.push_str("who did what\n");

@@ -5,8 +5,9 @@
 //! state records it changed, the new state header and its events, or nothing. The commit
 //! is fenced on the turn number, so no turn is ever committed twice.
 //!
-//! Backends live in their own modules with their own SQL and migrations: `sqlite` now,
-//! PostgreSQL in a later issue. Nothing in the trait or `Error` names a backend's types:
+//! Backends live in their own modules with their own SQL and migrations: `sqlite` (the
+//! embedded default) and `postgres` (many hosts on one server), chosen by the database's
+//! `Location`. Their shared encoding is `codec`. Nothing in the trait or `Error` names a backend's types:
 //! each backend maps its own failures to the variants callers act on (`Busy`,
 //! `DiskFull`, `Corrupt`, …, else `Backend`), and decides lease expiry by its own
 //! database's clock.
@@ -25,17 +26,19 @@ pub mod jobs;
 mod location;
 pub mod pools;
 pub mod postgres;
+pub mod signal;
 pub mod sqlite;
 
 pub use cancel::{CancelOutcome, CancelTarget};
 pub use jobs::{ClaimOutcome, JobInfo, JobStatus, JudgementOutcome, JudgementRecord, NewJob};
-pub use location::sqlite_path;
+pub use location::{Location, sqlite_path};
 pub use pools::{
     Bench, BenchChange, BenchOutcome, BenchTarget, ManualUsage, PinFilter, SpentBy, SpentCall,
     StoredPin, UsageMode, bench_set,
 };
 
-pub use postgres::{PostgresStore, PostgresUrl};
+pub use postgres::{Migrated, PostgresStore, PostgresUrl};
+pub use signal::JobSignal;
 pub use sqlite::SqliteStore;
 
 #[derive(Debug, Error)]
@@ -87,7 +90,7 @@ pub enum Error {
     ReadOnly { path: String },
     /// `--db`/`BATON_DB` named a database URL of a kind this build cannot open.
     #[error(
-        "cannot use the database \"{url}\": {reason}. Supported forms: a file path, sqlite://PATH (sqlite:///ABSOLUTE/PATH) or file:PATH, all naming an SQLite file"
+        "cannot use the database \"{url}\": {reason}. Supported forms: a file path, sqlite://PATH (sqlite:///ABSOLUTE/PATH) or file:PATH, naming an SQLite file; or postgres://[USER@]HOST[:PORT]/DATABASE[?schema=NAME] for a PostgreSQL server"
     )]
     UnsupportedUrl { url: String, reason: String },
     #[error(
@@ -148,6 +151,14 @@ pub enum Error {
         op: &'static str,
         cause: Box<dyn std::error::Error + Send + Sync>,
     },
+}
+
+impl Error {
+    /// A failure that goes away by itself (a server restart, a network cut, a lock held
+    /// a little too long): nothing was written, and trying again later is safe.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Error::Unreachable { .. } | Error::Busy { .. })
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -509,4 +520,10 @@ pub trait Store: Send + Sync {
 
     /// The pins that match `filter`, in the order they were written.
     fn pins(&self, filter: &PinFilter) -> Result<Vec<StoredPin>>;
+
+    /// What wakes an idle claimer when another process enqueues, releases or requeues a
+    /// job, or `None` when this backend cannot hear that (the claimer polls).
+    fn job_signal(&self) -> Option<std::sync::Arc<JobSignal>> {
+        None
+    }
 }

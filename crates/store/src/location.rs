@@ -1,15 +1,114 @@
 //! Where the database is: what `--db` / `BATON_DB` / `db =` may say.
 //!
-//! Only SQLite files are supported today. A URL of another kind (`postgres://…`) is
-//! refused here, by name, instead of becoming an oddly named SQLite file.
+//! An SQLite file (a path, `sqlite://PATH`, `file:PATH`) or a PostgreSQL server
+//! (`postgres://…`, `postgresql://…`). A URL of another kind is refused here, by name,
+//! instead of becoming an oddly named SQLite file.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use crate::{Error, Result};
+use crate::postgres::Migrated;
+use crate::{Error, PostgresStore, PostgresUrl, Result, SqliteStore, Store};
+
+/// A database baton can open.
+#[derive(Debug, Clone)]
+pub enum Location {
+    Sqlite(PathBuf),
+    Postgres(Box<PostgresUrl>),
+}
+
+impl Location {
+    /// What `spec` names. See `sqlite_path` for the SQLite forms and
+    /// `PostgresUrl::parse` for PostgreSQL's.
+    pub fn parse(spec: &str) -> Result<Location> {
+        match split_scheme(spec) {
+            Some((scheme, rest))
+                if rest.starts_with("//")
+                    && matches!(
+                        scheme.to_ascii_lowercase().as_str(),
+                        "postgres" | "postgresql"
+                    ) =>
+            {
+                Ok(Location::Postgres(Box::new(PostgresUrl::parse(spec)?)))
+            }
+            _ => Ok(Location::Sqlite(sqlite_path(spec)?)),
+        }
+    }
+
+    /// The SQLite file, if it is one.
+    pub fn file(&self) -> Option<&Path> {
+        match self {
+            Location::Sqlite(path) => Some(path),
+            Location::Postgres(_) => None,
+        }
+    }
+
+    /// Opens it for a command that writes: created (an SQLite file, a PostgreSQL
+    /// schema) and migrated when needed.
+    pub fn open(&self) -> Result<Arc<dyn Store>> {
+        Ok(match self {
+            Location::Sqlite(path) => Arc::new(SqliteStore::open(path)?),
+            Location::Postgres(url) => Arc::new(PostgresStore::open(url)?),
+        })
+    }
+
+    /// Opens it only to read: never created or changed. `Error::NoDatabase` when there
+    /// is none, `Error::SchemaTooOld` when a writer must migrate it first.
+    pub fn open_read_only(&self) -> Result<Arc<dyn Store>> {
+        Ok(match self {
+            Location::Sqlite(path) => Arc::new(SqliteStore::open_read_only(path)?),
+            Location::Postgres(url) => Arc::new(PostgresStore::open_read_only(url)?),
+        })
+    }
+
+    /// Creates or upgrades the database to this build's schema and says from which
+    /// version (0: there was none). A newer schema is refused, never touched.
+    pub fn migrate(&self) -> Result<Migrated> {
+        match self {
+            Location::Sqlite(path) => {
+                let from = match SqliteStore::open_read_only(path) {
+                    Ok(_) => crate::sqlite::SCHEMA_VERSION,
+                    Err(Error::NoDatabase { .. }) => 0,
+                    Err(Error::SchemaTooOld { found, .. }) => found,
+                    Err(e) => return Err(e),
+                };
+                SqliteStore::open(path)?;
+                Ok(Migrated {
+                    from,
+                    to: crate::sqlite::SCHEMA_VERSION,
+                })
+            }
+            Location::Postgres(url) => PostgresStore::unmigrated(url).migrate(),
+        }
+    }
+
+    /// Whether there is a baton database there already (an SQLite file that exists, a
+    /// PostgreSQL schema with baton's tables); `None` when a server cannot say.
+    pub fn exists(&self) -> Option<bool> {
+        match self {
+            Location::Sqlite(path) => Some(path.exists()),
+            Location::Postgres(url) => match PostgresStore::open_read_only(url) {
+                Ok(_) => Some(true),
+                Err(Error::NoDatabase { .. }) => Some(false),
+                Err(_) => None,
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::Sqlite(path) => write!(f, "{}", path.display()),
+            Location::Postgres(url) => write!(f, "{url}"),
+        }
+    }
+}
 
 /// The SQLite file `spec` names: a plain path, `sqlite://PATH` (`sqlite:///abs/path`
 /// for an absolute one) or `file:PATH` (`file:///abs/path`), URL forms percent-decoded.
-/// Any other `scheme://` is `Error::UnsupportedUrl`.
+/// Any other `scheme://` is `Error::UnsupportedUrl` (`Location::parse` takes
+/// PostgreSQL's).
 pub fn sqlite_path(spec: &str) -> Result<PathBuf> {
     let refuse = |reason: String| Error::UnsupportedUrl {
         url: spec.to_string(),
@@ -39,15 +138,13 @@ pub fn sqlite_path(spec: &str) -> Result<PathBuf> {
             }
         },
         other if rest.starts_with("//") => {
-            return Err(refuse(format!(
-                "the {other}:// scheme is not supported (only SQLite is, for now)"
-            )));
+            return Err(refuse(format!("the {other}:// scheme is not supported")));
         }
         // A database server's scheme without the slashes (`postgres:x`, `postgres:/x`)
         // is a mistyped URL, not a file name; `./postgres:x` still names a file.
         other if DATABASE_SCHEMES.contains(&other) => {
             return Err(refuse(format!(
-                "\"{other}:\" names a database server, which is not supported (only SQLite is, for now); for a file of that name write ./{spec}"
+                "\"{other}:\" is not a database URL baton reads (a PostgreSQL server is postgres://HOST/DATABASE); for a file of that name write ./{spec}"
             )));
         }
         // `C:` or `notes:v2.db`: a path that merely contains a colon.
@@ -136,15 +233,24 @@ mod tests {
         assert_eq!(path("file://localhost/abs.db"), "/abs.db");
     }
 
-    /// Regression: `BATON_DB=postgres://…` created an SQLite file named `postgres:/…`.
+    /// A PostgreSQL URL names a server; nothing else with `://` but SQLite's.
     #[test]
-    fn a_postgres_url_is_refused_naming_the_supported_forms() {
+    fn a_postgres_url_names_a_server_and_other_servers_are_refused() {
         for url in [
             "postgres://postgres@127.0.0.1:5432/test",
-            "postgresql://h/db",
-            "mysql://root@localhost/app",
+            "POSTGRESQL://h/db",
         ] {
-            let err = sqlite_path(url).unwrap_err();
+            assert!(
+                matches!(Location::parse(url), Ok(Location::Postgres(_))),
+                "{url}"
+            );
+        }
+        assert!(matches!(
+            Location::parse("sqlite:///x.db"),
+            Ok(Location::Sqlite(_))
+        ));
+        for url in ["mysql://root@localhost/app", "redis://h/0"] {
+            let err = Location::parse(url).unwrap_err();
             assert!(matches!(err, Error::UnsupportedUrl { .. }), "{err}");
             let text = err.to_string();
             assert!(text.contains("scheme is not supported"), "{text}");
@@ -152,8 +258,8 @@ mod tests {
         }
         // Without the slashes too: these used to create files named like the URL.
         for url in ["postgres:/x", "postgres:x", "mysql:db"] {
-            let err = sqlite_path(url).unwrap_err();
-            assert!(err.to_string().contains("names a database server"), "{err}");
+            let err = Location::parse(url).unwrap_err();
+            assert!(err.to_string().contains("not a database URL"), "{err}");
         }
         assert_eq!(
             sqlite_path("./postgres:x").unwrap(),

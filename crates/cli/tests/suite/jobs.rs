@@ -10,7 +10,7 @@ use baton_store::{JobStatus, SqliteStore, Store};
 use super::*;
 
 /// Like the engine suite's fake agent, plus a pause so a worker can be killed mid-job.
-const AGENT: &str = r###"
+pub(super) const AGENT: &str = r###"
 import json, os, re, sys, time
 claim_file = sys.argv[1]
 brief = sys.stdin.read()
@@ -29,7 +29,7 @@ with open(claim_file, "w") as f:
 "###;
 
 /// A git repository in `d` with one commit, and [`AGENT`] written next to it (its path).
-fn repo_with_agent(d: &Path) -> std::path::PathBuf {
+pub(super) fn repo_with_agent(d: &Path) -> std::path::PathBuf {
     git(d, &["init", "-q", "-b", "main"]);
     git(d, &["config", "user.email", "dev@example.com"]);
     git(d, &["config", "user.name", "dev"]);

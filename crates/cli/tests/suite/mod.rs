@@ -15,6 +15,7 @@ mod judge;
 mod line;
 mod live_model;
 mod pools;
+mod postgres;
 mod presets;
 mod providers;
 mod seats;

@@ -110,6 +110,11 @@ pub enum Progress {
     /// `work` was interrupted: the job's turn in flight was discarded and the job put
     /// back on the queue.
     Released { job: String, turn: Option<u32> },
+    /// A following `work` cannot reach the database (said once per outage): it keeps
+    /// trying, from `retry_in` and backing off.
+    StoreUnavailable { error: String, retry_in: Duration },
+    /// The database answers again after an outage that lasted `after`.
+    StoreBack { after: Duration },
 }
 
 /// How one job ended in this process.
@@ -146,54 +151,83 @@ pub fn work(
         lease_ms = options.lease_ms(),
         "work started"
     );
+    // Another process's enqueue wakes an idle worker at once where the backend can hear
+    // it (PostgreSQL's LISTEN/NOTIFY); polling is the fallback.
+    let signal = if options.follow {
+        store.job_signal()
+    } else {
+        None
+    };
+    let outage = Outage::default();
     std::thread::scope(|s| {
         for _ in 0..options.concurrency.max(1) {
             s.spawn(|| {
+                let mut backoff = RETRY_START;
                 loop {
                     if options.cancel.is_cancelled() {
                         return;
                     }
+                    let seen = signal.as_ref().map(|s| s.generation());
                     let token = new_id("lease-");
                     let lease_ms = options.lease_ms();
-                    let claimed =
-                        store.try_claim_job(&options.owner, &token, clock.now(), lease_ms);
+                    let claimed = store
+                        .try_claim_job(&options.owner, &token, clock.now(), lease_ms)
+                        .map_err(Error::from)
+                        .and_then(|outcome| match outcome {
+                            // A job whose holder died on this machine is taken now, not
+                            // once its lease runs out.
+                            ClaimOutcome::Skipped { .. } => expire_dead_owners(&*store, &*clock)
+                                .map(|expired| (outcome, expired)),
+                            claimed => Ok((claimed, false)),
+                        });
                     match claimed {
+                        // A following worker outlives a database that is away for a while
+                        // (a server restart, a network cut): it says so and tries again.
+                        Err(Error::Store(e)) if options.follow && e.is_transient() => {
+                            outage.report(&e, backoff, progress);
+                            options.cancel.sleep(backoff);
+                            backoff = (backoff * 2).min(RETRY_MAX);
+                        }
                         Err(e) => {
                             tracing::error!(error = %e, "claiming a job failed; this worker stops");
                             first_error
                                 .lock()
                                 .unwrap_or_else(|p| p.into_inner())
-                                .get_or_insert(e.into());
+                                .get_or_insert(e);
                             return;
                         }
-                        Ok(ClaimOutcome::Skipped { .. }) => {
-                            // A job whose holder died on this machine is taken now, not
-                            // once its lease runs out.
-                            match expire_dead_owners(&*store, &*clock) {
-                                Ok(true) => continue,
-                                Ok(false) => {}
-                                Err(e) => {
-                                    first_error
-                                        .lock()
-                                        .unwrap_or_else(|p| p.into_inner())
-                                        .get_or_insert(e);
-                                    return;
-                                }
+                        Ok((ClaimOutcome::Skipped { .. }, expired)) => {
+                            outage.ended(progress);
+                            backoff = RETRY_START;
+                            if expired {
+                                continue;
                             }
                             if !options.follow {
                                 tracing::debug!("no job to claim; this worker stops");
                                 return;
                             }
                             tracing::trace!(poll = ?options.poll, "no job to claim; waiting");
-                            options.cancel.sleep(options.poll);
+                            match (&signal, seen) {
+                                (Some(signal), Some(seen)) => {
+                                    wait_for_work(signal, seen, options.poll, &options.cancel)
+                                }
+                                _ => {
+                                    options.cancel.sleep(options.poll);
+                                }
+                            }
                         }
-                        Ok(ClaimOutcome::Claimed {
-                            job,
-                            token,
-                            reclaimed,
-                            previous_owner,
-                            ..
-                        }) => {
+                        Ok((
+                            ClaimOutcome::Claimed {
+                                job,
+                                token,
+                                reclaimed,
+                                previous_owner,
+                                ..
+                            },
+                            _,
+                        )) => {
+                            outage.ended(progress);
+                            backoff = RETRY_START;
                             let fence = LeaseFence {
                                 job: job.id.clone(),
                                 token,
@@ -237,6 +271,58 @@ pub fn work(
     let reports = reports.into_inner().unwrap_or_else(|p| p.into_inner());
     tracing::info!(jobs = reports.len(), "work ended");
     Ok(reports)
+}
+
+/// The first wait after the database could not be reached, doubling up to `RETRY_MAX`.
+const RETRY_START: Duration = Duration::from_millis(500);
+const RETRY_MAX: Duration = Duration::from_secs(30);
+
+/// Whether the database is away, shared by a process's claimers so an outage is said
+/// once when it starts and once when it ends, not by every thread at every retry.
+#[derive(Default)]
+struct Outage {
+    since: std::sync::Mutex<Option<std::time::Instant>>,
+}
+
+impl Outage {
+    fn report(
+        &self,
+        error: &baton_store::Error,
+        retry_in: Duration,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) {
+        let mut since = self.since.lock().unwrap_or_else(|p| p.into_inner());
+        tracing::warn!(error = %error, retry_in = ?retry_in, "the database cannot be reached; retrying");
+        if since.is_none() {
+            *since = Some(std::time::Instant::now());
+            progress(Progress::StoreUnavailable {
+                error: error.to_string(),
+                retry_in,
+            });
+        }
+    }
+
+    fn ended(&self, progress: &(dyn Fn(Progress) + Sync)) {
+        let mut since = self.since.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(start) = since.take() {
+            tracing::info!(after = ?start.elapsed(), "the database is reachable again");
+            progress(Progress::StoreBack {
+                after: start.elapsed(),
+            });
+        }
+    }
+}
+
+/// Waits up to `poll` for a wake-up past `seen`, in slices so a cancel is seen at once.
+fn wait_for_work(signal: &baton_store::JobSignal, seen: u64, poll: Duration, cancel: &Cancel) {
+    const SLICE: Duration = Duration::from_millis(100);
+    let until = std::time::Instant::now() + poll;
+    while !cancel.is_cancelled() {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() || signal.wait_past(seen, left.min(SLICE)) {
+            return;
+        }
+    }
 }
 
 /// Leases of running jobs whose holder is a process on this machine that is gone

@@ -20,6 +20,7 @@
 //! store keeps a few connections, each with its own prepared statements.
 
 mod jobs;
+mod listen;
 mod pools;
 mod runs;
 mod schema;
@@ -27,8 +28,8 @@ mod schema;
 use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 use baton_core::ids::{RunId, Timestamp};
 use baton_core::router::{PoolId, PoolUsage};
@@ -42,9 +43,9 @@ use postgres::{Client, IsolationLevel, NoTls, Row, Statement, Transaction};
 use crate::codec::{EncodedRun, EncodedTurn, encode_events, to_json};
 use crate::{
     Bench, BenchChange, BenchOutcome, CancelOutcome, CancelTarget, ClaimOutcome, Error,
-    EventCursor, EventPage, JobInfo, JobStatus, JudgementRecord, LeaseFence, LeaseHolder,
-    ManualUsage, NewJob, PinFilter, RunInfo, RunStatus, SpentBy, SpentCall, Store, StoredEvent,
-    StoredPin, TurnCommit, WorkerHold,
+    EventCursor, EventPage, JobInfo, JobSignal, JobStatus, JudgementRecord, LeaseFence,
+    LeaseHolder, ManualUsage, NewJob, PinFilter, RunInfo, RunStatus, SpentBy, SpentCall, Store,
+    StoredEvent, StoredPin, TurnCommit, WorkerHold,
 };
 
 pub use schema::SCHEMA_VERSION;
@@ -89,7 +90,16 @@ const LOCK_TIMEOUT_MS: u32 = 5_000;
 struct Conn {
     client: Client,
     statements: HashMap<String, Statement>,
+    /// When it was last given back: one that sat idle for long is checked before use.
+    idle_since: Instant,
 }
+
+/// A connection idle for longer than this is checked with an empty query before it is
+/// used (a server restart or a network cut kills idle connections silently).
+const CHECK_IDLE_AFTER: Duration = Duration::from_secs(5);
+
+/// How long that check may take before the connection counts as dead.
+const LIVENESS_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// A transaction on a pooled connection, preparing each statement once per connection.
 pub(crate) struct Tx<'c> {
@@ -165,6 +175,15 @@ impl PostgresUrl {
     /// client's own parameters (`connect_timeout`, `application_name`, `sslmode`, …),
     /// `schema=NAME` chooses the schema baton keeps its tables in (default `baton`).
     pub fn parse(url: &str) -> crate::Result<PostgresUrl> {
+        // The client reads the scheme in lower case only.
+        let lowered;
+        let url = match url.split_once("://") {
+            Some((scheme, rest)) if scheme.chars().any(|c| c.is_ascii_uppercase()) => {
+                lowered = format!("{}://{rest}", scheme.to_ascii_lowercase());
+                lowered.as_str()
+            }
+            _ => url,
+        };
         let shown = redact(url);
         let refuse = |reason: String| Error::UnsupportedUrl {
             url: shown.clone(),
@@ -242,6 +261,8 @@ pub struct PostgresStore {
     idle: Mutex<Vec<Conn>>,
     /// Added to the database's clock; 0 except in tests (see `set_clock_offset`).
     clock_offset_ms: AtomicI64,
+    /// Bumped by the `LISTEN` thread, started on first use (`Store::job_signal`).
+    signal: OnceLock<Arc<JobSignal>>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -294,11 +315,12 @@ impl PostgresStore {
         }
     }
 
-    fn unmigrated(url: &PostgresUrl) -> PostgresStore {
+    pub(crate) fn unmigrated(url: &PostgresUrl) -> PostgresStore {
         PostgresStore {
             url: url.clone(),
             idle: Mutex::new(Vec::new()),
             clock_offset_ms: AtomicI64::new(0),
+            signal: OnceLock::new(),
         }
     }
 
@@ -341,25 +363,47 @@ impl PostgresStore {
         Ok(Conn {
             client,
             statements: HashMap::new(),
+            idle_since: Instant::now(),
         })
     }
 
     fn checkout(&self) -> Result<Conn> {
-        let idle = self
-            .idle
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop();
-        match idle {
-            Some(conn) if !conn.client.is_closed() => Ok(conn),
-            _ => self.connect(),
+        loop {
+            let idle = self
+                .idle
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .pop();
+            let Some(mut conn) = idle else {
+                return self.connect();
+            };
+            if conn.client.is_closed() {
+                continue;
+            }
+            if conn.idle_since.elapsed() < CHECK_IDLE_AFTER
+                || conn.client.is_valid(LIVENESS_TIMEOUT).is_ok()
+            {
+                return Ok(conn);
+            }
+            // Dead: so are the others that idled as long, most likely. Open afresh.
+            self.idle
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clear();
+            return self.connect();
         }
     }
 
-    fn checkin(&self, conn: Conn) {
+    fn checkin(&self, mut conn: Conn) {
         if conn.client.is_closed() {
+            // The server went away: the other idle connections went with it.
+            self.idle
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clear();
             return;
         }
+        conn.idle_since = Instant::now();
         let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
         if idle.len() < IDLE_CONNECTIONS {
             idle.push(conn);
@@ -376,7 +420,9 @@ impl PostgresStore {
     ) -> crate::Result<T> {
         let mut conn = self.checkout().map_err(|e| self.classify(e, op))?;
         let out = (|| {
-            let Conn { client, statements } = &mut conn;
+            let Conn {
+                client, statements, ..
+            } = &mut conn;
             let tx = if read_only {
                 client
                     .build_transaction()
@@ -486,6 +532,10 @@ fn error_text(e: &postgres::Error) -> String {
 }
 
 impl Store for PostgresStore {
+    fn job_signal(&self) -> Option<Arc<JobSignal>> {
+        Some(self.signal.get_or_init(|| listen::start(&self.url)).clone())
+    }
+
     fn create_run(
         &self,
         info: &RunInfo,

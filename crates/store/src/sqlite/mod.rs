@@ -12,6 +12,7 @@ mod cancel;
 mod floor;
 mod jobs;
 mod migrations;
+pub(crate) use migrations::SCHEMA_VERSION;
 mod open;
 mod pools;
 mod read;
