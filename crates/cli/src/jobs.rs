@@ -280,6 +280,12 @@ pub fn work(
             status,
             detail,
         } => eprintln!("job {job}: {} — {detail}", status.as_str()),
+        // Said by its event, unless no run could carry one.
+        Progress::LeaseLost {
+            job,
+            reason,
+            announced: false,
+        } => eprintln!("job {job}: lease lost ({reason})"),
         Progress::LeaseLost { .. } => {}
         Progress::StoreUnavailable { error, retry_in } => eprintln!(
             "baton work: {error}\nbaton work: retrying in {:.1} s and backing off, up to every 30 s; jobs resume from their last committed turn once it answers (Ctrl-C stops)",

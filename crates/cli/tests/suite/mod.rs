@@ -8,6 +8,7 @@ mod agent_support;
 mod cancel;
 mod cli;
 mod crash;
+mod fleet;
 mod hardening;
 mod input;
 mod jobs;

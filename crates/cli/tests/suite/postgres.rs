@@ -24,12 +24,12 @@ fn server() -> String {
 }
 
 /// A schema of its own on the test server, dropped with it.
-struct Schema {
-    name: String,
+pub(super) struct Schema {
+    pub(super) name: String,
 }
 
 impl Schema {
-    fn new(tag: &str) -> Schema {
+    pub(super) fn new(tag: &str) -> Schema {
         static NEXT: AtomicU32 = AtomicU32::new(0);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -46,7 +46,7 @@ impl Schema {
     }
 
     /// The URL `--db` gets, through `server` (`host:port`) if given.
-    fn url_via(&self, server: Option<&str>) -> String {
+    pub(super) fn url_via(&self, server: Option<&str>) -> String {
         let base = match server {
             Some(addr) => format!("postgres://postgres@{addr}/test"),
             None => self::server(),
@@ -54,11 +54,11 @@ impl Schema {
         format!("{base}?schema={}", self.name)
     }
 
-    fn url(&self) -> String {
+    pub(super) fn url(&self) -> String {
         self.url_via(None)
     }
 
-    fn store(&self) -> PostgresStore {
+    pub(super) fn store(&self) -> PostgresStore {
         PostgresStore::open(&PostgresUrl::parse(&self.url()).unwrap()).unwrap()
     }
 }
@@ -82,13 +82,13 @@ fn raw_client() -> ::postgres::Client {
 }
 
 /// `baton` in `dir` with `BATON_DB` set to `url`.
-fn baton_on(dir: &Path, url: &str) -> Command {
+pub(super) fn baton_on(dir: &Path, url: &str) -> Command {
     let mut cmd = baton(dir);
     cmd.env("BATON_DB", url);
     cmd
 }
 
-fn ok_on(dir: &Path, url: &str, args: &[&str]) -> String {
+pub(super) fn ok_on(dir: &Path, url: &str, args: &[&str]) -> String {
     let out = baton_on(dir, url).args(args).output().unwrap();
     assert!(
         out.status.success(),
@@ -121,7 +121,7 @@ fn enqueue(d: &Path, url: &str, tasks: &[String]) {
     ok_on(d, url, &args);
 }
 
-fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+pub(super) fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + limit;
     while !done() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
@@ -130,7 +130,7 @@ fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
 }
 
 /// A child's stderr, collected by a thread as it comes.
-fn collect_stderr(child: &mut Child) -> Arc<Mutex<String>> {
+pub(super) fn collect_stderr(child: &mut Child) -> Arc<Mutex<String>> {
     let seen = Arc::new(Mutex::new(String::new()));
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let into = seen.clone();
@@ -144,7 +144,7 @@ fn collect_stderr(child: &mut Child) -> Arc<Mutex<String>> {
     seen
 }
 
-fn stop(mut child: Child) {
+pub(super) fn stop(mut child: Child) {
     let _ = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status();
@@ -290,15 +290,21 @@ fn a_new_job_wakes_an_idle_follower_at_once_instead_of_at_its_next_poll() {
 /// A TCP forwarder to the PostgreSQL server that can be cut: while cut, every open
 /// connection is closed and new ones are dropped as they arrive, as a network cut or a
 /// server restart looks to a client.
-struct Cuttable {
-    addr: String,
+pub(super) struct Cuttable {
+    pub(super) addr: String,
     cut: Arc<AtomicBool>,
     open: Arc<Mutex<Vec<TcpStream>>>,
 }
 
 impl Cuttable {
-    fn start() -> Cuttable {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    pub(super) fn start() -> Cuttable {
+        Cuttable::start_on("127.0.0.1")
+    }
+
+    /// Listening on `ip` (any address of the loopback range is this machine's), so
+    /// that each simulated host reaches the server at an address of its own.
+    pub(super) fn start_on(ip: &str) -> Cuttable {
+        let listener = TcpListener::bind((ip, 0)).unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         let target = {
             let url = server();
@@ -335,14 +341,14 @@ impl Cuttable {
         Cuttable { addr, cut, open }
     }
 
-    fn cut(&self) {
+    pub(super) fn cut(&self) {
         self.cut.store(true, Ordering::SeqCst);
         for s in self.open.lock().unwrap().drain(..) {
             let _ = s.shutdown(Shutdown::Both);
         }
     }
 
-    fn restore(&self) {
+    pub(super) fn restore(&self) {
         self.cut.store(false, Ordering::SeqCst);
     }
 }

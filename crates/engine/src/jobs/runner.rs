@@ -106,7 +106,13 @@ pub enum Progress {
     },
     /// The lease was taken over (or could not be renewed in time): the job's agent was
     /// stopped and another worker continues the job.
-    LeaseLost { job: String, reason: String },
+    /// `announced` is false when no event could say it (the run is not known without
+    /// the database that failed): the caller says it then.
+    LeaseLost {
+        job: String,
+        reason: String,
+        announced: bool,
+    },
     /// `work` was interrupted: the job's turn in flight was discarded and the job put
     /// back on the queue.
     Released { job: String, turn: Option<u32> },
@@ -432,18 +438,21 @@ fn run_claimed(
         };
         let reason = format!("{reason}; its agent was stopped and {next}");
         // Durable in the job's run too, so whoever follows the run sees why this
-        // process stopped (best effort: the store may be what failed).
-        if let Some(run) = store.job(&job.id).ok().and_then(|j| j.run_id) {
+        // process stopped (best effort: the store may be what failed; the event is
+        // then published live only).
+        let run = (store.job(&job.id).ok().and_then(|j| j.run_id)).or_else(|| job.run_id.clone());
+        if let Some(run) = &run {
             let lost = EventKind::LeaseLost {
                 what: "job".into(),
                 id: job.id.clone(),
                 reason: reason.clone(),
             };
-            let _ = events::record(&**store, &**clock, &options.publisher, &run, lost);
+            let _ = events::record(&**store, &**clock, &options.publisher, run, lost);
         }
         progress(Progress::LeaseLost {
             job: job.id.clone(),
             reason: reason.clone(),
+            announced: run.is_some(),
         });
         JobReport {
             job: job.id.clone(),

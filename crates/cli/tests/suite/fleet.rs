@@ -1,0 +1,566 @@
+//! Many hosts on one PostgreSQL (issue 13). Each node is a `baton work --follow` that
+//! reaches the server through a link of its own: a TCP forwarder on its own loopback
+//! address (127.0.0.11, .12, …) that the test can cut, as a network partition or a
+//! dead switch port looks to that host. The nodes share the repository's disk, as
+//! hosts sharing the repository over a network file system would.
+//!
+//! - Four nodes work 200 two-step jobs while nodes are SIGKILLed and restarted at
+//!   random: every job ends once in the outbox, no job is worked by two live nodes at
+//!   once, no turn is committed twice, and every job branch holds exactly the commits
+//!   of its committed turns (nothing of a killed node's half turn).
+//! - A node cut off from the database for longer than its lease comes back fenced: the
+//!   node that took its job over finished it, and the cut-off node commits nothing, to
+//!   the store or to the branch, then goes on working.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use baton_core::turn::TurnStatus;
+use baton_store::{JobInfo, JobStatus, Store};
+
+use super::jobs::repo_with_agent;
+use super::postgres::{Cuttable, Schema, baton_on, collect_stderr, ok_on, stop, wait_until};
+use super::*;
+
+/// A coding agent that writes the file its task names and logs when it started and
+/// ended, on which node, by the system-wide monotonic clock the test reads too.
+const AGENT: &str = r###"
+import json, os, re, sys, time
+claim_file = sys.argv[1]
+brief = sys.stdin.read()
+m = re.search(r"## Assigned task\n(?:Step T\d+: )?(.*)", brief)
+task = m.group(1).strip() if m else ""
+node = os.environ.get("BATON_TEST_NODE", "?")
+def note(what):
+    with open(os.environ["AGENT_LOG"], "a") as f:
+        f.write("%s %s %.6f %s\n" % (what, node, time.monotonic(), task))
+note("start")
+time.sleep(float(os.environ.get("AGENT_SLEEP", "0")))
+path = task.split()[1]
+with open(path, "w") as f:
+    f.write(task + "\n")
+note("end")
+with open(claim_file, "w") as f:
+    json.dump({"summary": "did " + task, "last_action": "wrote " + path, "next_action": "next",
+               "artifacts": [{"name": path, "description": "written"}]}, f)
+"###;
+
+/// CLOCK_MONOTONIC in seconds: Python's `time.monotonic()` reads the same clock.
+fn monotonic_s() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+}
+
+/// A repository with the agent, and a roster of one worker running it. The node's
+/// number and the agent's sleep come from each node's own environment.
+fn fleet_dir(d: &Path, log: &Path) {
+    repo_with_agent(d);
+    let agent = d.join("fleet_agent.py");
+    std::fs::write(&agent, AGENT).unwrap();
+    std::fs::write(
+        d.join("baton.toml"),
+        format!(
+            "estimator = \"heuristic\"\n[[workers]]\nid = \"fast\"\nmodel = \"command/fast\"\n\
+             options = {{ command = \"python3 {} {{claim_file}}\", handoff = \"derive\", \
+             pass_env = [\"PATH\", \"BATON_TEST_NODE\", \"AGENT_SLEEP\"], \
+             env = {{ AGENT_LOG = \"{}\" }} }}\n",
+            agent.display(),
+            log.display()
+        ),
+    )
+    .unwrap();
+}
+
+/// One simulated host: its link to the database and its `baton work` process.
+struct Node {
+    index: usize,
+    link: Cuttable,
+    url: String,
+    lease_s: u32,
+    sleep: &'static str,
+    child: Option<Child>,
+    /// Its stderr, across restarts.
+    said: Arc<Mutex<String>>,
+    /// When it was SIGKILLed (monotonic seconds).
+    kills: Vec<f64>,
+}
+
+impl Node {
+    fn new(index: usize, schema: &Schema, lease_s: u32, sleep: &'static str) -> Node {
+        let link = Cuttable::start_on(&format!("127.0.0.{}", 11 + index));
+        let url = schema.url_via(Some(&link.addr));
+        Node {
+            index,
+            link,
+            url,
+            lease_s,
+            sleep,
+            child: None,
+            said: Arc::default(),
+            kills: Vec::new(),
+        }
+    }
+
+    fn start(&mut self, d: &Path) {
+        let mut child = baton_on(d, &self.url)
+            .args(["work", "--follow", "--concurrency", "2", "--poll-ms", "200"])
+            .args(["--lease-s", &self.lease_s.to_string()])
+            .env("BATON_TEST_NODE", self.index.to_string())
+            .env("AGENT_SLEEP", self.sleep)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let seen = collect_stderr(&mut child);
+        let into = self.said.clone();
+        // Appended to the node's whole log as it comes.
+        std::thread::spawn(move || {
+            let mut taken = 0;
+            loop {
+                std::thread::sleep(Duration::from_millis(100));
+                let now = seen.lock().unwrap().clone();
+                if now.len() > taken {
+                    into.lock().unwrap().push_str(&now[taken..]);
+                    taken = now.len();
+                }
+                if Arc::strong_count(&seen) == 1 {
+                    break;
+                }
+            }
+        });
+        self.child = Some(child);
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.kill().unwrap();
+            self.kills.push(monotonic_s());
+            child.wait().unwrap();
+        }
+    }
+
+    fn stop(&mut self) {
+        if let Some(child) = self.child.take() {
+            stop(child);
+        }
+    }
+
+    fn said(&self) -> String {
+        self.said.lock().unwrap().clone()
+    }
+}
+
+/// xorshift64*: reproducible from the seed the test prints.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
+    }
+
+    fn millis(&mut self, from: u64, to: u64) -> Duration {
+        Duration::from_millis(from + self.below(to - from))
+    }
+}
+
+/// One run of the agent, from its log.
+#[derive(Debug, Clone)]
+struct Execution {
+    node: usize,
+    start: f64,
+    end: Option<f64>,
+}
+
+/// Every task's executions in the order they started.
+fn executions(log: &Path) -> BTreeMap<String, Vec<Execution>> {
+    let mut by_task: BTreeMap<String, Vec<Execution>> = BTreeMap::new();
+    for line in std::fs::read_to_string(log).unwrap().lines() {
+        let mut parts = line.splitn(4, ' ');
+        let (what, node, at, task) = (
+            parts.next().unwrap(),
+            parts.next().unwrap().parse::<usize>().unwrap(),
+            parts.next().unwrap().parse::<f64>().unwrap(),
+            parts.next().unwrap().to_string(),
+        );
+        let runs = by_task.entry(task).or_default();
+        match what {
+            "start" => runs.push(Execution {
+                node,
+                start: at,
+                end: None,
+            }),
+            "end" => {
+                let open = runs
+                    .iter_mut()
+                    .rev()
+                    .find(|e| e.node == node && e.end.is_none())
+                    .unwrap_or_else(|| panic!("an end with no start: {line}"));
+                open.end = Some(at);
+            }
+            other => panic!("unknown log line {other}: {line}"),
+        }
+    }
+    for runs in by_task.values_mut() {
+        runs.sort_by(|a, b| a.start.total_cmp(&b.start));
+    }
+    by_task
+}
+
+/// The commits of a job's branch after `main`, oldest first.
+fn branch_commits(d: &Path, job: &str) -> Vec<String> {
+    git(
+        d,
+        &["rev-list", "--reverse", &format!("main..baton/job-{job}")],
+    )
+    .lines()
+    .map(str::to_string)
+    .collect()
+}
+
+/// Checks a finished job: exactly its steps' turns committed, once each, and its
+/// branch holding exactly those turns' commits, each naming its run and turn.
+fn check_job(d: &Path, store: &dyn Store, job: &JobInfo, steps: usize) {
+    assert_eq!(job.status, JobStatus::Outbox, "{job:?}");
+    let run = job.run_id.clone().expect("a worked job has a run");
+    let turns = store.turns(&run).unwrap();
+    assert_eq!(
+        turns.len(),
+        steps,
+        "job {}: {} turns committed for {steps} steps",
+        job.id,
+        turns.len()
+    );
+    let mut commits = Vec::new();
+    for (n, turn) in turns.iter().enumerate() {
+        assert_eq!(turn.turn as usize, n);
+        assert_eq!(turn.status, TurnStatus::Committed, "{}: {turn:?}", job.id);
+        let ws = turn.workspace.as_ref().expect("a job's turn has a commit");
+        assert!(ws.changed, "{}: turn {n} changed nothing", job.id);
+        commits.push(ws.commit.clone());
+    }
+    assert_eq!(
+        branch_commits(d, &job.id),
+        commits,
+        "job {}: the branch is not exactly its committed turns",
+        job.id
+    );
+    for (n, commit) in commits.iter().enumerate() {
+        let message = git(d, &["show", "-s", "--format=%B", commit]);
+        assert!(
+            message.contains(&format!("Baton-Run: {run}"))
+                && message.contains(&format!("Baton-Turn: {n}\n")),
+            "{commit}: {message}"
+        );
+    }
+}
+
+#[test]
+fn four_nodes_work_200_jobs_exactly_once_while_nodes_are_killed_at_random() {
+    const NODES: usize = 4;
+    const JOBS: usize = 200;
+    let schema = Schema::new("fleet");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let log = d.join("agent.log");
+    fleet_dir(d, &log);
+    let url = schema.url();
+    ok_on(d, &url, &["migrate"]);
+    let seed = std::env::var("BATON_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+                | 1
+        });
+    eprintln!("fleet: seed {seed} (BATON_TEST_SEED={seed} repeats the kills)");
+    let mut rng = Rng(seed);
+
+    let mut nodes: Vec<Node> = (0..NODES)
+        .map(|i| Node::new(i, &schema, 3, "0.05"))
+        .collect();
+    for node in &mut nodes {
+        node.start(d);
+    }
+    // The work arrives while the nodes follow the queue: from four shells at once.
+    let enqueuers: Vec<_> = (0..4)
+        .map(|shell| {
+            let (d, url) = (d.to_path_buf(), url.clone());
+            std::thread::spawn(move || {
+                for j in (shell..JOBS).step_by(4) {
+                    let (a, b) = (format!("write j{j}a.txt"), format!("write j{j}b.txt"));
+                    ok_on(
+                        &d,
+                        &url,
+                        &[
+                            "enqueue",
+                            "--objective",
+                            "Write two files",
+                            "--worker",
+                            "fast",
+                            "--task",
+                            &a,
+                            "--task",
+                            &b,
+                        ],
+                    );
+                }
+            })
+        })
+        .collect();
+
+    let store = schema.store();
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(420);
+    let mut next_kill = Instant::now() + rng.millis(500, 1500);
+    let mut restart_at: Vec<Option<Instant>> = vec![None; NODES];
+    let mut kills = 0;
+    let mut enqueuers = Some(enqueuers);
+    loop {
+        let now = Instant::now();
+        if enqueuers
+            .as_ref()
+            .is_some_and(|e| e.iter().all(|h| h.is_finished()))
+        {
+            for h in enqueuers.take().unwrap() {
+                h.join().unwrap();
+            }
+        }
+        let jobs = store.list_jobs().unwrap();
+        let done = jobs
+            .iter()
+            .filter(|j| j.status == JobStatus::Outbox)
+            .count();
+        if enqueuers.is_none() && done == JOBS {
+            break;
+        }
+        if let Some(failed) = jobs.iter().find(|j| j.status == JobStatus::Failed) {
+            panic!(
+                "a job failed: {failed:?}\nnodes said:\n{}",
+                nodes
+                    .iter()
+                    .map(Node::said)
+                    .collect::<Vec<_>>()
+                    .join("\n---\n")
+            );
+        }
+        assert!(
+            now < deadline,
+            "{done}/{JOBS} jobs done after {:?} and {kills} kills",
+            started.elapsed()
+        );
+        if now >= next_kill {
+            let running: Vec<usize> = (0..NODES).filter(|&i| nodes[i].child.is_some()).collect();
+            if !running.is_empty() {
+                let victim = running[rng.below(running.len() as u64) as usize];
+                nodes[victim].kill();
+                kills += 1;
+                restart_at[victim] = Some(now + rng.millis(200, 1000));
+            }
+            next_kill = now + rng.millis(700, 2000);
+        }
+        for (i, at) in restart_at.iter_mut().enumerate() {
+            if at.is_some_and(|at| at <= now) {
+                nodes[i].start(d);
+                *at = None;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let took = started.elapsed();
+    for node in &mut nodes {
+        node.stop();
+    }
+
+    // Every job ended once, in the outbox, with exactly its two turns.
+    let jobs = store.list_jobs().unwrap();
+    assert_eq!(jobs.len(), JOBS);
+    for job in &jobs {
+        check_job(d, &store, job, 2);
+    }
+    // No task was worked by two live nodes at once: a run that ended (its node alive
+    // through it) was never overlapped by a later one, unless its node was killed
+    // between the two starts (the killed node's agent may outlive it by a moment).
+    let runs = executions(&log);
+    assert_eq!(runs.len(), 2 * JOBS, "every task ran");
+    let mut redone = 0;
+    for (task, runs) in &runs {
+        redone += runs.len() - 1;
+        for pair in runs.windows(2) {
+            let (a, b) = (&pair[0], &pair[1]);
+            let killed_between = nodes[a.node]
+                .kills
+                .iter()
+                .any(|&k| k >= a.start && k <= b.start);
+            if let Some(end) = a.end
+                && !killed_between
+            {
+                assert!(
+                    b.start >= end,
+                    "{task} ran on node {} while node {} still ran it: {a:?} {b:?}",
+                    b.node,
+                    a.node
+                );
+            }
+        }
+    }
+    let reclaimed = jobs.iter().filter(|j| j.attempts > 1).count();
+    eprintln!(
+        "fleet: {JOBS} jobs ({} turns) on {NODES} nodes in {took:.1?}, {kills} kills, \
+         {reclaimed} jobs taken over, {redone} agent runs redone",
+        2 * JOBS
+    );
+    assert!(kills >= 5, "only {kills} kills: the test did not test much");
+}
+
+#[test]
+fn a_node_cut_off_for_longer_than_its_lease_comes_back_fenced() {
+    let schema = Schema::new("partition");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let log = d.join("agent.log");
+    fleet_dir(d, &log);
+    let url = schema.url();
+    ok_on(d, &url, &["migrate"]);
+    let store = schema.store();
+
+    // Node 0's agent takes 8 s; its lease holds 3 s without a heartbeat.
+    let mut cut_off = Node::new(0, &schema, 3, "8");
+    cut_off.start(d);
+    ok_on(
+        d,
+        &url,
+        &[
+            "enqueue",
+            "--objective",
+            "Write a file",
+            "--worker",
+            "fast",
+            "--task",
+            "write slow.txt",
+        ],
+    );
+    let started = Instant::now();
+    while !std::fs::read_to_string(&log).is_ok_and(|l| l.contains("start 0 ")) {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "node 0's agent did not start:\n{}",
+            cut_off.said()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let job = store.list_jobs().unwrap()[0].clone();
+    assert!(
+        job.lease_owner.is_some() && job.status == JobStatus::Running,
+        "{job:?}"
+    );
+
+    // The partition: node 0 keeps running, but nothing it sends arrives.
+    cut_off.link.cut();
+    let mut other = Node::new(1, &schema, 3, "0");
+    other.start(d);
+    wait_until(
+        "node 1 to take the job over once node 0's lease expired",
+        Duration::from_secs(60),
+        || store.job(&job.id).unwrap().status == JobStatus::Outbox,
+    );
+    let taken = store.job(&job.id).unwrap();
+    assert_eq!(taken.attempts, 2, "{taken:?}");
+    let run = taken.run_id.clone().unwrap();
+    let events_before = store.events(&run, 0).unwrap().len();
+    assert!(
+        cut_off
+            .child
+            .as_mut()
+            .unwrap()
+            .try_wait()
+            .unwrap()
+            .is_none(),
+        "node 0 outlives the partition:\n{}",
+        cut_off.said()
+    );
+
+    // Node 0 comes back while its agent is still at work (8 s from its start).
+    cut_off.link.restore();
+    let back = Instant::now();
+    while !cut_off.said().contains("lease lost") {
+        assert!(
+            back.elapsed() < Duration::from_secs(30),
+            "node 0 did not say it lost the job:\n{}",
+            cut_off.said()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Whatever its agent does after, nothing of it is committed.
+    std::thread::sleep(Duration::from_secs(2));
+    check_job(d, &store, &store.job(&job.id).unwrap(), 1);
+    let runs = executions(&log);
+    let slow = &runs["write slow.txt"];
+    assert_eq!(slow.len(), 2, "{slow:?}");
+    assert_eq!((slow[0].node, slow[1].node), (0, 1), "{slow:?}");
+    let turns = store.turns(&run).unwrap();
+    assert_eq!(turns.len(), 1);
+    // Node 0 may record that it lost the job; it records nothing else.
+    let after: Vec<String> = store.events(&run, 0).unwrap()[events_before..]
+        .iter()
+        .map(|e| e.event.kind.name().to_string())
+        .collect();
+    assert!(
+        after.iter().all(|k| k == "lease_lost"),
+        "node 0 wrote {after:?}\n{}",
+        cut_off.said()
+    );
+
+    // And it works again: with node 1 gone, the next job is node 0's.
+    other.stop();
+    ok_on(
+        d,
+        &url,
+        &[
+            "enqueue",
+            "--objective",
+            "Write a file",
+            "--worker",
+            "fast",
+            "--task",
+            "write after.txt",
+        ],
+    );
+    wait_until(
+        "node 0 to work the next job",
+        Duration::from_secs(60),
+        || {
+            store
+                .list_jobs()
+                .unwrap()
+                .iter()
+                .all(|j| j.status == JobStatus::Outbox)
+        },
+    );
+    cut_off.stop();
+    let next = store
+        .list_jobs()
+        .unwrap()
+        .into_iter()
+        .find(|j| j.id != job.id)
+        .unwrap();
+    check_job(d, &store, &next, 1);
+    let runs = executions(&log);
+    assert!(
+        runs["write after.txt"].iter().all(|e| e.node == 0),
+        "node 0 ran the next job: {runs:?}"
+    );
+}
