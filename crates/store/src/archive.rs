@@ -474,11 +474,15 @@ impl RunArchive {
 
     /// What a reader tells two versions of a run apart by.
     pub fn summary(&self) -> String {
+        let count = |n: usize, one: &str| match n {
+            1 => format!("1 {one}"),
+            n => format!("{n} {one}s"),
+        };
         format!(
-            "{}, {} turns, {} events",
+            "{}, {}, {}",
             self.run.status,
-            self.turns.len(),
-            self.events.len()
+            count(self.turns.len(), "turn"),
+            count(self.events.len(), "event")
         )
     }
 

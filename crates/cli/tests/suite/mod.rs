@@ -9,6 +9,7 @@ mod cancel;
 mod cli;
 mod crash;
 mod hardening;
+mod import;
 mod input;
 mod jobs;
 mod judge;

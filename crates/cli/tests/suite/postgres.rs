@@ -24,12 +24,12 @@ fn server() -> String {
 }
 
 /// A schema of its own on the test server, dropped with it.
-struct Schema {
-    name: String,
+pub(super) struct Schema {
+    pub(super) name: String,
 }
 
 impl Schema {
-    fn new(tag: &str) -> Schema {
+    pub(super) fn new(tag: &str) -> Schema {
         static NEXT: AtomicU32 = AtomicU32::new(0);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -54,7 +54,7 @@ impl Schema {
         format!("{base}?schema={}", self.name)
     }
 
-    fn url(&self) -> String {
+    pub(super) fn url(&self) -> String {
         self.url_via(None)
     }
 
@@ -70,7 +70,7 @@ impl Drop for Schema {
     }
 }
 
-fn raw_client() -> ::postgres::Client {
+pub(super) fn raw_client() -> ::postgres::Client {
     let server = server();
     ::postgres::Client::connect(&server, ::postgres::NoTls).unwrap_or_else(|e| {
         panic!(
@@ -82,13 +82,13 @@ fn raw_client() -> ::postgres::Client {
 }
 
 /// `baton` in `dir` with `BATON_DB` set to `url`.
-fn baton_on(dir: &Path, url: &str) -> Command {
+pub(super) fn baton_on(dir: &Path, url: &str) -> Command {
     let mut cmd = baton(dir);
     cmd.env("BATON_DB", url);
     cmd
 }
 
-fn ok_on(dir: &Path, url: &str, args: &[&str]) -> String {
+pub(super) fn ok_on(dir: &Path, url: &str, args: &[&str]) -> String {
     let out = baton_on(dir, url).args(args).output().unwrap();
     assert!(
         out.status.success(),

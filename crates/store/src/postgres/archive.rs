@@ -261,18 +261,20 @@ pub(super) fn import(tx: &mut Tx<'_>, a: &RunArchive) -> Result<Imported> {
             detail: here.difference(a),
         });
     }
-    if let Some(job) = &a.job {
-        if let Some(row) = tx.opt("SELECT run_id FROM jobs WHERE id = $1", &[&job.id])? {
-            let other: Option<String> = get(&row, 0)?;
-            return fail(Error::ImportConflict {
-                run: run.0,
-                detail: format!(
-                    "its job {} is already in this database, with {}",
-                    job.id,
-                    other.map_or_else(|| "no run".to_string(), |o| format!("run {o}"))
-                ),
-            });
-        }
+    let taken = match &a.job {
+        Some(job) => tx.opt("SELECT run_id FROM jobs WHERE id = $1", &[&job.id])?,
+        None => None,
+    };
+    if let (Some(job), Some(row)) = (&a.job, taken) {
+        let other: Option<String> = get(&row, 0)?;
+        return fail(Error::ImportConflict {
+            run: run.0,
+            detail: format!(
+                "its job {} is already in this database, with {}",
+                job.id,
+                other.map_or_else(|| "no run".to_string(), |o| format!("run {o}"))
+            ),
+        });
     }
     for x in &a.records {
         tx.exec(

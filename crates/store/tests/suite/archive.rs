@@ -198,7 +198,7 @@ fn an_archive_of_a_run_that_went_on_elsewhere_is_refused_and_writes_nothing() {
         let err = target.store().import_run(&new).unwrap_err();
         assert!(
             matches!(&err, Error::ImportConflict { run, detail }
-                if run == "run-1" && detail.contains("this database has it active, 0 turns, 1 events, the archive active, 2 turns, 17 events")),
+                if run == "run-1" && detail.contains("this database has it active, 0 turns, 1 event, the archive active, 2 turns, 17 events")),
             "{err}"
         );
         assert!(err.to_string().contains("never overwritten"), "{err}");
