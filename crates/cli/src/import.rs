@@ -37,7 +37,7 @@ pub(crate) fn import(ctx: &Context_, file: &Path) -> Result<ExitCode> {
             println!("imported run {run} into {db} ({})", archive.summary());
             match &archive.job {
                 Some(job) => println!(
-                    "it is the run of job {} ({}), which came with it: `baton jobs` shows it, and `baton work` on a host with the job's repository continues it",
+                    "it is the run of job {} ({}), which came with it (`baton jobs`); `baton work` continues it where the job's repository and worktree are",
                     job.id, job.status
                 ),
                 None if archive.run.status == "active" => {
