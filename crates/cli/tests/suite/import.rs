@@ -164,6 +164,12 @@ fn a_run_moves_from_sqlite_to_postgres_and_back_byte_for_byte_and_continues_ther
             "--format {format} differs:\n{here}\n---\n{then}"
         );
     }
+    for command in ["state", "history", "seats", "tasks"] {
+        assert_eq!(
+            on(d, &back, &[command, &run]),
+            on(d, &url, &[command, &run])
+        );
+    }
 }
 
 #[test]
