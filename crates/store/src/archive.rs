@@ -375,13 +375,12 @@ impl RunArchive {
         }
         for p in &self.pins {
             known(p.turn).ok_or_else(|| no_turn("a pin", p.turn))?;
-            for (what, text) in [
+            let texts = [
                 ("fractions", Some(&p.fractions)),
                 ("reason", Some(&p.reason)),
-            ]
-            .into_iter()
-            .chain([("exclusions", p.excluded.as_ref())])
-            {
+                ("exclusions", p.excluded.as_ref()),
+            ];
+            for (what, text) in texts {
                 if let Some(text) = text {
                     from_json::<serde_json::Value>(text, || {
                         format!("{what} of the pin of seat {} at turn {}", p.seat, p.turn)

@@ -7,7 +7,9 @@
 //!
 //! Backends live in their own modules with their own SQL and migrations: `sqlite` (the
 //! embedded default) and `postgres` (many hosts on one server), chosen by the database's
-//! `Location`. Their shared encoding is `codec`. Nothing in the trait or `Error` names a backend's types:
+//! `Location`. Their shared encoding is `codec`; a run moves from one to the other as its
+//! `RunArchive` (`archive_run`, then `import_run`), every row as stored. Nothing in the
+//! trait or `Error` names a backend's types:
 //! each backend maps its own failures to the variants callers act on (`Busy`,
 //! `DiskFull`, `Corrupt`, …, else `Backend`), and decides lease expiry by its own
 //! database's clock.
