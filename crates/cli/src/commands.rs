@@ -89,6 +89,11 @@ impl Context_ {
         self.store()
     }
 
+    /// Where the database is, as `--db` named it.
+    pub(crate) fn location(&self) -> &Location {
+        &self.db
+    }
+
     fn no_database(&self) -> anyhow::Error {
         baton_store::Error::NoDatabase {
             path: self.db.to_string(),
@@ -508,6 +513,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
                 ExportFormat::Script => export::script(store.as_ref(), &id)?,
                 ExportFormat::Events => export::events(store.as_ref(), &id, ctx.verbose)?,
                 ExportFormat::EventsJsonl => export::events_jsonl(store.as_ref(), &id)?,
+                ExportFormat::Archive => export::archive(store.as_ref(), &id)?,
             };
             match out {
                 Some(path) => {
@@ -534,6 +540,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             budget,
             ..
         } => bench(&turns, estimator, budget),
+        Command::Import { file } => crate::import::import(&ctx, &file),
         Command::Enqueue(args) => crate::jobs::enqueue(&ctx, args),
         Command::Work {
             concurrency,

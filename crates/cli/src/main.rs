@@ -7,6 +7,7 @@ mod out;
 mod cancel;
 mod commands;
 mod exit;
+mod import;
 mod input;
 mod jobs;
 mod line;
@@ -84,6 +85,9 @@ pub enum ExportFormat {
     Events,
     /// The run's event stream, one JSON event per line
     EventsJsonl,
+    /// Every stored row of the run (baton-archive/1), for `baton import` into another
+    /// database
+    Archive,
 }
 
 #[derive(Subcommand, Debug)]
@@ -314,8 +318,9 @@ pub enum Command {
         json: bool,
     },
     /// Export a run: json (the whole record), md (a readable report), script (JSONL replay),
-    /// events (its event stream as `baton run` printed it; with -v every call too) or
-    /// events-jsonl (the stream, one event a line)
+    /// events (its event stream as `baton run` printed it; with -v every call too),
+    /// events-jsonl (the stream, one event a line) or archive (every stored row, for
+    /// `baton import`)
     Export {
         run: Option<String>,
         #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
@@ -323,6 +328,12 @@ pub enum Command {
         /// Write to this file instead of standard output
         #[arg(long)]
         out: Option<PathBuf>,
+    },
+    /// Import a run from an archive (`baton export RUN --format archive`) into the
+    /// database, in one transaction: to move it between SQLite and PostgreSQL
+    Import {
+        /// The archive file (`-`: standard input)
+        file: PathBuf,
     },
     /// Queue work for coding agents: one job per --worker (candidate), each in its own worktree
     Enqueue(jobs::EnqueueArgs),

@@ -41,6 +41,12 @@ pub fn json(store: &dyn Store, run: &RunId) -> Result<String> {
         .map_err(|e| Error::Config(format!("cannot serialise run: {e}")))
 }
 
+/// The run's archive (`baton-archive/1`): every row the store keeps for it, which
+/// `baton import` writes into another database (see `baton_store::RunArchive`).
+pub fn archive(store: &dyn Store, run: &RunId) -> Result<String> {
+    Ok(store.archive_run(run)?.to_text()?)
+}
+
 /// The run's stored event stream, rendered as the CLI renders the live one (the same
 /// renderer): what `baton run` printed as the run went, model calls too with `verbose`.
 pub fn events(store: &dyn Store, run: &RunId, verbose: bool) -> Result<String> {

@@ -7,7 +7,9 @@
 //!
 //! Backends live in their own modules with their own SQL and migrations: `sqlite` (the
 //! embedded default) and `postgres` (many hosts on one server), chosen by the database's
-//! `Location`. Their shared encoding is `codec`. Nothing in the trait or `Error` names a backend's types:
+//! `Location`. Their shared encoding is `codec`; a run moves from one to the other as its
+//! `RunArchive` (`archive_run`, then `import_run`), every row as stored. Nothing in the
+//! trait or `Error` names a backend's types:
 //! each backend maps its own failures to the variants callers act on (`Busy`,
 //! `DiskFull`, `Corrupt`, …, else `Backend`), and decides lease expiry by its own
 //! database's clock.
@@ -20,6 +22,7 @@ use baton_protocol::EventMsg as Event;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+mod archive;
 pub mod cancel;
 mod codec;
 pub mod jobs;
@@ -29,6 +32,11 @@ pub mod postgres;
 pub mod signal;
 pub mod sqlite;
 
+pub use archive::{
+    ARCHIVE_FORMAT, ArchivedChange, ArchivedEvent, ArchivedHold, ArchivedJob, ArchivedOutput,
+    ArchivedPin, ArchivedPoolCall, ArchivedRecord, ArchivedRun, ArchivedSpend, ArchivedTurn,
+    Imported, RunArchive,
+};
 pub use cancel::{CancelOutcome, CancelTarget};
 pub use jobs::{ClaimOutcome, JobInfo, JobStatus, JudgementOutcome, JudgementRecord, NewJob};
 pub use location::{Location, sqlite_path};
@@ -52,6 +60,28 @@ pub enum Error {
     },
     #[error("run {run} already exists")]
     RunExists { run: String },
+    /// An archive that cannot be imported as it is: cut short, changed since it was
+    /// written, not an archive, or rows that do not make a run. Nothing was written.
+    #[error(
+        "the archive cannot be imported: {detail}. Nothing was written; export the run again (`baton export RUN --format archive --out FILE`)"
+    )]
+    ArchiveCorrupt { detail: String },
+    /// An archive of a format this build does not read (a newer baton's). Nothing was
+    /// written.
+    #[error(
+        "the archive is {found}, and this baton reads {supported} only; nothing was written. Import it with a baton that reads {found} (upgrade this one), or export the run again with this baton's version"
+    )]
+    ArchiveVersion {
+        found: String,
+        supported: &'static str,
+    },
+    /// The run of an archive is already in the database, and not as the archive has it
+    /// (it went on in one place or the other). Runs are never overwritten; nothing was
+    /// written.
+    #[error(
+        "run {run} is already in this database, and not as the archive has it: {detail}. Nothing was written: a run is never overwritten. Continue it where it went further, or import the archive into another database (--db)"
+    )]
+    ImportConflict { run: String, detail: String },
     /// The fence: the turn was already committed, or the state moved on under us.
     #[error("turn {turn} of run {run} was not committed: {reason}")]
     TurnConflict {
@@ -520,6 +550,17 @@ pub trait Store: Send + Sync {
 
     /// The pins that match `filter`, in the order they were written.
     fn pins(&self, filter: &PinFilter) -> Result<Vec<StoredPin>>;
+
+    /// Every stored row of `run`, as the store keeps it (see `RunArchive`), read in one
+    /// snapshot: what `import_run` writes into another database to move the run there.
+    fn archive_run(&self, run: &RunId) -> Result<RunArchive>;
+
+    /// Writes the run of `archive` (checked with `RunArchive::check` first) in one
+    /// transaction, every row or none, keeping each event's number in its run. Only
+    /// inserts: `AlreadyPresent` (nothing written) when the run is here exactly as the
+    /// archive has it, `ImportConflict` when it is here otherwise. The run comes
+    /// unheld: no lease, no cancel request.
+    fn import_run(&self, archive: &RunArchive) -> Result<Imported>;
 
     /// What wakes an idle claimer when another process enqueues, releases or requeues a
     /// job, or `None` when this backend cannot hear that (the claimer polls).

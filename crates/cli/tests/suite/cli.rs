@@ -157,7 +157,7 @@ fn exports_cover_the_whole_record() {
     assert_eq!(script.lines().count(), 5, "one call per turn");
     let err = run_err(d, &["export", "--format", "pdf"]);
     assert!(
-        err.contains("[possible values: json, md, script, events, events-jsonl]"),
+        err.contains("[possible values: json, md, script, events, events-jsonl, archive]"),
         "{err}"
     );
     // The old spellings still work.
@@ -344,7 +344,7 @@ fn enumerated_flags_refuse_other_values_and_list_the_allowed_ones() {
         (
             &["export", "--format", "pdf"],
             &[],
-            "json, md, script, events, events-jsonl",
+            "json, md, script, events, events-jsonl, archive",
         ),
         (&["bench", "--estimator", "words"], &[], "bpe, heuristic"),
         (

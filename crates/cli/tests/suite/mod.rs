@@ -10,6 +10,7 @@ mod cli;
 mod crash;
 mod fleet;
 mod hardening;
+mod import;
 mod input;
 mod jobs;
 mod judge;

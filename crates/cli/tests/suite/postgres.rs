@@ -70,7 +70,7 @@ impl Drop for Schema {
     }
 }
 
-fn raw_client() -> ::postgres::Client {
+pub(super) fn raw_client() -> ::postgres::Client {
     let server = server();
     ::postgres::Client::connect(&server, ::postgres::NoTls).unwrap_or_else(|e| {
         panic!(

@@ -19,6 +19,7 @@
 //! The client is the synchronous `postgres` crate (the engine is synchronous); each
 //! store keeps a few connections, each with its own prepared statements.
 
+mod archive;
 mod jobs;
 mod listen;
 mod pools;
@@ -850,6 +851,15 @@ impl Store for PostgresStore {
 
     fn pins(&self, filter: &PinFilter) -> crate::Result<Vec<StoredPin>> {
         self.read("pins", |tx| pools::pins(tx, filter))
+    }
+
+    fn archive_run(&self, run: &RunId) -> crate::Result<crate::RunArchive> {
+        self.read("archive_run", |tx| archive::archive(tx, run))
+    }
+
+    fn import_run(&self, run: &crate::RunArchive) -> crate::Result<crate::Imported> {
+        run.check()?;
+        self.write("import_run", |tx| archive::import(tx, run))
     }
 }
 

@@ -8,6 +8,7 @@
 //! The connection sits behind a `Mutex`: SQLite serialises writers anyway, and one
 //! connection keeps the prepared-statement cache warm.
 
+mod archive;
 mod cancel;
 mod floor;
 mod jobs;
@@ -605,6 +606,15 @@ impl Store for SqliteStore {
 
     fn pins(&self, filter: &crate::PinFilter) -> crate::Result<Vec<crate::StoredPin>> {
         self.read("pins", |conn| pools::pins(conn, filter))
+    }
+
+    fn archive_run(&self, run: &RunId) -> crate::Result<crate::RunArchive> {
+        self.read("archive_run", |conn| archive::archive(conn, run))
+    }
+
+    fn import_run(&self, run: &crate::RunArchive) -> crate::Result<crate::Imported> {
+        run.check()?;
+        self.write("import_run", |tx| archive::import(tx, run))
     }
 }
 

@@ -5,6 +5,7 @@
 //! `&dyn Backend`. Each backend module implements `Backend` and expands
 //! `conformance_tests!` once, so every backend runs every check.
 
+pub mod archive;
 pub mod conformance;
 pub mod fixtures;
 pub mod jobs;
