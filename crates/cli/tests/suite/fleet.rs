@@ -22,7 +22,7 @@ use baton_core::turn::TurnStatus;
 use baton_store::{JobInfo, JobStatus, Store};
 
 use super::jobs::repo_with_agent;
-use super::postgres::{Cuttable, Schema, baton_on, collect_stderr, ok_on, stop, wait_until};
+use super::postgres::{Cuttable, Schema, baton_on, collect_stderr, ok_on, stop};
 use super::*;
 
 /// A coding agent that writes the file its task names and logs when it started and
@@ -265,6 +265,92 @@ fn check_job(d: &Path, store: &dyn Store, job: &JobInfo, steps: usize) {
     }
 }
 
+/// Queues a one-step job of the fleet roster.
+fn enqueue_one(d: &Path, url: &str, task: &str) {
+    ok_on(
+        d,
+        url,
+        &[
+            "enqueue",
+            "--objective",
+            "Write a file",
+            "--worker",
+            "fast",
+            "--task",
+            task,
+        ],
+    );
+}
+
+/// Waits for `done`, failing with what `node` said.
+fn wait_on(node: &Node, what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        assert!(
+            started.elapsed() < limit,
+            "timed out waiting for {what}; node {} said:\n{}",
+            node.index,
+            node.said()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Node 0 has claimed the only job and its agent runs: the job, as it is then.
+fn node_0_at_work(d: &Path, url: &str, store: &dyn Store, node: &Node, log: &Path) -> JobInfo {
+    enqueue_one(d, url, "write slow.txt");
+    wait_on(
+        node,
+        "node 0's agent to start",
+        Duration::from_secs(30),
+        || std::fs::read_to_string(log).is_ok_and(|l| l.contains("start 0 ")),
+    );
+    let job = store.list_jobs().unwrap()[0].clone();
+    assert!(
+        job.lease_owner.is_some() && job.status == JobStatus::Running,
+        "{job:?}"
+    );
+    job
+}
+
+/// After node 1 took the job over and finished it, and node 0 came back: node 0 said
+/// it lost the job, committed nothing (the job is exactly node 1's one turn, and the
+/// branch exactly its commit) and recorded nothing but that loss.
+fn fenced_off(
+    d: &Path,
+    store: &dyn Store,
+    job: &str,
+    node_0: &Node,
+    events_before: usize,
+    log: &Path,
+) {
+    wait_on(
+        node_0,
+        "node 0 to say it lost the job",
+        Duration::from_secs(30),
+        || node_0.said().contains("lease lost"),
+    );
+    // Whatever its agent does after, nothing of it is committed.
+    std::thread::sleep(Duration::from_secs(2));
+    let job = store.job(job).unwrap();
+    assert_eq!(job.attempts, 2, "{job:?}");
+    check_job(d, store, &job, 1);
+    let runs = executions(log);
+    let slow = &runs["write slow.txt"];
+    assert_eq!(slow.len(), 2, "{slow:?}");
+    assert_eq!((slow[0].node, slow[1].node), (0, 1), "{slow:?}");
+    let run = job.run_id.unwrap();
+    let after: Vec<&str> = store.events(&run, 0).unwrap()[events_before..]
+        .iter()
+        .map(|e| e.event.kind.name())
+        .collect();
+    assert!(
+        after.iter().all(|&k| k == "lease_lost"),
+        "node 0 wrote {after:?}\n{}",
+        node_0.said()
+    );
+}
+
 #[test]
 fn four_nodes_work_200_jobs_exactly_once_while_nodes_are_killed_at_random() {
     const NODES: usize = 4;
@@ -440,46 +526,19 @@ fn a_node_cut_off_for_longer_than_its_lease_comes_back_fenced() {
     // Node 0's agent takes 8 s; its lease holds 3 s without a heartbeat.
     let mut cut_off = Node::new(0, &schema, 3, "8");
     cut_off.start(d);
-    ok_on(
-        d,
-        &url,
-        &[
-            "enqueue",
-            "--objective",
-            "Write a file",
-            "--worker",
-            "fast",
-            "--task",
-            "write slow.txt",
-        ],
-    );
-    let started = Instant::now();
-    while !std::fs::read_to_string(&log).is_ok_and(|l| l.contains("start 0 ")) {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "node 0's agent did not start:\n{}",
-            cut_off.said()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let job = store.list_jobs().unwrap()[0].clone();
-    assert!(
-        job.lease_owner.is_some() && job.status == JobStatus::Running,
-        "{job:?}"
-    );
+    let job = node_0_at_work(d, &url, &store, &cut_off, &log);
 
     // The partition: node 0 keeps running, but nothing it sends arrives.
     cut_off.link.cut();
     let mut other = Node::new(1, &schema, 3, "0");
     other.start(d);
-    wait_until(
-        "node 1 to take the job over once node 0's lease expired",
+    wait_on(
+        &other,
+        "node 1 to take the job over",
         Duration::from_secs(60),
         || store.job(&job.id).unwrap().status == JobStatus::Outbox,
     );
-    let taken = store.job(&job.id).unwrap();
-    assert_eq!(taken.attempts, 2, "{taken:?}");
-    let run = taken.run_id.clone().unwrap();
+    let run = store.job(&job.id).unwrap().run_id.unwrap();
     let events_before = store.events(&run, 0).unwrap().len();
     assert!(
         cut_off
@@ -493,53 +552,15 @@ fn a_node_cut_off_for_longer_than_its_lease_comes_back_fenced() {
         cut_off.said()
     );
 
-    // Node 0 comes back while its agent is still at work (8 s from its start).
+    // Node 0 comes back while its agent would still be at work (8 s from its start).
     cut_off.link.restore();
-    let back = Instant::now();
-    while !cut_off.said().contains("lease lost") {
-        assert!(
-            back.elapsed() < Duration::from_secs(30),
-            "node 0 did not say it lost the job:\n{}",
-            cut_off.said()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    // Whatever its agent does after, nothing of it is committed.
-    std::thread::sleep(Duration::from_secs(2));
-    check_job(d, &store, &store.job(&job.id).unwrap(), 1);
-    let runs = executions(&log);
-    let slow = &runs["write slow.txt"];
-    assert_eq!(slow.len(), 2, "{slow:?}");
-    assert_eq!((slow[0].node, slow[1].node), (0, 1), "{slow:?}");
-    let turns = store.turns(&run).unwrap();
-    assert_eq!(turns.len(), 1);
-    // Node 0 may record that it lost the job; it records nothing else.
-    let after: Vec<String> = store.events(&run, 0).unwrap()[events_before..]
-        .iter()
-        .map(|e| e.event.kind.name().to_string())
-        .collect();
-    assert!(
-        after.iter().all(|k| k == "lease_lost"),
-        "node 0 wrote {after:?}\n{}",
-        cut_off.said()
-    );
+    fenced_off(d, &store, &job.id, &cut_off, events_before, &log);
 
     // And it works again: with node 1 gone, the next job is node 0's.
     other.stop();
-    ok_on(
-        d,
-        &url,
-        &[
-            "enqueue",
-            "--objective",
-            "Write a file",
-            "--worker",
-            "fast",
-            "--task",
-            "write after.txt",
-        ],
-    );
-    wait_until(
+    enqueue_one(d, &url, "write after.txt");
+    wait_on(
+        &cut_off,
         "node 0 to work the next job",
         Duration::from_secs(60),
         || {
@@ -563,4 +584,59 @@ fn a_node_cut_off_for_longer_than_its_lease_comes_back_fenced() {
         runs["write after.txt"].iter().all(|e| e.node == 0),
         "node 0 ran the next job: {runs:?}"
     );
+}
+
+/// A node that stops dead without dying (SIGSTOP: a VM paused, a laptop lid closed)
+/// longer than its lease, while its agent goes on: when it wakes the job is another
+/// node's, and the turn its agent finished meanwhile is refused by the store's fence
+/// (its heartbeat could not stop it: it was frozen too).
+#[test]
+fn a_node_frozen_for_longer_than_its_lease_wakes_fenced() {
+    let schema = Schema::new("frozen");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let log = d.join("agent.log");
+    fleet_dir(d, &log);
+    let url = schema.url();
+    ok_on(d, &url, &["migrate"]);
+    let store = schema.store();
+
+    let mut frozen = Node::new(0, &schema, 3, "2");
+    frozen.start(d);
+    let job = node_0_at_work(d, &url, &store, &frozen, &log);
+    let pid = frozen.child.as_ref().unwrap().id().to_string();
+    // baton alone: its agent, a process of its own, finishes meanwhile.
+    assert!(
+        Command::new("kill")
+            .args(["-STOP", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut other = Node::new(1, &schema, 3, "0");
+    other.start(d);
+    wait_on(
+        &other,
+        "node 1 to take the job over",
+        Duration::from_secs(60),
+        || store.job(&job.id).unwrap().status == JobStatus::Outbox,
+    );
+    wait_on(
+        &frozen,
+        "node 0's agent to finish",
+        Duration::from_secs(30),
+        || executions(&log)["write slow.txt"][0].end.is_some(),
+    );
+    let run = store.job(&job.id).unwrap().run_id.unwrap();
+    let events_before = store.events(&run, 0).unwrap().len();
+    assert!(
+        Command::new("kill")
+            .args(["-CONT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    fenced_off(d, &store, &job.id, &frozen, events_before, &log);
+    other.stop();
+    frozen.stop();
 }
