@@ -24,6 +24,10 @@ mod seats;
 mod step_flags;
 mod store;
 
+// The store suite's cuttable link to PostgreSQL, shared rather than copied.
+#[path = "../../../store/tests/suite/cuttable.rs"]
+mod cuttable;
+
 // The gateway suite's wire-format server, shared rather than copied.
 #[allow(dead_code)]
 #[path = "../../../gateway/tests/suite/server.rs"]

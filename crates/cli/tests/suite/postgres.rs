@@ -6,15 +6,15 @@
 //! as on every development and CI machine); each test has a schema of its own, dropped
 //! when it ends. An unreachable server fails the tests, saying so.
 
-use std::io::{BufRead as _, BufReader, Read as _};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::io::{BufRead as _, BufReader};
 use std::process::{Child, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use baton_store::{JobStatus, PostgresStore, PostgresUrl, Store};
 
+pub(super) use super::cuttable::{Cuttable, server_addr};
 use super::jobs::repo_with_agent;
 use super::*;
 
@@ -287,87 +287,9 @@ fn a_new_job_wakes_an_idle_follower_at_once_instead_of_at_its_next_poll() {
     );
 }
 
-/// A TCP forwarder to the PostgreSQL server that can be cut: while cut, every open
-/// connection is closed and new ones are dropped as they arrive, as a network cut or a
-/// server restart looks to a client.
-pub(super) struct Cuttable {
-    pub(super) addr: String,
-    cut: Arc<AtomicBool>,
-    open: Arc<Mutex<Vec<TcpStream>>>,
-}
-
-impl Cuttable {
-    pub(super) fn start() -> Cuttable {
-        Cuttable::start_on("127.0.0.1")
-    }
-
-    /// Listening on `ip` (any address of the loopback range is this machine's), so
-    /// that each simulated host reaches the server at an address of its own.
-    pub(super) fn start_on(ip: &str) -> Cuttable {
-        let listener = TcpListener::bind((ip, 0)).unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        let target = {
-            let url = server();
-            let config: ::postgres::Config = url.parse().unwrap();
-            let host = match config.get_hosts().first() {
-                Some(::postgres::config::Host::Tcp(h)) => h.clone(),
-                _ => "127.0.0.1".to_string(),
-            };
-            let port = config.get_ports().first().copied().unwrap_or(5432);
-            format!("{host}:{port}")
-        };
-        let cut = Arc::new(AtomicBool::new(false));
-        let open: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
-        let (c, o) = (cut.clone(), open.clone());
-        std::thread::spawn(move || {
-            for client in listener.incoming() {
-                let Ok(client) = client else { continue };
-                if c.load(Ordering::SeqCst) {
-                    drop(client);
-                    continue;
-                }
-                let Ok(upstream) = TcpStream::connect(&target) else {
-                    continue;
-                };
-                {
-                    let mut open = o.lock().unwrap();
-                    open.push(client.try_clone().unwrap());
-                    open.push(upstream.try_clone().unwrap());
-                }
-                pipe(client.try_clone().unwrap(), upstream.try_clone().unwrap());
-                pipe(upstream, client);
-            }
-        });
-        Cuttable { addr, cut, open }
-    }
-
-    pub(super) fn cut(&self) {
-        self.cut.store(true, Ordering::SeqCst);
-        for s in self.open.lock().unwrap().drain(..) {
-            let _ = s.shutdown(Shutdown::Both);
-        }
-    }
-
-    pub(super) fn restore(&self) {
-        self.cut.store(false, Ordering::SeqCst);
-    }
-}
-
-fn pipe(mut from: TcpStream, mut to: TcpStream) {
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 16 * 1024];
-        loop {
-            match from.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    if std::io::Write::write_all(&mut to, &buf[..n]).is_err() {
-                        break;
-                    }
-                }
-            }
-        }
-        let _ = to.shutdown(Shutdown::Both);
-    });
+/// A link to the test server that can be cut (the store suite's, shared).
+pub(super) fn link_on(ip: &str) -> Cuttable {
+    Cuttable::start_on(ip, &server_addr(&server()))
 }
 
 #[test]
@@ -380,7 +302,7 @@ fn a_follower_outlives_the_database_going_away_and_works_what_was_queued_meanwhi
     write_config(d, &agent, &log);
     let url = schema.url();
     ok_on(d, &url, &["migrate"]);
-    let link = Cuttable::start();
+    let link = link_on("127.0.0.1");
     let via = schema.url_via(Some(&link.addr));
 
     let mut worker = baton_on(d, &via)
@@ -454,7 +376,7 @@ fn a_follower_started_before_the_database_is_up_waits_for_it() {
     let log = d.join("agent.log");
     write_config(d, &agent, &log);
     let url = schema.url();
-    let link = Cuttable::start();
+    let link = link_on("127.0.0.1");
     link.cut();
     let via = schema.url_via(Some(&link.addr));
     let mut worker = baton_on(d, &via)

@@ -368,7 +368,8 @@ impl PostgresStore {
         })
     }
 
-    fn checkout(&self) -> Result<Conn> {
+    /// A connection to use: an idle one (`true`) or a new one (`false`).
+    fn checkout(&self) -> Result<(Conn, bool)> {
         loop {
             let idle = self
                 .idle
@@ -376,7 +377,7 @@ impl PostgresStore {
                 .unwrap_or_else(PoisonError::into_inner)
                 .pop();
             let Some(mut conn) = idle else {
-                return self.connect();
+                return Ok((self.connect()?, false));
             };
             if conn.client.is_closed() {
                 continue;
@@ -384,24 +385,25 @@ impl PostgresStore {
             if conn.idle_since.elapsed() < CHECK_IDLE_AFTER
                 || conn.client.is_valid(LIVENESS_TIMEOUT).is_ok()
             {
-                return Ok(conn);
+                return Ok((conn, true));
             }
             // Dead: so are the others that idled as long, most likely. Open afresh.
-            self.idle
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clear();
-            return self.connect();
+            self.forget_idle();
+            return Ok((self.connect()?, false));
         }
+    }
+
+    fn forget_idle(&self) {
+        self.idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
     }
 
     fn checkin(&self, mut conn: Conn) {
         if conn.client.is_closed() {
             // The server went away: the other idle connections went with it.
-            self.idle
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clear();
+            self.forget_idle();
             return;
         }
         conn.idle_since = Instant::now();
@@ -419,25 +421,19 @@ impl PostgresStore {
         read_only: bool,
         f: impl FnOnce(&mut Tx<'_>) -> Result<T>,
     ) -> crate::Result<T> {
-        let mut conn = self.checkout().map_err(|e| self.classify(e, op))?;
-        let out = (|| {
-            let Conn {
-                client, statements, ..
-            } = &mut conn;
-            let tx = if read_only {
-                client
-                    .build_transaction()
-                    .isolation_level(IsolationLevel::RepeatableRead)
-                    .read_only(true)
-                    .start()?
-            } else {
-                client.transaction()?
-            };
-            let mut tx = Tx { tx, statements };
-            let out = f(&mut tx)?;
-            tx.tx.commit()?;
-            Ok(out)
-        })();
+        let (mut conn, pooled) = self.checkout().map_err(|e| self.classify(e, op))?;
+        let mut f = Some(f);
+        let mut out = attempt(&mut conn, read_only, &mut f);
+        // An idle connection the server dropped meanwhile (a restart, a network blip,
+        // shorter than the liveness check's idle time) fails at `BEGIN`, before `f`
+        // sent anything: nothing can have taken effect, so the transaction starts
+        // again on a new connection, once. A failure after `BEGIN` is the caller's to
+        // hear: a `COMMIT` whose answer was lost may have committed.
+        if pooled && f.is_some() && matches!(&out, Err(Fail::Pg(e)) if e.code().is_none()) {
+            self.forget_idle();
+            conn = self.connect().map_err(|e| self.classify(e, op))?;
+            out = attempt(&mut conn, read_only, &mut f);
+        }
         self.checkin(conn);
         out.map_err(|e| self.classify(e, op))
     }
@@ -512,6 +508,38 @@ impl PostgresStore {
             },
         }
     }
+}
+
+/// Runs `f` (taken from its option only once the transaction has begun) in one
+/// transaction on `conn`: a snapshot for reads, else a write committed when `f`
+/// succeeds and rolled back when it fails.
+fn attempt<T>(
+    conn: &mut Conn,
+    read_only: bool,
+    f: &mut Option<impl FnOnce(&mut Tx<'_>) -> Result<T>>,
+) -> Result<T> {
+    let Conn {
+        client, statements, ..
+    } = conn;
+    let tx = if read_only {
+        client
+            .build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()?
+    } else {
+        client.transaction()?
+    };
+    let Some(f) = f.take() else {
+        return fail(Error::Backend {
+            op: "transaction",
+            cause: "a transaction's work was run twice (a bug in baton)".into(),
+        });
+    };
+    let mut tx = Tx { tx, statements };
+    let out = f(&mut tx)?;
+    tx.tx.commit()?;
+    Ok(out)
 }
 
 /// The server's message, or the client's, with its cause: what an operator reads.

@@ -7,6 +7,7 @@
 
 pub mod archive;
 pub mod conformance;
+pub mod cuttable;
 pub mod fixtures;
 pub mod jobs;
 pub mod pools;

@@ -345,3 +345,41 @@ fn an_unreachable_server_is_said_so_with_what_to_do() {
     assert!(text.contains("PostgreSQL is running"), "{text}");
     assert!(!text.contains("hunter2"), "{text}");
 }
+
+/// A pooled connection the server dropped while it sat idle (a server restart, a
+/// network blip) is replaced, not reported: the next write starts on a fresh
+/// connection. Regression: a turn's commit right after a blip failed as
+/// `Unreachable` although the server was back, and `baton work` failed the job for it.
+#[test]
+fn a_connection_dropped_while_idle_is_replaced_not_reported() {
+    use super::cuttable::{Cuttable, server_addr};
+    use super::fixtures::{T0, create, next_turn};
+
+    let pg = Postgres::tagged("blip");
+    let link = Cuttable::start_on("127.0.0.1", &server_addr(&server()));
+    let url = PostgresUrl::parse(&format!(
+        "postgres://postgres@{}/test?schema={}",
+        link.addr, pg.schema
+    ))
+    .unwrap();
+    let store = PostgresStore::open(&url).unwrap();
+    let mut state = create(&store, "run-blip", T0);
+    for _ in 0..3 {
+        // Every connection through the link dies; the server is back at once.
+        link.cut();
+        link.restore();
+        let (after, commit) = next_turn(&state);
+        store
+            .commit_turn(&commit)
+            .unwrap_or_else(|e| panic!("the commit after a blip failed: {e}"));
+        assert_eq!(store.run_info(&state.run_id).unwrap().turns, after.turns);
+        state = after;
+    }
+    // While the server stays away, it is said so: nothing is retried forever.
+    link.cut();
+    let (_, commit) = next_turn(&state);
+    let err = store.commit_turn(&commit).unwrap_err();
+    assert!(matches!(err, Error::Unreachable { .. }), "{err}");
+    link.restore();
+    store.commit_turn(&commit).unwrap();
+}
