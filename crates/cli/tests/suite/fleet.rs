@@ -680,3 +680,55 @@ fn a_blip_of_the_database_mid_turn_fails_no_job() {
         check_job(d, &store, &job, 1);
     }
 }
+
+/// A job's write that the database refuses for a passing reason (here the run's row
+/// locked past the store's 5 s wait, as a long migration or a stuck session would)
+/// does not fail the job: it goes back to the queue and continues from its last
+/// committed turn. Regression: the job ended `failed` with "the database is busy".
+#[test]
+fn a_write_refused_for_a_passing_reason_fails_no_job() {
+    let schema = Schema::new("busy");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let log = d.join("agent.log");
+    fleet_dir(d, &log);
+    let url = schema.url();
+    ok_on(d, &url, &["migrate"]);
+    let store = schema.store();
+    let mut node = Node::new(0, &schema, 30, "1");
+    node.start(d);
+    enqueue_one(d, &url, "write busy.txt");
+    wait_on(&node, "the job's run", Duration::from_secs(30), || {
+        store.list_jobs().unwrap()[0].run_id.is_some()
+    });
+    let job = store.list_jobs().unwrap()[0].clone();
+    let run = job.run_id.clone().unwrap();
+    // Another session holds the run's row past the store's 5 s wait.
+    let mut raw =
+        ::postgres::Client::connect(&super::postgres::server(), ::postgres::NoTls).unwrap();
+    let mut lock = raw.transaction().unwrap();
+    lock.execute(
+        &format!(
+            "SELECT 1 FROM \"{}\".runs WHERE id = $1 FOR UPDATE",
+            schema.name
+        ),
+        &[&run.0],
+    )
+    .unwrap();
+    wait_on(
+        &node,
+        "the write to be refused",
+        Duration::from_secs(30),
+        || node.said().contains("busy"),
+    );
+    lock.rollback().unwrap();
+    wait_on(&node, "the job to end", Duration::from_secs(60), || {
+        matches!(
+            store.job(&job.id).unwrap().status,
+            JobStatus::Outbox | JobStatus::Failed
+        )
+    });
+    node.stop();
+    check_job(d, &store, &store.job(&job.id).unwrap(), 1);
+    assert!(node.said().contains("queued again"), "{}", node.said());
+}

@@ -18,7 +18,7 @@ pub(super) use super::cuttable::{Cuttable, server_addr};
 use super::jobs::repo_with_agent;
 use super::*;
 
-fn server() -> String {
+pub(super) fn server() -> String {
     std::env::var("BATON_TEST_POSTGRES")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_string())
 }

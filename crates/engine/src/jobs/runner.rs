@@ -254,7 +254,9 @@ pub fn work(
                                 detail = %report.detail,
                                 "job left"
                             );
-                            let stop = report.status == JobStatus::Queued;
+                            // Given back because this process was interrupted: it claims no more.
+                            let stop =
+                                report.status == JobStatus::Queued && options.cancel.is_cancelled();
                             reports
                                 .lock()
                                 .unwrap_or_else(|p| p.into_inner())
@@ -540,6 +542,24 @@ fn run_claimed(
                     Some(format!(
                         "could not give the job back ({e}); it is reclaimed when its lease expires"
                     )),
+                ),
+            }
+        }
+        // The database was away for a moment (a restart, a network cut): nothing is
+        // wrong with the job, whose turn in flight committed whole or not at all. It
+        // goes back to the queue, never to `failed`, and continues from its last
+        // committed turn; when even that cannot be written, its lease runs out.
+        Err(Error::Store(e)) if e.is_transient() => {
+            let detail = format!(
+                "the database was away ({e}); the job continues from its last committed turn"
+            );
+            match store.release_job(fence, clock.now()) {
+                Ok(()) => report(JobStatus::Queued, format!("{detail}, queued again"), None),
+                Err(baton_store::Error::LeaseLost { reason, .. }) => lease_lost(reason),
+                Err(_) => report(
+                    JobStatus::Running,
+                    format!("{detail}, once its lease expires"),
+                    None,
                 ),
             }
         }
