@@ -60,7 +60,7 @@ impl Heartbeat {
         let lost = Arc::new(Mutex::new(None));
         let handle = {
             let (stop, lost) = (stop.clone(), lost.clone());
-            std::thread::spawn(move || beat(lease, &stop, &lost, cancel.as_ref(), &renew))
+            std::thread::spawn(move || beat(lease, &stop, &lost, cancel.as_ref(), renew))
         };
         Heartbeat {
             stop,
@@ -93,11 +93,27 @@ fn beat(
     stop: &AtomicBool,
     lost: &Mutex<Option<LeaseLoss>>,
     cancel: Option<&Cancel>,
-    renew: &Renew,
+    renew: Renew,
 ) {
     let every = lease / 3;
+    // Renewals run on a thread of their own, so that one the database never answers
+    // (a network partition leaves a connection hanging, with no error for minutes)
+    // cannot keep this loop from giving up in time: the work must stop before the
+    // lease can expire under it, answer or not. A renewal left hanging ends with the
+    // process, or when its call returns.
+    let (ask, asked) = std::sync::mpsc::channel::<()>();
+    let (answer, answers) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        while asked.recv().is_ok() {
+            if answer.send(renew()).is_err() {
+                return;
+            }
+        }
+    });
     let mut last_renewed = Instant::now();
     let mut next = last_renewed + every;
+    let mut in_flight = false;
+    let mut last_error: Option<baton_store::Error> = None;
     let give_up = |why: LeaseLoss| {
         *lost.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
         if let Some(c) = cancel {
@@ -106,33 +122,46 @@ fn beat(
     };
     while !stop.load(Ordering::Acquire) {
         std::thread::sleep(Duration::from_millis(20).min(every));
-        if Instant::now() < next {
-            continue;
-        }
-        match renew() {
-            Ok(()) => {
-                last_renewed = Instant::now();
-                next = last_renewed + every;
-            }
-            Err(
-                baton_store::Error::LeaseLost { reason, .. }
-                | baton_store::Error::RunLeaseLost { reason, .. },
-            ) => {
-                give_up(LeaseLoss::TakenOver(reason));
-                return;
-            }
-            Err(e) => {
-                if last_renewed.elapsed() >= every * 2 {
-                    give_up(LeaseLoss::Unrenewable(format!(
-                        "the lease could not be renewed for {:.1} s ({e}); work was stopped before the lease could run out",
-                        last_renewed.elapsed().as_secs_f64()
-                    )));
+        if in_flight && let Ok(renewed) = answers.try_recv() {
+            in_flight = false;
+            match renewed {
+                Ok(()) => {
+                    last_renewed = Instant::now();
+                    next = last_renewed + every;
+                    last_error = None;
+                }
+                Err(
+                    baton_store::Error::LeaseLost { reason, .. }
+                    | baton_store::Error::RunLeaseLost { reason, .. },
+                ) => {
+                    give_up(LeaseLoss::TakenOver(reason));
                     return;
                 }
-                // A transient failure (a busy database): try again soon rather than a
-                // third of a lease later.
-                next = Instant::now() + (every / 10).max(Duration::from_millis(50));
+                Err(e) => {
+                    last_error = Some(e);
+                    // A transient failure (a busy database): try again soon rather
+                    // than a third of a lease later.
+                    next = Instant::now() + (every / 10).max(Duration::from_millis(50));
+                }
             }
+        }
+        if last_renewed.elapsed() >= every * 2 {
+            let why = match (&last_error, in_flight) {
+                (_, true) => "the database did not answer".to_string(),
+                (Some(e), false) => e.to_string(),
+                (None, false) => "no renewal got through".to_string(),
+            };
+            give_up(LeaseLoss::Unrenewable(format!(
+                "the lease could not be renewed for {:.1} s ({why}); work was stopped before the lease could run out",
+                last_renewed.elapsed().as_secs_f64()
+            )));
+            return;
+        }
+        if !in_flight && Instant::now() >= next {
+            if ask.send(()).is_err() {
+                return;
+            }
+            in_flight = true;
         }
     }
 }
@@ -380,6 +409,45 @@ mod tests {
             std::thread::sleep(Duration::from_millis(5));
         }
         assert!(matches!(hb.lost(), Some(LeaseLoss::TakenOver(_))));
+    }
+
+    /// Regression: a renewal the database never answered (a network partition leaves
+    /// the connection hanging, with no error for minutes) kept the heartbeat from
+    /// giving up, so the agent worked on after the lease had expired and another
+    /// worker had taken the job. It gives up on time now, answer or not.
+    #[test]
+    fn a_renewal_that_never_returns_still_gives_up_before_the_lease_expires() {
+        let lease = Duration::from_millis(1500);
+        let cancel = Cancel::new();
+        let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = calls.clone();
+        let started = Instant::now();
+        let hb = Heartbeat::start(
+            lease,
+            Some(cancel.clone()),
+            Box::new(move || {
+                if counted.fetch_add(1, Ordering::SeqCst) > 0 {
+                    std::thread::sleep(Duration::from_secs(3600));
+                }
+                Ok(())
+            }),
+        );
+        while hb.lost().is_none() && started.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let lost = hb.lost();
+        assert!(
+            matches!(&lost, Some(LeaseLoss::Unrenewable(why)) if why.contains("did not answer")),
+            "{lost:?}"
+        );
+        assert!(cancel.is_cancelled());
+        // Renewed once at a third, hung at two thirds: given up by a third after that.
+        assert!(
+            started.elapsed() < lease + lease / 3,
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
     }
 
     /// Regression: a lease of `Duration::MAX` became -1 ms (`as i64` wraps), so it

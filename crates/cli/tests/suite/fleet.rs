@@ -61,7 +61,7 @@ fn monotonic_s() -> f64 {
 
 /// A repository with the agent, and a roster of one worker running it. The node's
 /// number and the agent's sleep come from each node's own environment.
-fn fleet_dir(d: &Path, log: &Path) {
+pub(super) fn fleet_dir(d: &Path, log: &Path) {
     repo_with_agent(d);
     let agent = d.join("fleet_agent.py");
     std::fs::write(&agent, AGENT).unwrap();
@@ -80,10 +80,12 @@ fn fleet_dir(d: &Path, log: &Path) {
 }
 
 /// One simulated host: its link to the database and its `baton work` process.
-struct Node {
-    index: usize,
-    link: Cuttable,
+pub(super) struct Node {
+    pub(super) index: usize,
+    pub(super) link: Cuttable,
     url: String,
+    /// The network namespace it runs in, if it has one of its own.
+    netns: Option<String>,
     lease_s: u32,
     sleep: &'static str,
     child: Option<Child>,
@@ -94,13 +96,27 @@ struct Node {
 }
 
 impl Node {
-    fn new(index: usize, schema: &Schema, lease_s: u32, sleep: &'static str) -> Node {
+    pub(super) fn new(index: usize, schema: &Schema, lease_s: u32, sleep: &'static str) -> Node {
         let link = link_on(&format!("127.0.0.{}", 11 + index));
+        Node::on(index, schema, lease_s, sleep, link, None)
+    }
+
+    /// A node whose `baton work` runs in network namespace `netns`, reaching the
+    /// server through `link`.
+    pub(super) fn on(
+        index: usize,
+        schema: &Schema,
+        lease_s: u32,
+        sleep: &'static str,
+        link: Cuttable,
+        netns: Option<String>,
+    ) -> Node {
         let url = schema.url_via(Some(&link.addr));
         Node {
             index,
             link,
             url,
+            netns,
             lease_s,
             sleep,
             child: None,
@@ -109,8 +125,26 @@ impl Node {
         }
     }
 
-    fn start(&mut self, d: &Path) {
-        let mut child = baton_on(d, &self.url)
+    pub(super) fn start(&mut self, d: &Path) {
+        let mut cmd = match &self.netns {
+            None => baton_on(d, &self.url),
+            Some(ns) => {
+                // `ip netns exec NS baton …`, with the environment `baton()` gives.
+                let plain = baton_on(d, &self.url);
+                let mut cmd = Command::new("ip");
+                cmd.args(["netns", "exec", ns])
+                    .arg(plain.get_program())
+                    .current_dir(d);
+                for (key, value) in plain.get_envs() {
+                    match value {
+                        Some(v) => cmd.env(key, v),
+                        None => cmd.env_remove(key),
+                    };
+                }
+                cmd
+            }
+        };
+        let mut child = cmd
             .args(["work", "--follow", "--concurrency", "2", "--poll-ms", "200"])
             .args(["--lease-s", &self.lease_s.to_string()])
             .env("BATON_TEST_NODE", self.index.to_string())
@@ -139,7 +173,7 @@ impl Node {
         self.child = Some(child);
     }
 
-    fn kill(&mut self) {
+    pub(super) fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
             child.kill().unwrap();
             self.kills.push(monotonic_s());
@@ -147,13 +181,13 @@ impl Node {
         }
     }
 
-    fn stop(&mut self) {
+    pub(super) fn stop(&mut self) {
         if let Some(child) = self.child.take() {
             stop(child);
         }
     }
 
-    fn said(&self) -> String {
+    pub(super) fn said(&self) -> String {
         self.said.lock().unwrap().clone()
     }
 }
@@ -176,14 +210,14 @@ impl Rng {
 
 /// One run of the agent, from its log.
 #[derive(Debug, Clone)]
-struct Execution {
-    node: usize,
-    start: f64,
-    end: Option<f64>,
+pub(super) struct Execution {
+    pub(super) node: usize,
+    pub(super) start: f64,
+    pub(super) end: Option<f64>,
 }
 
 /// Every task's executions in the order they started.
-fn executions(log: &Path) -> BTreeMap<String, Vec<Execution>> {
+pub(super) fn executions(log: &Path) -> BTreeMap<String, Vec<Execution>> {
     let mut by_task: BTreeMap<String, Vec<Execution>> = BTreeMap::new();
     for line in std::fs::read_to_string(log).unwrap_or_default().lines() {
         let mut parts = line.splitn(4, ' ');
@@ -230,7 +264,7 @@ fn branch_commits(d: &Path, job: &str) -> Vec<String> {
 
 /// Checks a finished job: exactly its steps' turns committed, once each, and its
 /// branch holding exactly those turns' commits, each naming its run and turn.
-fn check_job(d: &Path, store: &dyn Store, job: &JobInfo, steps: usize) {
+pub(super) fn check_job(d: &Path, store: &dyn Store, job: &JobInfo, steps: usize) {
     assert_eq!(job.status, JobStatus::Outbox, "{job:?}");
     let run = job.run_id.clone().expect("a worked job has a run");
     let turns = store.turns(&run).unwrap();
@@ -266,7 +300,7 @@ fn check_job(d: &Path, store: &dyn Store, job: &JobInfo, steps: usize) {
 }
 
 /// Queues a one-step job of the fleet roster.
-fn enqueue_one(d: &Path, url: &str, task: &str) {
+pub(super) fn enqueue_one(d: &Path, url: &str, task: &str) {
     ok_on(
         d,
         url,
@@ -283,7 +317,7 @@ fn enqueue_one(d: &Path, url: &str, task: &str) {
 }
 
 /// Waits for `done`, failing with what `node` said.
-fn wait_on(node: &Node, what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+pub(super) fn wait_on(node: &Node, what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     let started = Instant::now();
     while !done() {
         assert!(
@@ -297,7 +331,13 @@ fn wait_on(node: &Node, what: &str, limit: Duration, mut done: impl FnMut() -> b
 }
 
 /// Node 0 has claimed the only job and its agent runs: the job, as it is then.
-fn node_0_at_work(d: &Path, url: &str, store: &dyn Store, node: &Node, log: &Path) -> JobInfo {
+pub(super) fn node_0_at_work(
+    d: &Path,
+    url: &str,
+    store: &dyn Store,
+    node: &Node,
+    log: &Path,
+) -> JobInfo {
     enqueue_one(d, url, "write slow.txt");
     wait_on(
         node,
@@ -316,7 +356,7 @@ fn node_0_at_work(d: &Path, url: &str, store: &dyn Store, node: &Node, log: &Pat
 /// After node 1 took the job over and finished it, and node 0 came back: node 0 said
 /// it lost the job, committed nothing (the job is exactly node 1's one turn, and the
 /// branch exactly its commit) and recorded nothing but that loss.
-fn fenced_off(
+pub(super) fn fenced_off(
     d: &Path,
     store: &dyn Store,
     job: &str,

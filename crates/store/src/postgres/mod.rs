@@ -83,6 +83,16 @@ const IDLE_CONNECTIONS: usize = 8;
 /// How long opening a connection may take when the URL does not say.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long data sent to the server may go unacknowledged before the connection
+/// counts as broken, when the URL does not say (`tcp_user_timeout`).
+const TCP_USER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Keepalives of a connection waiting for an answer, when the URL does not say: a
+/// server that stops answering them for 10 + 3 × 5 s is gone.
+const KEEPALIVES_IDLE: Duration = Duration::from_secs(10);
+const KEEPALIVES_INTERVAL: Duration = Duration::from_secs(5);
+const KEEPALIVES_RETRIES: u32 = 3;
+
 /// How long a statement waits for another transaction's row lock before failing as
 /// `Busy` (SQLite's busy timeout is the same).
 const LOCK_TIMEOUT_MS: u32 = 5_000;
@@ -220,6 +230,23 @@ impl PostgresUrl {
         }
         if config.get_application_name().is_none() {
             config.application_name("baton");
+        }
+        // A partition (a link down, a host gone) leaves a connection hanging with no
+        // error for many minutes by the kernel's defaults: what is sent and never
+        // acknowledged, or a peer that stops answering keepalives, fails it in
+        // seconds instead, so a command says the server cannot be reached.
+        let given = |key: &str| kept.iter().any(|p| p.split('=').next() == Some(key));
+        if !given("tcp_user_timeout") {
+            config.tcp_user_timeout(TCP_USER_TIMEOUT);
+        }
+        if !given("keepalives_idle") {
+            config.keepalives_idle(KEEPALIVES_IDLE);
+        }
+        if !given("keepalives_interval") {
+            config.keepalives_interval(KEEPALIVES_INTERVAL);
+        }
+        if !given("keepalives_retries") {
+            config.keepalives_retries(KEEPALIVES_RETRIES);
         }
         Ok(PostgresUrl {
             config,
@@ -915,6 +942,26 @@ mod tests {
         let plain = PostgresUrl::parse("postgresql://db.internal/fleet").unwrap();
         assert_eq!(plain.schema(), "baton");
         assert_eq!(plain.config.get_connect_timeout(), Some(&CONNECT_TIMEOUT));
+        // A partition fails a connection in seconds, unless the URL says otherwise.
+        assert_eq!(plain.config.get_tcp_user_timeout(), Some(&TCP_USER_TIMEOUT));
+        assert_eq!(plain.config.get_keepalives_idle(), KEEPALIVES_IDLE);
+        assert_eq!(
+            plain.config.get_keepalives_interval(),
+            Some(KEEPALIVES_INTERVAL)
+        );
+        assert_eq!(
+            plain.config.get_keepalives_retries(),
+            Some(KEEPALIVES_RETRIES)
+        );
+        let own = PostgresUrl::parse(
+            "postgres://db.internal/fleet?tcp_user_timeout=60&keepalives_idle=120",
+        )
+        .unwrap();
+        assert_eq!(
+            own.config.get_tcp_user_timeout(),
+            Some(&Duration::from_secs(60))
+        );
+        assert_eq!(own.config.get_keepalives_idle(), Duration::from_secs(120));
     }
 
     #[test]
