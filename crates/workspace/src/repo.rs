@@ -102,7 +102,23 @@ impl Repo {
     pub(crate) fn worktrees(&self) -> Result<Vec<WorktreeEntry>> {
         let git = self.git();
         let args = [os("worktree"), os("list"), os("--porcelain"), os("-z")];
-        let out = git.run(&args)?;
+        let mut wait = std::time::Duration::from_millis(20);
+        let out = loop {
+            let out = git.output(&args)?;
+            // Another process's `git worktree add` writes a worktree's administrative
+            // files one by one, and git fails on an entry read mid-write ("failed to
+            // read .git/worktrees/ID/commondir: Success"); it is whole a moment
+            // later. Git says so only in words, so its words are read. An entry that
+            // stays half-written (an `add` killed mid-write) is reported after ≈1.3 s.
+            let mid_write = !out.status.success()
+                && String::from_utf8_lossy(&out.stderr).contains(".git/worktrees/");
+            if mid_write && wait <= std::time::Duration::from_millis(640) {
+                std::thread::sleep(wait);
+                wait *= 2;
+                continue;
+            }
+            break git.check(&args, out)?;
+        };
         let mut entries = Vec::new();
         let mut current: Option<WorktreeEntry> = None;
         // Each attribute is one NUL-terminated record; an empty record ends a worktree.

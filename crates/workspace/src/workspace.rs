@@ -235,6 +235,20 @@ impl Repo {
     pub fn take_over_workspace(&self, spec: &WorkspaceSpec, attempt: u32) -> Result<Workspace> {
         static CREATING: std::sync::Mutex<()> = std::sync::Mutex::new(());
         let _one_at_a_time = CREATING.lock().unwrap_or_else(|p| p.into_inner());
+        // A creation racing another process's is retried, as `create_workspace`'s is.
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match self.take_over_workspace_once(spec, attempt) {
+                Err(Error::CreateWorkspace { .. }) if tries < 3 => {
+                    std::thread::sleep(std::time::Duration::from_millis(50 * tries));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn take_over_workspace_once(&self, spec: &WorkspaceSpec, attempt: u32) -> Result<Workspace> {
         validate_job_id(&spec.job_id)?;
         let branch = branch_for_job(&spec.job_id);
         let root = self.absolute(&spec.root);

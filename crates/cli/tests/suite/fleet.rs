@@ -1,8 +1,9 @@
 //! Many hosts on one PostgreSQL (issue 13). Each node is a `baton work --follow` that
 //! reaches the server through a link of its own: a TCP forwarder on its own loopback
 //! address (127.0.0.11, .12, …) that the test can cut, as a network partition or a
-//! dead switch port looks to that host. The nodes share the repository's disk, as
-//! hosts sharing the repository over a network file system would.
+//! dead switch port looks to that host; the 200-job test runs each node in a network
+//! namespace of its own where it can (`netns.rs`). The nodes share the repository's
+//! disk, as hosts sharing the repository over a network file system would.
 //!
 //! - Four nodes work 200 two-step jobs while nodes are SIGKILLed and restarted at
 //!   random: every job ends once in the outbox, no job is worked by two live nodes at
@@ -415,9 +416,17 @@ fn four_nodes_work_200_jobs_exactly_once_while_nodes_are_killed_at_random() {
     eprintln!("fleet: seed {seed} (BATON_TEST_SEED={seed} repeats the kills)");
     let mut rng = Rng(seed);
 
-    let mut nodes: Vec<Node> = (0..NODES)
-        .map(|i| Node::new(i, &schema, 3, "0.05"))
-        .collect();
+    // Hosts of their own (network namespaces) where this may make them; else each
+    // node on its own loopback address.
+    let hosts = super::netns::hosts(NODES as u32);
+    let mut nodes: Vec<Node> = match &hosts {
+        Some(hosts) => (hosts.iter().enumerate())
+            .map(|(i, host)| super::netns::node_on(host, i, &schema, "0.05"))
+            .collect(),
+        None => (0..NODES)
+            .map(|i| Node::new(i, &schema, 3, "0.05"))
+            .collect(),
+    };
     for node in &mut nodes {
         node.start(d);
     }
@@ -545,9 +554,14 @@ fn four_nodes_work_200_jobs_exactly_once_while_nodes_are_killed_at_random() {
     }
     let reclaimed = jobs.iter().filter(|j| j.attempts > 1).count();
     eprintln!(
-        "fleet: {JOBS} jobs ({} turns) on {NODES} nodes in {took:.1?}, {kills} kills, \
+        "fleet: {JOBS} jobs ({} turns) on {NODES} nodes ({}) in {took:.1?}, {kills} kills, \
          {reclaimed} jobs taken over, {redone} agent runs redone",
-        2 * JOBS
+        2 * JOBS,
+        if hosts.is_some() {
+            "network namespaces"
+        } else {
+            "loopback addresses"
+        },
     );
     assert!(kills >= 5, "only {kills} kills: the test did not test much");
 }

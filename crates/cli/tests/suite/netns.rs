@@ -20,7 +20,7 @@ use super::postgres::{Schema, ok_on, server};
 
 /// A network namespace with a veth link to this one: this side `10.231.S.(4i+1)`, the
 /// namespace's side `.(4i+2)`, a /30 of its own.
-struct Host {
+pub(super) struct Host {
     netns: String,
     /// This side's end of the veth pair (taking it down cuts the host off).
     veth: String,
@@ -44,6 +44,7 @@ fn ip(args: &[&str]) -> Result<(), String> {
 }
 
 impl Host {
+    /// Host `index` of this process (at most 62: each takes a /30 of one /24).
     fn new(index: u32) -> Result<Host, String> {
         let pid = std::process::id();
         let subnet = pid % 250;
@@ -89,9 +90,15 @@ impl Drop for Host {
     }
 }
 
-/// Hosts 0 and 1, or why there are none (not root) when that may be said and passed.
-fn hosts() -> Option<(Host, Host)> {
-    match Host::new(0).and_then(|a| Host::new(1).map(|b| (a, b))) {
+/// `count` hosts, or why there are none (not root) when that may be said and passed.
+pub(super) fn hosts(count: u32) -> Option<Vec<Host>> {
+    // Numbered across the tests of this process, which run at once.
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let first = NEXT.fetch_add(count, std::sync::atomic::Ordering::Relaxed);
+    match (first..first + count)
+        .map(Host::new)
+        .collect::<Result<Vec<_>, _>>()
+    {
         Ok(hosts) => Some(hosts),
         Err(e) if std::env::var_os("BATON_REQUIRE_NETNS").is_none() => {
             eprintln!(
@@ -105,16 +112,17 @@ fn hosts() -> Option<(Host, Host)> {
 }
 
 /// The node of `host`, reaching the server through a forwarder on the host's link.
-fn node_on(host: &Host, index: usize, schema: &Schema, sleep: &'static str) -> Node {
+pub(super) fn node_on(host: &Host, index: usize, schema: &Schema, sleep: &'static str) -> Node {
     let link = Cuttable::start_on(&host.here, &server_addr(&server()));
     Node::on(index, schema, 3, sleep, link, Some(host.netns.clone()))
 }
 
 #[test]
 fn a_host_whose_link_goes_down_for_longer_than_its_lease_comes_back_fenced() {
-    let Some((cut_host, other_host)) = hosts() else {
+    let Some(hosts) = hosts(2) else {
         return;
     };
+    let (cut_host, other_host) = (&hosts[0], &hosts[1]);
     let schema = Schema::new("netns");
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -125,13 +133,13 @@ fn a_host_whose_link_goes_down_for_longer_than_its_lease_comes_back_fenced() {
     let store = schema.store();
 
     // Host 0's agent takes 8 s; its lease holds 3 s without a heartbeat.
-    let mut cut_off = node_on(&cut_host, 0, &schema, "8");
+    let mut cut_off = node_on(cut_host, 0, &schema, "8");
     cut_off.start(d);
     let job = node_0_at_work(d, &url, &store, &cut_off, &log);
 
     // Its link goes down: no error, no reset, packets just stop.
     cut_host.link(false);
-    let mut other = node_on(&other_host, 1, &schema, "0");
+    let mut other = node_on(other_host, 1, &schema, "0");
     other.start(d);
     wait_on(
         &other,

@@ -320,3 +320,32 @@ fn a_takeover_gets_a_fresh_worktree_on_the_branch_and_reopening_finds_the_newest
     assert_eq!(removed, std::slice::from_ref(&taken.path));
     assert!(report.kept.iter().any(|k| k.path == first.path));
 }
+
+/// Another process's `git worktree add` writes a worktree's administrative files one
+/// by one, and git fails on an entry read mid-write ("failed to read
+/// .git/worktrees/ID/commondir: Success"). Regression (found by four `baton work`
+/// processes on one repository): a job taken over at that moment failed for it. The
+/// entry is complete a moment later; creating a worktree waits for that.
+#[test]
+fn a_worktree_another_process_is_still_writing_is_waited_for() {
+    let f = Fixture::new();
+    let other = f.main.join(".git/worktrees/being-added");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(
+        other.join("gitdir"),
+        f.root.join("elsewhere/.git").display().to_string(),
+    )
+    .unwrap();
+    std::fs::write(other.join("commondir"), "").unwrap();
+    let finishing = {
+        let other = other.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(150));
+            std::fs::write(other.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+            std::fs::write(other.join("commondir"), "../..\n").unwrap();
+        })
+    };
+    let ws = f.create("j1");
+    finishing.join().unwrap();
+    assert_eq!(ws.head().unwrap(), f.second);
+}
