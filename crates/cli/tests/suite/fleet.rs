@@ -14,13 +14,13 @@
 //!   the store or to the branch, then goes on working.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use baton_core::turn::TurnStatus;
-use baton_store::{JobInfo, JobStatus, Store};
+use baton_store::{JobInfo, JobStatus, PostgresStore, Store};
 
 use super::jobs::repo_with_agent;
 use super::postgres::{Cuttable, Schema, baton_on, collect_stderr, link_on, ok_on, stop};
@@ -62,7 +62,7 @@ fn monotonic_s() -> f64 {
 
 /// A repository with the agent, and a roster of one worker running it. The node's
 /// number and the agent's sleep come from each node's own environment.
-pub(super) fn fleet_dir(d: &Path, log: &Path) {
+fn fleet_dir(d: &Path, log: &Path) {
     repo_with_agent(d);
     let agent = d.join("fleet_agent.py");
     std::fs::write(&agent, AGENT).unwrap();
@@ -265,7 +265,7 @@ fn branch_commits(d: &Path, job: &str) -> Vec<String> {
 
 /// Checks a finished job: exactly its steps' turns committed, once each, and its
 /// branch holding exactly those turns' commits, each naming its run and turn.
-pub(super) fn check_job(d: &Path, store: &dyn Store, job: &JobInfo, steps: usize) {
+fn check_job(d: &Path, store: &dyn Store, job: &JobInfo, steps: usize) {
     assert_eq!(job.status, JobStatus::Outbox, "{job:?}");
     let run = job.run_id.clone().expect("a worked job has a run");
     let turns = store.turns(&run).unwrap();
@@ -301,7 +301,7 @@ pub(super) fn check_job(d: &Path, store: &dyn Store, job: &JobInfo, steps: usize
 }
 
 /// Queues a one-step job of the fleet roster.
-pub(super) fn enqueue_one(d: &Path, url: &str, task: &str) {
+fn enqueue_one(d: &Path, url: &str, task: &str) {
     ok_on(
         d,
         url,
@@ -318,7 +318,7 @@ pub(super) fn enqueue_one(d: &Path, url: &str, task: &str) {
 }
 
 /// Waits for `done`, failing with what `node` said.
-pub(super) fn wait_on(node: &Node, what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+fn wait_on(node: &Node, what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     let started = Instant::now();
     while !done() {
         assert!(
@@ -331,78 +331,122 @@ pub(super) fn wait_on(node: &Node, what: &str, limit: Duration, mut done: impl F
     }
 }
 
-/// Node 0 has claimed the only job and its agent runs: the job, as it is then.
-pub(super) fn node_0_at_work(
-    d: &Path,
-    url: &str,
-    store: &dyn Store,
-    node: &Node,
-    log: &Path,
-) -> JobInfo {
-    enqueue_one(d, url, "write slow.txt");
-    wait_on(
-        node,
-        "node 0's agent to start",
-        Duration::from_secs(30),
-        || std::fs::read_to_string(log).is_ok_and(|l| l.contains("start 0 ")),
-    );
-    let job = store.list_jobs().unwrap()[0].clone();
-    assert!(
-        job.lease_owner.is_some() && job.status == JobStatus::Running,
-        "{job:?}"
-    );
-    job
+/// A repository with the fleet's agent and roster, on a schema of its own.
+pub(super) struct Fleet {
+    pub(super) schema: Schema,
+    _dir: tempfile::TempDir,
+    pub(super) d: PathBuf,
+    pub(super) log: PathBuf,
+    pub(super) url: String,
+    pub(super) store: PostgresStore,
 }
 
-/// After node 1 took the job over and finished it, and node 0 came back: node 0 said
-/// it lost the job, committed nothing (the job is exactly node 1's one turn, and the
-/// branch exactly its commit) and recorded nothing but that loss.
-pub(super) fn fenced_off(
-    d: &Path,
-    store: &dyn Store,
-    job: &str,
-    node_0: &Node,
-    events_before: usize,
-    log: &Path,
-) {
-    wait_on(
-        node_0,
-        "node 0 to say it lost the job",
-        Duration::from_secs(30),
-        || node_0.said().contains("lease lost"),
-    );
-    // Whatever its agent does after, nothing of it is committed.
-    std::thread::sleep(Duration::from_secs(2));
-    let job = store.job(job).unwrap();
-    assert_eq!(job.attempts, 2, "{job:?}");
-    check_job(d, store, &job, 1);
-    let runs = executions(log);
-    let slow = &runs["write slow.txt"];
-    assert_eq!(slow.len(), 2, "{slow:?}");
-    assert_eq!((slow[0].node, slow[1].node), (0, 1), "{slow:?}");
-    let run = job.run_id.unwrap();
-    let after: Vec<&str> = store.events(&run, 0).unwrap()[events_before..]
-        .iter()
-        .map(|e| e.event.kind.name())
-        .collect();
-    assert!(
-        after.iter().all(|&k| k == "lease_lost"),
-        "node 0 wrote {after:?}\n{}",
-        node_0.said()
-    );
+impl Fleet {
+    pub(super) fn new(tag: &str) -> Fleet {
+        let schema = Schema::new(tag);
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().to_path_buf();
+        let log = d.join("agent.log");
+        fleet_dir(&d, &log);
+        let url = schema.url();
+        ok_on(&d, &url, &["migrate"]);
+        let store = schema.store();
+        Fleet {
+            schema,
+            _dir: dir,
+            d,
+            log,
+            url,
+            store,
+        }
+    }
+
+    /// Node 0 has claimed the only job and its agent runs: the job, as it is then.
+    pub(super) fn node_0_at_work(&self, node: &Node) -> JobInfo {
+        enqueue_one(&self.d, &self.url, "write slow.txt");
+        wait_on(
+            node,
+            "node 0's agent to start",
+            Duration::from_secs(30),
+            || std::fs::read_to_string(&self.log).is_ok_and(|l| l.contains("start 0 ")),
+        );
+        let job = self.store.list_jobs().unwrap()[0].clone();
+        assert!(
+            job.lease_owner.is_some() && job.status == JobStatus::Running,
+            "{job:?}"
+        );
+        job
+    }
+
+    /// Waits for `other` to finish `job`; the number of events its run has then.
+    pub(super) fn taken_over(&self, job: &str, other: &Node) -> usize {
+        wait_on(
+            other,
+            "the job to be taken over",
+            Duration::from_secs(60),
+            || self.store.job(job).unwrap().status == JobStatus::Outbox,
+        );
+        let run = self.store.job(job).unwrap().run_id.unwrap();
+        self.store.events(&run, 0).unwrap().len()
+    }
+
+    /// After node 1 took the job over and finished it, and node 0 came back: node 0
+    /// said it lost the job, committed nothing (the job is exactly node 1's one turn,
+    /// and the branch exactly its commit) and recorded nothing but that loss.
+    pub(super) fn fenced_off(&self, job: &str, node_0: &Node, events_before: usize) {
+        wait_on(
+            node_0,
+            "node 0 to say it lost the job",
+            Duration::from_secs(30),
+            || node_0.said().contains("lease lost"),
+        );
+        // Whatever its agent does after, nothing of it is committed.
+        std::thread::sleep(Duration::from_secs(2));
+        let job = self.store.job(job).unwrap();
+        assert_eq!(job.attempts, 2, "{job:?}");
+        check_job(&self.d, &self.store, &job, 1);
+        let runs = executions(&self.log);
+        let slow = &runs["write slow.txt"];
+        assert_eq!(slow.len(), 2, "{slow:?}");
+        assert_eq!((slow[0].node, slow[1].node), (0, 1), "{slow:?}");
+        let run = job.run_id.unwrap();
+        let after: Vec<&str> = self.store.events(&run, 0).unwrap()[events_before..]
+            .iter()
+            .map(|e| e.event.kind.name())
+            .collect();
+        assert!(
+            after.iter().all(|&k| k == "lease_lost"),
+            "node 0 wrote {after:?}\n{}",
+            node_0.said()
+        );
+    }
+
+    /// With `other` gone, `node_0` works the next job: it is back at work.
+    pub(super) fn works_again(&self, node_0: &mut Node, mut other: Node) {
+        other.stop();
+        enqueue_one(&self.d, &self.url, "write after.txt");
+        wait_on(
+            node_0,
+            "node 0 to work the next job",
+            Duration::from_secs(90),
+            || (self.store.list_jobs().unwrap().iter()).all(|j| j.status == JobStatus::Outbox),
+        );
+        node_0.stop();
+        let runs = executions(&self.log);
+        let after = &runs["write after.txt"];
+        assert!(after.iter().all(|e| e.node == 0), "{after:?}");
+        for job in self.store.list_jobs().unwrap() {
+            check_job(&self.d, &self.store, &job, 1);
+        }
+    }
 }
 
 #[test]
 fn four_nodes_work_200_jobs_exactly_once_while_nodes_are_killed_at_random() {
     const NODES: usize = 4;
     const JOBS: usize = 200;
-    let schema = Schema::new("fleet");
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let log = d.join("agent.log");
-    fleet_dir(d, &log);
-    let url = schema.url();
-    ok_on(d, &url, &["migrate"]);
+    let fleet = Fleet::new("fleet");
+    let (schema, d, log, url) = (&fleet.schema, fleet.d.as_path(), &fleet.log, &fleet.url);
     let seed = std::env::var("BATON_TEST_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -421,10 +465,10 @@ fn four_nodes_work_200_jobs_exactly_once_while_nodes_are_killed_at_random() {
     let hosts = super::netns::hosts(NODES as u32);
     let mut nodes: Vec<Node> = match &hosts {
         Some(hosts) => (hosts.iter().enumerate())
-            .map(|(i, host)| super::netns::node_on(host, i, &schema, "0.05"))
+            .map(|(i, host)| super::netns::node_on(host, i, schema, "0.05"))
             .collect(),
         None => (0..NODES)
-            .map(|i| Node::new(i, &schema, 3, "0.05"))
+            .map(|i| Node::new(i, schema, 3, "0.05"))
             .collect(),
     };
     for node in &mut nodes {
@@ -457,7 +501,7 @@ fn four_nodes_work_200_jobs_exactly_once_while_nodes_are_killed_at_random() {
         })
         .collect();
 
-    let store = schema.store();
+    let store = &fleet.store;
     let started = Instant::now();
     let deadline = started + Duration::from_secs(420);
     let mut next_kill = Instant::now() + rng.millis(500, 1500);
@@ -524,12 +568,12 @@ fn four_nodes_work_200_jobs_exactly_once_while_nodes_are_killed_at_random() {
     let jobs = store.list_jobs().unwrap();
     assert_eq!(jobs.len(), JOBS);
     for job in &jobs {
-        check_job(d, &store, job, 2);
+        check_job(d, store, job, 2);
     }
     // No task was worked by two live nodes at once: a run that ended (its node alive
     // through it) was never overlapped by a later one, unless its node was killed
     // between the two starts (the killed node's agent may outlive it by a moment).
-    let runs = executions(&log);
+    let runs = executions(log);
     assert_eq!(runs.len(), 2 * JOBS, "every task ran");
     let mut redone = 0;
     for (task, runs) in &runs {
@@ -568,76 +612,34 @@ fn four_nodes_work_200_jobs_exactly_once_while_nodes_are_killed_at_random() {
 
 #[test]
 fn a_node_cut_off_for_longer_than_its_lease_comes_back_fenced() {
-    let schema = Schema::new("partition");
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let log = d.join("agent.log");
-    fleet_dir(d, &log);
-    let url = schema.url();
-    ok_on(d, &url, &["migrate"]);
-    let store = schema.store();
-
+    let fleet = Fleet::new("partition");
     // Node 0's agent takes 8 s; its lease holds 3 s without a heartbeat.
-    let mut cut_off = Node::new(0, &schema, 3, "8");
-    cut_off.start(d);
-    let job = node_0_at_work(d, &url, &store, &cut_off, &log);
+    let mut cut_off = Node::new(0, &fleet.schema, 3, "8");
+    cut_off.start(&fleet.d);
+    let job = fleet.node_0_at_work(&cut_off);
 
     // The partition: node 0 keeps running, but nothing it sends arrives.
     cut_off.link.cut();
-    let mut other = Node::new(1, &schema, 3, "0");
-    other.start(d);
-    wait_on(
-        &other,
-        "node 1 to take the job over",
-        Duration::from_secs(60),
-        || store.job(&job.id).unwrap().status == JobStatus::Outbox,
-    );
-    let run = store.job(&job.id).unwrap().run_id.unwrap();
-    let events_before = store.events(&run, 0).unwrap().len();
+    let mut other = Node::new(1, &fleet.schema, 3, "0");
+    other.start(&fleet.d);
+    let events_before = fleet.taken_over(&job.id, &other);
+    let running = cut_off
+        .child
+        .as_mut()
+        .unwrap()
+        .try_wait()
+        .unwrap()
+        .is_none();
     assert!(
-        cut_off
-            .child
-            .as_mut()
-            .unwrap()
-            .try_wait()
-            .unwrap()
-            .is_none(),
+        running,
         "node 0 outlives the partition:\n{}",
         cut_off.said()
     );
 
     // Node 0 comes back while its agent would still be at work (8 s from its start).
     cut_off.link.restore();
-    fenced_off(d, &store, &job.id, &cut_off, events_before, &log);
-
-    // And it works again: with node 1 gone, the next job is node 0's.
-    other.stop();
-    enqueue_one(d, &url, "write after.txt");
-    wait_on(
-        &cut_off,
-        "node 0 to work the next job",
-        Duration::from_secs(60),
-        || {
-            store
-                .list_jobs()
-                .unwrap()
-                .iter()
-                .all(|j| j.status == JobStatus::Outbox)
-        },
-    );
-    cut_off.stop();
-    let next = store
-        .list_jobs()
-        .unwrap()
-        .into_iter()
-        .find(|j| j.id != job.id)
-        .unwrap();
-    check_job(d, &store, &next, 1);
-    let runs = executions(&log);
-    assert!(
-        runs["write after.txt"].iter().all(|e| e.node == 0),
-        "node 0 ran the next job: {runs:?}"
-    );
+    fleet.fenced_off(&job.id, &cut_off, events_before);
+    fleet.works_again(&mut cut_off, other);
 }
 
 /// A node that stops dead without dying (SIGSTOP: a VM paused, a laptop lid closed)
@@ -646,53 +648,34 @@ fn a_node_cut_off_for_longer_than_its_lease_comes_back_fenced() {
 /// (its heartbeat could not stop it: it was frozen too).
 #[test]
 fn a_node_frozen_for_longer_than_its_lease_wakes_fenced() {
-    let schema = Schema::new("frozen");
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let log = d.join("agent.log");
-    fleet_dir(d, &log);
-    let url = schema.url();
-    ok_on(d, &url, &["migrate"]);
-    let store = schema.store();
-
-    let mut frozen = Node::new(0, &schema, 3, "2");
-    frozen.start(d);
-    let job = node_0_at_work(d, &url, &store, &frozen, &log);
+    let fleet = Fleet::new("frozen");
+    let mut frozen = Node::new(0, &fleet.schema, 3, "2");
+    frozen.start(&fleet.d);
+    let job = fleet.node_0_at_work(&frozen);
     let pid = frozen.child.as_ref().unwrap().id().to_string();
     // baton alone: its agent, a process of its own, finishes meanwhile.
-    assert!(
-        Command::new("kill")
-            .args(["-STOP", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let mut other = Node::new(1, &schema, 3, "0");
-    other.start(d);
-    wait_on(
-        &other,
-        "node 1 to take the job over",
-        Duration::from_secs(60),
-        || store.job(&job.id).unwrap().status == JobStatus::Outbox,
-    );
+    let signal = |sig: &str| {
+        assert!(
+            Command::new("kill")
+                .args([sig, &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+    };
+    signal("-STOP");
+    let mut other = Node::new(1, &fleet.schema, 3, "0");
+    other.start(&fleet.d);
+    let events_before = fleet.taken_over(&job.id, &other);
     wait_on(
         &frozen,
         "node 0's agent to finish",
         Duration::from_secs(30),
-        || executions(&log)["write slow.txt"][0].end.is_some(),
+        || executions(&fleet.log)["write slow.txt"][0].end.is_some(),
     );
-    let run = store.job(&job.id).unwrap().run_id.unwrap();
-    let events_before = store.events(&run, 0).unwrap().len();
-    assert!(
-        Command::new("kill")
-            .args(["-CONT", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
-    fenced_off(d, &store, &job.id, &frozen, events_before, &log);
-    other.stop();
-    frozen.stop();
+    signal("-CONT");
+    fleet.fenced_off(&job.id, &frozen, events_before);
+    fleet.works_again(&mut frozen, other);
 }
 
 /// A database that drops every connection for a moment (a server restart, a network
@@ -701,21 +684,15 @@ fn a_node_frozen_for_longer_than_its_lease_wakes_fenced() {
 /// commits once.
 #[test]
 fn a_blip_of_the_database_mid_turn_fails_no_job() {
-    let schema = Schema::new("blip");
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let log = d.join("agent.log");
-    fleet_dir(d, &log);
-    let url = schema.url();
-    ok_on(d, &url, &["migrate"]);
-    let store = schema.store();
-    let mut node = Node::new(0, &schema, 30, "1");
+    let fleet = Fleet::new("blip");
+    let (d, url, store, log) = (&fleet.d, &fleet.url, &fleet.store, &fleet.log);
+    let mut node = Node::new(0, &fleet.schema, 30, "1");
     node.start(d);
     for round in 0..3 {
         let task = format!("write blip{round}.txt");
-        enqueue_one(d, &url, &task);
+        enqueue_one(d, url, &task);
         wait_on(&node, "the agent to start", Duration::from_secs(30), || {
-            executions(&log).contains_key(&task)
+            executions(log).contains_key(&task)
         });
         node.link.cut();
         std::thread::sleep(Duration::from_millis(200));
@@ -731,7 +708,7 @@ fn a_blip_of_the_database_mid_turn_fails_no_job() {
     node.stop();
     for job in store.list_jobs().unwrap() {
         assert_eq!(job.status, JobStatus::Outbox, "{job:?}\n{}", node.said());
-        check_job(d, &store, &job, 1);
+        check_job(d, store, &job, 1);
     }
 }
 
@@ -741,17 +718,11 @@ fn a_blip_of_the_database_mid_turn_fails_no_job() {
 /// committed turn. Regression: the job ended `failed` with "the database is busy".
 #[test]
 fn a_write_refused_for_a_passing_reason_fails_no_job() {
-    let schema = Schema::new("busy");
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let log = d.join("agent.log");
-    fleet_dir(d, &log);
-    let url = schema.url();
-    ok_on(d, &url, &["migrate"]);
-    let store = schema.store();
-    let mut node = Node::new(0, &schema, 30, "1");
+    let fleet = Fleet::new("busy");
+    let (d, url, store, schema) = (&fleet.d, &fleet.url, &fleet.store, &fleet.schema);
+    let mut node = Node::new(0, schema, 30, "1");
     node.start(d);
-    enqueue_one(d, &url, "write busy.txt");
+    enqueue_one(d, url, "write busy.txt");
     wait_on(&node, "the job's run", Duration::from_secs(30), || {
         store.list_jobs().unwrap()[0].run_id.is_some()
     });
@@ -783,6 +754,6 @@ fn a_write_refused_for_a_passing_reason_fails_no_job() {
         )
     });
     node.stop();
-    check_job(d, &store, &store.job(&job.id).unwrap(), 1);
+    check_job(d, store, &store.job(&job.id).unwrap(), 1);
     assert!(node.said().contains("queued again"), "{}", node.said());
 }

@@ -7,16 +7,10 @@
 //! Needs root (`ip netns`). Without it the test says so and passes, unless
 //! `BATON_REQUIRE_NETNS=1` (which `.ci/run`, running as root, sets).
 
-use std::process::Command;
-use std::time::Duration;
-
-use baton_store::{JobStatus, Store};
-
 use super::cuttable::{Cuttable, server_addr};
-use super::fleet::{
-    Node, check_job, enqueue_one, executions, fenced_off, fleet_dir, node_0_at_work, wait_on,
-};
-use super::postgres::{Schema, ok_on, server};
+use super::fleet::{Fleet, Node, executions};
+use super::postgres::{Schema, server};
+use std::process::Command;
 
 /// A network namespace with a veth link to this one: this side `10.231.S.(4i+1)`, the
 /// namespace's side `.(4i+2)`, a /30 of its own.
@@ -123,38 +117,23 @@ fn a_host_whose_link_goes_down_for_longer_than_its_lease_comes_back_fenced() {
         return;
     };
     let (cut_host, other_host) = (&hosts[0], &hosts[1]);
-    let schema = Schema::new("netns");
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let log = d.join("agent.log");
-    fleet_dir(d, &log);
-    let url = schema.url();
-    ok_on(d, &url, &["migrate"]);
-    let store = schema.store();
-
+    let fleet = Fleet::new("netns");
     // Host 0's agent takes 8 s; its lease holds 3 s without a heartbeat.
-    let mut cut_off = node_on(cut_host, 0, &schema, "8");
-    cut_off.start(d);
-    let job = node_0_at_work(d, &url, &store, &cut_off, &log);
+    let mut cut_off = node_on(cut_host, 0, &fleet.schema, "8");
+    cut_off.start(&fleet.d);
+    let job = fleet.node_0_at_work(&cut_off);
 
     // Its link goes down: no error, no reset, packets just stop.
     cut_host.link(false);
-    let mut other = node_on(other_host, 1, &schema, "0");
-    other.start(d);
-    wait_on(
-        &other,
-        "host 1 to take the job over",
-        Duration::from_secs(60),
-        || store.job(&job.id).unwrap().status == JobStatus::Outbox,
-    );
-    let run = store.job(&job.id).unwrap().run_id.unwrap();
-    let events_before = store.events(&run, 0).unwrap().len();
+    let mut other = node_on(other_host, 1, &fleet.schema, "0");
+    other.start(&fleet.d);
+    let events_before = fleet.taken_over(&job.id, &other);
     // Host 0 stopped its agent before its lease could run out, link or no link.
-    let slow = executions(&log)["write slow.txt"].clone();
+    let slow = executions(&fleet.log)["write slow.txt"].clone();
     assert!(slow[0].end.is_none(), "host 0's agent ran on: {slow:?}");
 
     cut_host.link(true);
-    fenced_off(d, &store, &job.id, &cut_off, events_before, &log);
+    fleet.fenced_off(&job.id, &cut_off, events_before);
     // It gave up within its lease, though its renewal hung unanswered (regression:
     // the heartbeat waited on the hanging call, and the agent worked on past the
     // lease while host 1 held the job).
@@ -166,28 +145,5 @@ fn a_host_whose_link_goes_down_for_longer_than_its_lease_comes_back_fenced() {
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("host 0 did not say when it gave up:\n{said}"));
     assert!(gave_up_after < 3.0, "{said}");
-
-    // And host 0 works again once its link is back.
-    other.stop();
-    enqueue_one(d, &url, "write after.txt");
-    wait_on(
-        &cut_off,
-        "host 0 to work the next job",
-        Duration::from_secs(90),
-        || {
-            store
-                .list_jobs()
-                .unwrap()
-                .iter()
-                .all(|j| j.status == JobStatus::Outbox)
-        },
-    );
-    cut_off.stop();
-    let next = store
-        .list_jobs()
-        .unwrap()
-        .into_iter()
-        .find(|j| j.id != job.id)
-        .unwrap();
-    check_job(d, &store, &next, 1);
+    fleet.works_again(&mut cut_off, other);
 }
