@@ -281,7 +281,7 @@ fn a_reading_command_upgrades_a_database_from_an_older_baton_once() {
     let out = baton(d).arg("runs").output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("from schema version 3 to 15"), "{err}");
+    assert!(err.contains("from schema version 3 to 16"), "{err}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("finished"));
     // The old events were numbered in the order they were written, from 1.
     let jsonl = run_ok(d, &["export", "--format", "events-jsonl"]);

@@ -16,6 +16,7 @@ pub(crate) use migrations::SCHEMA_VERSION;
 mod open;
 mod pools;
 mod read;
+mod reserve;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -232,6 +233,30 @@ impl SqliteStore {
                 Ok(out)
             })
             .map_err(|e| open::classify(e, self.path(), op))
+    }
+}
+
+impl SqliteStore {
+    /// The floor's reading (committed usage and benches), brought up to date in `conn`'s
+    /// transaction.
+    fn floor_in(
+        &self,
+        conn: &Connection,
+        windows: &[(baton_core::router::PoolId, i64, i64)],
+    ) -> Result<(Vec<baton_core::router::PoolUsage>, Vec<crate::Bench>)> {
+        // A panic mid-reading may have left it half brought up to date: start over.
+        let mut floor = self.floor.lock().unwrap_or_else(|poisoned| {
+            let mut floor = poisoned.into_inner();
+            *floor = floor::Floor::default();
+            self.floor.clear_poison();
+            floor
+        });
+        let reading = floor.reading(conn, windows);
+        if reading.is_err() {
+            // Half brought up to date: the next reading starts over.
+            *floor = floor::Floor::default();
+        }
+        reading
     }
 }
 
@@ -456,13 +481,15 @@ impl Store for SqliteStore {
     fn renew_run_lease(&self, run: &RunId, token: &str, lease_ms: i64) -> crate::Result<()> {
         self.write("renew_run_lease", |tx| {
             let db_now = self.db_now(tx)?;
-            write::renew_run_lease(tx, run, token, db_now, lease_ms)
+            write::renew_run_lease(tx, run, token, db_now, lease_ms)?;
+            reserve::renew_with_lease(tx, token, db_now.saturating_add(lease_ms))
         })
     }
 
     fn release_run_lease(&self, run: &RunId, token: &str) -> crate::Result<()> {
         self.write("release_run_lease", |tx| {
-            write::release_run_lease(tx, run, token)
+            write::release_run_lease(tx, run, token)?;
+            reserve::release_with_lease(tx, token)
         })
     }
 
@@ -587,19 +614,44 @@ impl Store for SqliteStore {
             .map(|(pool, start, end)| (pool.clone(), start.0, end.0))
             .collect();
         self.read("floor_reading", |conn| {
-            // A panic mid-reading may have left it half brought up to date: start over.
-            let mut floor = self.floor.lock().unwrap_or_else(|poisoned| {
-                let mut floor = poisoned.into_inner();
-                *floor = floor::Floor::default();
-                self.floor.clear_poison();
-                floor
-            });
-            let reading = floor.reading(conn, &windows);
-            if reading.is_err() {
-                // Half brought up to date: the next reading starts over.
-                *floor = floor::Floor::default();
-            }
-            reading
+            let (usage, benches) = self.floor_in(conn, &windows)?;
+            let db_now = self.db_now(conn)?;
+            // What turns in flight hold counts as used: every process reads one
+            // headroom (they are few rows: one per turn in flight).
+            let usage = usage
+                .into_iter()
+                .zip(&windows)
+                .map(|(used, (pool, start, end))| {
+                    let held = reserve::held(conn, pool, *start, *end, db_now)?;
+                    Ok(crate::pools::with_reserved(used, held))
+                })
+                .collect::<Result<_>>()?;
+            Ok((usage, benches))
+        })
+    }
+
+    fn try_reserve(&self, request: &crate::ReserveRequest) -> crate::Result<crate::ReserveOutcome> {
+        let (start, end) = (request.window.0.0, request.window.1.0);
+        // In the single writer's transaction: a second reserver (this process's other
+        // lane, or another process) waits for the write lock and then reads this one.
+        self.write("try_reserve", |tx| {
+            let db_now = self.db_now(tx)?;
+            let (mut used, _) = self.floor_in(tx, &[(request.pool.clone(), start, end)])?;
+            let used = used
+                .pop()
+                .unwrap_or_else(|| baton_core::router::PoolUsage::none(request.pool.clone()));
+            reserve::try_reserve(tx, used, request, db_now)
+        })
+    }
+
+    fn release_reservation(&self, id: crate::ReservationId) -> crate::Result<()> {
+        self.write("release_reservation", |tx| reserve::release(tx, id))
+    }
+
+    fn live_reservations(&self) -> crate::Result<Vec<crate::LiveReservation>> {
+        self.read("live_reservations", |conn| {
+            let db_now = self.db_now(conn)?;
+            reserve::live(conn, db_now)
         })
     }
 
