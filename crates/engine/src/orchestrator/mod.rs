@@ -34,6 +34,7 @@ mod holds;
 mod line;
 mod open;
 pub(crate) mod reshape;
+mod reserve;
 mod roster;
 mod seat;
 pub(crate) mod station;
