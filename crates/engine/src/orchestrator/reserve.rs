@@ -50,7 +50,10 @@ impl Held {
 
     /// The turn committed: its transaction released the reservation.
     pub fn committed(&self) {
-        self.id.lock().unwrap_or_else(PoisonError::into_inner).take();
+        self.id
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
     }
 }
 
