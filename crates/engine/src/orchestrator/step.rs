@@ -1,13 +1,13 @@
 //! One step of a run: which turn comes next, what stops it before it starts, and
 //! what its end means for the run.
 
+use std::sync::Arc;
+
 use baton_core::compiler::{self, Assignment, HandoffPackage};
 use baton_core::state::ExecutionState;
 use baton_core::turn::TurnStatus;
 use baton_protocol::{EventKind, EventMsg as Event};
 use baton_store::RunStatus;
-
-use std::sync::Arc;
 
 use super::block::{blocked_question, continue_hint};
 use super::reserve::Held;
