@@ -12,7 +12,9 @@ use baton_core::router::{
 };
 use baton_engine::{Clock, SystemClock};
 use baton_protocol::render::n as grouped;
-use baton_store::{Bench, BenchChange, BenchOutcome, BenchTarget, ManualUsage, Store, UsageMode};
+use baton_store::{
+    Bench, BenchChange, BenchOutcome, BenchTarget, LiveReservation, ManualUsage, Store, UsageMode,
+};
 use serde::Serialize;
 
 use crate::commands::Context_;
@@ -28,9 +30,14 @@ struct PoolRow<'a> {
     resets_at: Timestamp,
     allowance: &'a Allowance,
     used: Used,
-    /// What is left of each metered dimension (never below zero).
+    /// What turns in flight hold of the pool now, in any process on any host sharing
+    /// the database (reservations, released when they commit or expire).
+    held: Held,
+    /// What is left of each metered dimension once what is used and what is held are
+    /// taken off (never below zero): the headroom every process routes on.
     headroom: Allowance,
-    /// The largest used fraction over the metered dimensions (0 when unmetered).
+    /// The largest fraction over the metered dimensions of what is used and held (0
+    /// when unmetered).
     used_fraction: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     exhausted_until: Option<Timestamp>,
@@ -40,6 +47,15 @@ struct PoolRow<'a> {
 
 #[derive(Debug, Serialize)]
 struct Used {
+    tokens: u64,
+    usd: f64,
+    requests: u64,
+}
+
+#[derive(Debug, Default, Serialize)]
+struct Held {
+    /// Turns in flight holding part of the pool.
+    turns: usize,
     tokens: u64,
     usd: f64,
     requests: u64,
@@ -88,9 +104,13 @@ pub(crate) fn list(ctx: &Context_, json: bool) -> Result<ExitCode> {
         )));
     }
     let now = SystemClock.now();
+    let reservations = match &store {
+        Some(store) => store.live_reservations()?,
+        None => Vec::new(),
+    };
     let mut rows = Vec::with_capacity(pools.len());
     for pool in pools {
-        rows.push(row(store.as_deref(), pool, &benches, now)?);
+        rows.push(row(store.as_deref(), pool, &benches, &reservations, now)?);
     }
     let workers: Vec<&Bench> = benches
         .iter()
@@ -143,6 +163,7 @@ fn row<'a>(
     store: Option<&dyn Store>,
     pool: &'a Pool,
     benches: &[Bench],
+    reservations: &[LiveReservation],
     now: Timestamp,
 ) -> Result<PoolRow<'a>> {
     let (start, end) = pool.window.bounds(now)?;
@@ -150,20 +171,38 @@ fn row<'a>(
         Some(store) => store.pool_usage(&pool.id, start, end)?,
         None => PoolUsage::none(pool.id.clone()),
     };
+    let mut held = Held::default();
+    for r in reservations
+        .iter()
+        .filter(|r| r.pool == pool.id && (start..end).contains(&r.at))
+    {
+        held.turns += 1;
+        held.tokens = held.tokens.saturating_add(r.estimate.tokens);
+        held.usd += r.estimate.cost_micro_usd as f64 / 1_000_000.0;
+        held.requests = held.requests.saturating_add(r.estimate.requests);
+    }
+    // The router's reading: what is held counts as used until it commits or expires.
+    let routed = PoolUsage {
+        tokens: used.tokens.saturating_add(held.tokens),
+        usd: used.usd + held.usd,
+        requests: used.requests.saturating_add(held.requests),
+        ..used.clone()
+    };
     Ok(PoolRow {
         id: &pool.id,
         window: pool.window.to_string(),
         window_start: start,
         resets_at: end,
         allowance: &pool.allowance,
-        headroom: headroom(&pool.allowance, &used),
-        used_fraction: pool.allowance.used_fraction(&used),
+        headroom: headroom(&pool.allowance, &routed),
+        used_fraction: pool.allowance.used_fraction(&routed),
         exhausted_until: used.exhausted_at(now),
         used: Used {
             tokens: used.tokens,
             usd: used.usd,
             requests: used.requests,
         },
+        held,
         benched: benches
             .iter()
             .find(|b| b.target == BenchTarget::Pool(pool.id.clone()))
@@ -226,6 +265,17 @@ fn render(rows: &[PoolRow<'_>], now: Timestamp) -> String {
                 .zip(r.headroom.requests)
                 .map(|(l, h)| (grouped(l), grouped(h))),
         ));
+        if r.held.turns > 0 {
+            let _ = writeln!(
+                out,
+                "{pad}held by {} turn{} in flight: {} tokens, {}, {} requests (counted as used until they commit)",
+                r.held.turns,
+                if r.held.turns == 1 { "" } else { "s" },
+                grouped(r.held.tokens),
+                usd(r.held.usd),
+                grouped(r.held.requests),
+            );
+        }
         if let Some(until) = r.exhausted_until {
             let _ = writeln!(
                 out,
@@ -247,7 +297,7 @@ fn render(rows: &[PoolRow<'_>], now: Timestamp) -> String {
     }
     let _ = writeln!(
         out,
-        "as of {now}; used = provider-reported usage of baton's calls in the window, plus usage declared with `baton pool usage`"
+        "as of {now}; used = provider-reported usage of baton's calls in the window, plus usage declared with `baton pool usage`; what turns in flight hold is left out of what is left"
     );
     out
 }
@@ -436,11 +486,16 @@ pub(crate) fn route(ctx: &Context_, seat: &str, tags: &[String], json: bool) -> 
     let mut usage = Vec::with_capacity(floor.pools.len());
     let mut benches = Vec::new();
     if let Some(store) = &store {
-        for pool in &floor.pools {
-            let (start, end) = pool.window.bounds(now)?;
-            usage.push(store.pool_usage(&pool.id, start, end)?);
-        }
-        benches = store.benches()?;
+        // As a run reads it: what turns in flight hold counts as used.
+        let windows = floor
+            .pools
+            .iter()
+            .map(|pool| {
+                let (start, end) = pool.window.bounds(now)?;
+                Ok((pool.id.clone(), start, end))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        (usage, benches) = store.floor_reading(&windows)?;
     }
     let benches = baton_store::bench_set(&benches);
     let input = RouteInput {

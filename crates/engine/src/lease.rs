@@ -170,6 +170,9 @@ fn beat(
 pub struct RunLease {
     pub token: String,
     pub owner: String,
+    /// How long the lease holds without a heartbeat, in milliseconds: what a
+    /// reservation of headroom taken under it holds for between renewals.
+    pub lease_ms: i64,
     run: RunId,
     store: Arc<dyn Store>,
     heartbeat: Heartbeat,
@@ -317,6 +320,7 @@ fn acquire_inner(
     Ok(RunLease {
         token,
         owner,
+        lease_ms,
         run: run.clone(),
         store,
         heartbeat,

@@ -41,8 +41,9 @@ pub use cancel::{CancelOutcome, CancelTarget};
 pub use jobs::{ClaimOutcome, JobInfo, JobStatus, JudgementOutcome, JudgementRecord, NewJob};
 pub use location::{Location, sqlite_path};
 pub use pools::{
-    Bench, BenchChange, BenchOutcome, BenchTarget, ManualUsage, PinFilter, SpentBy, SpentCall,
-    StoredPin, UsageMode, bench_set,
+    Bench, BenchChange, BenchOutcome, BenchTarget, Estimate, LiveReservation, ManualUsage,
+    PinFilter, ReservationId, ReserveOutcome, ReserveRequest, SpentBy, SpentCall, StoredPin,
+    UsageMode, bench_set,
 };
 
 pub use postgres::{Migrated, PostgresStore, PostgresUrl};
@@ -268,6 +269,9 @@ pub struct TurnCommit {
     /// pin writes nothing): written in the turn's transaction, so a turn that does not
     /// commit leaves no pin behind.
     pub pins: Vec<Pin>,
+    /// The headroom reserved for the turn (`Store::try_reserve`), released in the
+    /// turn's transaction: from the commit on, the turn's calls count in its place.
+    pub reservation: Option<ReservationId>,
 }
 
 /// A worker a provider asked baton not to call again before `not_before` (a 429's
@@ -461,11 +465,13 @@ pub trait Store: Send + Sync {
         take_over: bool,
     ) -> Result<Result<(), LeaseHolder>>;
 
-    /// Extends a held run lease to `lease_ms` past the store's now. `RunLeaseLost` when
-    /// the token no longer holds it.
+    /// Extends a held run lease to `lease_ms` past the store's now, and with it the
+    /// reservations held under it (see `try_reserve`). `RunLeaseLost` when the token no
+    /// longer holds it.
     fn renew_run_lease(&self, run: &RunId, token: &str, lease_ms: i64) -> Result<()>;
 
-    /// Gives a run lease up (a no-op when the token no longer holds it).
+    /// Gives a run lease up (a no-op when the token no longer holds it), and the
+    /// reservations held under it.
     fn release_run_lease(&self, run: &RunId, token: &str) -> Result<()>;
 
     /// Who holds the run's lease now, by the store's clock (`None` when nobody does:
@@ -542,11 +548,32 @@ pub trait Store: Send + Sync {
     fn benches(&self) -> Result<Vec<Bench>>;
 
     /// What a routed turn reads at its hand-off, in one read: each pool's usage in its
-    /// window (as `pool_usage`, in the order given) and the benches in force.
+    /// window (as `pool_usage`, in the order given) plus the headroom that live
+    /// reservations made in the window hold (`try_reserve`: turns in flight, in any
+    /// process on any host), and the benches in force.
     fn floor_reading(
         &self,
         windows: &[(PoolId, Timestamp, Timestamp)],
     ) -> Result<(Vec<PoolUsage>, Vec<Bench>)>;
+
+    /// Reserves headroom of `request.pool` for one turn, so that two processes (or two
+    /// hosts, or two lanes) that seat at once cannot both spend the last of a pool.
+    /// Under a lock that serialises every reserver of the pool on this database, it
+    /// reads what the pool used in the window plus the live reservations of other turns
+    /// and, while that leaves headroom on every metered dimension (the router's rule),
+    /// records `request.estimate` as held until the turn commits (`TurnCommit::
+    /// reservation`), is released (`release_reservation`, or with the run lease named)
+    /// or expires (`ttl_ms` past the store's now, extended by the lease's heartbeat).
+    /// `Short` otherwise, with the usage that made it so.
+    fn try_reserve(&self, request: &ReserveRequest) -> Result<ReserveOutcome>;
+
+    /// Gives a reservation's headroom back (its turn ended without committing; its calls,
+    /// if any, are counted by `record_spend`). A no-op once it was committed, released
+    /// or expired.
+    fn release_reservation(&self, id: ReservationId) -> Result<()>;
+
+    /// Every reservation that holds now by the store's clock, oldest first.
+    fn live_reservations(&self) -> Result<Vec<LiveReservation>>;
 
     /// The pins that match `filter`, in the order they were written.
     fn pins(&self, filter: &PinFilter) -> Result<Vec<StoredPin>>;

@@ -4,7 +4,7 @@
 use std::fmt;
 
 use baton_core::ids::{RunId, Timestamp, WorkerId};
-use baton_core::router::{Benches, CallSpend, Pin, PoolId, SeatId};
+use baton_core::router::{Allowance, Benches, CallSpend, Pin, PoolId, PoolUsage, SeatId};
 use baton_core::turn::CallRecord;
 use serde::{Deserialize, Serialize};
 
@@ -195,4 +195,95 @@ impl PinFilter {
             ..PinFilter::default()
         }
     }
+}
+
+/// What a turn may spend, held against its pool's headroom while the turn is in flight
+/// (see `Store::try_reserve`): an estimate made before its calls, replaced by what the
+/// calls really spent when the turn commits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Estimate {
+    pub tokens: u64,
+    pub cost_micro_usd: u64,
+    pub requests: u64,
+}
+
+/// A live reservation, as `Store::try_reserve` numbered it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ReservationId(pub i64);
+
+impl fmt::Display for ReservationId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// One turn's request for headroom.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReserveRequest {
+    pub pool: PoolId,
+    /// The pool's current window `[start, end)` (`Window::bounds`): what it used in it,
+    /// and the reservations made in it, are what the allowance is checked against.
+    pub window: (Timestamp, Timestamp),
+    pub allowance: Allowance,
+    pub estimate: Estimate,
+    /// The turn that will spend it.
+    pub run: RunId,
+    pub turn: u32,
+    /// The run lease of the process that holds the turn, when it holds one: its
+    /// heartbeat keeps the reservation alive (`Store::renew_run_lease`), and giving the
+    /// lease up releases it.
+    pub lease_token: Option<String>,
+    /// Engine clock: the window the reservation counts in.
+    pub at: Timestamp,
+    /// How long the reservation holds past the store's now without a renewal; a
+    /// process that dies holding one blocks nobody for longer.
+    pub ttl_ms: i64,
+}
+
+/// What `Store::try_reserve` answered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum ReserveOutcome {
+    /// The headroom is held for the turn until its commit, its release or its expiry.
+    Reserved { id: ReservationId },
+    /// The pool has no headroom left once what other turns in flight hold is counted:
+    /// `usage` is what it used in the window plus those reservations, the reading the
+    /// router should have seen (on it, the pool is out of headroom).
+    Short { usage: PoolUsage },
+}
+
+/// A reservation that still holds (not released, not expired), for `baton pools`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LiveReservation {
+    pub id: ReservationId,
+    pub pool: PoolId,
+    pub run: RunId,
+    pub turn: u32,
+    pub estimate: Estimate,
+    /// Engine clock, when it was taken.
+    pub at: Timestamp,
+    /// By the store's clock.
+    pub expires_at: Timestamp,
+}
+
+/// Whether a pool whose usage, reservations of turns in flight included, is `usage`
+/// still has headroom for one more turn: the router's own rule (every metered
+/// dimension under its allowance), read on the same number every host sees. The
+/// estimate of the turn asking is not added: a pool takes a turn while it is under its
+/// allowance, as it did before reservations; what the estimate does is keep the next
+/// turn out while this one is in flight.
+pub(crate) fn has_headroom(allowance: &Allowance, usage: &PoolUsage) -> bool {
+    allowance.spent_dimension(usage).is_none()
+}
+
+/// `usage` with `reserved` (tokens, micro-dollars, requests) added.
+pub(crate) fn with_reserved(
+    mut usage: PoolUsage,
+    (tokens, usd, requests): (u64, u64, u64),
+) -> PoolUsage {
+    usage.tokens = usage.tokens.saturating_add(tokens);
+    usage.usd += usd as f64 / 1_000_000.0;
+    usage.requests = usage.requests.saturating_add(requests);
+    usage
 }

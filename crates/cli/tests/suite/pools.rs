@@ -387,3 +387,66 @@ fn route_dry_runs_the_router_on_the_configured_floor_and_the_stores_usage() {
     let err = run_err(d, &["route", "reveiw.deep-rounds"]);
     assert!(err.contains("is not a seat any station asks for"), "{err}");
 }
+
+/// What a turn in flight holds (another process's reservation) is shown apart, and
+/// taken off the headroom every process routes on; `baton route` reads it the same way.
+/// Once released, the headroom is back.
+#[test]
+fn pools_show_what_turns_in_flight_hold_and_route_reads_it_as_used() {
+    use baton_core::ids::{RunId, Timestamp};
+    use baton_core::router::{Allowance, PoolId, Window};
+    use baton_store::{Estimate, ReserveOutcome, ReserveRequest, SqliteStore, Store};
+
+    let dir = configured();
+    let d = dir.path();
+    run_ok(d, &["pool", "usage", "others", "--requests", "99"]);
+    let store = SqliteStore::open(&db(d)).unwrap();
+    let now = Timestamp(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64,
+    );
+    let window: Window = "daily".parse().unwrap();
+    let ReserveOutcome::Reserved { id } = store
+        .try_reserve(&ReserveRequest {
+            pool: PoolId::new("others"),
+            window: window.bounds(now).unwrap(),
+            allowance: Allowance {
+                requests: Some(100),
+                ..Allowance::default()
+            },
+            estimate: Estimate {
+                tokens: 3_000,
+                cost_micro_usd: 0,
+                requests: 1,
+            },
+            run: RunId("elsewhere".into()),
+            turn: 0,
+            lease_token: None,
+            at: now,
+            ttl_ms: 600_000,
+        })
+        .unwrap()
+    else {
+        panic!("one request is left")
+    };
+    let others = &pools_json(d)[1];
+    assert_eq!(others["used"]["requests"], 99);
+    assert_eq!(others["held"]["turns"], 1);
+    assert_eq!(others["held"]["requests"], 1);
+    assert_eq!(others["headroom"]["requests"], 0);
+    let shown = run_ok(d, &["pools"]);
+    assert!(shown.contains("held by 1 turn in flight"), "{shown}");
+    // The others' workers are out of headroom while it is held.
+    let route = run_ok(d, &["route", "review.code"]);
+    assert!(
+        route.contains("excluded  reviewer: pool others has spent its requests allowance"),
+        "{route}"
+    );
+
+    store.release_reservation(id).unwrap();
+    let others = &pools_json(d)[1];
+    assert_eq!(others["held"]["turns"], 0);
+    assert_eq!(others["headroom"]["requests"], 1);
+}

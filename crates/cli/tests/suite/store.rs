@@ -260,7 +260,7 @@ fn a_reading_command_upgrades_a_database_from_an_older_baton_once() {
     // per-run number before 7, no delete triggers before 8, no judgement history before 9,
     // no pool usage or benches before 10, and an index on (run_id, seq) until 11, no pins before 12,
     // no spend outside committed turns before 13, no pin exclusions before 14 (the pins
-    // table is dropped whole).
+    // table is dropped whole), no reservations of headroom before 16.
     let conn = rusqlite::Connection::open(db(d)).unwrap();
     conn.execute_batch(
         "ALTER TABLE runs DROP COLUMN lease_token; ALTER TABLE runs DROP COLUMN lease_owner;
@@ -272,7 +272,7 @@ fn a_reading_command_upgrades_a_database_from_an_older_baton_once() {
          DROP TRIGGER call_outputs_never_vanish; DROP TRIGGER runs_never_vanish;
          DROP TABLE judgements;
          DROP TABLE pool_calls; DROP TABLE pool_usage; DROP TABLE benches; DROP TABLE pins;
-         DROP TABLE pool_spend;
+         DROP TABLE pool_spend; DROP TABLE pool_reservations;
          CREATE INDEX events_by_run ON events(run_id, seq);
          PRAGMA user_version = 3;",
     )
@@ -281,7 +281,7 @@ fn a_reading_command_upgrades_a_database_from_an_older_baton_once() {
     let out = baton(d).arg("runs").output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("from schema version 3 to 15"), "{err}");
+    assert!(err.contains("from schema version 3 to 16"), "{err}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("finished"));
     // The old events were numbered in the order they were written, from 1.
     let jsonl = run_ok(d, &["export", "--format", "events-jsonl"]);

@@ -389,6 +389,7 @@ impl Engine {
                 round,
                 step.as_deref(),
                 lane,
+                session.state.turns + plans.len() as u32,
             );
             let plan = match planned {
                 Ok(Ok(plan)) => plan,
@@ -447,6 +448,7 @@ impl Engine {
         round: u32,
         step: Option<&str>,
         lane: Lane,
+        turn: u32,
     ) -> Result<std::result::Result<Planned, String>> {
         let work = work_of(kind, lane.role, station, step);
         let spec = route
@@ -534,6 +536,7 @@ impl Engine {
             .filter(|a| a.step == BUILD_WORK && !a.seat.reviews_work())
             .map(|a| a.family.as_str())
             .collect();
+        let budget = session.config.settings.budget;
         let mut seating = None;
         if lane.role == Role::Build && !built_by.is_empty() {
             let families = built_by.iter().copied().collect::<Vec<_>>().join(", ");
@@ -550,14 +553,16 @@ impl Engine {
                     ));
                 }
             }
-            match self.seat_unit(session, &session.state, &keep)? {
-                Seating::Nobody { .. } => {}
+            match self.seat_reserved(session, &session.state, &keep, turn, budget)? {
+                (Seating::Nobody { .. }, _) => {}
                 kept => seating = Some(kept),
             }
         }
-        let seating = match seating {
+        // Each lane holds its pool's headroom as it is seated, so the batch's next
+        // lane (and any other process) reads it as held.
+        let (seating, reservation) = match seating {
             Some(s) => s,
-            None => self.seat_unit(session, &session.state, &unit)?,
+            None => self.seat_reserved(session, &session.state, &unit, turn, budget)?,
         };
         let pin_worker = match &seating {
             Seating::Nobody { question, .. } => return Ok(Err(question.clone())),
@@ -573,7 +578,6 @@ impl Engine {
                 id: pin_worker.to_string(),
                 known: session.config.roster.ids(),
             })?;
-        let budget = session.config.settings.budget;
         let at = LaneAt {
             kind,
             station,
@@ -605,6 +609,7 @@ impl Engine {
             budget,
             gates: false,
             seating: Some(seating),
+            reservation,
             line: Some(Box::new(LaneTurn {
                 route: route.clone(),
                 progress: progress.clone(),
@@ -871,6 +876,7 @@ impl Engine {
             holds: Vec::new(),
             pool: None,
             pins: Vec::new(),
+            reservation: None,
         };
         let seqs = self.commit(&commit)?;
         self.published(&seqs, &commit.events);

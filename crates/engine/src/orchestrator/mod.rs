@@ -33,6 +33,7 @@ mod fallback;
 mod holds;
 mod line;
 mod open;
+mod reserve;
 pub(crate) mod reshape;
 mod roster;
 mod seat;

@@ -63,7 +63,7 @@ impl Seats {
 impl Engine {
     /// What the router reads at this hand-off: every pool's usage in its window now and
     /// the benches in force, in one read of the store.
-    fn reading(&self, floor: &Floor) -> Result<Reading> {
+    pub(super) fn reading(&self, floor: &Floor) -> Result<Reading> {
         let now = self.clock.now();
         let windows = floor
             .pools
@@ -84,15 +84,27 @@ impl Engine {
         })
     }
 
-    /// Fills the seat of `unit` for the turn after `state`.
+    /// Fills the seat of `unit` for the turn after `state`, holding nothing: who would
+    /// take it (a preview, the worker after a failed turn). A turn about to run is
+    /// seated by `seat_reserved`.
     pub(super) fn seat_unit(
         &self,
         session: &Session,
         state: &ExecutionState,
         unit: &Unit,
     ) -> Result<Seating> {
-        let floor = &session.config.settings.floor;
-        let reading = self.reading(floor)?;
+        let reading = self.reading(&session.config.settings.floor)?;
+        Ok(self.seat_from(session, state, unit, &reading))
+    }
+
+    /// Fills the seat of `unit` from `reading`.
+    pub(super) fn seat_from(
+        &self,
+        session: &Session,
+        state: &ExecutionState,
+        unit: &Unit,
+        reading: &Reading,
+    ) -> Seating {
         let candidates: Vec<Candidate> = session
             .config
             .roster
@@ -100,15 +112,15 @@ impl Engine {
             .iter()
             .map(|w| w.candidate())
             .collect();
-        Ok(seating::seat(&SeatInput {
+        seating::seat(&SeatInput {
             state,
             unit,
             candidates: &candidates,
-            floor,
-            reading: &reading,
+            floor: &session.config.settings.floor,
+            reading,
             pins: &session.seats.pins,
             history: &session.seats.history,
-        }))
+        })
     }
 }
 

@@ -1,6 +1,8 @@
 //! One step of a run: which turn comes next, what stops it before it starts, and
 //! what its end means for the run.
 
+use std::sync::Arc;
+
 use baton_core::compiler::{self, Assignment, HandoffPackage};
 use baton_core::state::ExecutionState;
 use baton_core::turn::TurnStatus;
@@ -8,6 +10,7 @@ use baton_protocol::{EventKind, EventMsg as Event};
 use baton_store::RunStatus;
 
 use super::block::{blocked_question, continue_hint};
+use super::reserve::Held;
 use super::turn::TurnEnd;
 use super::{Engine, MAX_CONSECUTIVE_FAILURES, RunEnd, Session, StepOutcome, TurnSummary, reshape};
 use baton_core::ids::WorkerId;
@@ -32,6 +35,10 @@ pub(super) struct Planned {
     /// briefing, its answer folded in by the line's rules, the unit's progress moved on
     /// with the turn.
     pub line: Option<Box<super::line::LaneTurn>>,
+    /// The headroom held for the turn on its pool (a routed turn on a metered pool about
+    /// to run; see `super::reserve`): released by its commit, or when the last clone of
+    /// the plan is dropped.
+    pub reservation: Option<Arc<Held>>,
 }
 
 /// What comes next in a run.
@@ -60,8 +67,15 @@ impl Next {
 
 impl Engine {
     /// The policy's next turn from `state` (`None` when the run is done), its worker
-    /// looked up in the session's roster.
-    pub(super) fn next_planned(&self, session: &Session, state: &ExecutionState) -> Result<Next> {
+    /// looked up in the session's roster. `reserve` for the turn about to run: a routed
+    /// one then holds its pool's headroom (see `super::reserve`); a look at who comes
+    /// next holds nothing.
+    pub(super) fn next_planned(
+        &self,
+        session: &Session,
+        state: &ExecutionState,
+        reserve: bool,
+    ) -> Result<Next> {
         let roster = &session.config.roster;
         if session.routed() {
             let (unit, assignment, budget, gates) =
@@ -82,7 +96,10 @@ impl Engine {
                         )
                     }
                 };
-            let seating = self.seat_unit(session, state, &unit)?;
+            let (seating, reservation) = match reserve {
+                true => self.seat_reserved(session, state, &unit, state.turns, budget)?,
+                false => (self.seat_unit(session, state, &unit)?, None),
+            };
             let worker = match &seating {
                 Seating::Nobody { question, .. } => {
                     return Ok(Next::Nobody {
@@ -98,6 +115,7 @@ impl Engine {
                 gates,
                 seating: Some(seating),
                 line: None,
+                reservation,
             }));
         }
         let input = PolicyInput::new(state, roster, &session.config.settings);
@@ -117,13 +135,14 @@ impl Engine {
             gates,
             seating: None,
             line: None,
+            reservation: None,
         }))
     }
 
     /// The position of `worker` in the run's roster. A policy may only pick a worker
     /// the run has: an id it made up is a bug in the policy, said as such rather than
     /// a panic on an index.
-    fn roster_index(&self, session: &Session, worker: &WorkerId) -> Result<usize> {
+    pub(super) fn roster_index(&self, session: &Session, worker: &WorkerId) -> Result<usize> {
         let roster = &session.config.roster;
         roster
             .workers
@@ -154,7 +173,7 @@ impl Engine {
         worker: Option<&str>,
         budget: Option<usize>,
     ) -> Result<HandoffPackage> {
-        let plan = self.next_planned(session, &session.state)?.planned();
+        let plan = self.next_planned(session, &session.state, false)?.planned();
         let (index, assignment, planned_budget) = match plan {
             Some(p) => (p.worker, p.assignment, p.budget),
             None => (
@@ -216,7 +235,7 @@ impl Engine {
                 reason: loss.to_string(),
             });
         }
-        let plan = match self.next_planned(session, &session.state)? {
+        let plan = match self.next_planned(session, &session.state, true)? {
             Next::Turn(plan) => Some(plan),
             Next::Done => None,
             Next::Nobody { question } => {
@@ -318,7 +337,7 @@ impl Engine {
         // well does not pay for a seating the next step makes anyway.
         let next = match fatal.is_some() || doomed.is_some() || summary.status == TurnStatus::Failed
         {
-            true => self.next_planned(session, &session.state)?.planned(),
+            true => self.next_planned(session, &session.state, false)?.planned(),
             false => None,
         };
         let same_worker_next = next.as_ref().is_some_and(|n| n.worker == plan.worker);

@@ -685,9 +685,13 @@ impl Engine {
             holds: holds.clone(),
             pool: worker.pool.clone(),
             pins: new_pin.iter().cloned().collect(),
+            reservation: plan.reservation.as_ref().and_then(|h| h.id()),
         };
         let seqs = self.commit(&commit)?;
         unbilled.committed();
+        if let Some(held) = &plan.reservation {
+            held.committed();
+        }
         self.published(&seqs[live..], &commit.events[live..]);
         session.state = next;
         match &plan.line {

@@ -6,6 +6,7 @@ mod events;
 mod export;
 mod failures;
 mod hardening;
+mod headroom;
 mod invariants;
 mod jobs;
 mod judge;

@@ -23,6 +23,7 @@ mod archive;
 mod jobs;
 mod listen;
 mod pools;
+mod reserve;
 mod runs;
 mod schema;
 
@@ -45,8 +46,9 @@ use crate::codec::{EncodedRun, EncodedTurn, encode_events, to_json};
 use crate::{
     Bench, BenchChange, BenchOutcome, CancelOutcome, CancelTarget, ClaimOutcome, Error,
     EventCursor, EventPage, JobInfo, JobSignal, JobStatus, JudgementRecord, LeaseFence,
-    LeaseHolder, ManualUsage, NewJob, PinFilter, RunInfo, RunStatus, SpentBy, SpentCall, Store,
-    StoredEvent, StoredPin, TurnCommit, WorkerHold,
+    LeaseHolder, LiveReservation, ManualUsage, NewJob, PinFilter, ReservationId, ReserveOutcome,
+    ReserveRequest, RunInfo, RunStatus, SpentBy, SpentCall, Store, StoredEvent, StoredPin,
+    TurnCommit, WorkerHold,
 };
 
 pub use schema::SCHEMA_VERSION;
@@ -787,13 +789,15 @@ impl Store for PostgresStore {
     fn renew_run_lease(&self, run: &RunId, token: &str, lease_ms: i64) -> crate::Result<()> {
         self.write("renew_run_lease", |tx| {
             let db_now = self.db_now(tx)?;
-            runs::renew_run_lease(tx, run, token, db_now, lease_ms)
+            runs::renew_run_lease(tx, run, token, db_now, lease_ms)?;
+            reserve::renew_with_lease(tx, token, db_now.saturating_add(lease_ms))
         })
     }
 
     fn release_run_lease(&self, run: &RunId, token: &str) -> crate::Result<()> {
         self.write("release_run_lease", |tx| {
-            runs::release_run_lease(tx, run, token)
+            runs::release_run_lease(tx, run, token)?;
+            reserve::release_with_lease(tx, token)
         })
     }
 
@@ -896,11 +900,38 @@ impl Store for PostgresStore {
         windows: &[(PoolId, Timestamp, Timestamp)],
     ) -> crate::Result<(Vec<PoolUsage>, Vec<Bench>)> {
         self.read("floor_reading", |tx| {
+            let db_now = self.db_now(tx)?;
             let mut usage = Vec::with_capacity(windows.len());
             for (pool, start, end) in windows {
-                usage.push(pools::usage(tx, pool, start.0, end.0)?);
+                let used = pools::usage(tx, pool, start.0, end.0)?;
+                // What turns in flight on any host hold counts as used.
+                let held = reserve::held(tx, pool, start.0, end.0, db_now)?;
+                usage.push(crate::pools::with_reserved(used, held));
             }
             Ok((usage, pools::benches(tx)?))
+        })
+    }
+
+    fn try_reserve(&self, request: &ReserveRequest) -> crate::Result<ReserveOutcome> {
+        let (start, end) = (request.window.0.0, request.window.1.0);
+        self.write("try_reserve", |tx| {
+            // First: every read below then sees what the last reserver of this pool,
+            // on any host, committed.
+            reserve::lock_pool(tx, &request.pool)?;
+            let db_now = self.db_now(tx)?;
+            let used = pools::usage(tx, &request.pool, start, end)?;
+            reserve::try_reserve(tx, used, request, db_now)
+        })
+    }
+
+    fn release_reservation(&self, id: ReservationId) -> crate::Result<()> {
+        self.write("release_reservation", |tx| reserve::release(tx, id))
+    }
+
+    fn live_reservations(&self) -> crate::Result<Vec<LiveReservation>> {
+        self.read("live_reservations", |tx| {
+            let db_now = self.db_now(tx)?;
+            reserve::live(tx, db_now)
         })
     }
 

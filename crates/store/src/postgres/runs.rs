@@ -406,7 +406,15 @@ pub(super) fn commit_turn(tx: &mut Tx<'_>, turn: &EncodedTurn<'_>) -> Result<Vec
     }
     put_holds(tx, run, &commit.holds)?;
     if let Some(pool) = &commit.pool {
+        // The turn's calls replace what it held, under the pool's lock, so that no
+        // reserver on another host reads between the two (see `super::reserve`).
+        if let Some(id) = commit.reservation {
+            super::reserve::lock_pool(tx, pool)?;
+            super::reserve::release(tx, id)?;
+        }
         super::pools::insert_calls(tx, pool, rec)?;
+    } else if let Some(id) = commit.reservation {
+        super::reserve::release(tx, id)?;
     }
     super::pools::insert_pins(tx, run, rec.turn, &commit.pins)?;
     insert_events(tx, &turn.events)

@@ -3,7 +3,7 @@
 //! the one-row table `baton_schema`. Migrations run under an advisory lock, so two
 //! processes opening a fresh schema at once do not both create it.
 //!
-//! Version 1 is the whole of SQLite's schema at its version 15, written for PostgreSQL:
+//! Version 1 is the whole of SQLite's schema at its version 15 (and version 2 its 16), written for PostgreSQL:
 //! integers are `BIGINT` (milliseconds, counts, ordinals), JSON is `TEXT` (kept byte for
 //! byte, so a run moves between the backends unchanged; `jsonb` would reorder keys),
 //! keys compare bytewise (`COLLATE "C"`, as SQLite's do), and the append-only tables
@@ -241,6 +241,28 @@ const MIGRATIONS: &[&str] = &[
         FOR EACH ROW EXECUTE FUNCTION baton_refuse('benches are append-only');
     CREATE TRIGGER pins_append_only BEFORE UPDATE OR DELETE ON pins
         FOR EACH ROW EXECUTE FUNCTION baton_refuse('pins are append-only');
+    "#,
+    // 2 (SQLite's 16): headroom held by turns in flight (`Store::try_reserve`). Live
+    // state, not a record: a row goes when its turn commits, is released, or expires.
+    // Reservers of one pool are serialised by an advisory lock on the pool's key, not
+    // by this table, so it needs no per-pool row.
+    r#"
+    CREATE TABLE pool_reservations (
+        id              BIGSERIAL PRIMARY KEY,
+        pool            TEXT COLLATE "C" NOT NULL,
+        run_id          TEXT COLLATE "C" NOT NULL,
+        turn            BIGINT NOT NULL,
+        lease_token     TEXT,
+        at              BIGINT NOT NULL,
+        tokens          BIGINT NOT NULL,
+        cost_micro_usd  BIGINT NOT NULL,
+        requests        BIGINT NOT NULL,
+        created_at      BIGINT NOT NULL,
+        expires_at      BIGINT NOT NULL
+    );
+    CREATE INDEX pool_reservations_by_pool ON pool_reservations (pool, expires_at);
+    CREATE INDEX pool_reservations_by_lease ON pool_reservations (lease_token)
+        WHERE lease_token IS NOT NULL;
     "#,
 ];
 

@@ -352,6 +352,30 @@ const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER pool_calls_never_vanish BEFORE DELETE ON pool_calls
     BEGIN SELECT RAISE(ABORT, 'pool usage is append-only'); END;
     "#,
+    // 16: headroom held by turns in flight (`Store::try_reserve`), so that processes
+    // seating at once cannot both spend the last of a pool. Live state, not a record: a
+    // row goes when its turn commits (its calls count instead), is released, or
+    // expires; the calls and spend tables stay the record of what was spent.
+    // AUTOINCREMENT: an id is never given again, so a late release of an expired
+    // reservation can never release another turn's.
+    r#"
+    CREATE TABLE pool_reservations (
+        id              INTEGER PRIMARY KEY AUTOINCREMENT,
+        pool            TEXT NOT NULL,
+        run_id          TEXT NOT NULL,
+        turn            INTEGER NOT NULL,
+        lease_token     TEXT,
+        at              INTEGER NOT NULL,
+        tokens          INTEGER NOT NULL,
+        cost_micro_usd  INTEGER NOT NULL,
+        requests        INTEGER NOT NULL,
+        created_at      INTEGER NOT NULL,
+        expires_at      INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX pool_reservations_by_pool ON pool_reservations(pool, expires_at);
+    CREATE INDEX pool_reservations_by_lease ON pool_reservations(lease_token)
+        WHERE lease_token IS NOT NULL;
+    "#,
 ];
 
 /// The schema version this build writes.

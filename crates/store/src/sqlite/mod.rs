@@ -17,6 +17,7 @@ pub(crate) use migrations::SCHEMA_VERSION;
 mod open;
 mod pools;
 mod read;
+mod reserve;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -233,6 +234,63 @@ impl SqliteStore {
                 Ok(out)
             })
             .map_err(|e| open::classify(e, self.path(), op))
+    }
+}
+
+impl SqliteStore {
+    /// The floor's reading (committed usage and benches), brought up to date in `conn`'s
+    /// transaction.
+    fn floor_in(
+        &self,
+        conn: &Connection,
+        windows: &[(baton_core::router::PoolId, i64, i64)],
+    ) -> Result<(Vec<baton_core::router::PoolUsage>, Vec<crate::Bench>)> {
+        // A panic mid-reading may have left it half brought up to date: start over.
+        let mut floor = self.floor.lock().unwrap_or_else(|poisoned| {
+            let mut floor = poisoned.into_inner();
+            *floor = floor::Floor::default();
+            self.floor.clear_poison();
+            floor
+        });
+        let reading = floor.reading(conn, windows);
+        if reading.is_err() {
+            // Half brought up to date: the next reading starts over.
+            *floor = floor::Floor::default();
+        }
+        reading
+    }
+}
+
+impl SqliteStore {
+    /// `write`, committed without syncing the WAL to disk: for rows whose loss in a
+    /// power cut harms nobody, because every process that could hold them dies with the
+    /// machine (a reservation of headroom). The commit is still atomic and seen at once
+    /// by every process (WAL with `synchronous = NORMAL` loses durability, never
+    /// consistency), and the next synced commit syncs it too. It saves a routed turn the
+    /// cost of a second fsync, as much as the turn's own commit.
+    fn write_unsynced<T>(
+        &self,
+        op: &'static str,
+        f: impl FnOnce(&Connection) -> Result<T>,
+    ) -> crate::Result<T> {
+        let conn = self.lock();
+        // The level cannot change inside a transaction: set around it, and put back
+        // whatever happened in it.
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(|e| open::classify(e.into(), self.path(), op))?;
+        let out = Open::begin(&conn, "BEGIN IMMEDIATE")
+            .and_then(|tx| {
+                let out = f(tx.conn)?;
+                tx.commit()?;
+                Ok(out)
+            })
+            .map_err(|e| open::classify(e, self.path(), op));
+        let restored = conn
+            .pragma_update(None, "synchronous", "FULL")
+            .map_err(|e| open::classify(e.into(), self.path(), op));
+        let out = out?;
+        restored?;
+        Ok(out)
     }
 }
 
@@ -457,13 +515,15 @@ impl Store for SqliteStore {
     fn renew_run_lease(&self, run: &RunId, token: &str, lease_ms: i64) -> crate::Result<()> {
         self.write("renew_run_lease", |tx| {
             let db_now = self.db_now(tx)?;
-            write::renew_run_lease(tx, run, token, db_now, lease_ms)
+            write::renew_run_lease(tx, run, token, db_now, lease_ms)?;
+            reserve::renew_with_lease(tx, token, db_now.saturating_add(lease_ms))
         })
     }
 
     fn release_run_lease(&self, run: &RunId, token: &str) -> crate::Result<()> {
         self.write("release_run_lease", |tx| {
-            write::release_run_lease(tx, run, token)
+            write::release_run_lease(tx, run, token)?;
+            reserve::release_with_lease(tx, token)
         })
     }
 
@@ -588,19 +648,44 @@ impl Store for SqliteStore {
             .map(|(pool, start, end)| (pool.clone(), start.0, end.0))
             .collect();
         self.read("floor_reading", |conn| {
-            // A panic mid-reading may have left it half brought up to date: start over.
-            let mut floor = self.floor.lock().unwrap_or_else(|poisoned| {
-                let mut floor = poisoned.into_inner();
-                *floor = floor::Floor::default();
-                self.floor.clear_poison();
-                floor
-            });
-            let reading = floor.reading(conn, &windows);
-            if reading.is_err() {
-                // Half brought up to date: the next reading starts over.
-                *floor = floor::Floor::default();
-            }
-            reading
+            let (usage, benches) = self.floor_in(conn, &windows)?;
+            let db_now = self.db_now(conn)?;
+            // What turns in flight hold counts as used: every process reads one
+            // headroom (they are few rows: one per turn in flight).
+            let usage = usage
+                .into_iter()
+                .zip(&windows)
+                .map(|(used, (pool, start, end))| {
+                    let held = reserve::held(conn, pool, *start, *end, db_now)?;
+                    Ok(crate::pools::with_reserved(used, held))
+                })
+                .collect::<Result<_>>()?;
+            Ok((usage, benches))
+        })
+    }
+
+    fn try_reserve(&self, request: &crate::ReserveRequest) -> crate::Result<crate::ReserveOutcome> {
+        let (start, end) = (request.window.0.0, request.window.1.0);
+        // In the single writer's transaction: a second reserver (this process's other
+        // lane, or another process) waits for the write lock and then reads this one.
+        self.write_unsynced("try_reserve", |tx| {
+            let db_now = self.db_now(tx)?;
+            let (mut used, _) = self.floor_in(tx, &[(request.pool.clone(), start, end)])?;
+            let used = used
+                .pop()
+                .unwrap_or_else(|| baton_core::router::PoolUsage::none(request.pool.clone()));
+            reserve::try_reserve(tx, used, request, db_now)
+        })
+    }
+
+    fn release_reservation(&self, id: crate::ReservationId) -> crate::Result<()> {
+        self.write_unsynced("release_reservation", |tx| reserve::release(tx, id))
+    }
+
+    fn live_reservations(&self) -> crate::Result<Vec<crate::LiveReservation>> {
+        self.read("live_reservations", |conn| {
+            let db_now = self.db_now(conn)?;
+            reserve::live(conn, db_now)
         })
     }
 
@@ -648,6 +733,48 @@ mod tests {
             .pragma_query_value(None, "foreign_keys", |r| r.get(0))
             .unwrap();
         assert_eq!((mode.as_str(), sync, fk), ("wal", 2, true));
+    }
+
+    /// A reservation is committed without a sync (see `write_unsynced`), and every
+    /// write after it is synced again, a turn's commit first of all, also when the
+    /// reservation's own write failed.
+    #[test]
+    fn a_reservation_leaves_the_connection_syncing_every_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("baton.db")).unwrap();
+        let sync = |store: &SqliteStore| -> i64 {
+            store
+                .lock()
+                .pragma_query_value(None, "synchronous", |r| r.get(0))
+                .unwrap()
+        };
+        let request = crate::ReserveRequest {
+            pool: baton_core::router::PoolId::new("p"),
+            window: (Timestamp(0), Timestamp(1_000)),
+            allowance: baton_core::router::Allowance {
+                requests: Some(1),
+                ..Default::default()
+            },
+            estimate: crate::Estimate::default(),
+            run: RunId("r".into()),
+            turn: 0,
+            lease_token: None,
+            at: Timestamp(5),
+            ttl_ms: 60_000,
+        };
+        let crate::ReserveOutcome::Reserved { id } = store.try_reserve(&request).unwrap() else {
+            panic!("the pool is unused")
+        };
+        assert_eq!(sync(&store), 2);
+        store.release_reservation(id).unwrap();
+        assert_eq!(sync(&store), 2);
+        // A write that fails inside: still put back.
+        let failed = store.write_unsynced("test", |tx| {
+            tx.execute_batch("INSERT INTO no_such_table VALUES (1)")?;
+            Ok(())
+        });
+        assert!(failed.is_err());
+        assert_eq!(sync(&store), 2);
     }
 
     /// A write that fails, or panics, half-way leaves nothing of itself and no

@@ -118,6 +118,10 @@ pub(super) fn commit_turn(tx: &Connection, turn: &EncodedTurn<'_>) -> Result<Vec
     if let Some(pool) = &commit.pool {
         super::pools::insert_calls(tx, pool, rec)?;
     }
+    // The turn's calls now count in place of what it held, in one transaction.
+    if let Some(id) = commit.reservation {
+        super::reserve::release(tx, id)?;
+    }
     super::pools::insert_pins(tx, run, rec.turn, &commit.pins)?;
     insert_events(tx, &turn.events)
 }

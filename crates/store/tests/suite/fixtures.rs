@@ -161,6 +161,7 @@ pub fn next_turn(before: &ExecutionState) -> (ExecutionState, TurnCommit) {
         holds: Vec::new(),
         pool: None,
         pins: Vec::new(),
+        reservation: None,
     };
     (after, commit)
 }

@@ -231,6 +231,22 @@ macro_rules! conformance_tests {
             $crate::suite::pools::spend_of_a_committed_turn_is_not_counted_twice($new.store());
         }
         #[test]
+        fn racing_reservations_for_the_last_of_a_pool_reserve_it_once() {
+            $crate::suite::pools::racing_reservations_for_the_last_of_a_pool_reserve_it_once(
+                &$new,
+            );
+        }
+        #[test]
+        fn a_released_or_expired_reservation_frees_the_headroom() {
+            $crate::suite::pools::a_released_or_expired_reservation_frees_the_headroom(&$new);
+        }
+        #[test]
+        fn a_committed_turns_reservation_is_gone_and_its_usage_counted_once() {
+            $crate::suite::pools::a_committed_turns_reservation_is_gone_and_its_usage_counted_once(
+                $new.store(),
+            );
+        }
+        #[test]
         fn cancel_requests_stop_the_lease_they_name_and_no_other() {
             $crate::suite::jobs::cancel_requests_stop_the_lease_they_name_and_no_other(
                 &$new,

@@ -3,12 +3,12 @@
 
 use baton_core::ErrorClass;
 use baton_core::ids::{Timestamp, WorkerId};
-use baton_core::router::{Pin, PinReason, PoolId, PoolUsage, SeatId};
+use baton_core::router::{Allowance, Pin, PinReason, PoolId, PoolUsage, SeatId};
 use baton_core::state::ExecutionState;
 use baton_core::turn::ReportedUsage;
 use baton_store::{
-    BenchChange, BenchOutcome, BenchTarget, ManualUsage, PinFilter, SpentBy, SpentCall, Store,
-    UsageMode, bench_set,
+    BenchChange, BenchOutcome, BenchTarget, Estimate, ManualUsage, PinFilter, ReservationId,
+    ReserveOutcome, ReserveRequest, SpentBy, SpentCall, Store, UsageMode, bench_set,
 };
 
 use super::Backend;
@@ -640,4 +640,190 @@ pub fn spend_of_a_committed_turn_is_not_counted_twice(store: &dyn Store) {
     let twice = usage(store, "claude", T0, T0 + HOUR);
     assert_eq!(twice.requests, 4);
     assert_eq!(twice.tokens, 2 * once.tokens);
+}
+
+/// A request for `requests` of pool `id`'s headroom (an allowance of 10 requests in
+/// the hour from T0), for turn `turn` of run-1.
+fn reserve_request(id: &str, turn: u32, requests: u64, ttl_ms: i64) -> ReserveRequest {
+    ReserveRequest {
+        pool: pool(id),
+        window: (Timestamp(T0), Timestamp(T0 + HOUR)),
+        allowance: Allowance {
+            requests: Some(10),
+            ..Allowance::default()
+        },
+        estimate: Estimate {
+            tokens: 500,
+            cost_micro_usd: 0,
+            requests,
+        },
+        run: baton_core::ids::RunId("run-1".into()),
+        turn,
+        lease_token: None,
+        at: Timestamp(T0 + 10),
+        ttl_ms,
+    }
+}
+
+fn reserved(outcome: ReserveOutcome) -> ReservationId {
+    match outcome {
+        ReserveOutcome::Reserved { id } => id,
+        short => panic!("expected a reservation: {short:?}"),
+    }
+}
+
+/// Nine of ten requests used: the last of the pool is reserved by exactly one of the
+/// processes asking for it at once (each on its own connection, as two hosts would
+/// be), and the other is `Short` with the usage that says why. Repeated, so that the
+/// two requests really meet.
+pub fn racing_reservations_for_the_last_of_a_pool_reserve_it_once(backend: &dyn Backend) {
+    for round in 0..6 {
+        let id = format!("claude-{round}");
+        backend
+            .store()
+            .record_usage(&ManualUsage {
+                requests: 9,
+                ..declared(&id, UsageMode::Add, T0, 0, 0)
+            })
+            .unwrap();
+        let stores = [backend.reopen(), backend.reopen()];
+        let start = std::sync::Barrier::new(stores.len());
+        let outcomes: Vec<ReserveOutcome> = std::thread::scope(|s| {
+            let asks: Vec<_> = stores
+                .iter()
+                .enumerate()
+                .map(|(turn, store)| {
+                    let (start, id) = (&start, &id);
+                    s.spawn(move || {
+                        start.wait();
+                        store
+                            .try_reserve(&reserve_request(id, turn as u32, 1, 60_000))
+                            .unwrap()
+                    })
+                })
+                .collect();
+            asks.into_iter().map(|a| a.join().unwrap()).collect()
+        });
+        let won = outcomes
+            .iter()
+            .filter(|o| matches!(o, ReserveOutcome::Reserved { .. }))
+            .count();
+        assert_eq!(won, 1, "round {round}: {outcomes:?}");
+        let short = outcomes
+            .iter()
+            .find_map(|o| match o {
+                ReserveOutcome::Short { usage } => Some(usage.clone()),
+                ReserveOutcome::Reserved { .. } => None,
+            })
+            .unwrap();
+        // Nine used, one held by the winner.
+        assert_eq!((short.requests, short.tokens), (10, 500), "round {round}");
+        // Every process reads the same headroom: the held request counts as used.
+        let windows = [(pool(&id), Timestamp(T0), Timestamp(T0 + HOUR))];
+        let (floor, _) = backend.store().floor_reading(&windows).unwrap();
+        assert_eq!(floor[0].requests, 10, "round {round}");
+        // What was spent is not changed by what is held.
+        assert_eq!(usage(backend.store(), &id, T0, T0 + HOUR).requests, 9);
+    }
+}
+
+/// A released reservation gives its headroom back at once; one whose holder never
+/// released it (a process that died) expires by the store's clock; one held under a
+/// run lease lives while the lease's heartbeat renews it and goes with the lease.
+pub fn a_released_or_expired_reservation_frees_the_headroom(backend: &dyn Backend) {
+    let store = backend.store();
+    store
+        .record_usage(&ManualUsage {
+            requests: 9,
+            ..declared("claude", UsageMode::Add, T0, 0, 0)
+        })
+        .unwrap();
+    let first = reserved(
+        store
+            .try_reserve(&reserve_request("claude", 0, 1, 60_000))
+            .unwrap(),
+    );
+    let short = store.try_reserve(&reserve_request("claude", 1, 1, 60_000));
+    assert!(
+        matches!(short, Ok(ReserveOutcome::Short { .. })),
+        "{short:?}"
+    );
+    assert_eq!(store.live_reservations().unwrap().len(), 1);
+
+    store.release_reservation(first).unwrap();
+    assert!(store.live_reservations().unwrap().is_empty());
+    let second = reserved(
+        store
+            .try_reserve(&reserve_request("claude", 1, 1, 1_000))
+            .unwrap(),
+    );
+    assert_ne!(first, second, "an id is never given twice");
+    // Releasing again (a late drop) is a no-op.
+    store.release_reservation(first).unwrap();
+
+    // Never released: two seconds on, by the store's clock, it holds nothing.
+    backend.set_clock_offset(2_000);
+    let windows = [(pool("claude"), Timestamp(T0), Timestamp(T0 + HOUR))];
+    assert_eq!(store.floor_reading(&windows).unwrap().0[0].requests, 9);
+    assert!(store.live_reservations().unwrap().is_empty());
+    let third = reserved(
+        store
+            .try_reserve(&reserve_request("claude", 2, 1, 1_000))
+            .unwrap(),
+    );
+    store.release_reservation(third).unwrap();
+
+    // Held under a run lease: renewed with it, released with it.
+    fixtures::create(store, "run-1", T0);
+    let run = baton_core::ids::RunId("run-1".into());
+    store
+        .try_lease_run(&run, "host-a", "lease-a", 1_000, false)
+        .unwrap()
+        .unwrap();
+    let leased = ReserveRequest {
+        lease_token: Some("lease-a".into()),
+        ..reserve_request("claude", 3, 1, 1_000)
+    };
+    reserved(store.try_reserve(&leased).unwrap());
+    store.renew_run_lease(&run, "lease-a", 60_000).unwrap();
+    backend.set_clock_offset(4_000);
+    assert_eq!(store.floor_reading(&windows).unwrap().0[0].requests, 10);
+    store.release_run_lease(&run, "lease-a").unwrap();
+    assert_eq!(store.floor_reading(&windows).unwrap().0[0].requests, 9);
+    assert!(store.live_reservations().unwrap().is_empty());
+}
+
+/// A turn that commits replaces what it held with what its calls spent, in its own
+/// transaction: its reservation is gone and its calls are counted once. A commit that
+/// is refused changes neither.
+pub fn a_committed_turns_reservation_is_gone_and_its_usage_counted_once(store: &dyn Store) {
+    let state = fixtures::create(store, "run-1", T0);
+    let id = reserved(
+        store
+            .try_reserve(&reserve_request("claude", 0, 5, 60_000))
+            .unwrap(),
+    );
+    let windows = [(pool("claude"), Timestamp(T0), Timestamp(T0 + HOUR))];
+    assert_eq!(store.floor_reading(&windows).unwrap().0[0].requests, 5);
+
+    let (_, mut turn) = fixtures::next_turn(&state);
+    turn.pool = Some(pool("claude"));
+    turn.reservation = Some(id);
+    store.commit_turn(&turn).unwrap();
+    assert!(store.live_reservations().unwrap().is_empty());
+    // Two calls, two requests: the turn's, not its estimate, and not both.
+    let (floor, _) = store.floor_reading(&windows).unwrap();
+    assert_eq!(floor[0].requests, 2);
+    assert_eq!(usage(store, "claude", T0, T0 + HOUR).requests, 2);
+
+    // A second commit of the same turn is refused: it counts nothing again.
+    let other = reserved(
+        store
+            .try_reserve(&reserve_request("claude", 1, 5, 60_000))
+            .unwrap(),
+    );
+    assert!(store.commit_turn(&turn).is_err());
+    assert_eq!(store.live_reservations().unwrap().len(), 1);
+    assert_eq!(store.floor_reading(&windows).unwrap().0[0].requests, 7);
+    store.release_reservation(other).unwrap();
 }
