@@ -6,9 +6,9 @@
 //!
 //! - `commit_turn/*`: `commit_turn` of the conformance suite's typical turn
 //!   (`tests/suite/fixtures.rs`); runs restart every 100 turns, as in `commit.rs`.
-//! - `claim/*`: one `try_claim_job` of the oldest queued job, the queue holding at least
-//!   1,000 queued jobs. Between samples, untimed, the claimed jobs are finished to the
-//!   outbox and the queue refilled.
+//! - `claim/*/N_queued`: one `try_claim_job` of the oldest queued job, N (1,000, then
+//!   10,000) jobs queued at the start of each sample. Between samples, untimed, the
+//!   claimed jobs are finished to the outbox and the queue refilled.
 //! - `claim_throughput/*/N`: N claimer threads, each with its own store handle (its own
 //!   connection, as N processes would have), drain a shared queue of `QUEUE` jobs, each
 //!   claimer claiming a job then finishing it to the outbox, until the queue is empty.
@@ -45,6 +45,9 @@ use fixtures::{T0, create, next_turn, run_turns};
 
 /// Runs restart after this many turns (see `commit.rs`).
 const TURNS_PER_RUN: u32 = 100;
+
+/// Queued jobs at the start of each `claim` sample.
+const QUEUED: [u64; 2] = [1_000, 10_000];
 
 /// Jobs one `claim_throughput` iteration drains.
 const QUEUE: u64 = 400;
@@ -199,24 +202,28 @@ fn claim_latency(c: &mut Criterion) {
     for db in both("claim") {
         let queue = Queue::new(db.open());
         let store = queue.store.clone();
-        queue.enqueue(1000);
         let mut n = 0u64;
-        c.bench_function(&format!("claim/{}", db.name()), |b| {
-            b.iter_custom(|iters| {
-                queue.enqueue(iters);
-                let mut claimed = Vec::with_capacity(iters as usize);
-                let t0 = Instant::now();
-                for _ in 0..iters {
-                    n += 1;
-                    claimed.push(claim(&*store, "bench", &format!("t{n}")).unwrap());
-                }
-                let elapsed = t0.elapsed();
-                for fence in &claimed {
-                    finish(&*store, fence);
-                }
-                elapsed
-            })
-        });
+        let mut queued = 0;
+        for depth in QUEUED {
+            queue.enqueue(depth - queued);
+            queued = depth;
+            c.bench_function(&format!("claim/{}/{depth}_queued", db.name()), |b| {
+                b.iter_custom(|iters| {
+                    queue.enqueue(iters);
+                    let mut claimed = Vec::with_capacity(iters as usize);
+                    let t0 = Instant::now();
+                    for _ in 0..iters {
+                        n += 1;
+                        claimed.push(claim(&*store, "bench", &format!("t{n}")).unwrap());
+                    }
+                    let elapsed = t0.elapsed();
+                    for fence in &claimed {
+                        finish(&*store, fence);
+                    }
+                    elapsed
+                })
+            });
+        }
     }
 }
 
