@@ -227,7 +227,7 @@ fn claim_latency(c: &mut Criterion) {
     }
 }
 
-/// `claimers` threads drain the queue; returns how long that took.
+/// One claimer thread per handle drains the queue; returns how long that took.
 fn drain(handles: &[Arc<dyn Store>], round: u64) -> Duration {
     let start = Arc::new(Barrier::new(handles.len() + 1));
     let workers: Vec<_> = handles
