@@ -95,44 +95,69 @@ pub(super) fn resolve(tx: &mut Tx<'_>, prefix: &str) -> Result<String> {
     }
 }
 
+/// The claim, in one statement: the database's clock (plus `$1`, the test hook's
+/// offset), the oldest queued job, else the oldest running job whose lease expired by
+/// that clock, each found in `jobs_claimable`'s order and locked with `SKIP LOCKED`,
+/// then its lease written. `UNION ALL … LIMIT 1` stops at the first branch that finds
+/// a job, so an expired lease is looked for (and locked) only when nothing is queued.
+/// One sorted `status = 'queued' OR …` scan read and sorted every claimable row on
+/// each claim (3.9 ms at 10,000 queued); separate statements for the clock, the pick,
+/// the update and the job's row cost four round trips where this takes one.
+const CLAIM: &str = "WITH clock AS MATERIALIZED (
+    SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint + $1::bigint AS now_ms
+),
+queued AS (
+    SELECT id, status, lease_owner FROM jobs WHERE status = 'queued'
+    ORDER BY created_at, id LIMIT 1
+    FOR UPDATE SKIP LOCKED
+),
+expired AS (
+    SELECT id, status, lease_owner FROM jobs
+    WHERE status = 'running' AND lease_expires_at < (SELECT now_ms FROM clock)
+    ORDER BY created_at, id LIMIT 1
+    FOR UPDATE SKIP LOCKED
+),
+candidate AS (
+    SELECT * FROM queued UNION ALL SELECT * FROM expired LIMIT 1
+)
+UPDATE jobs AS j SET status = 'running', lease_token = $2, lease_owner = $3,
+       lease_expires_at = clock.now_ms + $4::bigint, attempts = j.attempts + 1,
+       updated_at = $5
+FROM candidate AS c, clock
+WHERE j.id = c.id
+RETURNING j.id, j.grp, j.status, j.spec, j.run_id, j.attempts, j.lease_owner,
+          j.lease_expires_at, j.created_at, j.updated_at, j.outbox, j.error, j.judgement,
+          c.status, c.lease_owner";
+
+/// Claims the oldest claimable job (see `CLAIM`); `clock_offset_ms` is added to the
+/// database's clock (0 except in tests).
 pub(super) fn try_claim(
     tx: &mut Tx<'_>,
     owner: &str,
     token: &str,
     now: Timestamp,
-    db_now: i64,
+    clock_offset_ms: i64,
     lease_ms: i64,
 ) -> Result<ClaimOutcome> {
-    // Queued jobs first (oldest first), then running jobs whose worker stopped renewing.
-    // A row another claimer (or the job's own committing worker) has locked is skipped.
-    let candidate = tx.opt(
-        "SELECT id, status, lease_owner FROM jobs
-         WHERE status = 'queued' OR (status = 'running' AND lease_expires_at < $1)
-         ORDER BY status = 'running', created_at, id LIMIT 1
-         FOR UPDATE SKIP LOCKED",
-        &[&db_now],
+    let claimed = tx.opt(
+        CLAIM,
+        &[&clock_offset_ms, &token, &owner, &lease_ms, &now.0],
     )?;
-    let Some(row) = candidate else {
+    let Some(row) = claimed else {
         return Ok(ClaimOutcome::Skipped {
             reason: "no queued job and no expired lease".into(),
         });
     };
-    let id: String = get(&row, 0)?;
-    let status: String = get(&row, 1)?;
-    let previous_owner: Option<String> = get(&row, 2)?;
-    let expires_at = Timestamp(db_now.saturating_add(lease_ms));
-    tx.exec(
-        "UPDATE jobs SET status = 'running', lease_token = $1, lease_owner = $2,
-                lease_expires_at = $3, attempts = attempts + 1, updated_at = $4
-         WHERE id = $5",
-        &[&token, &owner, &expires_at.0, &now.0, &id],
-    )?;
-    let job = get_job(tx, &id)?;
+    // The first columns are `COLUMNS`, as `job_from_row` reads them.
+    let job = job_from_row(&row)?;
+    let status: String = get(&row, 13)?;
+    let previous_owner: Option<String> = get(&row, 14)?;
+    let expires_at: i64 = get(&row, 7)?;
     let reclaimed = status == "running";
     Ok(ClaimOutcome::Claimed {
         job: Box::new(job),
         token: token.to_string(),
-        expires_at,
+        expires_at: Timestamp(expires_at),
         reclaimed,
         previous_owner: if reclaimed { previous_owner } else { None },
     })

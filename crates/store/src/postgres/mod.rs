@@ -712,9 +712,9 @@ impl Store for PostgresStore {
         now: Timestamp,
         lease_ms: i64,
     ) -> crate::Result<ClaimOutcome> {
+        let offset = self.clock_offset_ms.load(Ordering::Relaxed);
         self.write("try_claim_job", |tx| {
-            let db_now = self.db_now(tx)?;
-            jobs::try_claim(tx, owner, token, now, db_now, lease_ms)
+            jobs::try_claim(tx, owner, token, now, offset, lease_ms)
         })
     }
 

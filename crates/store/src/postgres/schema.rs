@@ -279,12 +279,18 @@ pub(crate) enum Found {
     Foreign(String),
 }
 
-/// What `schema` holds, read in `tx`.
+/// What `schema` holds, read in `tx`. The tables are read from `pg_catalog`: the same
+/// question put to `information_schema.tables` took 5-9 ms of the 11 ms a fresh
+/// process spent opening the store and loading a 100-turn run (its views check
+/// privileges on every relation); this takes about 0.3 ms. It also names tables the
+/// user may not read, which are as foreign as the others.
 pub(crate) fn found(tx: &mut Transaction<'_>, schema: &str) -> Result<Found> {
     let tables: Vec<String> = tx
         .query(
-            "SELECT table_name::text FROM information_schema.tables
-             WHERE table_schema = $1 ORDER BY table_name",
+            "SELECT c.relname::text FROM pg_catalog.pg_class c
+             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = $1 AND c.relkind IN ('r', 'v', 'f', 'p')
+             ORDER BY c.relname",
             &[&schema],
         )?
         .iter()

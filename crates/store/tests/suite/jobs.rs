@@ -167,6 +167,30 @@ pub fn an_expired_lease_is_reclaimed_and_the_old_token_is_fenced_off(backend: &d
     );
 }
 
+/// The order a claim picks in: every queued job (oldest first) before any job whose
+/// lease expired, and those oldest first too. PostgreSQL looks for each kind in its
+/// own index-ordered branch of one statement, so the order between them is the
+/// statement's, checked here.
+pub fn queued_jobs_go_before_expired_leases_and_those_oldest_first(backend: &dyn Backend) {
+    let store = backend.store();
+    enqueue(store, "old-2", "g", 2);
+    enqueue(store, "old-1", "g", 1);
+    assert_eq!(claim(store, "dead", "t1", 100).unwrap().0, "old-1");
+    assert_eq!(claim(store, "dead", "t2", 100).unwrap().0, "old-2");
+    backend.set_clock_offset(2 * LEASE);
+    enqueue(store, "new-1", "g", 50);
+    let (id, _, reclaimed) = claim(store, "w", "t3", 200).unwrap();
+    assert_eq!((id.as_str(), reclaimed), ("new-1", false), "queued first");
+    let (id, _, reclaimed) = claim(store, "w", "t4", 200).unwrap();
+    assert_eq!((id.as_str(), reclaimed), ("old-1", true));
+    let (id, _, reclaimed) = claim(store, "w", "t5", 200).unwrap();
+    assert_eq!((id.as_str(), reclaimed), ("old-2", true));
+    assert!(claim(store, "w", "t6", 200).is_none());
+    let job = store.job("old-1").unwrap();
+    assert_eq!(job.attempts, 2);
+    assert_eq!(job.lease_owner.as_deref(), Some("w"));
+}
+
 pub fn racing_claims_never_share_a_job(backend: &dyn Backend) {
     for i in 0..8 {
         enqueue(backend.store(), &format!("job-{i}"), "g", i);

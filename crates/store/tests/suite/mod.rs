@@ -151,6 +151,12 @@ macro_rules! conformance_tests {
             );
         }
         #[test]
+        fn queued_jobs_go_before_expired_leases_and_those_oldest_first() {
+            $crate::suite::jobs::queued_jobs_go_before_expired_leases_and_those_oldest_first(
+                &$new,
+            );
+        }
+        #[test]
         fn leases_are_decided_by_the_database_clock_not_the_callers() {
             $crate::suite::jobs::leases_are_decided_by_the_database_clock_not_the_callers(&$new);
         }
