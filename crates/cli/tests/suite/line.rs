@@ -395,7 +395,12 @@ fn repo_with_build_agent(d: &Path, agents: &Path, env: &str) -> String {
 }
 
 /// As [`repo_with_build_agent`], the mock workers answering after `delay_ms`.
-fn repo_with_build_agent_at(d: &Path, agents: &Path, env: &str, delay_ms: u64) -> String {
+pub(super) fn repo_with_build_agent_at(
+    d: &Path,
+    agents: &Path,
+    env: &str,
+    delay_ms: u64,
+) -> String {
     git(d, &["init", "-q", "-b", "main"]);
     git(d, &["config", "user.email", "dev@example.com"]);
     git(d, &["config", "user.name", "dev"]);
@@ -605,14 +610,17 @@ fn a_unit_killed_while_its_agent_builds_resumes_from_the_last_committed_turn_wit
 
 /// What a unit's record says it ran: each committed turn's lane (station, seat, lane,
 /// round, step) and worker, in turn order; and its pins as (seat, phase, worker).
-type Ran = (
+pub(super) type Ran = (
     Vec<(String, String, u32, u32, Option<String>, String)>,
     Vec<(String, String, String)>,
 );
 
 fn ran(d: &Path, unit: &str) -> Ran {
-    use baton_store::Store;
-    let store = baton_store::SqliteStore::open(&db(d)).unwrap();
+    ran_in(&baton_store::SqliteStore::open(&db(d)).unwrap(), unit)
+}
+
+/// As [`ran`], from any store.
+pub(super) fn ran_in(store: &dyn baton_store::Store, unit: &str) -> Ran {
     let run = baton_core::ids::RunId(unit.to_string());
     let turns = store.turns(&run).unwrap();
     let nums: Vec<u32> = turns.iter().map(|t| t.turn).collect();
@@ -658,7 +666,15 @@ fn spawn_lines(
     d: &Path,
     args: &[&str],
 ) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
-    let mut child = baton(d)
+    spawn_lines_with(baton(d), args)
+}
+
+/// `cmd` with `args`, its stdout's lines sent as they come.
+pub(super) fn spawn_lines_with(
+    mut cmd: std::process::Command,
+    args: &[&str],
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    let mut child = cmd
         .args(args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())

@@ -406,3 +406,82 @@ fn a_follower_started_before_the_database_is_up_waits_for_it() {
         "{err}"
     );
 }
+
+/// A unit of work started on one host and resumed on another after a crash (issue 13):
+/// host A runs `baton line` on PostgreSQL and is SIGKILLed in the middle of the plan
+/// station with calls in flight; host B (another link, another address) resumes it
+/// from the last committed turn, and it ends lane for lane, worker for worker and pin
+/// for pin as the same unit never killed.
+#[test]
+fn a_unit_started_on_one_host_is_resumed_on_another_after_a_crash() {
+    use super::line::{ran_in, repo_with_build_agent_at, spawn_lines_with};
+    const GATE: &str = "check=grep -q fixed impl.txt";
+    let args = [
+        "line",
+        "Add rate limiting to the public API",
+        "--repo",
+        ".",
+        "--gate",
+        GATE,
+    ];
+    let agents = tempfile::tempdir().unwrap();
+    // The same unit never killed, on a schema of its own.
+    let clean_schema = Schema::new("unit_clean");
+    let clean = tempfile::tempdir().unwrap();
+    repo_with_build_agent_at(clean.path(), agents.path(), "", 0);
+    let out = ok_on(clean.path(), &clean_schema.url(), &args);
+    let clean_unit = out.split_whitespace().nth(1).unwrap().trim_end_matches(':');
+    let never_killed = ran_in(&clean_schema.store(), clean_unit);
+
+    let schema = Schema::new("unit_moved");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    repo_with_build_agent_at(d, agents.path(), "", 300);
+    let (host_a, host_b) = (link_on("127.0.0.21"), link_on("127.0.0.22"));
+    let (mut child, lines) =
+        spawn_lines_with(baton_on(d, &schema.url_via(Some(&host_a.addr))), &args);
+    let mut unit = String::new();
+    let mut said = Vec::new();
+    // Killed once the lead's plan is committed: the scrutiny's call is in flight.
+    while !said.iter().any(|l: &String| l.contains("As lead.plan")) {
+        let line = lines
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no plan: {said:#?}"));
+        if unit.is_empty() && line.starts_with("unit ") {
+            unit = line
+                .split_whitespace()
+                .nth(1)
+                .unwrap()
+                .trim_end_matches(':')
+                .to_string();
+        }
+        said.push(line);
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    child.kill().unwrap(); // SIGKILL: no cleanup of any kind
+    let _ = child.wait();
+    let store = schema.store();
+    let committed = ran_in(&store, &unit).0.len();
+    assert!(
+        committed > 0 && committed < never_killed.0.len(),
+        "{said:#?}"
+    );
+
+    let out = baton_on(d, &schema.url_via(Some(&host_b.addr)))
+        .args(["line", "--resume", &unit])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("APPROVED"),
+        "{}",
+        text(&out)
+    );
+    let (lanes, pins) = ran_in(&store, &unit);
+    assert_eq!(lanes, never_killed.0);
+    assert_eq!(pins, never_killed.1);
+    assert_eq!(
+        git(d, &["show", &format!("baton/job-{unit}:impl.txt")]),
+        "fixed after the gate failed\n"
+    );
+}
