@@ -161,12 +161,15 @@ impl Node {
             let mut taken = 0;
             loop {
                 std::thread::sleep(Duration::from_millis(100));
+                // Read before the copy: once the collector is gone, this copy is the
+                // last and holds everything.
+                let collector_gone = Arc::strong_count(&seen) == 1;
                 let now = seen.lock().unwrap().clone();
                 if now.len() > taken {
                     into.lock().unwrap().push_str(&now[taken..]);
                     taken = now.len();
                 }
-                if Arc::strong_count(&seen) == 1 {
+                if collector_gone {
                     break;
                 }
             }
