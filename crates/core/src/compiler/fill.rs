@@ -202,13 +202,15 @@ impl<'a, 'e> Compiler<'a, 'e> {
             .flatten()
             .filter(|&h| state.plan[h].scope() == StepScope::Earlier)
             .map(|h| state.plan[..h].iter().map(|s| s.id.as_str()).collect());
+        let mut cache = state.scoring.lock();
+        sections::reserve(&mut cache, state);
         let cx = Context {
             state,
             assignment,
             covered,
             query: state.scoring.query(&assignment.task, &state.objective),
             step_index,
-            cache: std::cell::RefCell::new(state.scoring.lock()),
+            cache: std::cell::RefCell::new(cache),
         };
         let blocks = sections::blocks(&mut arena, &cx);
         Compiler {

@@ -305,6 +305,23 @@ pub(super) const KIND_ISSUE: usize = 3;
 pub(super) const KIND_FAILED: usize = 4;
 pub(super) const KIND_ASSUMPTION: usize = 5;
 
+/// Sizes `cache`'s overlaps for every category of `state` the compiler scores, before it
+/// scores them (`ScoringCacheGuard::reserve`).
+pub(super) fn reserve(cache: &mut ScoringCacheGuard<'_>, state: &ExecutionState) {
+    for (kind, records) in [
+        (KIND_DECISION, state.decisions.len()),
+        (KIND_COMPLETED, state.completed.len()),
+        (KIND_ARTIFACT, state.artifacts.len()),
+        (KIND_ISSUE, state.issues.len()),
+        (KIND_FAILED, state.failed_attempts.len()),
+        (KIND_ASSUMPTION, state.assumptions.len()),
+    ] {
+        cache.reserve(kind, records);
+    }
+    // Whether a decision revises an earlier one (see `decisions`).
+    cache.reserve_facts(KIND_DECISION, state.decisions.len());
+}
+
 impl Context<'_> {
     /// `relevance` of record `index` of a state category, with its overlaps memoised.
     /// `stamp` must change whenever `texts` can have changed (see the call sites).
