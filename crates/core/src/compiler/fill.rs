@@ -550,7 +550,12 @@ impl<'a, 'e> Compiler<'a, 'e> {
     fn package(self, plan: Plan, text: String, tokens: usize, budget: usize) -> HandoffPackage {
         let mut sections = Vec::with_capacity(Section::ALL.len());
         let mut omitted = Vec::new();
-        let mut dropped = Vec::new();
+        // Sized once: a 10,000-item state drops over a thousand entries.
+        let mut dropped = Vec::with_capacity(
+            (self.blocks.iter().zip(&plan.kept))
+                .map(|(block, &k)| block.items.len().saturating_sub(k) + block.cap_dropped.len())
+                .sum(),
+        );
         let core = [
             (Section::AssignedTask, &plan.task, self.task_full),
             (Section::Objective, &plan.objective, self.objective_full),
