@@ -202,13 +202,15 @@ impl<'a, 'e> Compiler<'a, 'e> {
             .flatten()
             .filter(|&h| state.plan[h].scope() == StepScope::Earlier)
             .map(|h| state.plan[..h].iter().map(|s| s.id.as_str()).collect());
+        let mut cache = state.scoring.lock();
+        sections::reserve(&mut cache, state);
         let cx = Context {
             state,
             assignment,
             covered,
             query: state.scoring.query(&assignment.task, &state.objective),
             step_index,
-            cache: std::cell::RefCell::new(state.scoring.lock()),
+            cache: std::cell::RefCell::new(cache),
         };
         let blocks = sections::blocks(&mut arena, &cx);
         Compiler {
@@ -548,7 +550,12 @@ impl<'a, 'e> Compiler<'a, 'e> {
     fn package(self, plan: Plan, text: String, tokens: usize, budget: usize) -> HandoffPackage {
         let mut sections = Vec::with_capacity(Section::ALL.len());
         let mut omitted = Vec::new();
-        let mut dropped = Vec::new();
+        // Sized once: a 10,000-item state drops over a thousand entries.
+        let mut dropped = Vec::with_capacity(
+            (self.blocks.iter().zip(&plan.kept))
+                .map(|(block, &k)| block.items.len().saturating_sub(k) + block.cap_dropped.len())
+                .sum(),
+        );
         let core = [
             (Section::AssignedTask, &plan.task, self.task_full),
             (Section::Objective, &plan.objective, self.objective_full),

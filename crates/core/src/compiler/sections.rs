@@ -158,20 +158,23 @@ pub(super) fn block<T>(arena: &mut Arena<'_>, spec: Spec<'_, T>) -> Block {
         }
     }
     let available = scores.len() + below_floor.len();
-    let mut cap_dropped = Vec::new();
-    let ranked = if scores.len() > spec.cap {
+    let (ranked, capped) = if scores.len() > spec.cap {
         let ranked = top(scores.clone(), spec.cap);
         let mut capped = scores;
         let kept: std::collections::BTreeSet<u32> = ranked.iter().map(|&(_, i)| i).collect();
         capped.retain(|(_, i)| !kept.contains(i));
-        cap_dropped = runs(&spec, &capped, DropReason::Cap);
-        ranked
+        (ranked, capped)
     } else {
-        top(scores, spec.cap)
+        (top(scores, spec.cap), Vec::new())
     };
-    if !below_floor.is_empty() {
-        cap_dropped.extend(runs(&spec, &below_floor, DropReason::NotRelevant));
-    }
+    let mut cap_dropped = Vec::with_capacity(run_count(&capped) + run_count(&below_floor));
+    push_runs(&spec, &capped, DropReason::Cap, &mut cap_dropped);
+    push_runs(
+        &spec,
+        &below_floor,
+        DropReason::NotRelevant,
+        &mut cap_dropped,
+    );
     let mut items = Vec::with_capacity(ranked.len());
     for (score, i) in ranked {
         let r = &spec.records[i as usize];
@@ -216,7 +219,25 @@ pub(super) fn runs<T>(
     dropped: &[(u32, u32)],
     reason: DropReason,
 ) -> Vec<DroppedItem> {
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(run_count(dropped));
+    push_runs(spec, dropped, reason, &mut out);
+    out
+}
+
+/// How many entries `runs` makes of `dropped`: a list of a 10,000-item state's records
+/// grown entry by entry was copied a dozen times over.
+fn run_count(dropped: &[(u32, u32)]) -> usize {
+    let starts = dropped.windows(2).filter(|w| w[1].1 != w[0].1 + 1).count();
+    starts + usize::from(!dropped.is_empty())
+}
+
+/// `runs`, appended to `out`.
+fn push_runs<T>(
+    spec: &Spec<'_, T>,
+    dropped: &[(u32, u32)],
+    reason: DropReason,
+    out: &mut Vec<DroppedItem>,
+) {
     let mut run: Option<(usize, usize, u32)> = None;
     let flush = |run: Option<(usize, usize, u32)>, out: &mut Vec<DroppedItem>| {
         if let Some((first, last, best)) = run {
@@ -235,13 +256,12 @@ pub(super) fn runs<T>(
         run = Some(match run {
             Some((first, last, best)) if last + 1 == i => (first, i, best.max(score)),
             other => {
-                flush(other, &mut out);
+                flush(other, out);
                 (i, i, score)
             }
         });
     }
-    flush(run, &mut out);
-    out
+    flush(run, out);
 }
 
 pub(super) fn heading(
@@ -304,6 +324,23 @@ pub(super) const KIND_ARTIFACT: usize = 2;
 pub(super) const KIND_ISSUE: usize = 3;
 pub(super) const KIND_FAILED: usize = 4;
 pub(super) const KIND_ASSUMPTION: usize = 5;
+
+/// Sizes `cache`'s overlaps for every category of `state` the compiler scores, before it
+/// scores them (`ScoringCacheGuard::reserve`).
+pub(super) fn reserve(cache: &mut ScoringCacheGuard<'_>, state: &ExecutionState) {
+    for (kind, records) in [
+        (KIND_DECISION, state.decisions.len()),
+        (KIND_COMPLETED, state.completed.len()),
+        (KIND_ARTIFACT, state.artifacts.len()),
+        (KIND_ISSUE, state.issues.len()),
+        (KIND_FAILED, state.failed_attempts.len()),
+        (KIND_ASSUMPTION, state.assumptions.len()),
+    ] {
+        cache.reserve(kind, records);
+    }
+    // Whether a decision revises an earlier one (see `decisions`).
+    cache.reserve_facts(KIND_DECISION, state.decisions.len());
+}
 
 impl Context<'_> {
     /// `relevance` of record `index` of a state category, with its overlaps memoised.

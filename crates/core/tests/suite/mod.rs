@@ -1,4 +1,5 @@
 mod claims;
+mod cold;
 mod compiler;
 mod fidelity;
 mod relevance;

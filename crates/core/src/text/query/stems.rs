@@ -35,8 +35,9 @@ fn slot(head: u64, tail: u64, len: usize, mask: usize) -> usize {
 
 /// `(head, tail)` of the stem `text[at..at + len]`, each byte or-ed with `set` (`0x20`
 /// lower-cases an ASCII letter or digit, which the scan's words are made of). A short
-/// stem is read with the bytes before it, shifted out, where there are eight.
-#[inline]
+/// stem is read with the bytes before it, shifted out, where there are eight. Always
+/// inlined into `TermQuery::mark`, which left it a call otherwise.
+#[inline(always)]
 pub(super) fn key_in(text: &[u8], at: usize, len: usize, set: u8) -> (u64, u64) {
     let set = u64::from(set) * 0x0101_0101_0101_0101;
     let end = at + len;
