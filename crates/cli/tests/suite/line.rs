@@ -192,12 +192,7 @@ fn a_plan_loop_that_will_not_converge_stops_with_its_options_and_the_human_answe
         .unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
-    let unit = String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .nth(1)
-        .unwrap()
-        .trim_end_matches(':')
-        .to_string();
+    let unit = unit_id(&String::from_utf8_lossy(&out.stdout), 1);
     assert!(
         err.contains("the line stopped for a human: at plan-loop: plan-loop (plan.scrutiny) did not converge in 4 rounds")
             && err.contains("`accept` to lock the plan as it stands")
@@ -438,12 +433,7 @@ fn a_unit_in_a_repository_builds_in_its_worktree_is_sent_back_by_a_failing_gate_
         .unwrap();
     let said = text(&out);
     assert_eq!(out.status.code(), Some(0), "{said}");
-    let unit = String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .nth(1)
-        .unwrap()
-        .trim_end_matches(':')
-        .to_string();
+    let unit = unit_id(&String::from_utf8_lossy(&out.stdout), 1);
     let branch = format!("baton/job-{unit}");
     assert!(
         said.contains(&format!("on branch {branch} (1 gate(s))")),
@@ -550,12 +540,7 @@ fn a_unit_killed_while_its_agent_builds_resumes_from_the_last_committed_turn_wit
     let _ = child.wait();
     let mut said = String::new();
     std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut said).unwrap();
-    let unit = said
-        .split_whitespace()
-        .nth(1)
-        .unwrap()
-        .trim_end_matches(':')
-        .to_string();
+    let unit = unit_id(&said, 1);
     // The agent that was left running is stopped too (its baton is gone).
     let agent_pid = std::fs::read_to_string(&mark).unwrap();
     let _ = std::process::Command::new("kill")
@@ -606,6 +591,16 @@ fn a_unit_killed_while_its_agent_builds_resumes_from_the_last_committed_turn_wit
         implemented.starts_with("first try at: Implement"),
         "{implemented}"
     );
+}
+
+/// The unit id that is word `n` of what `baton line` printed (`unit ID: …`), without
+/// its colon.
+pub(super) fn unit_id(said: &str, n: usize) -> String {
+    said.split_whitespace()
+        .nth(n)
+        .unwrap_or_else(|| panic!("no unit id in: {said}"))
+        .trim_end_matches(':')
+        .to_string()
 }
 
 /// What a unit's record says it ran: each committed turn's lane (station, seat, lane,
@@ -714,12 +709,7 @@ fn a_unit_killed_at_each_station_resumes_from_its_last_committed_turn_and_ends_a
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let clean_unit = String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .nth(1)
-        .unwrap()
-        .trim_end_matches(':')
-        .to_string();
+    let clean_unit = unit_id(&String::from_utf8_lossy(&out.stdout), 1);
     let never_killed = ran(clean.path(), &clean_unit);
 
     // Killed by SIGKILL once at each station while a seat's call (or the gate) is in
@@ -782,12 +772,7 @@ fn a_unit_killed_at_each_station_resumes_from_its_last_committed_turn_and_ends_a
                 .recv_timeout(std::time::Duration::from_secs(60))
                 .unwrap_or_else(|_| panic!("no {after:?} line: {said:#?}"));
             if unit.is_empty() && line.starts_with("unit ") {
-                unit = line
-                    .split_whitespace()
-                    .nth(1)
-                    .unwrap()
-                    .trim_end_matches(':')
-                    .to_string();
+                unit = unit_id(&line, 1);
             }
             if let Some(n) = line
                 .strip_prefix("turn ")
@@ -858,12 +843,7 @@ fn merge_fast_forwards_the_checked_out_base_branch_when_it_did_not_move() {
         .unwrap();
     let said = text(&out);
     assert_eq!(out.status.code(), Some(0), "{said}");
-    let unit = said
-        .split_whitespace()
-        .nth(2)
-        .unwrap()
-        .trim_end_matches(':')
-        .to_string();
+    let unit = unit_id(&said, 2);
     let head = git(d, &["rev-parse", &format!("baton/job-{unit}")])
         .trim()
         .to_string();
@@ -899,12 +879,7 @@ fn stopped_unit_with_merge(d: &Path, agents: &Path) -> String {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .nth(1)
-        .unwrap()
-        .trim_end_matches(':')
-        .to_string()
+    unit_id(&String::from_utf8_lossy(&out.stdout), 1)
 }
 
 /// A colleague commits `file` on main while the unit waits for its answer; the unit is
@@ -1031,12 +1006,7 @@ fn a_planted_bug_in_a_repository_is_caught_fixed_by_the_agent_and_confirmed_by_a
     let said = text(&out);
     assert_eq!(out.status.code(), Some(0), "{said}");
     assert!(said.contains("APPROVED"), "{said}");
-    let unit = said
-        .split_whitespace()
-        .nth(2)
-        .unwrap()
-        .trim_end_matches(':')
-        .to_string();
+    let unit = unit_id(&said, 2);
     use baton_store::Store;
     let store = baton_store::SqliteStore::open(&db(d)).unwrap();
     let run = baton_core::ids::RunId(unit.clone());

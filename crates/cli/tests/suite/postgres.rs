@@ -414,7 +414,7 @@ fn a_follower_started_before_the_database_is_up_waits_for_it() {
 /// for pin as the same unit never killed.
 #[test]
 fn a_unit_started_on_one_host_is_resumed_on_another_after_a_crash() {
-    use super::line::{ran_in, repo_with_build_agent_at, spawn_lines_with};
+    use super::line::{ran_in, repo_with_build_agent_at, spawn_lines_with, unit_id};
     const GATE: &str = "check=grep -q fixed impl.txt";
     let args = [
         "line",
@@ -430,8 +430,8 @@ fn a_unit_started_on_one_host_is_resumed_on_another_after_a_crash() {
     let clean = tempfile::tempdir().unwrap();
     repo_with_build_agent_at(clean.path(), agents.path(), "", 0);
     let out = ok_on(clean.path(), &clean_schema.url(), &args);
-    let clean_unit = out.split_whitespace().nth(1).unwrap().trim_end_matches(':');
-    let never_killed = ran_in(&clean_schema.store(), clean_unit);
+    let clean_unit = unit_id(&out, 1);
+    let never_killed = ran_in(&clean_schema.store(), &clean_unit);
 
     let schema = Schema::new("unit_moved");
     let dir = tempfile::tempdir().unwrap();
@@ -448,12 +448,7 @@ fn a_unit_started_on_one_host_is_resumed_on_another_after_a_crash() {
             .recv_timeout(Duration::from_secs(60))
             .unwrap_or_else(|_| panic!("no plan: {said:#?}"));
         if unit.is_empty() && line.starts_with("unit ") {
-            unit = line
-                .split_whitespace()
-                .nth(1)
-                .unwrap()
-                .trim_end_matches(':')
-                .to_string();
+            unit = unit_id(&line, 1);
         }
         said.push(line);
     }
