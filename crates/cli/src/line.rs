@@ -7,6 +7,7 @@
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
+use baton_core::ids::RunId;
 use baton_core::line::cursor::Next;
 use baton_core::line::{DEFAULT_ROUTE, Roster, Route, RouteErrors};
 use baton_core::router::{Allowance, Candidate, Pool, PoolId, Window};
@@ -104,7 +105,7 @@ pub(crate) fn line(
 }
 
 /// The route `route` names: the built-in default, or a route file's text.
-fn read_route(route: &str) -> Result<(String, String)> {
+pub(crate) fn read_route(route: &str) -> Result<(String, String)> {
     Ok(if route == "default" {
         (
             "the built-in default route".to_string(),
@@ -162,6 +163,35 @@ fn start(
     offline: bool,
     in_repo: &InRepo,
 ) -> Result<ExitCode> {
+    let store = ctx.store()?;
+    let engine = ctx.engine(&store);
+    let (id, said) = create(ctx, &engine, description, route, offline, in_repo)?;
+    println!("{said}");
+    let mut session = open_unit(&engine, &id, &say_cli)?;
+    drive(&engine, &mut session, &say_cli)
+}
+
+/// How the line says what it does: `(to_stderr, line)`. The CLI prints; the server logs.
+pub(crate) type Say<'a> = &'a dyn Fn(bool, &str);
+
+fn say_cli(to_stderr: bool, line: &str) {
+    if to_stderr {
+        eprintln!("{line}");
+    } else {
+        println!("{line}");
+    }
+}
+
+/// A new unit of `description` on `route`, created (no turn run yet); with what to say
+/// of it. `offline`: the mock workers of three families, whatever the configuration.
+pub(crate) fn create(
+    ctx: &Context_,
+    engine: &baton_engine::Engine,
+    description: &str,
+    route: &Route,
+    offline: bool,
+    in_repo: &InRepo,
+) -> Result<(RunId, String)> {
     let mut settings = ctx.settings(&Default::default());
     let configured = ctx.keys().filter(|_| !offline);
     let (roster, said) = match configured {
@@ -224,8 +254,6 @@ fn start(
         roster,
         settings,
     };
-    let store = ctx.store()?;
-    let engine = ctx.engine(&store);
     let id = engine.create_unit(&spec, route, unit_repo.as_ref())?;
     let where_ = match &unit_repo {
         Some(u) => format!(
@@ -237,13 +265,12 @@ fn start(
         ),
         None => String::new(),
     };
-    println!(
+    let said = format!(
         "unit {id}: \"{description}\" on route {} ({} stations), with {said}{where_}",
         route.name,
         route.stations.len()
     );
-    let mut session = open_unit(&engine, &id)?;
-    drive(&engine, &mut session)
+    Ok((id, said))
 }
 
 /// `baton line --resume UNIT`.
@@ -256,26 +283,34 @@ pub(crate) fn resume(ctx: &Context_, unit: &str) -> Result<ExitCode> {
             "run {id} is not a unit of the assembly line; continue it with `baton resume {id}`"
         )));
     }
-    let mut session = open_unit(&engine, &id)?;
+    let mut session = open_unit(&engine, &id, &say_cli)?;
     println!("unit {id}: resumed at turn {}", session.state.turns);
-    drive(&engine, &mut session)
+    drive(&engine, &mut session, &say_cli)
 }
 
 /// Opens a unit to advance it: the run's lease taken (one process advances a unit),
 /// `baton cancel` and Ctrl-C stopping the turn in flight, and a unit in a repository
 /// given its worktree, put back at the last committed turn.
-fn open_unit(engine: &baton_engine::Engine, id: &baton_core::ids::RunId) -> Result<Session> {
+pub(crate) fn open_unit(
+    engine: &baton_engine::Engine,
+    id: &RunId,
+    say: Say<'_>,
+) -> Result<Session> {
     let mut session = engine.open(id, None)?;
     session.cancel = baton_gateway::Cancel::on_interrupt();
     engine.lease(&mut session, baton_engine::lease::DEFAULT_RUN_LEASE)?;
     for note in baton_engine::jobs::unit::attach(engine, &mut session)? {
-        println!("unit {id}: {note}");
+        say(false, &format!("unit {id}: {note}"));
     }
     Ok(session)
 }
 
 /// Runs the unit's lanes until it ends or stops, a line a turn.
-fn drive(engine: &baton_engine::Engine, session: &mut Session) -> Result<ExitCode> {
+pub(crate) fn drive(
+    engine: &baton_engine::Engine,
+    session: &mut Session,
+    say: Say<'_>,
+) -> Result<ExitCode> {
     let id = session.run.clone();
     let mut failed = 0;
     // `--merge` was refused: the unit is done, its branch not landed (a human decides).
@@ -286,9 +321,12 @@ fn drive(engine: &baton_engine::Engine, session: &mut Session) -> Result<ExitCod
                 for turn in turns {
                     let what = turn.assignment.task.split(':').next().unwrap_or_default();
                     let status = turn.status.as_str();
-                    println!(
-                        "turn {:>3}  {what:<48} {} [{status}]",
-                        turn.turn, turn.worker
+                    say(
+                        false,
+                        &format!(
+                            "turn {:>3}  {what:<48} {} [{status}]",
+                            turn.turn, turn.worker
+                        ),
                     );
                     failed = match turn.status {
                         baton_core::turn::TurnStatus::Failed => failed + 1,
@@ -300,7 +338,7 @@ fn drive(engine: &baton_engine::Engine, session: &mut Session) -> Result<ExitCod
                             turn.error.as_deref().unwrap_or("no answer")
                         );
                         engine.block_unit(session, question.clone())?;
-                        eprintln!("the line stopped: {question}");
+                        say(true, &format!("the line stopped: {question}"));
                         return Ok(exit::Exit::Blocked.into());
                     }
                 }
@@ -312,9 +350,12 @@ fn drive(engine: &baton_engine::Engine, session: &mut Session) -> Result<ExitCod
                     .last()
                     .map(|v| v.verdict.as_str().to_string())
                     .unwrap_or_else(|| "no verdict".into());
-                println!(
-                    "unit {id} is done after {} turns: {verdict} (`baton line --status {id}`, `baton export {id}`)",
-                    session.state.turns
+                say(
+                    false,
+                    &format!(
+                        "unit {id} is done after {} turns: {verdict} (`baton line --status {id}`, `baton export {id}`)",
+                        session.state.turns
+                    ),
                 );
                 if not_merged {
                     return Ok(exit::Exit::Blocked.into());
@@ -324,7 +365,7 @@ fn drive(engine: &baton_engine::Engine, session: &mut Session) -> Result<ExitCod
             LineStep::Waiting(Next::Ask { station, question }) => {
                 let question = format!("at {station}: {question}");
                 engine.block_unit(session, question.clone())?;
-                eprintln!("the line stopped for a human: {question}");
+                say(true, &format!("the line stopped for a human: {question}"));
                 // A question on record is answered; one the line could not record (nobody
                 // may take a seat) is fixed in the configuration.
                 let asked = session
@@ -333,39 +374,51 @@ fn drive(engine: &baton_engine::Engine, session: &mut Session) -> Result<ExitCod
                     .as_ref()
                     .is_some_and(|p| p.asked.is_some());
                 if asked {
-                    eprintln!(
-                        "unit {id} waits for an answer: `baton answer {id} \"…\"`, then `baton line --resume {id}`"
+                    say(
+                        true,
+                        &format!(
+                            "unit {id} waits for an answer: `baton answer {id} \"…\"`, then `baton line --resume {id}`"
+                        ),
                     );
                 } else {
-                    eprintln!(
-                        "unit {id} waits for a fix of what the question names (the configuration's workers, pools or seats), then `baton line --resume {id}`"
+                    say(
+                        true,
+                        &format!(
+                            "unit {id} waits for a fix of what the question names (the configuration's workers, pools or seats), then `baton line --resume {id}`"
+                        ),
                     );
                 }
                 return Ok(exit::Exit::Blocked.into());
             }
             LineStep::Waiting(Next::Merge { station }) => {
                 let o = baton_engine::jobs::unit::merge(engine, session, &station)?;
-                println!(
-                    "turn {:>3}  {:<48} baton [committed]",
-                    session.state.turns - 1,
-                    format!("Merge at {station}")
+                say(
+                    false,
+                    &format!(
+                        "turn {:>3}  {:<48} baton [committed]",
+                        session.state.turns - 1,
+                        format!("Merge at {station}")
+                    ),
                 );
-                println!(
-                    "outbox: branch {} at {} ({} file(s), +{} -{}); patch {}; report {}",
-                    o.branch,
-                    &o.head[..o.head.len().min(12)],
-                    o.files_changed,
-                    o.insertions,
-                    o.deletions,
-                    o.patch_file.display(),
-                    o.report_file.display()
+                say(
+                    false,
+                    &format!(
+                        "outbox: branch {} at {} ({} file(s), +{} -{}); patch {}; report {}",
+                        o.branch,
+                        &o.head[..o.head.len().min(12)],
+                        o.files_changed,
+                        o.insertions,
+                        o.deletions,
+                        o.patch_file.display(),
+                        o.report_file.display()
+                    ),
                 );
                 match &o.landing {
                     Some(l @ baton_workspace::Landing::Refused { .. }) => {
-                        eprintln!("{}", l.describe());
+                        say(true, &l.describe());
                         not_merged = true;
                     }
-                    Some(l) => println!("{}", l.describe()),
+                    Some(l) => say(false, &l.describe()),
                     None => {}
                 }
             }
@@ -376,12 +429,12 @@ fn drive(engine: &baton_engine::Engine, session: &mut Session) -> Result<ExitCod
     }
 }
 
-/// What `--status --json` prints.
+/// What `--status --json` prints (and the server's `/api/units/{id}`).
 #[derive(Serialize)]
-struct Status<'a> {
+pub(crate) struct Status {
     unit: String,
-    objective: &'a str,
-    route: &'a str,
+    objective: String,
+    route: String,
     status: String,
     turns: u32,
     /// The station the unit is at (none before its first lane).
@@ -389,7 +442,7 @@ struct Status<'a> {
     round: Option<u32>,
     step: Option<String>,
     fixes: u32,
-    plan_locked: Option<&'a str>,
+    plan_locked: Option<String>,
     verdicts: Vec<String>,
     findings_open: usize,
     findings: usize,
@@ -416,6 +469,18 @@ struct SeatHeld {
 pub(crate) fn status(ctx: &Context_, unit: Option<&str>, json: bool) -> Result<ExitCode> {
     let store = ctx.reader()?;
     let id = resolve(&*store, unit)?;
+    let out = status_of(&*store, &id)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    print_status(&out);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Where unit `id` is, read from the store.
+pub(crate) fn status_of(store: &dyn baton_store::Store, id: &RunId) -> Result<Status> {
+    let id = id.clone();
     let info = store.run_info(&id)?;
     let Some(route) = info.config.get("line") else {
         return Err(exit::usage(format!(
@@ -498,17 +563,17 @@ pub(crate) fn status(ctx: &Context_, unit: Option<&str>, json: bool) -> Result<E
             )
         })
         .collect();
-    let out = Status {
+    Ok(Status {
         unit: id.to_string(),
-        objective: &state.objective,
-        route: &route.name,
+        objective: state.objective.clone(),
+        route: route.name.clone(),
         status: info.status.as_str().to_string(),
         turns: state.turns,
         station,
         round: progress.map(|p| p.absolute_round()),
         step: progress.and_then(|p| p.step).map(|s| format!("T{}", s + 1)),
         fixes: progress.map_or(0, |p| p.fixes),
-        plan_locked: state.plan_lock.as_ref().map(|l| l.plan.as_str()),
+        plan_locked: state.plan_lock.as_ref().map(|l| l.plan.clone()),
         verdicts: state
             .verdicts
             .iter()
@@ -519,11 +584,10 @@ pub(crate) fn status(ctx: &Context_, unit: Option<&str>, json: bool) -> Result<E
         seats,
         open_findings,
         question,
-    };
-    if json {
-        println!("{}", serde_json::to_string_pretty(&out)?);
-        return Ok(ExitCode::SUCCESS);
-    }
+    })
+}
+
+fn print_status(out: &Status) {
     println!(
         "unit {}: \"{}\" on route {} ({})",
         out.unit, out.objective, out.route, out.status
@@ -545,6 +609,7 @@ pub(crate) fn status(ctx: &Context_, unit: Option<&str>, json: bool) -> Result<E
     println!(
         "plan: {}",
         out.plan_locked
+            .as_ref()
             .map_or("not locked yet".to_string(), |p| format!("{p} locked"))
     );
     println!(
@@ -568,7 +633,6 @@ pub(crate) fn status(ctx: &Context_, unit: Option<&str>, json: bool) -> Result<E
     if let Some(q) = &out.question {
         println!("stopped for a human: {q}");
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// `baton answer UNIT "…"`: the human's reply to the question the unit stopped on.
@@ -576,7 +640,21 @@ pub(crate) fn answer(ctx: &Context_, unit: &str, text: &str) -> Result<ExitCode>
     let store = ctx.existing_store()?;
     let id = store.resolve_run(unit)?;
     let engine = ctx.engine(&store);
-    let mut session = engine.open(&id, None)?;
+    let (turn, taken) = record_answer(&engine, &id, text)?;
+    println!(
+        "recorded as a decision of human (turn {turn}), {taken}; the unit is open again: continue with `baton line --resume {id}`"
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Records `text` as the human's answer to the question unit `id` stopped on: the
+/// turn it was committed with, and what the line makes of it.
+pub(crate) fn record_answer(
+    engine: &baton_engine::Engine,
+    id: &RunId,
+    text: &str,
+) -> Result<(u32, String)> {
+    let mut session = engine.open(id, None)?;
     let stopped = session.state.line.as_ref().and_then(|p| p.stopped);
     let turn = engine.answer_unit(&mut session, text)?;
     use baton_core::line::cursor::Reply;
@@ -586,11 +664,7 @@ pub(crate) fn answer(ctx: &Context_, unit: &str, text: &str) -> Result<ExitCode>
         (Some(_), Reply::More(n)) => format!("{n} more round(s) allowed"),
         (Some(_), Reply::Guidance) => "taken as guidance for one more round".to_string(),
     };
-    println!(
-        "recorded as a decision of human (turn {}), {taken}; the unit is open again: continue with `baton line --resume {id}`",
-        turn.turn
-    );
-    Ok(ExitCode::SUCCESS)
+    Ok((turn.turn, taken))
 }
 
 /// What `baton demo --line` runs: the offline workers' checks catch the planted bug

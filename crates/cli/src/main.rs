@@ -16,6 +16,7 @@ mod logs;
 mod pools;
 mod render;
 mod seats;
+mod serve;
 mod signals;
 
 use std::path::PathBuf;
@@ -393,6 +394,17 @@ pub enum Command {
         #[arg(long, default_value_t = 24)]
         idle_hours: u64,
     },
+    /// Serve the dashboard, the HTTP API (/api/…), its live event stream
+    /// (/api/events) and the MCP server (/mcp) on one port; prints the URL
+    Serve {
+        /// Where to listen; an address other than loopback needs --token
+        #[arg(long, default_value = "127.0.0.1:7878")]
+        bind: std::net::SocketAddr,
+        /// Required of every API, event stream and MCP request (as `Authorization:
+        /// Bearer TOKEN`; the page is opened once at /?token=TOKEN)
+        #[arg(long, env = "BATON_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+    },
     /// Measure tokens sent against transcript replay, and engine speed
     Bench {
         /// Run lengths to measure
@@ -484,7 +496,10 @@ fn main() -> ExitCode {
     // stdin that never ends must still stop at the first Ctrl-C.
     if matches!(
         cli.command,
-        Command::Work { .. } | Command::Resume { .. } | Command::Step { .. }
+        Command::Work { .. }
+            | Command::Resume { .. }
+            | Command::Step { .. }
+            | Command::Serve { .. }
     ) {
         signals::install();
     }

@@ -81,6 +81,36 @@ fn no_pools_said(ctx: &Context_) -> String {
 }
 
 /// `baton pools`.
+/// What `baton pools --json` prints (and the server's `/api/pools`): each configured
+/// pool's window, allowance, used and headroom, and the benches in force. No pools
+/// configured: an empty list.
+pub(crate) fn floor_json(ctx: &Context_) -> Result<serde_json::Value> {
+    let pools = &ctx.floor().pools;
+    let store = ctx.try_reader()?;
+    let (benches, reservations) = match &store {
+        Some(store) => (store.benches()?, store.live_reservations()?),
+        None => (Vec::new(), Vec::new()),
+    };
+    let now = SystemClock.now();
+    let mut rows = Vec::with_capacity(pools.len());
+    for pool in pools {
+        rows.push(row(store.as_deref(), pool, &benches, &reservations, now)?);
+    }
+    let workers: Vec<&Bench> = benches
+        .iter()
+        .filter(|b| matches!(b.target, BenchTarget::Worker(_)))
+        .collect();
+    let gone: Vec<&Bench> = benches
+        .iter()
+        .filter(|b| matches!(&b.target, BenchTarget::Pool(p) if !pools.iter().any(|q| &q.id == p)))
+        .collect();
+    Ok(serde_json::json!({
+        "pools": rows,
+        "benched_workers": workers,
+        "benched_pools_not_configured": gone,
+    }))
+}
+
 pub(crate) fn list(ctx: &Context_, json: bool) -> Result<ExitCode> {
     let pools = &ctx.floor().pools;
     let store = ctx.try_reader()?;
@@ -104,6 +134,10 @@ pub(crate) fn list(ctx: &Context_, json: bool) -> Result<ExitCode> {
         )));
     }
     let now = SystemClock.now();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&floor_json(ctx)?)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     let reservations = match &store {
         Some(store) => store.live_reservations()?,
         None => Vec::new(),
@@ -122,14 +156,7 @@ pub(crate) fn list(ctx: &Context_, json: bool) -> Result<ExitCode> {
         .iter()
         .filter(|b| matches!(&b.target, BenchTarget::Pool(p) if !pools.iter().any(|q| &q.id == p)))
         .collect();
-    if json {
-        let out = serde_json::json!({
-            "pools": rows,
-            "benched_workers": workers,
-            "benched_pools_not_configured": gone,
-        });
-        println!("{}", serde_json::to_string_pretty(&out)?);
-    } else {
+    {
         print!("{}", render(&rows, now));
         for b in gone.iter().chain(&workers) {
             let gone = match &b.target {
@@ -327,13 +354,25 @@ pub(crate) fn bench_pool(
     benched: bool,
     reason: Option<String>,
 ) -> Result<ExitCode> {
+    println!("{}", bench_pool_as(ctx, id, benched, reason, who())?);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `bench_pool`, recorded as by `by`: what was done, in a sentence.
+pub(crate) fn bench_pool_as(
+    ctx: &Context_,
+    id: &str,
+    benched: bool,
+    reason: Option<String>,
+    by: String,
+) -> Result<String> {
     // A pool benched before the configuration dropped it can still be put back (its
     // bench would hold again if a pool of that id came back); nothing else unknown is.
     let target = BenchTarget::Pool(PoolId::new(id));
     if benched || !in_force(ctx, &target)? {
         configured_pool(ctx, id)?;
     }
-    bench(ctx, target, benched, reason)
+    set_bench(ctx, target, benched, reason, by)
 }
 
 /// Whether `target` has a bench in force in the store.
@@ -371,11 +410,23 @@ fn bench(
     benched: bool,
     reason: Option<String>,
 ) -> Result<ExitCode> {
+    println!("{}", set_bench(ctx, target, benched, reason, who())?);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Benches `target` (or puts it back) as `by`: what was done, in a sentence.
+pub(crate) fn set_bench(
+    ctx: &Context_,
+    target: BenchTarget,
+    benched: bool,
+    reason: Option<String>,
+    by: String,
+) -> Result<String> {
     let store = ctx.store()?;
     let change = BenchChange {
         target,
         benched,
-        by: who(),
+        by,
         at: SystemClock.now(),
         reason,
     };
@@ -384,16 +435,15 @@ fn bench(
     } else {
         "back on the floor"
     };
-    match store.set_bench(&change)? {
-        BenchOutcome::Changed => println!(
+    Ok(match store.set_bench(&change)? {
+        BenchOutcome::Changed => format!(
             "{} is {what}; recorded as by {} at {}",
             change.target, change.by, change.at
         ),
         BenchOutcome::Unchanged => {
-            println!("{} was already {what}; nothing recorded", change.target)
+            format!("{} was already {what}; nothing recorded", change.target)
         }
-    }
-    Ok(ExitCode::SUCCESS)
+    })
 }
 
 /// `baton pool usage ID`: usage of work done outside baton, or a dashboard's reading.

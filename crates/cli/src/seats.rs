@@ -29,6 +29,14 @@ struct SeatRow<'a> {
     tags: &'a [StepTag],
 }
 
+/// What `baton seats RUN --json` prints (and the server's seat ledger): the latest pin
+/// of each seat of run `id`.
+pub(crate) fn seats_json(store: &dyn baton_store::Store, id: &RunId) -> Result<serde_json::Value> {
+    let pins = store.pins(&PinFilter::run(id))?;
+    let state = store.load_state(id)?;
+    Ok(serde_json::to_value(ledger(&pins, &state))?)
+}
+
 /// `baton seats [RUN]`.
 pub(crate) fn seats(ctx: &Context_, run: Option<&str>, json: bool) -> Result<ExitCode> {
     let store = ctx.reader()?;

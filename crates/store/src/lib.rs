@@ -319,6 +319,10 @@ pub struct EventPage {
     pub events: Vec<StoredEvent>,
     /// Where the next read starts (the cursor given, when the page is empty).
     pub next: EventCursor,
+    /// Each event's own position, in the order of `events`: a client that stops after
+    /// event `i` (a browser's SSE `Last-Event-ID`) resumes from `cursors[i]`.
+    #[serde(default)]
+    pub cursors: Vec<EventCursor>,
 }
 
 /// The durable store. Object-safe: the engine holds `Arc<dyn Store>`.

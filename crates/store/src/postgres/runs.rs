@@ -231,6 +231,7 @@ pub(super) fn events_since(
         &[&cursor.0, &limit],
     )?;
     let (mut events, mut next) = (Vec::with_capacity(rows.len()), cursor);
+    let mut cursors = Vec::new();
     for row in &rows {
         let key: i64 = get(row, 0)?;
         let seq: i64 = get(row, 1)?;
@@ -242,8 +243,13 @@ pub(super) fn events_since(
             event,
         });
         next = EventCursor(key);
+        cursors.push(next);
     }
-    Ok(EventPage { events, next })
+    Ok(EventPage {
+        events,
+        next,
+        cursors,
+    })
 }
 
 pub(super) fn prior_outputs(tx: &mut Tx<'_>, run: &RunId, before_turn: u32) -> Result<Vec<String>> {

@@ -202,6 +202,7 @@ pub(super) fn events_since(
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let mut rows = stmt.query(params![cursor.0, limit])?;
     let (mut events, mut next) = (Vec::new(), cursor);
+    let mut cursors = Vec::new();
     while let Some(row) = rows.next()? {
         let key: i64 = row.get(0)?;
         let seq: i64 = row.get(1)?;
@@ -213,8 +214,13 @@ pub(super) fn events_since(
             event,
         });
         next = EventCursor(key);
+        cursors.push(next);
     }
-    Ok(EventPage { events, next })
+    Ok(EventPage {
+        events,
+        next,
+        cursors,
+    })
 }
 
 pub(super) fn prior_outputs(
