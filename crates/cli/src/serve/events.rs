@@ -51,14 +51,7 @@ impl Hub {
     /// Starts following `store` from its end: events committed from now on are sent
     /// live; earlier ones are replayed to a client that asks for them.
     pub(crate) fn start(store: Arc<dyn Store>) -> anyhow::Result<Arc<Hub>> {
-        let mut cursor = EventCursor(0);
-        loop {
-            let page = store.events_since(cursor, 10_000)?;
-            if page.events.is_empty() {
-                break;
-            }
-            cursor = page.next;
-        }
+        let cursor = EventCursor(end_of_log(store.as_ref(), 0)?);
         let (tx, _) = broadcast::channel(LAG);
         let hub = Arc::new(Hub {
             tx,
@@ -106,6 +99,18 @@ impl Hub {
 
     pub(crate) fn head(&self) -> i64 {
         self.head.load(Ordering::SeqCst)
+    }
+}
+
+/// The position of the last event in the store's log, read forward from `from`.
+fn end_of_log(store: &dyn Store, from: i64) -> baton_store::Result<i64> {
+    let mut cursor = EventCursor(from);
+    loop {
+        let page = store.events_since(cursor, 10_000)?;
+        if page.events.is_empty() {
+            return Ok(cursor.0);
+        }
+        cursor = page.next;
     }
 }
 
@@ -168,7 +173,14 @@ pub(crate) async fn stream(
     // Subscribed before the replay reads the store: an event committed in between is
     // in one or the other (both, at worst: the cursor drops the second).
     let live = app.hub.tx.subscribe();
-    let start = after.unwrap_or_else(|| app.hub.head());
+    let start = match after {
+        Some(after) => after,
+        // The store's end now (the follower may be a poll behind it).
+        None => {
+            let head = app.hub.head();
+            super::api::blocking(&app, move |app| Ok(end_of_log(app.store.as_ref(), head)?)).await?
+        }
+    };
     let (tx, rx) = mpsc::channel::<Event>(256);
     tokio::spawn(forward(app.clone(), live, start, run, tx));
     let stream =

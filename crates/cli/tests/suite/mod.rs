@@ -22,6 +22,7 @@ mod postgres;
 mod presets;
 mod providers;
 mod seats;
+mod serve;
 mod step_flags;
 mod store;
 
