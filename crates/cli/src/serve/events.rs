@@ -23,6 +23,8 @@ use super::api::ApiError;
 /// How often the follower asks the store for new events when the last ask found none.
 /// An indexed range read; on SQLite about 20 µs, so the stream's latency is this.
 const POLL: Duration = Duration::from_millis(10);
+/// The same with no client connected.
+const POLL_IDLE: Duration = Duration::from_millis(250);
 /// Events read from the store at once (a reconnect's replay, the follower's catch-up).
 const PAGE: usize = 500;
 /// Events a slow client may fall behind the live stream before it is caught up from
@@ -81,7 +83,10 @@ impl Hub {
                     }
                     cursor = page.next;
                     if !full {
-                        std::thread::sleep(POLL);
+                        // Nobody connected: nobody waits for the next event (a client
+                        // that connects reads up to the store's end itself).
+                        let idle = self.tx.receiver_count() == 0;
+                        std::thread::sleep(if idle { POLL_IDLE } else { POLL });
                     }
                 }
                 Err(e) => {
