@@ -1,5 +1,6 @@
 """`/mcp` under `baton serve`, over streamable HTTP, from the official Python client:
-the tools listed and an offline unit run end to end; with a token, a request without
+the tools listed and an offline unit run end to end; without a token, another `Host`
+or another site's `Origin` refused (403); with a token, a request without
 it (or with another) is refused with 401 and the client sending it as
 `Authorization: Bearer` is served.
 
@@ -32,12 +33,24 @@ async def refused_without(url, token):
                   f"{what}: refused with 401 ({r.status_code} {r.text[:200]})")
 
 
+async def other_sites_refused(url):
+    """Without a token the server answers its loopback names only (DNS rebinding), and
+    no other site's page may call it (Origin)."""
+    async with httpx2.AsyncClient(timeout=30) as http:
+        r = await http.post(url, json=INITIALIZE, headers={**ACCEPT, "Host": "evil.example:80"})
+        check(r.status_code == 403, f"another Host is refused with 403 ({r.status_code} {r.text[:200]})")
+        r = await http.post(url, json=INITIALIZE, headers={**ACCEPT, "Origin": "http://evil.example"})
+        check(r.status_code == 403, f"another site's Origin is refused with 403 ({r.status_code} {r.text[:200]})")
+
+
 async def main(base, token):
     url = base.rstrip("/") + "/mcp"
     headers = {}
     if token:
         await refused_without(url, token)
         headers["Authorization"] = f"Bearer {token}"
+    else:
+        await other_sites_refused(url)
     http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300))
     async with http:
         async with streamable_http_client(url, http_client=http) as (read, write):
