@@ -66,8 +66,14 @@ fn answer(text: impl Into<String>, structured: Value) -> Answer {
 /// to look over MCP when something named is not there.
 fn failed(e: ApiError) -> Answer {
     let mut message = e.message;
-    if e.code == "not_found" {
-        message.push_str(" (over MCP: the `runs` tool lists runs and units, `jobs` the jobs)");
+    match e.code {
+        "not_found" => {
+            message.push_str(" (over MCP: the `runs` tool lists runs and units, `jobs` the jobs)")
+        }
+        "busy" => message.push_str(
+            " (over MCP: `unit_status` or `state` with `wait_seconds` follows it, `cancel` stops it)",
+        ),
+        _ => {}
     }
     let mut result = CallToolResult::error(vec![ContentBlock::text(message.clone())]);
     result.structured_content = Some(json!({ "error": { "code": e.code, "message": message } }));
@@ -815,7 +821,8 @@ impl Tools {
     ) -> Answer {
         let ended = match ended {
             Ok(ended) => ended,
-            Err(e) if e.code == "busy" => None,
+            // This server advances it already: where it is answers the call.
+            Err(e) if e.code == "busy" && self.app.is_running(&id) => None,
             Err(e) => return failed(e),
         };
         let status = blocking(&self.app, move |app| {

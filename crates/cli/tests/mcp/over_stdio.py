@@ -1,5 +1,5 @@
 """`baton mcp` over stdio, from the official Python client: the tools listed, an
-offline unit run end to end, a vague unit stopped with a question answered through
+offline unit run end to end, one followed with `unit_status`, a vague unit stopped with a question answered through
 the `answer` tool, and a tool error that says what to do.
 
     python over_stdio.py BATON_BINARY WORKING_DIRECTORY
@@ -48,6 +48,22 @@ async def main(baton, cwd):
             check(not r.is_error and r.structured_content["plan_locked"] == "P3",
                   "unit_status shows the first unit", r)
 
+            # Not waited for: the unit goes on in the server, followed with unit_status.
+            r = await call(session, "start_unit", {
+                "description": "Add a health check endpoint", "wait_seconds": 0})
+            s = r.structured_content
+            check(not r.is_error and s["running"] is True and s["status"] == "active"
+                  and "call `unit_status` with `wait_seconds`" in text(r),
+                  "a unit not waited for is running, and the text says how to follow it", r)
+            r = await call(session, "resume", {"run": s["unit"], "wait_seconds": 0})
+            check(not r.is_error and r.structured_content["running"] is True,
+                  "resuming a unit this server advances already answers where it is", r)
+            r = await call(session, "unit_status", {"unit": s["unit"], "wait_seconds": 120})
+            s = r.structured_content
+            check(not r.is_error and s["running"] is False and s["status"] == "finished"
+                  and s["verdicts"][-1].endswith("APPROVED"),
+                  "unit_status waits for it to end", r)
+
             r = await call(session, "state", {"run": "nosuchrun"})
             check(r.is_error and "no run matches" in text(r) and "`runs` tool" in text(r)
                   and r.structured_content["error"]["code"] == "not_found",
@@ -71,7 +87,7 @@ async def main(baton, cwd):
             check(not r.is_error and r.structured_content["status"] == "finished",
                   "state shows it finished", r)
             r = await call(session, "runs")
-            check(len(r.structured_content["runs"]) == 3, "runs lists the three", r)
+            check(len(r.structured_content["runs"]) == 4, "runs lists the four", r)
             for name, args in [("pools", {}), ("jobs", {}), ("outbox", {}), ("seats", {"run": done})]:
                 r = await call(session, name, args)
                 check(not r.is_error, f"{name} answers", r)
