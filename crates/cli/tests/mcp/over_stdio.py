@@ -69,6 +69,11 @@ async def main(baton, cwd):
                   and r.structured_content["error"]["code"] == "not_found",
                   "an unknown run is a tool error that says where to look", r)
 
+            r = await call(session, "start_unit", {"descripton": "typo"})
+            # rmcp answers this one itself, as a tool error the model can correct from.
+            check(r.is_error and "unknown field `descripton`, expected one of `description`" in text(r),
+                  "arguments a tool does not take are a tool error naming them", r)
+
             r = await call(session, "create_run", {
                 "objective": "Write a haiku", "tasks": ["Draft it", "Polish it"]})
             check(not r.is_error and r.structured_content["outcome"] == "run_created",

@@ -26,12 +26,15 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
 use rmcp::{ServerHandler, tool, tool_handler, tool_router};
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::App;
 use super::api::{ApiError, blocking, outcome_json};
+use args::*;
+use say::{say_outcome, say_unit};
+
+mod args;
+mod say;
 
 /// How long a tool waits for a unit or a run it advances before it answers that the
 /// work goes on [seconds].
@@ -95,166 +98,6 @@ fn resolve(app: &App, prefix: &str) -> anyhow::Result<RunId> {
 /// Whether `id` is a unit of the assembly line (else a plain run).
 fn is_unit(app: &App, id: &RunId) -> anyhow::Result<bool> {
     Ok(app.store.run_info(id)?.config.get("line").is_some())
-}
-
-// ---- the tools' arguments --------------------------------------------------------------
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct StartUnit {
-    /// What the unit is to do, e.g. "Add rate limiting to the public API".
-    description: String,
-    /// `default` (the built-in route) or the path of a route file on the server's disk.
-    #[serde(default)]
-    route: Option<String>,
-    /// Use the offline mock workers of three families whatever the configuration says.
-    #[serde(default)]
-    offline: bool,
-    /// How long to wait for the unit to stop before answering that it goes on
-    /// [default 30, at most 240].
-    #[serde(default)]
-    wait_seconds: Option<u64>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct UnitArgs {
-    /// The unit's id (or a unique prefix of it).
-    unit: String,
-    /// Wait up to this long for a unit this server is advancing to stop [default 0,
-    /// at most 240].
-    #[serde(default)]
-    wait_seconds: Option<u64>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct AnswerArgs {
-    /// The unit's id (or a unique prefix of it).
-    unit: String,
-    /// The human's answer to the question the unit stopped on: a decision, "accept",
-    /// "2 more rounds", or guidance.
-    answer: String,
-    /// Continue the unit at once [default true].
-    #[serde(default)]
-    resume: Option<bool>,
-    /// How long to wait for the continued unit to stop [default 30, at most 240].
-    #[serde(default)]
-    wait_seconds: Option<u64>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct CreateRun {
-    /// What the run is for.
-    objective: String,
-    /// The plan: one task per step, in order.
-    tasks: Vec<String>,
-    /// Tokens per briefing [default: the configuration's].
-    #[serde(default)]
-    budget: Option<usize>,
-    /// The workers, as a roster file holds them (`{"workers": [...]}`); none: the
-    /// server's configuration's (else offline mock workers).
-    #[serde(default)]
-    roster: Option<Value>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct RunArgs {
-    /// The run's (or unit's) id, or a unique prefix of it.
-    run: String,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ResumeArgs {
-    /// The run's (or unit's) id, or a unique prefix of it.
-    run: String,
-    /// At most this many turns (a plain run only; a unit runs until it stops).
-    #[serde(default)]
-    max_turns: Option<u32>,
-    /// How long to wait for it to stop [default 30, at most 240].
-    #[serde(default)]
-    wait_seconds: Option<u64>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct CompileArgs {
-    /// The run's id, or a unique prefix of it.
-    run: String,
-    /// The worker the briefing is for [default: the next turn's].
-    #[serde(default)]
-    worker: Option<String>,
-    /// Tokens [default: the run's budget].
-    #[serde(default)]
-    budget: Option<usize>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct EnqueueArgs {
-    /// What the jobs are for.
-    objective: String,
-    /// The plan: one task per step, in order.
-    tasks: Vec<String>,
-    /// One job each: a roster worker id, `a+b` for a team taking turns, or a coding
-    /// agent's preset name; judged blind against each other.
-    candidates: Vec<String>,
-    /// `name=command` or a bare command, run in the worktree when the tasks are done.
-    #[serde(default)]
-    gates: Vec<String>,
-    /// Run the gates after every turn too.
-    #[serde(default)]
-    gate_each_turn: bool,
-    /// Turns given to fixing gates that still fail at the end [default 2].
-    #[serde(default)]
-    fix_turns: Option<u32>,
-    /// The repository [default: the server's working directory].
-    #[serde(default)]
-    repo: Option<std::path::PathBuf>,
-    /// The branch, tag or commit the jobs start from [default HEAD].
-    #[serde(default)]
-    base: Option<String>,
-    /// What the judge scores the candidates against.
-    #[serde(default)]
-    rubric: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct OutboxArgs {
-    /// One job (its id or a unique prefix) [default: every job with a result].
-    #[serde(default)]
-    job: Option<String>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct JudgeArgs {
-    /// The group's id, or any of its jobs' ids.
-    group: String,
-    /// The judging worker (a roster id) [default: the roster's first API model].
-    #[serde(default)]
-    judge: Option<String>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct BenchArgs {
-    /// The pool's id, as the configuration names it.
-    pool: String,
-    /// Why, for whoever reads it later.
-    #[serde(default)]
-    reason: Option<String>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct PoolArgs {
-    /// The pool's id, as the configuration names it.
-    pool: String,
 }
 
 // ---- the tools -------------------------------------------------------------------------
@@ -844,91 +687,6 @@ impl Tools {
             m.insert("ended".into(), ended.into());
         }
         answer(lines.join("\n"), v)
-    }
-}
-
-/// One line on where a unit is and what to do next.
-fn say_unit(v: &Value) -> String {
-    let id = v["unit"].as_str().unwrap_or_default();
-    let turns = &v["turns"];
-    let station = v["station"].as_str().unwrap_or("its start");
-    if v["running"] == true {
-        return format!(
-            "unit {id} is running at {station} ({turns} turns so far); call `unit_status` with `wait_seconds` to wait for it"
-        );
-    }
-    match v["status"].as_str().unwrap_or_default() {
-        "finished" => {
-            let verdicts: Vec<&str> = v["verdicts"]
-                .as_array()
-                .map(|a| a.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            let verdict = verdicts.last().map_or("no verdict", |v| {
-                v.split_once(' ').map_or(*v, |(_, verdict)| verdict)
-            });
-            format!("unit {id} is done after {turns} turns: {verdict}")
-        }
-        "blocked" => match v["question"].as_str() {
-            Some(q) => format!(
-                "unit {id} stopped for a human after {turns} turns: {q}\nanswer it with `answer` (unit {id})"
-            ),
-            None => format!(
-                "unit {id} is blocked after {turns} turns; fix what stopped it, then `resume` it"
-            ),
-        },
-        status => {
-            format!("unit {id} is {status} at {station} after {turns} turns; `resume` continues it")
-        }
-    }
-}
-
-/// One line on what an op did.
-fn say_outcome(v: &Value) -> String {
-    let run = v["run"].as_str().unwrap_or_default();
-    match v["outcome"].as_str().unwrap_or_default() {
-        "run_created" => format!("run {run} created; `step` runs one turn, `resume` the rest"),
-        "stepped" => match v["step"].as_str().unwrap_or_default() {
-            "turn" => {
-                let t = &v["turn"];
-                format!(
-                    "run {run}: turn {} by {} [{}]; the run is {}",
-                    t["turn"],
-                    t["worker"].as_str().unwrap_or_default(),
-                    t["status"].as_str().unwrap_or_default(),
-                    v["status"].as_str().unwrap_or_default()
-                )
-            }
-            "finished" => format!("run {run} is finished; nothing to step"),
-            _ => format!(
-                "run {run} is blocked: {}; `resume` re-opens it",
-                v["question"].as_str().unwrap_or_default()
-            ),
-        },
-        "resumed" => match v["end"].as_str().unwrap_or_default() {
-            "finished" => format!("run {run} finished"),
-            "blocked" => format!(
-                "run {run} stopped for a human: {}; `resume` re-opens it",
-                v["question"].as_str().unwrap_or_default()
-            ),
-            _ => format!("run {run} paused after the turns asked for; `resume` continues it"),
-        },
-        "stopped" => format!("run {run} was stopped; `resume` continues it"),
-        "cancel_asked" => format!("cancel asked: {}", v["result"].as_str().unwrap_or_default()),
-        "enqueued" => format!(
-            "queued {} job(s) in group {}; `baton work` runs them, then `outbox` and `judge`",
-            v["jobs"].as_array().map_or(0, Vec::len),
-            v["group"].as_str().unwrap_or_default()
-        ),
-        "judged" => {
-            let j = &v["judgement"];
-            format!(
-                "group {} judged by {}: winner {}",
-                j["group"].as_str().unwrap_or_default(),
-                j["judge"].as_str().unwrap_or_default(),
-                j["winner_job"].as_str().unwrap_or_default()
-            )
-        }
-        other => format!("done ({other})"),
     }
 }
 
