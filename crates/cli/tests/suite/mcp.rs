@@ -168,3 +168,46 @@ fn the_http_server_at_mcp_needs_the_token_it_was_started_with() {
     let done = unit_status(d, said["done"].as_str().unwrap());
     assert_eq!(done["status"], "finished");
 }
+
+#[test]
+fn the_stdio_server_benches_pools_queues_candidates_shows_their_outbox_and_says_why_no_judge() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let agent = super::jobs::repo_with_agent(d);
+    let log = d.join("agent.log");
+    let worker = |id: &str, pool: &str| {
+        format!(
+            "[[workers]]\nid = \"{id}\"\nmodel = \"command/{id}\"\nfamily = \"f{id}\"\npool = \"{pool}\"\n\
+             options = {{ command = \"python3 {} {{claim_file}}\", handoff = \"derive\", pass_env = [\"PATH\"], \
+             env = {{ AGENT_LOG = \"{}\" }} }}\n",
+            agent.display(),
+            log.display()
+        )
+    };
+    std::fs::write(
+        d.join("baton.toml"),
+        format!(
+            "estimator = \"heuristic\"\n{}{}[[pools]]\nid = \"pa\"\n[[pools]]\nid = \"pb\"\n",
+            worker("a", "pa"),
+            worker("b", "pb")
+        ),
+    )
+    .unwrap();
+    let baton_bin = env!("CARGO_BIN_EXE_baton");
+    let said = scenario(
+        &python,
+        "jobs_over_stdio.py",
+        &[baton_bin, d.to_str().unwrap()],
+    );
+    // Each candidate wrote both files on its own branch; the bench was recorded.
+    let group = said["group"].as_str().unwrap();
+    let outbox = run_ok(d, &["outbox"]);
+    assert_eq!(
+        outbox.matches(&format!("group {group}")).count(),
+        2,
+        "{outbox}"
+    );
+    let pools = run_ok(d, &["pools"]);
+    assert!(!pools.contains("benched"), "{pools}");
+}
