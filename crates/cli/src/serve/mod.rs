@@ -129,6 +129,11 @@ impl App {
         self.running.lock().is_ok_and(|r| r.contains(id))
     }
 
+    /// Whether this server is advancing any run or unit now.
+    pub(crate) fn is_busy(&self) -> bool {
+        self.running.lock().is_ok_and(|r| !r.is_empty())
+    }
+
     /// Runs `work` on `id` on a thread of its own; refused (409) when this server is
     /// advancing `id` already. What it ends with goes to the server's log; its turns
     /// reach clients through the event stream.

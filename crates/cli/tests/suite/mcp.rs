@@ -211,3 +211,44 @@ fn the_stdio_server_benches_pools_queues_candidates_shows_their_outbox_and_says_
     let pools = run_ok(d, &["pools"]);
     assert!(!pools.contains("benched"), "{pools}");
 }
+
+#[test]
+fn a_unit_left_running_when_the_stdio_client_goes_stops_between_lanes_and_resumes_from_there() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // The offline workers, 50 ms a call: the unit is still running when the client goes,
+    // however loaded the machine.
+    let mut config = String::from("estimator = \"heuristic\"\n");
+    for family in ["alpha", "beta", "gamma"] {
+        config.push_str(&format!("[[pools]]\nid = \"{family}\"\n"));
+    }
+    for i in 1..=2 {
+        for family in ["alpha", "beta", "gamma"] {
+            config.push_str(&format!(
+                "[[workers]]\nid = \"{family}-{i}\"\nmodel = \"mock/{family}\"\nfamily = \"{family}\"\n\
+                 pool = \"{family}\"\noptions = {{ delay_ms = 50 }}\n"
+            ));
+        }
+    }
+    std::fs::write(d.join("baton.toml"), config).unwrap();
+    let baton_bin = env!("CARGO_BIN_EXE_baton");
+    let said = scenario(
+        &python,
+        "left_over_stdio.py",
+        &[baton_bin, d.to_str().unwrap()],
+    );
+    let unit = said["unit"].as_str().unwrap();
+    // `baton mcp` stopped it when the session ended: active, part of the way, and its
+    // lease released (the resume below would wait for it otherwise).
+    let left = unit_status(d, unit);
+    assert_eq!(left["status"], "active", "{left}");
+    let turns = left["turns"].as_u64().unwrap();
+    assert!(turns < 29, "{left}");
+    let resumed = run_ok(d, &["line", "--resume", unit]);
+    assert!(
+        resumed.contains(&format!("resumed at turn {turns}"))
+            && resumed.contains("is done after 29 turns: APPROVED"),
+        "{resumed}"
+    );
+}

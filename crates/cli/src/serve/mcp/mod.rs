@@ -710,6 +710,12 @@ pub(crate) fn service(
     )
 }
 
+/// The signal a client's leaving is taken as (the number only reaches messages).
+#[cfg(unix)]
+const SIGTERM: u32 = libc::SIGTERM as u32;
+#[cfg(not(unix))]
+const SIGTERM: u32 = 15;
+
 /// `baton mcp`: the tools over stdio. stdout carries the protocol only: what the line
 /// says of its turns goes to stderr.
 pub(crate) fn stdio(ctx: crate::commands::Context_) -> anyhow::Result<std::process::ExitCode> {
@@ -741,7 +747,17 @@ pub(crate) fn stdio(ctx: crate::commands::Context_) -> anyhow::Result<std::proce
     });
     // A pending read of stdin cannot be cancelled: the runtime is not waited for.
     runtime.shutdown_timeout(Duration::from_millis(100));
+    let signalled = crate::signals::exit_code();
+    // Over stdio the work lives as long as the session: with the client gone nobody
+    // follows it, so it stops as at Ctrl-C (the turn in flight discarded, its lease
+    // released), to be continued with `resume` from another session.
+    if signalled.is_none() && app.is_busy() {
+        eprintln!(
+            "baton mcp: the client ended the session; stopping the work in flight (nothing half-done is committed; `resume` continues it)"
+        );
+        baton_gateway::cancel::interrupt(SIGTERM);
+    }
     app.join_background();
     served?;
-    Ok(crate::signals::exit_code().unwrap_or(std::process::ExitCode::SUCCESS))
+    Ok(signalled.unwrap_or(std::process::ExitCode::SUCCESS))
 }
