@@ -13,7 +13,8 @@
 //! answers either with where it stopped or with `running: true`, to be polled with
 //! `unit_status` (or `state`) and `wait_seconds`. An offline unit ends within the
 //! first wait; a unit of real models is followed a wait at a time, and no MCP client's
-//! request timeout is reached on the way.
+//! request timeout is reached on the way. Over stdio the work lives as long as the
+//! session (see [`stdio`]); under `baton serve`, as long as the server.
 
 use std::sync::Arc;
 use std::time::Duration;
