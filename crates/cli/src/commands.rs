@@ -549,6 +549,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             poll_ms,
         } => crate::jobs::work(&ctx, concurrency, lease_s, follow, poll_ms),
         Command::Serve { bind, token } => crate::serve::serve(ctx, bind, token),
+        Command::Mcp => crate::serve::mcp::stdio(ctx),
         Command::Jobs { json } => crate::jobs::list(&ctx, json),
         Command::Requeue { job, roster } => requeue(&ctx, &job, roster.as_deref()),
         Command::Cancel {

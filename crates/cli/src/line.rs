@@ -316,6 +316,15 @@ pub(crate) fn drive(
     // `--merge` was refused: the unit is done, its branch not landed (a human decides).
     let mut not_merged = false;
     loop {
+        // Stopped between lanes (Ctrl-C, SIGTERM, an MCP client gone): nothing is in
+        // flight, nothing is lost, and the unit resumes here. A lane of mock workers
+        // never waits on a model, so this is where they notice.
+        if session.cancel.is_cancelled() {
+            return Err(baton_engine::Error::Stopped {
+                next_turn: session.state.turns,
+            }
+            .into());
+        }
         match engine.unit_step(session)? {
             LineStep::Lanes(turns) => {
                 for turn in turns {

@@ -405,6 +405,10 @@ pub enum Command {
         #[arg(long, env = "BATON_TOKEN", hide_env_values = true)]
         token: Option<String>,
     },
+    /// The MCP server over stdio, for a coordinator agent (Claude Code, Codex, any MCP
+    /// client) to start and follow units and runs, answer their questions, queue and
+    /// judge jobs, and bench pools; stdout carries the protocol only
+    Mcp,
     /// Measure tokens sent against transcript replay, and engine speed
     Bench {
         /// Run lengths to measure
@@ -500,6 +504,7 @@ fn main() -> ExitCode {
             | Command::Resume { .. }
             | Command::Step { .. }
             | Command::Serve { .. }
+            | Command::Mcp
     ) {
         signals::install();
     }

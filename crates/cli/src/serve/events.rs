@@ -66,6 +66,16 @@ impl Hub {
         Ok(hub)
     }
 
+    /// A hub that follows nothing: for an [`App`] that serves no event stream
+    /// (`baton mcp` over stdio), so no thread polls the store.
+    pub(crate) fn idle() -> Arc<Hub> {
+        let (tx, _) = broadcast::channel(1);
+        Arc::new(Hub {
+            tx,
+            head: AtomicI64::new(0),
+        })
+    }
+
     fn follow(&self, store: Arc<dyn Store>, mut cursor: EventCursor) {
         let mut failing = false;
         loop {

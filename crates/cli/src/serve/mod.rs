@@ -12,6 +12,7 @@
 mod api;
 mod events;
 mod guard;
+pub(crate) mod mcp;
 mod page;
 
 use std::collections::HashSet;
@@ -50,6 +51,38 @@ pub(crate) struct App {
 }
 
 impl App {
+    /// What serves `ctx`'s database: `baton serve` gives it its listener's address, its
+    /// token and its event hub; `baton mcp` over stdio, which has no listener, gives
+    /// loopback, none and [`Hub::idle`].
+    pub(crate) fn new(
+        ctx: Context_,
+        store: Arc<dyn Store>,
+        bind: SocketAddr,
+        token: Option<String>,
+        hub: Arc<Hub>,
+    ) -> App {
+        App {
+            ctx,
+            store,
+            token,
+            csrf: guard::random_hex(),
+            bind,
+            hub,
+            running: Mutex::new(HashSet::new()),
+            threads: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Waits for the work started in the background: stopped by the signal that ended
+    /// the server (nothing half-done is committed), its leases released before the
+    /// process ends.
+    pub(crate) fn join_background(&self) {
+        let threads = self.threads.lock().map(|mut t| std::mem::take(&mut *t));
+        for thread in threads.unwrap_or_default() {
+            let _ = thread.join();
+        }
+    }
+
     /// Applies `op` as the CLI would, with the configuration's roster and settings.
     pub(crate) fn apply(&self, op: baton_protocol::Op) -> Result<OpOutcome> {
         let engine = Engine::new(self.store.clone());
@@ -94,6 +127,11 @@ impl App {
 
     pub(crate) fn is_running(&self, id: &RunId) -> bool {
         self.running.lock().is_ok_and(|r| r.contains(id))
+    }
+
+    /// Whether this server is advancing any run or unit now.
+    pub(crate) fn is_busy(&self) -> bool {
+        self.running.lock().is_ok_and(|r| !r.is_empty())
     }
 
     /// Runs `work` on `id` on a thread of its own; refused (409) when this server is
@@ -179,6 +217,7 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/", get(page::index))
         .route("/assets/{file}", get(page::asset))
         .nest("/api", api)
+        .nest_service("/mcp", mcp::service(app.clone()))
         .layer(axum::middleware::from_fn_with_state(
             app.clone(),
             guard::guard,
@@ -208,16 +247,7 @@ pub(crate) fn serve(ctx: Context_, bind: SocketAddr, token: Option<String>) -> R
             format!("cannot listen on {bind}; is another server using it? Give --bind 127.0.0.1:PORT with another port (0 picks a free one)")
         })?;
     let local = listener.local_addr()?;
-    let app = Arc::new(App {
-        ctx,
-        store,
-        token: token.clone(),
-        csrf: guard::random_hex(),
-        bind: local,
-        hub,
-        running: Mutex::new(HashSet::new()),
-        threads: Mutex::new(Vec::new()),
-    });
+    let app = Arc::new(App::new(ctx, store, local, token.clone(), hub));
     let url = format!("http://{local}/");
     match &token {
         Some(_) => println!(
@@ -250,12 +280,7 @@ pub(crate) fn serve(ctx: Context_, bind: SocketAddr, token: Option<String>) -> R
         }
     });
     runtime.shutdown_timeout(Duration::from_secs(1));
-    // Work started from the API was stopped by the same signal (nothing half-done is
-    // committed); its leases are released before the process ends.
-    let threads = app.threads.lock().map(|mut t| std::mem::take(&mut *t));
-    for thread in threads.unwrap_or_default() {
-        let _ = thread.join();
-    }
+    app.join_background();
     served.context("the server stopped with an error")?;
     Ok(crate::signals::exit_code().unwrap_or(ExitCode::SUCCESS))
 }

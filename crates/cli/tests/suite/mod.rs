@@ -16,6 +16,7 @@ mod jobs;
 mod judge;
 mod line;
 mod live_model;
+mod mcp;
 mod netns;
 mod pools;
 mod postgres;
