@@ -1,0 +1,194 @@
+// The dashboard's scenarios in headless Chromium, run by crates/cli/tests/suite/browser.rs:
+//
+//   node dashboard.mjs SCENARIO URL SCREENSHOT.png
+//
+// with PLAYWRIGHT_CORE set to the playwright-core directory .ci/browser/install.sh
+// filled. Each scenario drives the page as a person would (no reload), prints what it
+// measured as `key: value` lines and exits 1 with the reason when the page is wrong.
+import { createRequire } from "node:module";
+
+const require = createRequire(import.meta.url);
+const { chromium } = require(process.env.PLAYWRIGHT_CORE);
+const [scenario, url, shot] = process.argv.slice(2);
+const TOKEN = process.env.BATON_TEST_TOKEN;
+
+const say = (k, v) => console.log(`${k}: ${v}`);
+function check(ok, what) {
+  if (!ok) throw new Error(what);
+}
+
+/// Calls `f` until it returns something truthy (every 25 ms, up to `ms`).
+async function until(what, f, ms = 10000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v) return v;
+    if (Date.now() > end) throw new Error("timed out waiting for " + what);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+const turnRows = (page) => page.locator("#turns tr.turn").count();
+
+async function startUnit(page, description) {
+  await page.fill("#unit-desc", description);
+  await page.click("#new-unit button[type=submit]");
+  await page.waitForURL(/#\/runs\/[0-9a-f]+$/);
+  return page.url().split("/").pop();
+}
+
+/// The page's own marker: gone if the page were reloaded.
+const mark = (page) => page.evaluate(() => { window.__baton_test = 1; });
+const marked = (page) => page.evaluate(() => window.__baton_test === 1);
+
+const scenarios = {
+  // Turns of a unit appear as they commit, pushed over SSE, without a reload.
+  async live(page) {
+    await page.goto(url);
+    await page.waitForSelector("#conn.live");
+    await mark(page);
+    const unit = await startUnit(page, "Add rate limiting to the public API");
+    const seen = [];
+    const first = await until("the first turn row", async () => (await turnRows(page)) || 0);
+    seen.push(first);
+    // Rows keep arriving while the unit runs: at least three more counts seen.
+    await until("more turn rows, live", async () => {
+      const c = await turnRows(page);
+      if (c !== seen[seen.length - 1]) seen.push(c);
+      return seen.length >= 4 && c > first;
+    }, 20000);
+    await until("the unit to finish", async () => (await page.locator("#main .panel .pill.finished").count()) > 0, 20000);
+    const last = await turnRows(page);
+    check(await marked(page), "the page was reloaded");
+    const row = await page.locator("#turns tr.turn").last().innerText();
+    check(/\/ 2,000/.test(row), "a turn row shows its briefing against the budget: " + row);
+    check((await page.locator("#unit .stations span").count()) >= 5, "the unit's stations are shown");
+    say("unit", unit);
+    say("turn rows seen", seen.concat([last]).join(" → "));
+  },
+
+  // The budget slider recompiles the briefing: tokens and dropped items change.
+  async briefing(page) {
+    await page.goto(url);
+    const run = await page.evaluate(async () => (await (await fetch("/api/runs")).json()).runs[0].id);
+    await page.goto(url + "#/runs/" + run + "/briefing/2");
+    await page.waitForSelector("#recompiled .tokens");
+    const read = async () => ({
+      tokens: await page.locator("#recompiled .tokens").innerText(),
+      dropped: await page.locator("#recompiled tr.drop").count(),
+      omitted: await page.locator("#recompiled .chip.out").count(),
+    });
+    const at = async (budget) => {
+      const before = await read();
+      const t0 = Date.now();
+      await page.$eval("#budget", (el, v) => { el.value = String(v); el.dispatchEvent(new Event("input")); }, budget);
+      await until(`the briefing at ${budget}`, async () => (await read()).tokens !== before.tokens);
+      const after = await read();
+      say(`budget ${budget}`, `${after.tokens} tokens, ${after.dropped} dropped rows, ${after.omitted} sections omitted, shown in ${Date.now() - t0} ms`);
+      return after;
+    };
+    const small = await at(200);
+    const large = await at(3000);
+    check(Number(small.tokens.replace(/,/g, "")) <= 200, "the small briefing fits 200 tokens: " + small.tokens);
+    check(Number(large.tokens.replace(/,/g, "")) > Number(small.tokens.replace(/,/g, "")), "more budget, more briefing");
+    check(small.dropped > large.dropped, "fewer items dropped with more budget");
+    check(small.omitted > large.omitted, "fewer sections omitted with more budget");
+    // Another worker, the same budget: compiled for that worker.
+    const other = await page.$eval("#worker", (el) => [...el.options].map((o) => o.value).find((v) => v !== el.value));
+    await page.selectOption("#worker", other);
+    await until("the briefing for " + other, async () => (await page.locator("#recompiled details pre").textContent()).includes("for " + other));
+    say("worker", other);
+    await page.$eval("#budget", (el) => { el.value = "600"; el.dispatchEvent(new Event("input")); });
+    await until("the briefing at 600", async () => (await read()).tokens !== large.tokens);
+    check((await page.locator(".then .tokens").count()) === 1, "the turn's own briefing is shown beside");
+  },
+
+  // Benching a pool from the floor: the next unit's seats come from the other pools.
+  async bench(page) {
+    await page.goto(url + "#/floor");
+    await page.waitForSelector("#timeline .pin");
+    const before = await page.locator('#timeline .pin[data-pool="alpha-1"]').count();
+    check(before > 0, "the first unit seated workers of pool alpha-1");
+    await page.click('button.bench[data-pool="alpha-1"]');
+    await page.waitForSelector('.pool[data-pool="alpha-1"] .pill.benched');
+    check((await page.locator('button.bench[data-pool="alpha-1"]').innerText()) === "Unbench", "the button lifts the bench now");
+    const unit = await startUnit(page, "Add rate limiting to the public API");
+    await until("the second unit to finish", async () => (await page.locator("#main .panel .pill.finished").count()) > 0, 20000);
+    await page.goto(url + "#/floor");
+    await page.waitForSelector("#timeline .pin");
+    const row = page.locator(`#timeline a[href="#/runs/${unit}"] + .squares .pin`);
+    const pools = await row.evaluateAll((els) => els.map((e) => e.dataset.pool));
+    const count = (p) => pools.filter((x) => x === p).length;
+    say("pins before the bench, pool alpha-1", before);
+    say("pins of the next unit", JSON.stringify({ "alpha-1": count("alpha-1"), "alpha-2": count("alpha-2"), beta: count("beta"), gamma: count("gamma") }));
+    check(pools.length > 0, "the next unit's pins are on the timeline");
+    check(count("alpha-1") === 0, "no seat of the next unit from the benched pool");
+    check(count("alpha-2") > 0, "its alpha seats came from alpha-2");
+  },
+
+  // A vague unit stops on a question; it is answered from the page and goes on.
+  async question(page) {
+    await page.goto(url);
+    await page.waitForSelector("#conn.live");
+    await mark(page);
+    await startUnit(page, "Fix it");
+    const q = await page.waitForSelector("#question");
+    const text = await q.innerText();
+    check(text.includes('What should "Fix it" change'), "the question is shown: " + text);
+    const box = await q.boundingBox();
+    check(box && box.y < 400, "the question is near the top of the page");
+    check((await page.locator("#main .pill.blocked").count()) > 0, "the unit shows as blocked");
+    const blockedAt = await turnRows(page);
+    await page.fill("#answer", "Return 429 after 100 requests a minute per key");
+    await page.click("#answer-send");
+    await until("the unit to go on", async () => (await turnRows(page)) > blockedAt + 2, 20000);
+    await until("the unit to finish", async () => (await page.locator("#main .panel .pill.finished").count()) > 0, 20000);
+    check((await page.locator("#question").count()) === 0, "the question is gone");
+    check(await marked(page), "the page was reloaded");
+    say("turns when it stopped", blockedAt);
+    say("turns at the end", await turnRows(page));
+  },
+
+  // With a token: the page says it needs one; opened with it, it works.
+  async token(page) {
+    await page.goto(url);
+    const banner = await page.waitForSelector("#token-needed");
+    const said = await banner.innerText();
+    check(said.includes("needs its token") && said.includes("/?token="), "the page says how to give the token: " + said);
+    say("without the token", said.split("\n")[0]);
+    await page.goto(url + "?token=" + encodeURIComponent(TOKEN));
+    await page.waitForSelector("#conn.live");
+    await page.waitForSelector("#runs li a");
+    check((await page.locator("#token-needed").count()) === 0, "no banner with the token");
+    check(!page.url().includes("token="), "the token is taken out of the address bar");
+    // The cookie carries it from now on: a plain reload works too.
+    await page.goto(url + "#/floor");
+    await page.waitForSelector("#pools");
+    say("with the token", "runs listed, stream live, address " + page.url());
+  },
+};
+
+const browser = await chromium.launch({ executablePath: process.env.BATON_CHROMIUM || "/usr/bin/chromium", args: ["--no-sandbox"] });
+let failed = null;
+const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+page.setDefaultTimeout(15000);
+const problems = [];
+page.on("pageerror", (e) => problems.push(String(e)));
+page.on("console", (m) => { if (m.type() === "error" && !/401/.test(m.text())) problems.push(m.text()); });
+const t0 = Date.now();
+try {
+  await scenarios[scenario](page);
+  check(problems.length === 0, "the page reported errors:\n" + problems.join("\n"));
+} catch (e) {
+  failed = e;
+}
+try {
+  await page.screenshot({ path: shot, fullPage: true });
+} catch (_) { /* the failure says more */ }
+await browser.close();
+say("took", Date.now() - t0 + " ms");
+if (failed) {
+  console.log("FAILED: " + (failed.stack || failed));
+  process.exit(1);
+}
+console.log("ok");
