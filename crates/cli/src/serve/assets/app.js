@@ -125,8 +125,11 @@ function listen() {
     let ev;
     try { ev = JSON.parse(m.data); } catch (_) { return; }
     debounce("runs", 250, loadRuns);
-    if (S.view === "floor" && /seated|turn_committed|run_/.test(ev.type)) debounce("floor", 300, floor);
-    if (S.view === "jobs" && /job|gate|judged|run_finished|turn_committed/.test(ev.type)) debounce("jobs", 400, route);
+    // The floor and the jobs redraw in place (the view that asked, if still shown).
+    const again = S.again, gen = S.gen;
+    if (again && /seated|turn_committed|run_|job|gate|judged|lease/.test(ev.type)) {
+      debounce("again", 300, () => { if (gen === S.gen) again(); });
+    }
   };
 }
 
@@ -154,6 +157,11 @@ function route() {
   if (!(a === "runs" && b)) closeRunStream();
   S.view = a || "runs";
   S.run = a === "runs" ? b : null;
+  // Each page drawn belongs to one visit: work finishing after the next visit began
+  // draws nothing.
+  S.gen = (S.gen || 0) + 1;
+  S.again = null;
+  clear($("main"), h("p.muted", "Loading…"));
   loadRuns();
   if (a === "runs" && b && c === "briefing") return briefing(b, Number(d) || 0);
   if (a === "runs" && b) return runView(b);
@@ -221,9 +229,7 @@ function home() {
 async function runView(id) {
   const main = $("main");
   const live = h("div.live#live");
-  const st = { id, seen: new Set(), first: true, live };
-  if (S.view !== "runs" || main.dataset.run !== id) clear(main, h("p.muted", "Loading…"));
-  main.dataset.run = id;
+  const st = { id, seen: new Set(), first: true, live, gen: S.gen };
   const refresh = () => debounce("run", 120, () => drawRun(st));
   runStream(id, (ev) => {
     clear(live, liveLine(ev));
@@ -249,14 +255,16 @@ function liveLine(ev) {
 async function drawRun(st) {
   const id = st.id;
   let run, unit = null, pins = [];
+  const me = st.asked = (st.asked || 0) + 1;
   try {
     run = await api("/runs/" + encodeURIComponent(id));
     if (run.unit) [unit, pins] = await Promise.all([api("/units/" + id), api("/pins?run=" + id).then((p) => p.pins)]);
   } catch (e) {
-    clear($("main"), errorBox(e));
+    if (st.gen === S.gen) clear($("main"), errorBox(e));
     return;
   }
-  if (S.run !== id || location.hash.includes("/briefing/")) return;
+  // Another visit, or a newer redraw of this one, answered first.
+  if (st.gen !== S.gen || me !== st.asked) return;
   const rep = run.report, info = rep.run, turns = rep.turns;
   const status = unit ? unit.status : info.status;
   const main = $("main");
@@ -273,7 +281,6 @@ async function drawRun(st) {
   if (question) parts.push(questionBox(id, question, !!unit));
   if (unit) parts.push(unitPanel(unit, pins));
   parts.push(turnsPanel(st, turns, pins));
-  if (main.dataset.run !== id) return;
   clear(main, parts);
   st.first = false;
 }
@@ -371,9 +378,7 @@ function turnsPanel(st, turns, pins) {
 // ---- the briefing inspector --------------------------------------------------------
 
 async function briefing(id, turn) {
-  const main = $("main");
-  main.dataset.run = "";
-  clear(main, h("p.muted", "Loading…"));
+  const main = $("main"), gen = S.gen;
   let b, first;
   try {
     [b, first] = await Promise.all([api("/runs/" + id + "/turns/" + turn + "/briefing"), api("/runs/" + id + "/compile")]);
@@ -381,6 +386,7 @@ async function briefing(id, turn) {
     clear(main, errorBox(e));
     return;
   }
+  if (gen !== S.gen) return;
   const pkg = b.package;
   const out = h("div#recompiled");
   const budget = h("input#budget", { type: "range", min: 50, max: Math.max(4000, pkg.budget * 2), step: 10, value: pkg.budget, "aria-label": "budget" });
@@ -444,8 +450,8 @@ function poolTag(id) {
 
 async function floor() {
   const main = $("main");
-  if (!main.querySelector("#floor")) clear(main, h("p.muted", "Loading…"));
-  main.dataset.run = "";
+  const gen = S.gen;
+  S.again = floor;
   let pools, pins;
   try {
     [pools, pins] = await Promise.all([api("/pools"), api("/pins").then((p) => p.pins)]);
@@ -453,7 +459,7 @@ async function floor() {
     clear(main, errorBox(e));
     return;
   }
-  if (S.view !== "floor") return;
+  if (gen !== S.gen) return;
   for (const p of pools.pools) poolColor(p.id);
   const benched = new Set(pools.pools.filter((p) => p.benched).map((p) => p.id));
   clear(main, h("div#floor", ledger(pins), timeline(pins, benched), headroom(pools)));
@@ -529,10 +535,11 @@ function headroom(data) {
 // ---- jobs --------------------------------------------------------------------------
 
 async function jobs() {
-  const main = $("main");
-  main.dataset.run = "";
+  const main = $("main"), gen = S.gen;
+  S.again = jobs;
   let data;
   try { data = await api("/jobs"); } catch (e) { clear(main, errorBox(e)); return; }
+  if (gen !== S.gen) return;
   const cols = { queued: [], running: [], outbox: [], judged: [] };
   for (const j of data.jobs) (cols[j.status] || cols.outbox).push(j);
   clear(main, h("div.kanban#jobs", Object.entries(cols).map(([k, list]) => h("div.col",
@@ -544,10 +551,11 @@ async function jobs() {
 }
 
 async function jobView(id) {
-  const main = $("main");
-  main.dataset.run = "";
+  const main = $("main"), gen = S.gen;
+  S.again = () => jobView(id);
   let d;
   try { d = await api("/jobs/" + encodeURIComponent(id)); } catch (e) { clear(main, errorBox(e)); return; }
+  if (gen !== S.gen) return;
   const j = d.job, o = j.outbox, spec = j.spec;
   const parts = [h("div.panel", h("div.tb", h("a", { href: "#/jobs" }, "← jobs"), h("h1", spec.objective), pill(j.status)),
     h("div.kv", kv("candidate", spec.candidate), kv("attempts", n(j.attempts)), kv("base", (spec.base || "").slice(0, 12)),
