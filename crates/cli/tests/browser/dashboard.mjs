@@ -75,6 +75,7 @@ const scenarios = {
     await page.waitForSelector("#recompiled .tokens");
     const read = async () => ({
       tokens: await page.locator("#recompiled .tokens").innerText(),
+      of: await page.locator("#recompiled .tokens + span").textContent(),
       dropped: await page.locator("#recompiled tr.drop").count(),
       omitted: await page.locator("#recompiled .chip.out").count(),
     });
@@ -91,7 +92,8 @@ const scenarios = {
         el.value = String(v);
         el.dispatchEvent(new Event("input"));
       }, budget);
-      await until(`the briefing at ${budget}`, async () => (await read()).tokens !== before.tokens);
+      await until(`the briefing at ${budget}`, async () => (await read()).of.startsWith(` / ${budget.toLocaleString("en")} tokens`));
+      check((await read()).tokens !== before.tokens, "the tokens changed");
       const after = await read();
       const ms = await page.evaluate(() => window.__drawn);
       say(`budget ${budget}`, `${after.tokens} tokens, ${after.dropped} dropped rows, ${after.omitted} sections omitted, drawn ${Math.round(ms)} ms after the slider moved`);
@@ -110,7 +112,7 @@ const scenarios = {
     await until("the briefing for " + other, async () => (await page.locator("#recompiled details pre").textContent()).includes("for " + other));
     say("worker", other);
     await page.$eval("#budget", (el) => { el.value = "600"; el.dispatchEvent(new Event("input")); });
-    await until("the briefing at 600", async () => (await read()).tokens !== large.tokens);
+    await until("the briefing at 600", async () => (await read()).of.startsWith(" / 600 tokens"));
     check((await page.locator(".then .tokens").count()) === 1, "the turn's own briefing is shown beside");
   },
 

@@ -259,6 +259,11 @@ async function drawRun(st) {
   try {
     run = await api("/runs/" + encodeURIComponent(id));
     if (run.unit) [unit, pins] = await Promise.all([api("/units/" + id), api("/pins?run=" + id).then((p) => p.pins)]);
+    else if (run.report.run.status === "blocked") {
+      // A plain run's question is its last run_blocked event's.
+      const evs = (await api("/runs/" + id + "/events")).events.filter((e) => e.type === "run_blocked");
+      if (evs.length) run.question = evs[evs.length - 1].question;
+    }
   } catch (e) {
     if (st.gen === S.gen) clear($("main"), errorBox(e));
     return;
@@ -277,7 +282,7 @@ async function drawRun(st) {
     h("div.sub", "id " + info.id + " · created " + when(info.created_at) + " · updated " + when(info.updated_at)),
     st.live);
   const parts = [head];
-  const question = (unit && unit.status === "blocked" && unit.question) || (info.status === "blocked" && run.state.blocked_question);
+  const question = unit ? unit.status === "blocked" && unit.question : info.status === "blocked" && run.question;
   if (question) parts.push(questionBox(id, question, !!unit));
   if (unit) parts.push(unitPanel(unit, pins));
   parts.push(turnsPanel(st, turns, pins));
@@ -289,7 +294,15 @@ const kv = (label, value) => h("div", h("b", value), h("span", label));
 function questionBox(id, question, isUnit) {
   const box = h("div.question#question", { role: "alert" }, h("h2", "Waiting for a human"), h("p", question));
   if (!isUnit) {
-    box.appendChild(h("div.sub", "Answer with `baton answer " + short(id) + " \"…\"` in a shell."));
+    // A plain run takes no answer: once what it asks for is done, it is resumed.
+    const msg = h("span.sub");
+    const btn = h("button.primary#resume", {
+      onclick: async () => {
+        btn.disabled = true;
+        try { await api("/runs/" + id + "/resume", {}); clear(msg, "Resumed; its turns appear below."); } catch (err) { btn.disabled = false; clear(msg, errorBox(err)); }
+      },
+    }, "Resume the run");
+    box.appendChild(h("div.tb", btn, msg));
     return box;
   }
   const ta = h("textarea#answer", { placeholder: "Your answer (recorded as a decision of human)", "aria-label": "answer" });
@@ -365,7 +378,7 @@ function turnsPanel(st, turns, pins) {
     h("td.num", t.turn), h("td", h("b", t.worker), h("div.sub", t.model)),
     h("td", t.assignment, seatOf[t.turn] ? h("div.sub", "seat " + seatOf[t.turn].seat + " · " + seatOf[t.turn].phase + " · pool " + seatOf[t.turn].pool) : null, notes),
     t.budget ? h("td", h("div.tb", bar(frac), h("span.num", n(t.package_tokens) + " / " + n(t.budget))),
-      h("div.sub", t.items_dropped ? t.items_dropped + " items did not fit" : "everything fit")) : h("td.muted", "no briefing (the engine's own turn)"),
+      h("div.sub", t.items_dropped ? t.items_dropped + (t.items_dropped === 1 ? " item" : " items") + " did not fit" : "everything fit")) : h("td.muted", "no briefing (the engine's own turn)"),
     h("td.num", n(t.tokens_sent)), h("td.num", (t.refusals || []).length || ""), h("td.num", (t.warnings || []).length || ""),
     h("td", pill(t.status))));
   }
@@ -397,7 +410,7 @@ async function briefing(id, turn) {
     const me = ++asked;
     try {
       const r = await api("/runs/" + id + "/compile?worker=" + encodeURIComponent(worker.value) + "&budget=" + budget.value);
-      if (me === asked) clear(out, packageView(r.package, "live"));
+      if (me === asked) clear(out, packageView(r.package, "now"));
     } catch (e) {
       if (me === asked) clear(out, errorBox(e));
     }
@@ -462,20 +475,22 @@ async function floor() {
   if (gen !== S.gen) return;
   for (const p of pools.pools) poolColor(p.id);
   const benched = new Set(pools.pools.filter((p) => p.benched).map((p) => p.id));
-  clear(main, h("div#floor", ledger(pins), timeline(pins, benched), headroom(pools)));
+  clear(main, h("div#floor", headroom(pools), timeline(pins, benched), ledger(pins)));
 }
 
 function ledger(pins) {
+  // Each seat's latest pin: who holds it now (in the run that last seated it).
   const held = new Map();
-  for (const p of pins) held.set(p.run_id + "|" + p.seat, p);
-  const rows = [...held.values()].sort((a, b) => b.at - a.at).slice(0, 40);
-  return h("div.panel", h("h2", "Seat ledger: who holds which seat"),
+  for (const p of pins) held.set(p.seat, p);
+  const rows = [...held.values()].sort((a, b) => b.at - a.at || b.turn - a.turn);
+  return h("div.panel", h("h2", "Seat ledger: who holds each seat now"),
     rows.length ? h("table#ledger", h("thead", h("tr", ["seat", "held by", "pool", "run", "since", "why"].map((x) => h("th", x)))),
       h("tbody", rows.map((p) => h("tr", h("td.mono", p.seat), h("td", h("b", p.worker), h("div.sub", p.model + " · " + p.family)),
-        h("td", poolTag(p.pool)), h("td", h("a", { href: "#/runs/" + p.run_id }, short(p.run_id))),
+        h("td", poolTag(p.pool)), h("td.nowrap", h("a.mono", { href: "#/runs/" + p.run_id }, short(p.run_id))),
         h("td.nowrap", "turn " + p.turn, h("div.sub", clock(p.at))),
         h("td", String((p.reason || {}).kind || "").replace(/_/g, " "),
-          (p.excluded || []).map((x) => h("div.sub", x.worker + ": " + x.why))))))) :
+          (p.excluded || []).slice(0, 3).map((x) => h("div.sub", "not " + x.worker + ": " + x.why)),
+          (p.excluded || []).length > 3 ? h("div.sub", "and " + (p.excluded.length - 3) + " more excluded") : null))))) :
       h("p.muted", "No seat was ever pinned: runs without [[pools]] take the roster in order."));
 }
 
@@ -521,7 +536,8 @@ function headroom(data) {
     return h("div.pool" + (p.benched ? ".off" : ""), { "data-pool": p.id },
       h("div", poolTag(p.id), p.benched ? pill("benched") : null,
         p.benched ? h("div.sub", "by " + p.benched.by + (p.benched.reason ? ": " + p.benched.reason : "")) : null),
-      h("div", bar(p.used_fraction, true), h("div.sub", allowance.length ? allowance.join(" · ") + held : "unmetered: " + n(p.used.requests) + " requests" + held)),
+      allowance.length ? h("div", bar(p.used_fraction, true), h("div.sub", allowance.join(" · ") + " · " + Math.round((p.used_fraction || 0) * 100) + "% used" + held)) :
+        h("div.sub", "no allowance set (unmetered): " + n(p.used.requests) + " requests this window" + held),
       h("div.sub", p.window + (p.resets_at ? " · resets " + new Date(p.resets_at).toLocaleString("en-GB", { weekday: "short", day: "numeric", month: "short", hour: "2-digit", minute: "2-digit" }) : "")),
       button);
   });
