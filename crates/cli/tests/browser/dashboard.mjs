@@ -169,6 +169,7 @@ const scenarios = {
     const said = await banner.innerText();
     check(said.includes("needs its token") && said.includes("/?token="), "the page says how to give the token: " + said);
     say("without the token", said.split("\n")[0]);
+    await page.screenshot({ path: shot.replace(/\.png$/, "_needed.png") });
     await page.goto(url + "?token=" + encodeURIComponent(TOKEN));
     await page.waitForSelector("#conn.live");
     await page.waitForSelector("#runs li a");

@@ -16,9 +16,15 @@ use super::*;
 
 const INSTALL: &str = "bash .ci/browser/install.sh";
 
-/// playwright-core's directory and the Chromium to drive, or `None` after one line
-/// saying how to install them (a failure instead with `BATON_REQUIRE_BROWSER=1`).
-fn browser() -> Option<(PathBuf, PathBuf)> {
+/// What drives the page: playwright-core's directory and the Chromium it launches.
+struct Browser {
+    playwright: PathBuf,
+    chromium: PathBuf,
+}
+
+/// The browser, or `None` after one line saying how to install it (a failure instead
+/// with `BATON_REQUIRE_BROWSER=1`). Asked first, so a test without it starts nothing.
+fn browser() -> Option<Browser> {
     let cache = std::env::var_os("BATON_BROWSER_CACHE")
         .map(PathBuf::from)
         .or_else(|| {
@@ -34,7 +40,10 @@ fn browser() -> Option<(PathBuf, PathBuf)> {
     ];
     let missing: Vec<String> = missing.into_iter().flatten().collect();
     if missing.is_empty() {
-        return Some((playwright, chromium));
+        return Some(Browser {
+            playwright,
+            chromium,
+        });
     }
     let required = std::env::var("BATON_REQUIRE_BROWSER").is_ok_and(|v| v == "1");
     assert!(
@@ -89,8 +98,13 @@ impl Drop for Served {
 
 /// Runs `scenario` of dashboard.mjs against `served`; its screenshot goes to
 /// `<target>/browser-artifacts/<test>.png`. Returns what it printed.
-fn drive(test: &str, scenario: &str, served: &Served, env: &[(&str, &str)]) -> Option<String> {
-    let (playwright, chromium) = browser()?;
+fn drive(
+    browser: &Browser,
+    test: &str,
+    scenario: &str,
+    served: &Served,
+    env: &[(&str, &str)],
+) -> String {
     let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .parent()
         .unwrap()
@@ -103,8 +117,8 @@ fn drive(test: &str, scenario: &str, served: &Served, env: &[(&str, &str)]) -> O
         .arg(&script)
         .args([scenario, &served.url])
         .arg(&shot)
-        .env("PLAYWRIGHT_CORE", &playwright)
-        .env("BATON_CHROMIUM", &chromium)
+        .env("PLAYWRIGHT_CORE", &browser.playwright)
+        .env("BATON_CHROMIUM", &browser.chromium)
         .envs(env.iter().copied())
         .output()
         .unwrap();
@@ -120,7 +134,7 @@ fn drive(test: &str, scenario: &str, served: &Served, env: &[(&str, &str)]) -> O
         started.elapsed().as_secs_f64(),
         shot.display()
     );
-    Some(said)
+    said
 }
 
 /// Mock workers of three families, two of each, in pools of their own (the line needs
@@ -153,38 +167,41 @@ fn three_families(delay_ms: u64, split: bool) -> String {
 
 #[test]
 fn a_units_turns_appear_live_as_they_commit_without_a_reload() {
+    let Some(browser) = browser() else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     // Slow enough to watch: each call takes 100 ms, the unit about three seconds.
     std::fs::write(dir.path().join("baton.toml"), three_families(100, false)).unwrap();
     let served = Served::start(dir.path(), &[]);
-    let Some(said) = drive("live_turns", "live", &served, &[]) else {
-        return;
-    };
+    let said = drive(&browser, "live_turns", "live", &served, &[]);
     assert!(said.contains("turn rows seen: "), "{said}");
 }
 
 #[test]
 fn the_budget_slider_recompiles_the_briefing_with_what_is_dropped() {
+    let Some(browser) = browser() else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     run_ok(dir.path(), &["demo"]);
     let served = Served::start(dir.path(), &[]);
-    let Some(said) = drive("budget_slider", "briefing", &served, &[]) else {
-        return;
-    };
+    let said = drive(&browser, "budget_slider", "briefing", &served, &[]);
     assert!(said.contains("budget 200: "), "{said}");
 }
 
 #[test]
 fn a_pool_benched_from_the_floor_seats_the_next_unit_elsewhere() {
+    let Some(browser) = browser() else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::write(d.join("baton.toml"), three_families(0, true)).unwrap();
     // The first unit, before the bench: pool alpha-1 holds seats (first on a tie).
     run_ok(d, &["line", "Add rate limiting to the public API"]);
     let served = Served::start(d, &[]);
-    let Some(said) = drive("bench_pool", "bench", &served, &[]) else {
-        return;
-    };
+    let said = drive(&browser, "bench_pool", "bench", &served, &[]);
     assert!(said.contains("\"alpha-1\":0"), "{said}");
     // The bench is on record as the server's, from the page.
     let pools: serde_json::Value = serde_json::from_str(&run_ok(d, &["pools", "--json"])).unwrap();
@@ -195,12 +212,13 @@ fn a_pool_benched_from_the_floor_seats_the_next_unit_elsewhere() {
 
 #[test]
 fn a_vague_units_question_is_answered_from_the_page_and_it_resumes() {
+    let Some(browser) = browser() else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     // No configuration: units run with the offline mock workers.
     let served = Served::start(dir.path(), &[]);
-    if drive("question_answered", "question", &served, &[]).is_none() {
-        return;
-    }
+    drive(&browser, "question_answered", "question", &served, &[]);
     let status: serde_json::Value =
         serde_json::from_str(&run_ok(dir.path(), &["line", "--status", "--json"])).unwrap();
     assert_eq!(status["status"], "finished", "{status}");
@@ -208,10 +226,14 @@ fn a_vague_units_question_is_answered_from_the_page_and_it_resumes() {
 
 #[test]
 fn with_a_token_the_page_says_it_needs_one_and_works_once_given() {
+    let Some(browser) = browser() else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     run_ok(dir.path(), &["demo"]);
     let served = Served::start(dir.path(), &["--token", "s3cret-for-the-test"]);
     drive(
+        &browser,
         "token",
         "token",
         &served,

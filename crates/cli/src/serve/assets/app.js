@@ -106,8 +106,11 @@ function needToken() {
   $("conn").textContent = "token needed";
   $("conn").className = "conn down";
   $("side").remove();
+  $("layout").style.display = "block";
+  document.querySelector("nav").remove();
   clear($("main"), h("div.banner#token-needed", { role: "alert" },
     h("h1", "This server needs its token"),
+    location.search.includes("token=") ? h("p.error", "The token in this address is not this server's.") : null,
     h("p", "baton serve was started with a token (--token or BATON_TOKEN), so every request must carry it. Nothing is shown without it."),
     h("p", "Open this page once with the token in the address; it is then kept in a cookie only this server is sent, and removed from the address bar:"),
     h("pre", location.origin + "/?token=YOUR_TOKEN"),
@@ -274,7 +277,8 @@ async function drawRun(st) {
   const status = unit ? unit.status : info.status;
   const main = $("main");
   const head = h("div.panel",
-    h("div.tb", h("h1", info.objective), pill(status), unit ? h("span.pill", "unit · route " + unit.route) : null),
+    h("div.tb", h("h1", info.objective), pill(status), unit ? h("span.pill", "unit · route " + unit.route) : null,
+      unit && unit.running_here ? h("span.pill.running", "running here") : null),
     h("div.kv",
       kv("turns", n(turns.length)), kv("tokens sent", n(rep.tokens_sent)), kv("tokens back", n(rep.tokens_received)),
       kv("claims refused", n(rep.refusals)), kv("warnings", n(rep.warnings)),
@@ -359,6 +363,14 @@ function pinWhy(p) {
   return why + " · " + when(p.at);
 }
 
+// What the turn was for: its step, or for a lane's turn its seat and phase.
+function assignment(t, pin) {
+  const seat = pin ? pin.seat + " · " + pin.phase + " · pool " + pin.pool : null;
+  if (t.assignment !== "continuation") return [t.assignment, seat ? h("div.sub", seat) : null];
+  if (seat) return "As " + seat;
+  return h("span.muted", t.worker === "baton" ? "the engine's own turn" : "continuing the work");
+}
+
 function turnsPanel(st, turns, pins) {
   const seatOf = {};
   for (const p of pins) seatOf[p.turn] = p;
@@ -376,7 +388,7 @@ function turnsPanel(st, turns, pins) {
       onclick: () => { location.hash = "#/runs/" + st.id + "/briefing/" + t.turn; },
     },
     h("td.num", t.turn), h("td", h("b", t.worker), h("div.sub", t.model)),
-    h("td", t.assignment, seatOf[t.turn] ? h("div.sub", "seat " + seatOf[t.turn].seat + " · " + seatOf[t.turn].phase + " · pool " + seatOf[t.turn].pool) : null, notes),
+    h("td", assignment(t, seatOf[t.turn]), notes),
     t.budget ? h("td", h("div.tb", bar(frac), h("span.num", n(t.package_tokens) + " / " + n(t.budget))),
       h("div.sub", t.items_dropped ? t.items_dropped + (t.items_dropped === 1 ? " item" : " items") + " did not fit" : "everything fit")) : h("td.muted", "no briefing (the engine's own turn)"),
     h("td.num", n(t.tokens_sent)), h("td.num", (t.refusals || []).length || ""), h("td.num", (t.warnings || []).length || ""),
@@ -406,16 +418,26 @@ async function briefing(id, turn) {
   const shown = h("span.big-num#budget-value", n(pkg.budget));
   const worker = h("select#worker", { "aria-label": "worker" }, first.workers.map((w) => h("option", { value: w, selected: w === b.worker }, w)));
   let asked = 0;
+  // Compilation is deterministic: a budget seen once is drawn again without asking
+  // (until the run moves on: its events clear this).
+  const seen = new Map();
+  runStream(id, () => seen.clear());
   const recompile = async () => {
     const me = ++asked;
+    const key = worker.value + "|" + budget.value;
     try {
-      const r = await api("/runs/" + id + "/compile?worker=" + encodeURIComponent(worker.value) + "&budget=" + budget.value);
+      const r = seen.get(key) || await api("/runs/" + id + "/compile?worker=" + encodeURIComponent(worker.value) + "&budget=" + budget.value);
+      seen.set(key, r);
       if (me === asked) clear(out, packageView(r.package, "now"));
     } catch (e) {
       if (me === asked) clear(out, errorBox(e));
     }
   };
-  const moved = () => { clear(shown, n(budget.value)); debounce("compile", 60, recompile); };
+  const moved = () => {
+    clear(shown, n(budget.value));
+    if (seen.has(worker.value + "|" + budget.value)) recompile();
+    else debounce("compile", 60, recompile);
+  };
   budget.addEventListener("input", moved);
   worker.addEventListener("change", moved);
   clear(main,
