@@ -47,19 +47,24 @@ const scenarios = {
     await page.goto(url);
     await page.waitForSelector("#conn.live");
     await mark(page);
-    const unit = await startUnit(page, "Add rate limiting to the public API");
+    // Markup in what a person typed stays text wherever it is shown (the objective,
+    // the steps the plan names, the briefings).
+    const unit = await startUnit(page, 'Add rate limiting to the public API <img src=x onerror="window.__xss=1"><script>window.__xss=2</script>');
     const seen = [];
     const first = await until("the first turn row", async () => (await turnRows(page)) || 0);
     seen.push(first);
-    // Rows keep arriving while the unit runs: at least three more counts seen.
+    // Rows keep arriving while the unit runs: the count seen growing twice at least.
     await until("more turn rows, live", async () => {
       const c = await turnRows(page);
       if (c !== seen[seen.length - 1]) seen.push(c);
-      return seen.length >= 4 && c > first;
+      return seen.length >= 3;
     }, 20000);
     await until("the unit to finish", async () => (await page.locator("#main .panel .pill.finished").count()) > 0, 20000);
     const last = await turnRows(page);
     check(await marked(page), "the page was reloaded");
+    check((await page.locator("#main h1").innerText()).includes('<img src=x onerror="window.__xss=1">'), "the objective is shown as typed");
+    check((await page.locator("img, #main script, #side script").count()) === 0, "no element was made of the objective's markup");
+    check((await page.evaluate(() => window.__xss)) === undefined, "no script of the objective ran");
     const row = await page.locator("#turns tr.turn").last().innerText();
     check(/\/ 2,000/.test(row), "a turn row shows its briefing against the budget: " + row);
     check((await page.locator("#unit .stations span").count()) >= 5, "the unit's stations are shown");

@@ -171,8 +171,9 @@ fn a_units_turns_appear_live_as_they_commit_without_a_reload() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    // Slow enough to watch: each call takes 100 ms, the unit about three seconds.
-    std::fs::write(dir.path().join("baton.toml"), three_families(100, false)).unwrap();
+    // Slow enough to watch: each call takes 150 ms, the unit's 29 turns about five
+    // seconds.
+    std::fs::write(dir.path().join("baton.toml"), three_families(150, false)).unwrap();
     let served = Served::start(dir.path(), &[]);
     let said = drive(&browser, "live_turns", "live", &served, &[]);
     assert!(said.contains("turn rows seen: "), "{said}");
