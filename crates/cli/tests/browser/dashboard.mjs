@@ -167,6 +167,28 @@ const scenarios = {
     say("turns at the end", await turnRows(page));
   },
 
+  // Jobs: the columns, then a judged job's commits, gate log, diff and judgement.
+  async jobs(page) {
+    await page.goto(url + "#/jobs");
+    await page.waitForSelector("#jobs .card");
+    const columns = await page.locator("#jobs .col h2").allInnerTexts();
+    say("columns", columns.join(", "));
+    check(columns.some((c) => /judged \(2\)/i.test(c)), "both candidates are in the judged column");
+    await page.locator("#jobs .card").first().click();
+    await page.waitForSelector("#diff");
+    check((await page.locator("#commits tr").count()) === 2, "a commit per task");
+    check((await page.locator("#diff .add").count()) >= 2, "the patch's added lines, coloured");
+    await page.locator(".gate summary").click();
+    const gate = await page.locator(".gate").innerText();
+    check(gate.includes("passed") && gate.includes("a.txt"), "the gate and its log: " + gate);
+    const judged = await page.locator(".judgement").innerText();
+    check(/Winner [AB]/.test(judged), "the verdict: " + judged);
+    const mapped = await page.locator('.judgement tbody tr a[href^="#/jobs/j"]').count();
+    check(mapped === 2, "each label's job named: " + judged);
+    check((await page.locator(".judgement tr.winner").count()) === 1, "the winner's row stands out");
+    say("judgement", judged.split("\n").find((l) => l.startsWith("Winner")));
+  },
+
   // With a token: the page says it needs one; opened with it, it works.
   async token(page) {
     await page.goto(url);

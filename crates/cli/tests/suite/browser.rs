@@ -241,3 +241,52 @@ fn with_a_token_the_page_says_it_needs_one_and_works_once_given() {
         &[("BATON_TEST_TOKEN", "s3cret-for-the-test")],
     );
 }
+
+#[test]
+fn jobs_show_their_commits_gate_logs_patch_and_judgement() {
+    let Some(browser) = browser() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let agent = super::jobs::repo_with_agent(d);
+    let log = d.join("agent.log");
+    let mut toml = String::from(
+        "estimator = \"heuristic\"\n[[workers]]\nid = \"judge\"\nmodel = \"mock/judge\"\nfamily = \"z\"\n",
+    );
+    for (id, family) in [("a1", "x"), ("a2", "y")] {
+        toml.push_str(&format!(
+            "[[workers]]\nid = \"{id}\"\nmodel = \"command/{id}\"\nfamily = \"{family}\"\n\
+             options = {{ command = \"python3 {} {{claim_file}}\", handoff = \"derive\", pass_env = [\"PATH\"], env = {{ AGENT_LOG = \"{}\" }} }}\n",
+            agent.display(),
+            log.display()
+        ));
+    }
+    std::fs::write(d.join("baton.toml"), toml).unwrap();
+    run_ok(
+        d,
+        &[
+            "enqueue",
+            "--objective",
+            "Write two files",
+            "--task",
+            "write a.txt",
+            "--task",
+            "write b.txt",
+            "--worker",
+            "a1",
+            "--worker",
+            "a2",
+            "--gate",
+            "check=ls a.txt",
+        ],
+    );
+    run_ok(d, &["work"]);
+    let store = baton_store::SqliteStore::open(&db(d)).unwrap();
+    let group = baton_store::Store::list_jobs(&store).unwrap()[0]
+        .group
+        .clone();
+    run_ok(d, &["judge", &group, "--judge", "judge"]);
+    let served = Served::start(d, &[]);
+    drive(&browser, "jobs", "jobs", &served, &[]);
+}

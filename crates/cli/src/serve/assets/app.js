@@ -579,7 +579,7 @@ async function jobs() {
   try { data = await api("/jobs"); } catch (e) { clear(main, errorBox(e)); return; }
   if (gen !== S.gen) return;
   const cols = { queued: [], running: [], outbox: [], judged: [] };
-  for (const j of data.jobs) (cols[j.status] || cols.outbox).push(j);
+  for (const j of data.jobs) (cols[j.status] = cols[j.status] || []).push(j);
   clear(main, h("div.kanban#jobs", Object.entries(cols).map(([k, list]) => h("div.col",
     h("h2", k + " (" + list.length + ")"),
     list.map((j) => h("a.card", { href: "#/jobs/" + j.id },
