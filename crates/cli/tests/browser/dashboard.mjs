@@ -150,11 +150,13 @@ const scenarios = {
     await page.waitForSelector("#conn.live");
     await mark(page);
     await startUnit(page, "Fix it");
-    const q = await page.waitForSelector("#question");
+    // Located afresh each time: the page redraws as events arrive.
+    const q = page.locator("#question");
+    await q.waitFor();
     const text = await q.innerText();
     check(text.includes('What should "Fix it" change'), "the question is shown: " + text);
-    const box = await q.boundingBox();
-    check(box && box.y < 400, "the question is near the top of the page");
+    const top = await q.evaluate((el) => el.getBoundingClientRect().top);
+    check(top < 400, "the question is near the top of the page: " + top);
     check((await page.locator("#main .pill.blocked").count()) > 0, "the unit shows as blocked");
     const blockedAt = await turnRows(page);
     await page.fill("#answer", "Return 429 after 100 requests a minute per key");
@@ -192,7 +194,8 @@ const scenarios = {
   // With a token: the page says it needs one; opened with it, it works.
   async token(page) {
     await page.goto(url);
-    const banner = await page.waitForSelector("#token-needed");
+    const banner = page.locator("#token-needed");
+    await banner.waitFor();
     const said = await banner.innerText();
     check(said.includes("needs its token") && said.includes("/?token="), "the page says how to give the token: " + said);
     say("without the token", said.split("\n")[0]);

@@ -230,9 +230,11 @@ function home() {
 // ---- a run or a unit, live ---------------------------------------------------------
 
 async function runView(id) {
-  const main = $("main");
   const live = h("div.live#live");
-  const st = { id, seen: new Set(), first: true, live, gen: S.gen };
+  // Each part redraws in its own slot; the question's is left alone while the question
+  // is the same, so an answer being typed is never wiped by a redraw.
+  const slots = { head: h("div"), question: h("div"), unit: h("div"), turns: h("div") };
+  const st = { id, seen: new Set(), first: true, live, gen: S.gen, slots, asking: null };
   const refresh = () => debounce("run", 120, () => drawRun(st));
   runStream(id, (ev) => {
     clear(live, liveLine(ev));
@@ -269,6 +271,8 @@ async function drawRun(st) {
     }
   } catch (e) {
     if (st.gen === S.gen) clear($("main"), errorBox(e));
+    st.first = true;
+    st.asking = null;
     return;
   }
   // Another visit, or a newer redraw of this one, answered first.
@@ -285,12 +289,14 @@ async function drawRun(st) {
       kv("conversations passed", n(rep.conversations_passed))),
     h("div.sub", "id " + info.id + " · created " + when(info.created_at) + " · updated " + when(info.updated_at)),
     st.live);
-  const parts = [head];
-  const question = unit ? unit.status === "blocked" && unit.question : info.status === "blocked" && run.question;
-  if (question) parts.push(questionBox(id, question, !!unit));
-  if (unit) parts.push(unitPanel(unit, pins));
-  parts.push(turnsPanel(st, turns, pins));
-  clear(main, parts);
+  const question = (unit ? unit.status === "blocked" && unit.question : info.status === "blocked" && run.question) || null;
+  const { slots } = st;
+  if (st.first) clear(main, Object.values(slots));
+  clear(slots.head, head);
+  if (question !== st.asking) clear(slots.question, question ? questionBox(id, question, !!unit) : null);
+  st.asking = question;
+  clear(slots.unit, unit ? unitPanel(unit, pins) : null);
+  clear(slots.turns, turnsPanel(st, turns, pins));
   st.first = false;
 }
 const kv = (label, value) => h("div", h("b", value), h("span", label));
