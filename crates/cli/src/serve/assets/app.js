@@ -238,7 +238,9 @@ async function runView(id) {
   const refresh = () => debounce("run", 120, () => drawRun(st));
   runStream(id, (ev) => {
     clear(live, liveLine(ev));
-    if (ev.type !== "call_sent" && ev.type !== "retry_waiting") refresh();
+    // The page changes when a turn ends, a seat is filled or the run stops; the live
+    // line says the rest.
+    if (/turn_committed|turn_abandoned|seated|step_done|run_|roster_changed|worker_fell_back/.test(ev.type)) refresh();
   });
   await drawRun(st);
 }
@@ -278,7 +280,8 @@ async function drawRun(st) {
   // Another visit, or a newer redraw of this one, answered first.
   if (st.gen !== S.gen || me !== st.asked) return;
   const rep = run.report, info = rep.run, turns = rep.turns;
-  const status = unit ? unit.status : info.status;
+  // The report's own status, read with its turns: never "finished" above a turn short.
+  const status = info.status;
   const main = $("main");
   const head = h("div.panel",
     h("div.tb", h("h1", info.objective), pill(status), unit ? h("span.pill", "unit · route " + unit.route) : null,
