@@ -95,6 +95,8 @@ async function boot() {
     clear($("main"), errorBox(e));
     return;
   }
+  // Pools get their colours in the configuration's order, the same on every view.
+  try { for (const p of (await api("/pools")).pools) poolColor(p.id); } catch (_) { /* no pools */ }
   // A token given in the address was turned into a cookie: keep it out of history.
   if (location.search.includes("token=")) history.replaceState(null, "", "/" + location.hash);
   listen();
