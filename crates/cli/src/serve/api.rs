@@ -308,14 +308,58 @@ pub(crate) async fn jobs(State(app): State<Arc<App>>) -> ApiResult {
     read(app, |app| Ok(json!({ "jobs": app.store.list_jobs()? }))).await
 }
 
-/// `GET /api/jobs/{id}`: a job with its outbox (branch, commits, gates and their logs,
-/// the patch) and its group's judgements.
+/// What the page is given of a patch or a gate's log at most: a diff past this is cut
+/// (and says so), the whole file stays on the server's disk.
+const FILE_SHOWN: u64 = 256 * 1024;
+
+/// The first [`FILE_SHOWN`] bytes of `path` as text, and whether it was cut; `None` when
+/// the file is gone (a worktree cleaned up).
+fn file_head(path: &str) -> Option<(String, bool)> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let mut bytes = Vec::new();
+    file.take(FILE_SHOWN).read_to_end(&mut bytes).ok()?;
+    Some((
+        String::from_utf8_lossy(&bytes).into_owned(),
+        len > FILE_SHOWN,
+    ))
+}
+
+/// `GET /api/jobs/{id}`: a job with its outbox (branch, gates and their logs, the
+/// patch's text as `patch`), the commits its turns made (`commits`), and its group's
+/// judgements.
 pub(crate) async fn job(State(app): State<Arc<App>>, Path(id): Path<String>) -> ApiResult {
     read(app, move |app| {
         let id = app.store.resolve_job(&id)?;
-        let job = app.store.job(&id)?;
+        let mut job = app.store.job(&id)?;
         let judgements = app.store.judgements(&job.group)?;
-        Ok(json!({ "job": job, "judgements": judgements }))
+        let mut commits = Vec::new();
+        if let Some(run) = &job.run_id {
+            for t in app.store.turns(run)? {
+                if let Some(ws) = t.workspace.filter(|w| w.changed) {
+                    commits.push(json!({
+                        "turn": t.turn, "worker": t.worker, "commit": ws.commit,
+                        "files": ws.files, "task": t.assignment.task,
+                    }));
+                }
+            }
+        }
+        let mut patch = Value::Null;
+        if let Some(outbox) = job.outbox.as_mut() {
+            if let Some((text, cut)) = outbox["patch_file"].as_str().and_then(file_head) {
+                patch = json!({ "text": text, "cut": cut });
+            }
+            if let Some(gates) = outbox.get_mut("gates").and_then(Value::as_array_mut) {
+                for gate in gates {
+                    let log = gate["output_file"].as_str().and_then(file_head);
+                    if let (Some((text, cut)), Some(m)) = (log, gate.as_object_mut()) {
+                        m.insert("log".into(), json!({ "text": text, "cut": cut }));
+                    }
+                }
+            }
+        }
+        Ok(json!({ "job": job, "commits": commits, "patch": patch, "judgements": judgements }))
     })
     .await
 }

@@ -84,3 +84,38 @@ pub(crate) async fn api_not_found(request: Request) -> ApiError {
         ),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The page's promises, checked on its source: nothing from the network, no inline
+    /// script or style (the CSP would refuse them anyway), no API that parses text as
+    /// HTML, and a weight that stays small.
+    #[test]
+    fn the_dashboard_is_self_contained_builds_no_html_from_text_and_stays_small() {
+        for (name, text) in [
+            ("index.html", INDEX),
+            ("app.js", APP_JS),
+            ("app.css", APP_CSS),
+        ] {
+            for far in ["http://", "https://", "//cdn", "@import"] {
+                assert!(!text.contains(far), "{name} refers to {far}");
+            }
+        }
+        assert!(!INDEX.contains("style="), "an inline style attribute");
+        assert_eq!(INDEX.matches("<script").count(), 1);
+        assert!(INDEX.contains(r#"<script src="/assets/app.js" defer></script>"#));
+        for parse in [
+            "innerHTML",
+            "outerHTML",
+            "insertAdjacentHTML",
+            "document.write",
+            "eval(",
+        ] {
+            assert!(!APP_JS.contains(parse), "app.js uses {parse}");
+        }
+        let weight = INDEX.len() + APP_JS.len() + APP_CSS.len();
+        assert!(weight < 64 * 1024, "the page weighs {weight} bytes");
+    }
+}

@@ -5,6 +5,7 @@ mod agent_gemini;
 mod agent_opencode;
 mod agent_qwen;
 mod agent_support;
+mod browser;
 mod cancel;
 mod cli;
 mod crash;
