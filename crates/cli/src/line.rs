@@ -444,6 +444,8 @@ pub(crate) struct Status {
     unit: String,
     objective: String,
     route: String,
+    /// The route's stations, in order.
+    stations: Vec<String>,
     status: String,
     turns: u32,
     /// The station the unit is at (none before its first lane).
@@ -576,6 +578,7 @@ pub(crate) fn status_of(store: &dyn baton_store::Store, id: &RunId) -> Result<St
         unit: id.to_string(),
         objective: state.objective.clone(),
         route: route.name.clone(),
+        stations: route.stations.iter().map(|s| s.id.clone()).collect(),
         status: info.status.as_str().to_string(),
         turns: state.turns,
         station,

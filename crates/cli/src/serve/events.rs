@@ -149,10 +149,15 @@ pub(crate) fn wires(page: &EventPage) -> Vec<Wire> {
         .collect()
 }
 
+/// Who the log's lines say they are from: `baton serve` unless set (`baton mcp`).
+pub(crate) static LOG_AS: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+/// A line of the server's log, on stderr (stdout is `baton mcp`'s protocol).
 pub(crate) fn log(line: &str) {
     use std::io::Write;
+    let who = LOG_AS.get().copied().unwrap_or("baton serve");
     // A server whose terminal went away keeps serving.
-    let _ = writeln!(std::io::stderr(), "baton serve: {line}");
+    let _ = writeln!(std::io::stderr(), "{who}: {line}");
 }
 
 #[derive(Debug, Deserialize)]

@@ -693,3 +693,60 @@ fn two_servers_on_one_postgresql_show_the_same_runs_and_events() {
     assert_eq!(from_a["report"]["turns"], from_b["report"]["turns"]);
     assert_eq!(from_a["state"], from_b["state"]);
 }
+
+#[test]
+fn jobs_queued_over_the_api_are_shown_with_their_commits_and_outbox() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    git(d, &["init", "-q", "-b", "main"]);
+    git(
+        d,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "init",
+        ],
+    );
+    let server = Server::start(d, &[]);
+    let spec = Spec::of(&server);
+    let (code, queued) = server.post(
+        "/api/jobs",
+        json!({"objective": "Write release notes", "tasks": ["Draft the notes"], "candidates": ["worker-1", "worker-2"]}),
+    );
+    spec.check("post", "/api/jobs", code, &queued);
+    assert_eq!(queued["outcome"], "enqueued", "{queued}");
+    let jobs: Vec<String> = queued["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(jobs.len(), 2);
+    let (code, listed) = server.get("/api/jobs");
+    spec.check("get", "/api/jobs", code, &listed);
+    assert!(
+        listed["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|j| j["status"] == "queued")
+    );
+
+    run_ok(d, &["work"]);
+    for job in &jobs {
+        let (code, detail) = server.get(&format!("/api/jobs/{job}"));
+        spec.check("get", "/api/jobs/{id}", code, &detail);
+        assert_eq!(detail["job"]["status"], "outbox", "{detail}");
+        assert_eq!(detail["patch"]["cut"], false);
+        assert!(detail["job"]["outbox"].is_object());
+    }
+    let (code, err) = server.get("/api/jobs/jnosuch");
+    spec.check("get", "/api/jobs/{id}", code, &err);
+    assert_eq!(code, 404);
+}

@@ -350,7 +350,12 @@ function unitPanel(unit, pins) {
     if (s && !order.includes(s)) order.push(s);
   }
   if (unit.station && !order.includes(unit.station)) order.push(unit.station);
-  const stations = h("div.stations", order.map((s) => h("span" + (s === unit.station ? ".now" : ".done"), s)));
+  // The whole route when the server says it: stations ahead shown as still to come.
+  const route = Array.isArray(unit.stations) && unit.stations.length ? unit.stations : order;
+  const at = route.indexOf(unit.station);
+  const finished = unit.status === "finished";
+  const stations = h("div.stations", route.map((s, i) => h("span" + (s === unit.station && !finished ? ".now"
+    : (finished || (at >= 0 ? i < at : order.includes(s))) ? ".done" : ".todo"), s)));
   const last = {};
   for (const p of pins) last[p.seat + "|" + p.phase] = p;
   const seats = unit.seats.length ? h("table",

@@ -720,6 +720,7 @@ const SIGTERM: u32 = 15;
 /// `baton mcp`: the tools over stdio. stdout carries the protocol only: what the line
 /// says of its turns goes to stderr.
 pub(crate) fn stdio(ctx: crate::commands::Context_) -> anyhow::Result<std::process::ExitCode> {
+    let _ = super::events::LOG_AS.set("baton mcp");
     use anyhow::Context as _;
     use rmcp::ServiceExt as _;
     let store = ctx.store()?;
