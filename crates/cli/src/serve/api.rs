@@ -95,6 +95,37 @@ impl std::fmt::Display for NotFound {
 
 impl std::error::Error for NotFound {}
 
+/// A request axum refused before a handler ran (a path or query that does not parse, a
+/// body that is not JSON) answers in plain text: it is given the API's error shape.
+pub(crate) async fn json_errors(response: Response) -> Response {
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json") || v.starts_with("text/event-stream"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let body = axum::body::to_bytes(response.into_body(), 64 * 1024)
+        .await
+        .unwrap_or_default();
+    let text = String::from_utf8_lossy(&body).trim().to_string();
+    let message = match (status, text.is_empty()) {
+        (StatusCode::UNSUPPORTED_MEDIA_TYPE, _) => {
+            "send the body as JSON, with the header Content-Type: application/json".to_string()
+        }
+        (_, true) => format!("the request was refused ({status})"),
+        (_, false) => format!("{text} (see /api/openapi.json)"),
+    };
+    let code = if status.is_server_error() {
+        "internal"
+    } else {
+        "usage"
+    };
+    ApiError::new(status, code, message).into_response()
+}
+
 pub(crate) type ApiResult = Result<Json<Value>, ApiError>;
 
 /// Runs `f` on a blocking thread: the store and the engine are synchronous.
@@ -152,6 +183,7 @@ pub(crate) async fn session(State(app): State<Arc<App>>) -> Json<Value> {
         "csrf": app.csrf,
         "token_required": app.token.is_some(),
         "database": app.ctx.location().to_string(),
+        "streams": app.hub.clients(),
         "bind": app.bind.to_string(),
     }))
 }

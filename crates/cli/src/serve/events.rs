@@ -112,6 +112,11 @@ impl Hub {
         }
     }
 
+    /// Event streams open now.
+    pub(crate) fn clients(&self) -> usize {
+        self.tx.receiver_count()
+    }
+
     pub(crate) fn head(&self) -> i64 {
         self.head.load(Ordering::SeqCst)
     }
@@ -212,7 +217,8 @@ pub(crate) async fn stream(
 }
 
 /// Sends the client everything after `sent`: from the store until the live stream
-/// covers it, then live; from the store again if it fell too far behind.
+/// covers it, then live; from the store again if it fell too far behind. Ends when the
+/// client goes away (whether or not anything was being sent to it).
 async fn forward(
     app: Arc<App>,
     mut live: broadcast::Receiver<Arc<Wire>>,
@@ -222,15 +228,32 @@ async fn forward(
 ) {
     let wanted = |w: &Wire| run.as_ref().is_none_or(|r| *r == w.run);
     let event = |w: &Wire| Event::default().id(w.cursor.to_string()).data(&w.data);
+    // Where the stream starts, as its first id (an event of type `start`, which a
+    // browser's `onmessage` does not see): a client that drops before any event of its
+    // run came reconnects from here, and misses nothing in between.
+    let start = Event::default()
+        .event("start")
+        .id(sent.to_string())
+        .data(format!("{{\"cursor\":{sent}}}"));
+    if tx.send(start).await.is_err() {
+        return;
+    }
     'catch_up: loop {
-        // From the store, up to the live stream's position.
+        // From the store, up to the live stream's position. A store that cannot be read
+        // now is asked again: going live first would skip what it holds.
         loop {
             let from = EventCursor(sent);
             let store = app.store.clone();
-            let page = tokio::task::spawn_blocking(move || store.events_since(from, PAGE)).await;
+            let read = tokio::task::spawn_blocking(move || store.events_since(from, PAGE));
+            let page = tokio::select! {
+                page = read => page,
+                () = tx.closed() => return,
+            };
             let Ok(Ok(page)) = page else {
-                // The store is away: the live stream (or the next reconnect) carries on.
-                break;
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_millis(500)) => continue,
+                    () = tx.closed() => return,
+                }
             };
             let empty = page.events.is_empty();
             for w in wires(&page) {
@@ -244,7 +267,11 @@ async fn forward(
             }
         }
         loop {
-            match live.recv().await {
+            let next = tokio::select! {
+                next = live.recv() => next,
+                () = tx.closed() => return,
+            };
+            match next {
                 Ok(w) => {
                     if w.cursor <= sent {
                         continue;

@@ -68,13 +68,23 @@ pub(crate) fn query_param<'a>(query: Option<&'a str>, name: &str) -> Option<&'a 
         .map(|(_, v)| v)
 }
 
-/// Whether `host` (a `Host` header's value) names this machine's loopback.
+/// Whether `host` (a `Host` header's value) names this machine's loopback: `localhost`
+/// or a loopback address, never a name that merely starts like one
+/// (`127.0.0.1.evil.example` is a name anyone can point at 127.0.0.1).
 fn loopback_host(host: &str) -> bool {
     let name = match host.rsplit_once(':') {
-        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+        Some((name, port)) if !name.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => name,
         _ => host,
     };
-    matches!(name, "127.0.0.1" | "localhost" | "[::1]") || name.starts_with("127.")
+    if name.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    let ip = name
+        .strip_prefix('[')
+        .and_then(|n| n.strip_suffix(']'))
+        .unwrap_or(name);
+    ip.parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| ip.is_loopback())
 }
 
 fn refuse(status: StatusCode, code: &'static str, message: impl Into<String>) -> Response {

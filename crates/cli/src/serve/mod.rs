@@ -212,7 +212,8 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/pools", get(api::pools))
         .route("/pools/{id}/bench", post(api::bench))
         .route("/pools/{id}/unbench", post(api::unbench))
-        .fallback(page::api_not_found);
+        .fallback(page::api_not_found)
+        .layer(axum::middleware::map_response(api::json_errors));
     Router::new()
         .route("/", get(page::index))
         .route("/assets/{file}", get(page::asset))

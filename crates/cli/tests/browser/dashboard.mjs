@@ -159,7 +159,8 @@ const scenarios = {
     check(text.includes('What should "Fix it" change'), "the question is shown: " + text);
     const top = await q.evaluate((el) => el.getBoundingClientRect().top);
     check(top < 400, "the question is near the top of the page: " + top);
-    check((await page.locator("#main .pill.blocked").count()) > 0, "the unit shows as blocked");
+    // The header redraws on the run_blocked event, a moment after the question panel.
+    await until("the unit to show as blocked", async () => (await page.locator("#main .pill.blocked").count()) > 0, 10000);
     const blockedAt = await turnRows(page);
     await page.fill("#answer", "Return 429 after 100 requests a minute per key");
     await page.click("#answer-send");

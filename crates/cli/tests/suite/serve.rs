@@ -98,10 +98,10 @@ impl Server {
         body: Value,
         headers: &[(&str, &str)],
     ) -> (u16, Value) {
-        let mut req = self
-            .agent()
-            .post(format!("http://{}{path}", self.addr))
-            .header("content-type", "application/json");
+        let mut req = self.agent().post(format!("http://{}{path}", self.addr));
+        if !headers.iter().any(|(k, _)| *k == "content-type") {
+            req = req.header("content-type", "application/json");
+        }
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
@@ -313,6 +313,21 @@ fn every_read_answers_as_the_openapi_document_says() {
         (code, err["error"]["code"].as_str()),
         (404, Some("not_found"))
     );
+    // Refused before any handler ran (a turn that is not a number): the same shape.
+    let (code, err) = server.get(&format!("/api/runs/{run}/turns/two/briefing"));
+    spec.check("get", "/api/runs/{id}/turns/{turn}/briefing", code, &err);
+    assert_eq!(code, 400);
+    let (code, err) = server.post_with(
+        "/api/runs",
+        Value::Null,
+        &[
+            ("x-baton-csrf", &server.csrf),
+            ("content-type", "text/plain"),
+        ],
+    );
+    spec.check("post", "/api/runs", code, &err);
+    let message = err["error"]["message"].as_str().unwrap();
+    assert!(message.contains("Content-Type: application/json"), "{err}");
 }
 
 #[test]
@@ -507,13 +522,15 @@ impl Sse {
     /// The next event: its id and its data. Chunked transfer framing is skipped (a
     /// chunk-size line is never `id:` or `data:`).
     fn next(&mut self) -> (i64, Value) {
-        let (mut id, mut data) = (None, None);
+        let (mut id, mut data, mut kind) = (None, None, None::<String>);
         loop {
             let mut line = String::new();
             let n = self.reader.read_line(&mut line).unwrap();
             assert!(n > 0, "the stream ended");
             let line = line.trim_end();
-            if let Some(v) = line
+            if let Some(v) = line.strip_prefix("event:") {
+                kind = Some(v.trim().to_string());
+            } else if let Some(v) = line
                 .strip_prefix("id: ")
                 .or_else(|| line.strip_prefix("id:"))
             {
@@ -523,10 +540,12 @@ impl Sse {
                 .or_else(|| line.strip_prefix("data:"))
             {
                 data = Some(serde_json::from_str(v.trim()).unwrap());
-            } else if line.is_empty()
-                && let (Some(i), Some(d)) = (id, data.take())
-            {
-                return (i, d);
+            } else if line.is_empty() {
+                // The stream's `start` event says where it starts; the tests want the
+                // protocol's events.
+                if let (Some(i), Some(d), None) = (id, data.take(), kind.take()) {
+                    return (i, d);
+                }
             }
         }
     }
@@ -749,4 +768,32 @@ fn jobs_queued_over_the_api_are_shown_with_their_commits_and_outbox() {
     let (code, err) = server.get("/api/jobs/jnosuch");
     spec.check("get", "/api/jobs/{id}", code, &err);
     assert_eq!(code, 404);
+}
+
+#[test]
+fn a_stream_whose_client_left_ends_even_when_its_run_is_quiet() {
+    let dir = demo_dir();
+    let server = Server::start(dir.path(), &[]);
+    let run = first_run(&server);
+    let streams = || server.get("/api/session").1["streams"].as_u64().unwrap();
+    assert_eq!(streams(), 0);
+    {
+        let _quiet = Sse::connect(&server.addr, &format!("/api/events?run={run}"), None);
+        let _all = Sse::connect(&server.addr, "/api/events", None);
+        let until = Instant::now() + Duration::from_secs(5);
+        while streams() != 2 {
+            assert!(Instant::now() < until, "the two streams never showed");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    // Both clients gone; the finished run will never send another event.
+    let until = Instant::now() + Duration::from_secs(5);
+    while streams() != 0 {
+        assert!(
+            Instant::now() < until,
+            "{} streams outlived their clients",
+            streams()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

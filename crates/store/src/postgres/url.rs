@@ -120,25 +120,54 @@ impl std::fmt::Display for PostgresUrl {
     }
 }
 
-/// `url` with its password (if any) replaced by `***`.
+/// `url` with its password (if any) replaced by `***`: in the user part
+/// (`user:pw@host`) and as a query parameter (`?password=pw`, which the client accepts
+/// too).
 fn redact(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_string();
     };
     let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(authority_end);
-    match authority.rsplit_once('@') {
+    let authority = match authority.rsplit_once('@') {
         Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
-            None => url.to_string(),
+            Some((user, _)) => format!("{user}:***@{host}"),
+            None => authority.to_string(),
         },
-        None => url.to_string(),
-    }
+        None => authority.to_string(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let params: Vec<String> = query
+                .split('&')
+                .map(|kv| match kv.split_once('=') {
+                    Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+                    _ => kv.to_string(),
+                })
+                .collect();
+            format!("{path}?{}", params.join("&"))
+        }
+        None => tail.to_string(),
+    };
+    format!("{scheme}://{authority}{tail}")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_password_is_never_shown_in_the_user_part_or_the_query() {
+        assert_eq!(
+            redact("postgres://u:pw@h:5432/db?schema=s"),
+            "postgres://u:***@h:5432/db?schema=s"
+        );
+        assert_eq!(
+            redact("postgres://u@h/db?sslmode=disable&password=s3cret&schema=x"),
+            "postgres://u@h/db?sslmode=disable&password=***&schema=x"
+        );
+        assert_eq!(redact("postgres://h/db"), "postgres://h/db");
+    }
 
     #[test]
     fn a_url_keeps_its_client_parameters_and_takes_out_the_schema() {

@@ -119,31 +119,64 @@ function needToken() {
     h("p.muted", "API clients send it as the header Authorization: Bearer YOUR_TOKEN.")));
 }
 
+// An EventSource that comes back: the browser reconnects by itself after a dropped
+// connection (with Last-Event-ID), but gives up for good on an error answer (a server
+// restarting, a store briefly away); then a new one resumes after the last event seen.
+function stream(url, onMessage, onState, onStart) {
+  const s = { es: null, last: null, closed: false, wait: 500 };
+  const open = () => {
+    const sep = url.includes("?") ? "&" : "?";
+    const es = new EventSource(s.last === null ? url : url + sep + "after=" + encodeURIComponent(s.last));
+    s.es = es;
+    es.onopen = () => { s.wait = 500; if (onState) onState(true); };
+    es.onerror = () => {
+      if (onState) onState(false);
+      if (es.readyState === EventSource.CLOSED && !s.closed) {
+        setTimeout(() => { if (!s.closed) open(); }, s.wait);
+        s.wait = Math.min(s.wait * 2, 10000);
+      }
+    };
+    es.onmessage = (m) => { if (m.lastEventId) s.last = m.lastEventId; onMessage(m); };
+    // Where the server started this stream: resumed from there if it drops before any event.
+    // Every event before it is in the store: a view drawn before the stream began is
+    // drawn again (onStart), so nothing committed in between is missing from it.
+    es.addEventListener("start", (m) => {
+      if (s.last === null && m.lastEventId) s.last = m.lastEventId;
+      if (onStart) onStart();
+    });
+  };
+  open();
+  s.close = () => { s.closed = true; if (s.es) s.es.close(); };
+  return s;
+}
+
 function listen() {
   if (S.es) S.es.close();
-  const es = new EventSource("/api/events");
-  S.es = es;
   const conn = $("conn");
-  es.onopen = () => { conn.textContent = "live"; conn.className = "conn live"; };
-  es.onerror = () => { conn.textContent = "reconnecting…"; conn.className = "conn down"; };
-  es.onmessage = (m) => {
-    let ev;
-    try { ev = JSON.parse(m.data); } catch (_) { return; }
-    debounce("runs", 250, loadRuns);
-    // The floor and the jobs redraw in place (the view that asked, if still shown).
-    const again = S.again, gen = S.gen;
-    if (again && /seated|turn_committed|run_|job|gate|judged|lease/.test(ev.type)) {
-      debounce("again", 300, () => { if (gen === S.gen) again(); });
-    }
-  };
+  S.es = stream("/api/events", onGlobal, (up) => {
+    conn.textContent = up ? "live" : "reconnecting…";
+    conn.className = up ? "conn live" : "conn down";
+  });
+}
+
+function onGlobal(m) {
+  let ev;
+  try { ev = JSON.parse(m.data); } catch (_) { return; }
+  debounce("runs", 250, loadRuns);
+  // The floor and the jobs redraw in place (the view that asked, if still shown).
+  const again = S.again, gen = S.gen;
+  if (again && /seated|turn_committed|run_|job|gate|judged|lease/.test(ev.type)) {
+    debounce("again", 300, () => { if (gen === S.gen) again(); });
+  }
 }
 
 function runStream(id, onEvent) {
   if (S.runEsId === id && S.runEs) { S.runEs.onEvent = onEvent; return; }
   closeRunStream();
-  const es = new EventSource("/api/events?run=" + encodeURIComponent(id));
+  const es = stream("/api/events?run=" + encodeURIComponent(id),
+    (m) => { try { es.onEvent(JSON.parse(m.data)); } catch (_) { /* skip */ } },
+    null, () => es.onEvent({ type: "stream_start" }));
   es.onEvent = onEvent;
-  es.onmessage = (m) => { try { es.onEvent(JSON.parse(m.data)); } catch (_) { /* skip */ } };
   S.runEs = es;
   S.runEsId = id;
 }
@@ -239,10 +272,10 @@ async function runView(id) {
   const st = { id, seen: new Set(), first: true, live, gen: S.gen, slots, asking: null };
   const refresh = () => debounce("run", 120, () => drawRun(st));
   runStream(id, (ev) => {
-    clear(live, liveLine(ev));
+    if (ev.type !== "stream_start") clear(live, liveLine(ev));
     // The page changes when a turn ends, a seat is filled or the run stops; the live
     // line says the rest.
-    if (/turn_committed|turn_abandoned|seated|step_done|run_|roster_changed|worker_fell_back/.test(ev.type)) refresh();
+    if (/turn_committed|turn_abandoned|seated|step_done|run_|roster_changed|worker_fell_back|stream_start/.test(ev.type)) refresh();
   });
   await drawRun(st);
 }
