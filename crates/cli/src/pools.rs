@@ -85,6 +85,22 @@ fn no_pools_said(ctx: &Context_) -> String {
 /// pool's window, allowance, used and headroom, and the benches in force. No pools
 /// configured: an empty list.
 pub(crate) fn floor_json(ctx: &Context_) -> Result<serde_json::Value> {
+    reading(ctx, |rows, workers, gone, _| {
+        Ok(serde_json::json!({
+            "pools": rows,
+            "benched_workers": workers,
+            "benched_pools_not_configured": gone,
+        }))
+    })
+}
+
+/// The floor now, given to `f`: a row per configured pool, the workers benched, and the
+/// benches of pools no longer configured (kept, and shown, so that it is no surprise
+/// when a pool of that id comes back), as of the time given.
+fn reading<R>(
+    ctx: &Context_,
+    f: impl FnOnce(&[PoolRow<'_>], &[&Bench], &[&Bench], Timestamp) -> Result<R>,
+) -> Result<R> {
     let pools = &ctx.floor().pools;
     let store = ctx.try_reader()?;
     let (benches, reservations) = match &store {
@@ -104,21 +120,15 @@ pub(crate) fn floor_json(ctx: &Context_) -> Result<serde_json::Value> {
         .iter()
         .filter(|b| matches!(&b.target, BenchTarget::Pool(p) if !pools.iter().any(|q| &q.id == p)))
         .collect();
-    Ok(serde_json::json!({
-        "pools": rows,
-        "benched_workers": workers,
-        "benched_pools_not_configured": gone,
-    }))
+    f(&rows, &workers, &gone, now)
 }
 
 pub(crate) fn list(ctx: &Context_, json: bool) -> Result<ExitCode> {
-    let pools = &ctx.floor().pools;
-    let store = ctx.try_reader()?;
-    let benches = match &store {
-        Some(store) => store.benches()?,
-        None => Vec::new(),
-    };
-    if pools.is_empty() {
+    if ctx.floor().pools.is_empty() {
+        let benches = match ctx.try_reader()? {
+            Some(store) => store.benches()?,
+            None => Vec::new(),
+        };
         let benched: Vec<String> = benches
             .iter()
             .filter(|b| matches!(b.target, BenchTarget::Pool(_)))
@@ -133,32 +143,13 @@ pub(crate) fn list(ctx: &Context_, json: bool) -> Result<ExitCode> {
             benched.join(", ")
         )));
     }
-    let now = SystemClock.now();
     if json {
         println!("{}", serde_json::to_string_pretty(&floor_json(ctx)?)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let reservations = match &store {
-        Some(store) => store.live_reservations()?,
-        None => Vec::new(),
-    };
-    let mut rows = Vec::with_capacity(pools.len());
-    for pool in pools {
-        rows.push(row(store.as_deref(), pool, &benches, &reservations, now)?);
-    }
-    let workers: Vec<&Bench> = benches
-        .iter()
-        .filter(|b| matches!(b.target, BenchTarget::Worker(_)))
-        .collect();
-    // Benched before the configuration dropped the pool: kept, and shown, so that it is
-    // no surprise when a pool of that id comes back.
-    let gone: Vec<&Bench> = benches
-        .iter()
-        .filter(|b| matches!(&b.target, BenchTarget::Pool(p) if !pools.iter().any(|q| &q.id == p)))
-        .collect();
-    {
-        print!("{}", render(&rows, now));
-        for b in gone.iter().chain(&workers) {
+    reading(ctx, |rows, workers, gone, now| {
+        print!("{}", render(rows, now));
+        for b in gone.iter().chain(workers) {
             let gone = match &b.target {
                 BenchTarget::Pool(_) => {
                     "; no such pool in the configuration now, the bench holds if it comes back"
@@ -182,8 +173,8 @@ pub(crate) fn list(ctx: &Context_, json: bool) -> Result<ExitCode> {
                 b.target.id()
             );
         }
-    }
-    Ok(ExitCode::SUCCESS)
+        Ok(ExitCode::SUCCESS)
+    })
 }
 
 fn row<'a>(

@@ -189,25 +189,27 @@ pub(crate) async fn session(State(app): State<Arc<App>>) -> Json<Value> {
 }
 
 pub(crate) async fn runs(State(app): State<Arc<App>>) -> ApiResult {
-    read(app, |app| {
-        let runs = app.store.list_runs()?;
-        let rows: Vec<Value> = runs
-            .iter()
-            .map(|r| {
-                json!({
-                    "id": r.id,
-                    "objective": r.objective,
-                    "status": r.status.as_str(),
-                    "turns": r.turns,
-                    "created_at": r.created_at,
-                    "updated_at": r.updated_at,
-                    "unit": r.config.get("line").is_some(),
-                })
+    read(app, |app| Ok(json!({ "runs": run_rows(app)? }))).await
+}
+
+/// Every run, newest first, as the API and the MCP tools list them.
+pub(crate) fn run_rows(app: &App) -> anyhow::Result<Vec<Value>> {
+    Ok(app
+        .store
+        .list_runs()?
+        .iter()
+        .map(|r| {
+            json!({
+                "id": r.id,
+                "objective": r.objective,
+                "status": r.status.as_str(),
+                "turns": r.turns,
+                "created_at": r.created_at,
+                "updated_at": r.updated_at,
+                "unit": r.config.get("line").is_some(),
             })
-            .collect();
-        Ok(json!({ "runs": rows }))
-    })
-    .await
+        })
+        .collect())
 }
 
 fn resolve(app: &App, prefix: &str) -> anyhow::Result<RunId> {

@@ -8,9 +8,8 @@
 //! Chromium and playwright-core come from `.ci/browser/install.sh`; without them the
 //! tests say how to install them and pass, unless `BATON_REQUIRE_BROWSER=1`.
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::Instant;
 
 use super::*;
@@ -69,23 +68,8 @@ struct Served {
 impl Served {
     fn start(dir: &Path, extra: &[&str]) -> Served {
         let log = dir.join("serve.log");
-        let mut child = baton(dir)
-            .args(["serve", "--bind", "127.0.0.1:0"])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        let mut first = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut first)
-            .unwrap();
-        // "baton serve: listening on http://127.0.0.1:PORT/ (database …"
-        let url = first
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no URL in {first:?}"))
-            .to_string();
+        let stderr = std::fs::File::create(&log).unwrap().into();
+        let (child, url) = super::serve::spawn(baton(dir), extra, stderr);
         Served { child, url, log }
     }
 }

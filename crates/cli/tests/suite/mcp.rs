@@ -7,7 +7,6 @@
 //! Without the SDK's virtualenv a test says how to install it and passes, unless
 //! `BATON_REQUIRE_MCP=1` (CI sets it), which fails it instead.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
@@ -124,24 +123,8 @@ impl Drop for Served {
 }
 
 fn serve(d: &Path, token: Option<&str>) -> Served {
-    let mut cmd = baton(d);
-    cmd.args(["serve", "--bind", "127.0.0.1:0"])
-        .env_remove("BATON_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    if let Some(token) = token {
-        cmd.args(["--token", token]);
-    }
-    let mut child = cmd.spawn().unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in {line:?}"))
-        .to_string();
+    let extra: Vec<&str> = token.map(|t| vec!["--token", t]).unwrap_or_default();
+    let (child, url) = super::serve::spawn(baton(d), &extra, Stdio::null());
     Served { child, url }
 }
 

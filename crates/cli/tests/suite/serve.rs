@@ -11,6 +11,30 @@ use serde_json::{Value, json};
 
 use super::*;
 
+/// `cmd` (a `baton`) serving on a free loopback port, its stderr to `stderr`: the child
+/// and the URL it printed first (`http://127.0.0.1:PORT/`).
+pub(super) fn spawn(mut cmd: Command, extra: &[&str], stderr: Stdio) -> (Child, String) {
+    let mut child = cmd
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .args(extra)
+        .env_remove("BATON_TOKEN")
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    // "baton serve: listening on http://127.0.0.1:PORT/ (database …"
+    let url = first
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {first:?}"))
+        .to_string();
+    (child, url)
+}
+
 /// A `baton serve` child on an ephemeral port, stopped (Ctrl-C) when dropped.
 pub(super) struct Server {
     child: Child,
@@ -25,23 +49,11 @@ impl Server {
         Server::start_with(baton(dir), extra)
     }
 
-    pub(super) fn start_with(mut cmd: Command, extra: &[&str]) -> Server {
-        let mut child = cmd
-            .args(["serve", "--bind", "127.0.0.1:0"])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut first = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut first)
-            .unwrap();
-        let addr = first
-            .split("http://")
-            .nth(1)
-            .and_then(|rest| rest.split('/').next())
-            .unwrap_or_else(|| panic!("no URL in {first:?}"))
+    pub(super) fn start_with(cmd: Command, extra: &[&str]) -> Server {
+        let (child, url) = spawn(cmd, extra, Stdio::inherit());
+        let addr = url
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
             .to_string();
         let token = extra
             .iter()

@@ -291,19 +291,7 @@ impl Tools {
     /// The runs and units in the database, newest first: id, status, turns, objective.
     #[tool]
     async fn runs(&self) -> Answer {
-        let listed = blocking(&self.app, |app| {
-            let runs = app.store.list_runs()?;
-            Ok(runs
-                .iter()
-                .map(|r| {
-                    json!({
-                        "id": r.id, "objective": r.objective, "status": r.status.as_str(),
-                        "turns": r.turns, "unit": r.config.get("line").is_some(),
-                    })
-                })
-                .collect::<Vec<_>>())
-        })
-        .await;
+        let listed = blocking(&self.app, super::api::run_rows).await;
         match listed {
             Ok(rows) => {
                 let lines: Vec<String> = rows
