@@ -54,6 +54,13 @@ const scenarios = {
         const c = document.querySelectorAll("#turns tr.turn").length;
         if (c && c !== window.__counts[window.__counts.length - 1]) window.__counts.push(c);
       }).observe(document.getElementById("main"), { childList: true, subtree: true });
+      // How long each committed turn took to reach this page: its arrival here minus
+      // the engine's clock when it was committed (reported, not asserted).
+      window.__lags = [];
+      new EventSource("/api/events").onmessage = (m) => {
+        const ev = JSON.parse(m.data);
+        if (ev.type === "turn_committed") window.__lags.push(Date.now() - ev.at);
+      };
     });
     // Markup in what a person typed stays text wherever it is shown (the objective,
     // the steps the plan names, the briefings).
@@ -72,6 +79,8 @@ const scenarios = {
     check((await page.locator("#unit .stations span").count()) >= 5, "the unit's stations are shown");
     say("unit", unit);
     say("turn rows seen", seen.join(" → "));
+    const lags = (await page.evaluate(() => window.__lags)).sort((a, b) => a - b);
+    if (lags.length) say("commit to browser (ms): n=" + lags.length, "p50 " + lags[Math.floor(lags.length / 2)] + ", max " + lags[lags.length - 1]);
   },
 
   // The budget slider recompiles the briefing: tokens and dropped items change.
