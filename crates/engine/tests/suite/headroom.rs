@@ -45,20 +45,30 @@ fn slow_server(answers: usize, delay: Duration) -> TestServer {
 /// with `open`), from one barrier; their ends, in order.
 fn two_at_once(open: &(dyn Fn() -> Arc<dyn Store> + Sync), spec: &RunSpec) -> Vec<(RunId, RunEnd)> {
     let start = Barrier::new(2);
+    // The database exists before the two start, as it would for two processes sharing
+    // it (this test is about the pool, not about two first opens racing to create it).
+    drop(open());
     std::thread::scope(|s| {
         let runs: Vec<_> = (0..2)
             .map(|_| {
                 let start = &start;
                 s.spawn(move || {
-                    let store = open();
-                    let engine = Engine::new(store.clone());
-                    let id = engine.create_run(spec).unwrap();
-                    let mut session = engine
-                        .open_with_keys(&id, None, Some(&spec.roster))
-                        .unwrap();
-                    // As `baton run` does: the lease's heartbeat keeps a reservation.
-                    engine.lease(&mut session, Duration::from_secs(30)).unwrap();
+                    let ready = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        let store = open();
+                        let engine = Engine::new(store.clone());
+                        let id = engine.create_run(spec).unwrap();
+                        let mut session = engine
+                            .open_with_keys(&id, None, Some(&spec.roster))
+                            .unwrap();
+                        // As `baton run` does: the lease's heartbeat keeps a reservation.
+                        engine.lease(&mut session, Duration::from_secs(30)).unwrap();
+                        (engine, id, session)
+                    }));
+                    // Reached whatever happened: a failure fails the test, never hangs it
+                    // with the other thread waiting here.
                     start.wait();
+                    let (engine, id, mut session) =
+                        ready.unwrap_or_else(|e| std::panic::resume_unwind(e));
                     let end = engine.run(&mut session, None, &mut |_, _| {}).unwrap();
                     (id, end)
                 })
