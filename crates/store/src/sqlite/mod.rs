@@ -168,7 +168,8 @@ impl SqliteStore {
         // WAL: readers never block the writer. An in-memory database answers "memory",
         // and a file system without shared memory keeps its old mode; both are still
         // correct, only slower to share, so the answer is not checked.
-        conn.pragma_update(None, "journal_mode", "WAL")?;
+        // Retried: SQLite answers BUSY here at once rather than wait (`retry_busy`).
+        open::retry_busy(|| conn.pragma_update(None, "journal_mode", "WAL"))?;
         // FULL syncs the WAL on every commit: a committed turn survives power loss.
         // (NORMAL, the usual WAL setting, may lose the last commits.)
         conn.pragma_update(None, "synchronous", "FULL")?;

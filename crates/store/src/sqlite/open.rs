@@ -6,11 +6,12 @@
 //! read-only file system and never touches a file that is not baton's.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
 use super::migrations::{self, SCHEMA_VERSION};
-use super::{Fail, Result, fail};
+use super::{BUSY_TIMEOUT, Fail, Result, fail};
 use crate::Error;
 
 /// What a database file holds, judged before anything is written to it.
@@ -25,6 +26,16 @@ pub(super) enum Schema {
 }
 
 pub(super) fn schema(conn: &Connection) -> Result<Schema> {
+    // One read transaction: another process creating the same new file commits its
+    // tables and `user_version` together, and reads on either side of that commit
+    // (version 0, then its tables) would look like another application's database.
+    let tx = conn.unchecked_transaction()?;
+    let schema = schema_in(&tx)?;
+    tx.commit()?;
+    Ok(schema)
+}
+
+fn schema_in(conn: &Connection) -> Result<Schema> {
     let version = migrations::user_version(conn)?;
     let tables = conn
         .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")?
@@ -54,6 +65,29 @@ pub(super) fn schema(conn: &Connection) -> Result<Schema> {
             format!("it holds tables baton did not create: {names}")
         })
     })
+}
+
+/// Runs `f` again while SQLite answers BUSY, for up to `BUSY_TIMEOUT`: for the few
+/// statements it answers BUSY at once instead of waiting in its busy handler. Switching
+/// a new file to WAL is one: it needs the exclusive lock, and SQLite does not wait for
+/// it while another connection opening the same file holds a shared lock (the two
+/// could wait for each other forever), so two processes started at once in an empty
+/// directory failed with "database is locked".
+pub(super) fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let deadline = Instant::now() + BUSY_TIMEOUT;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match f() {
+            Err(e)
+                if e.sqlite_error_code() == Some(ErrorCode::DatabaseBusy)
+                    && Instant::now() < deadline =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Turns a failure of the SQLite code into the backend-neutral variant that says what

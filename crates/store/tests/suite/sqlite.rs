@@ -211,3 +211,36 @@ fn call_records_with_class_strings_from_older_rows_load_typed() {
         Some(ErrorClass::Other("melted".into()))
     );
 }
+
+/// Several processes started at once in an empty directory (`baton work` twice, a
+/// `baton serve` beside a `baton run`) all open, create and migrate the same new file:
+/// every one of them must get a working store, none "database is locked".
+#[test]
+fn many_first_opens_of_one_new_file_at_once_all_succeed() {
+    for round in 0..20 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("baton.db");
+        let start = std::sync::Barrier::new(8);
+        let results: Vec<Result<(), String>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| {
+                    s.spawn(|| {
+                        start.wait();
+                        SqliteStore::open(&path)
+                            .and_then(|store| store.list_runs().map(|_| ()))
+                            .map_err(|e| e.to_string())
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for r in results {
+            assert_eq!(r, Ok(()), "round {round}");
+        }
+        let mode: String = Connection::open(&path)
+            .unwrap()
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal", "round {round}");
+    }
+}
