@@ -20,7 +20,7 @@ use super::{
 };
 use crate::line::brief::LineBrief;
 use crate::state::{ExecutionState, StepScope};
-use crate::tokens::TokenEstimator;
+use crate::tokens::{TokenEstimator, count_segments};
 
 /// The order in which sections get their floors: what the next worker must not
 /// contradict, ignore or repeat first, then where the work stands; then the notes'
@@ -494,31 +494,56 @@ impl<'a, 'e> Compiler<'a, 'e> {
         shown
     }
 
-    fn assemble(&self, plan: &Plan) -> String {
+    /// The briefing's text, and its segments for `count_segments`: every piece with its
+    /// count (the line seat's block, counted with its own budget's rules, uncounted).
+    fn assemble(&self, plan: &Plan) -> (String, Vec<(usize, Option<usize>)>) {
         let mut text = String::with_capacity(self.arena.buf.len().min(1 << 16) + 256);
-        text.push_str(self.arena.text(self.header));
+        let mut segments = Vec::with_capacity(8 + plan.kept.iter().sum::<usize>() * 2);
+        let mut push = |text: &mut String, part: &str, tokens: Option<usize>| {
+            text.push_str(part);
+            // A piece's count is 0 until it is counted (a compact form no fill needed).
+            let tokens = tokens.filter(|&n| n > 0 || part.is_empty());
+            segments.push((text.len(), tokens));
+        };
+        push(
+            &mut text,
+            self.arena.text(self.header),
+            Some(self.header.tokens),
+        );
         match &plan.task {
-            Some(core) => text.push_str(&core.text),
-            None => text.push_str(self.arena.text(self.task_full)),
+            Some(core) => push(&mut text, &core.text, Some(core.tokens)),
+            None => push(
+                &mut text,
+                self.arena.text(self.task_full),
+                Some(self.task_full.tokens),
+            ),
         }
         match &plan.objective {
-            Some(core) => text.push_str(&core.text),
-            None => text.push_str(self.arena.text(self.objective_full)),
+            Some(core) => push(&mut text, &core.text, Some(core.tokens)),
+            None => push(
+                &mut text,
+                self.arena.text(self.objective_full),
+                Some(self.objective_full.tokens),
+            ),
         }
         if let Some(line) = self.line.filter(|l| !l.text.is_empty()) {
             text.push('\n');
-            text.push_str(line.text.trim_end());
+            push(&mut text, line.text.trim_end(), None);
         }
         for (b, block) in self.blocks.iter().enumerate() {
             if plan.kept[b] == 0 {
                 continue;
             }
-            text.push_str(self.arena.text(block.heading));
+            push(
+                &mut text,
+                self.arena.text(block.heading),
+                Some(block.heading.tokens),
+            );
             for (_, piece) in self.shown(plan, b) {
-                text.push_str(self.arena.text(piece));
+                push(&mut text, self.arena.text(piece), Some(piece.tokens));
             }
         }
-        text
+        (text, segments)
     }
 
     /// Fills, checks the assembled text against the budget, and fills again with less
@@ -538,8 +563,8 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 self.count_compact();
                 plan = self.plan(limit, true);
             }
-            let text = self.assemble(&plan);
-            let tokens = estimator.count(&text);
+            let (text, segments) = self.assemble(&plan);
+            let tokens = count_segments(estimator, &text, &segments);
             if tokens <= budget || plan.minimal || limit == 0 {
                 return self.package(plan, text, tokens, budget);
             }

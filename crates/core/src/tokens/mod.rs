@@ -55,6 +55,41 @@ pub fn count_extended(
     }
 }
 
+/// The tokens of `text`, which is made of consecutive segments, `(end, known)` each:
+/// where it ends in `text`, and its own count when that is known. Always
+/// `estimator.count(text)`, but where the estimator says a text splits after a line
+/// break (`splits_after_line_break`) the segments between such cuts are counted apart,
+/// and one whose count is known is not counted again. A briefing is assembled from
+/// pieces the compiler has counted already, so only the few places where a piece does
+/// not end at a cut (before a heading's blank line) are counted twice.
+pub fn count_segments(
+    estimator: &dyn TokenEstimator,
+    text: &str,
+    segments: &[(usize, Option<usize>)],
+) -> usize {
+    let mut total = 0;
+    // Where the group of segments being gathered starts, and how many it has.
+    let (mut start, mut members) = (0, 0);
+    for &(end, known) in segments {
+        let end = end.min(text.len());
+        members += 1;
+        // A group's count is known only when it is one segment.
+        let alone = if members == 1 { known } else { None };
+        let cut = end == text.len()
+            || (text.as_bytes()[..end].ends_with(b"\n")
+                && (text[end..].chars().next())
+                    .is_some_and(|next| estimator.splits_after_line_break(next)));
+        if cut {
+            total += alone.unwrap_or_else(|| estimator.count(&text[start..end]));
+            (start, members) = (end, 0);
+        }
+    }
+    if start < text.len() {
+        total += estimator.count(&text[start..]);
+    }
+    total
+}
+
 /// The last place inside `text` (after a line break, before more text) where
 /// `estimator` says its count splits.
 fn last_cut(estimator: &dyn TokenEstimator, text: &str) -> Option<usize> {
@@ -231,6 +266,61 @@ mod tests {
                 if let Some(sub) = s.get(start..) {
                     assert_eq!(words_and_chars(sub.as_bytes()), reference(sub), "{sub:?}");
                 }
+            }
+        }
+    }
+
+    /// `parts` joined, with each part's own count or none.
+    fn segmented(
+        est: &dyn TokenEstimator,
+        parts: &[(String, bool)],
+    ) -> (String, Vec<(usize, Option<usize>)>) {
+        let mut text = String::new();
+        let mut segments = Vec::new();
+        for (part, known) in parts {
+            text.push_str(part);
+            segments.push((text.len(), known.then(|| est.count(part))));
+        }
+        (text, segments)
+    }
+
+    #[test]
+    fn a_briefing_counted_by_its_segments_counts_as_a_whole() {
+        let parts = [
+            "# Briefing: turn 3, for w1 (mock/alpha)\n",
+            "\n## Assigned task\nStep T2: Write the parser\n",
+            "\n## Decisions\n",
+            "- D1: Use recursive descent — because it is simple (by w1, turn 1)\n",
+            "- D2: Reverse D1 /not now/\n",
+            "/ a line that starts with a slash\n",
+            "  indented, after a line break\n",
+            "\n\n## Failed attempts\n",
+            "- F1: 日本語 — failed because 😀\n",
+            "no newline at the end",
+        ];
+        for est in [&BpeEstimator as &dyn TokenEstimator, &HeuristicEstimator] {
+            for mask in 0..(1u32 << parts.len()) {
+                let parts: Vec<(String, bool)> = (parts.iter().enumerate())
+                    .map(|(k, p)| (p.to_string(), mask >> k & 1 == 1))
+                    .collect();
+                let (text, segments) = segmented(est, &parts);
+                assert_eq!(
+                    count_segments(est, &text, &segments),
+                    est.count(&text),
+                    "{text:?}"
+                );
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn text_counted_by_its_segments_counts_as_a_whole(
+            parts in proptest::collection::vec(("[ a-z\n/#\\-.é日😀]{0,12}\n?", proptest::bool::ANY), 0..8),
+        ) {
+            for est in [&BpeEstimator as &dyn TokenEstimator, &HeuristicEstimator] {
+                let (text, segments) = segmented(est, &parts);
+                proptest::prop_assert_eq!(count_segments(est, &text, &segments), est.count(&text));
             }
         }
     }
