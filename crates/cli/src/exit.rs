@@ -120,6 +120,7 @@ fn engine(e: &baton_engine::Error) -> Exit {
         // Nothing to compare yet: neither busy nor a provider's failure.
         E::Core(_)
         | E::NotRunnable { .. }
+        | E::NotAsked(_)
         | E::TooFewCandidates { .. }
         | E::RunOfJob { .. }
         | E::NoSuchProcess { .. }

@@ -45,6 +45,11 @@ pub enum Error {
     ConfigFile { path: String, detail: String },
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// A human's answer for a unit that asked no question (it is running, finished, or
+    /// stopped on something an answer cannot fix): nothing was recorded. The message
+    /// says what the unit is waiting for instead.
+    #[error("{0}")]
+    NotAsked(String),
     #[error("run {run} is {status}; {hint}")]
     NotRunnable {
         run: String,

@@ -46,6 +46,10 @@ impl From<anyhow::Error> for ApiError {
             if cause.downcast_ref::<NotFound>().is_some() {
                 return ApiError::new(StatusCode::NOT_FOUND, "not_found", message);
             }
+            if let Some(baton_engine::Error::NotAsked(_)) = cause.downcast_ref() {
+                // The unit's state, not the request, is what does not fit.
+                return ApiError::new(StatusCode::CONFLICT, "not_waiting", message);
+            }
             if let Some(store) = cause.downcast_ref::<baton_store::Error>() {
                 use baton_store::Error as S;
                 match store {

@@ -159,8 +159,13 @@ fn a_vague_unit_stops_at_the_intake_with_its_question_for_a_human() {
         ],
     );
     assert!(said.contains("recorded as a decision of human"), "{said}");
-    let again = run_err(d, &["answer", &unit, "twice"]);
+    // Answering again: refused with why, as a plain failure (exit 1), not as a
+    // configuration error (exit 5: "the configuration file ... is wrong").
+    let again = baton(d).args(["answer", &unit, "twice"]).output().unwrap();
+    assert_eq!(again.status.code(), Some(1), "{}", text(&again));
+    let again = String::from_utf8_lossy(&again.stderr);
     assert!(again.contains("is not waiting for an answer"), "{again}");
+    assert!(!again.contains("invalid configuration"), "{again}");
     let done = run_ok(d, &["line", "--resume", &unit]);
     assert!(done.contains("APPROVED"), "{done}");
     let export: Value =

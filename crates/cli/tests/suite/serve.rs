@@ -689,6 +689,8 @@ fn a_unit_started_over_the_api_stops_on_its_question_is_answered_and_goes_on() {
         json!({"answer": "twice"}),
     );
     spec.check("post", "/api/units/{id}/answer", code, &err);
+    assert_eq!(code, 409, "{err}");
+    assert_eq!(err["error"]["code"], "not_waiting", "{err}");
     assert!(
         err["error"]["message"]
             .as_str()

@@ -1049,7 +1049,7 @@ impl Engine {
     /// that is not waiting for an answer is refused, with what it is waiting for.
     pub fn answer_unit(&self, session: &mut Session, answer: &str) -> Result<TurnSummary> {
         let Some(route) = session.config.line.clone() else {
-            return Err(Error::Config(format!(
+            return Err(Error::NotAsked(format!(
                 "run {} is not a unit of the assembly line; nothing asked it a question",
                 session.run
             )));
@@ -1060,7 +1060,7 @@ impl Engine {
             .clone()
             .unwrap_or_else(LineProgress::start);
         let Some(question) = progress.asked.clone() else {
-            return Err(Error::Config(format!(
+            return Err(Error::NotAsked(format!(
                 "unit {} is not waiting for an answer{}",
                 session.run,
                 match &session.blocked {
