@@ -244,3 +244,38 @@ fn many_first_opens_of_one_new_file_at_once_all_succeed() {
         assert_eq!(mode, "wal", "round {round}");
     }
 }
+
+/// Reading commands (`baton runs`, `baton state`) started while another process creates
+/// the database see either no database yet or a baton one, never "busy" or "not
+/// baton's": a file caught half-made is not another application's.
+#[test]
+fn readers_racing_the_first_open_see_no_database_or_a_baton_one() {
+    for round in 0..20 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("baton.db");
+        let start = std::sync::Barrier::new(8);
+        let results: Vec<Result<(), baton_store::Error>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|k| {
+                    let (path, start) = (&path, &start);
+                    s.spawn(move || {
+                        start.wait();
+                        if k % 2 == 0 {
+                            SqliteStore::open(path).and_then(|store| store.list_runs().map(|_| ()))
+                        } else {
+                            SqliteStore::open_read_only(path)
+                                .and_then(|store| store.list_runs().map(|_| ()))
+                        }
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for r in results {
+            match r {
+                Ok(()) | Err(baton_store::Error::NoDatabase { .. }) => {}
+                Err(e) => panic!("round {round}: {e}"),
+            }
+        }
+    }
+}
