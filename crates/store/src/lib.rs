@@ -598,4 +598,10 @@ pub trait Store: Send + Sync {
     fn job_signal(&self) -> Option<std::sync::Arc<JobSignal>> {
         None
     }
+
+    /// What wakes a follower of the event log (`baton serve`) when any process commits
+    /// events, or `None` when this backend cannot hear that (the follower polls).
+    fn event_signal(&self) -> Option<std::sync::Arc<JobSignal>> {
+        None
+    }
 }

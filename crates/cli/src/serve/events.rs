@@ -20,11 +20,27 @@ use tokio::sync::{broadcast, mpsc};
 use super::App;
 use super::api::ApiError;
 
-/// How often the follower asks the store for new events when the last ask found none.
-/// An indexed range read; on SQLite about 20 µs, so the stream's latency is this.
+/// How often the follower asks the store for new events when the last ask found none
+/// and a client is connected, where the store cannot say when events are committed
+/// (SQLite): an indexed range read of about 20 µs, so the stream's latency is this.
 const POLL: Duration = Duration::from_millis(10);
+/// The same where the store says so (PostgreSQL's `NOTIFY` on every commit that writes
+/// events): the follower waits for that, and reads this often only in case a
+/// notification was lost (its listener reconnecting says so too).
+const POLL_NOTIFIED: Duration = Duration::from_secs(1);
 /// The same with no client connected.
 const POLL_IDLE: Duration = Duration::from_millis(250);
+
+/// `BATON_SERVE_POLL_MS`, when set: the follower's poll with a client connected, in
+/// place of `POLL` or `POLL_NOTIFIED` (more database reads for a lower latency, or fewer).
+fn poll_setting() -> Option<Duration> {
+    let ms: u64 = std::env::var("BATON_SERVE_POLL_MS")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(Duration::from_millis(ms.max(1)))
+}
 /// Events read from the store at once (a reconnect's replay, the follower's catch-up).
 const PAGE: usize = 500;
 /// Events a slow client may fall behind the live stream before it is caught up from
@@ -78,7 +94,15 @@ impl Hub {
 
     fn follow(&self, store: Arc<dyn Store>, mut cursor: EventCursor) {
         let mut failing = false;
+        let signal = store.event_signal();
+        let poll = poll_setting().unwrap_or(if signal.is_some() {
+            POLL_NOTIFIED
+        } else {
+            POLL
+        });
         loop {
+            // Read before the log: a commit between the two is not missed.
+            let seen = signal.as_ref().map(|s| s.generation());
             match store.events_since(cursor, PAGE) {
                 Ok(page) => {
                     if failing {
@@ -96,7 +120,13 @@ impl Hub {
                         // Nobody connected: nobody waits for the next event (a client
                         // that connects reads up to the store's end itself).
                         let idle = self.tx.receiver_count() == 0;
-                        std::thread::sleep(if idle { POLL_IDLE } else { POLL });
+                        let wait = if idle { POLL_IDLE.max(poll) } else { poll };
+                        match (&signal, seen) {
+                            (Some(signal), Some(seen)) => {
+                                signal.wait_past(seen, wait);
+                            }
+                            _ => std::thread::sleep(wait),
+                        }
                     }
                 }
                 Err(e) => {

@@ -410,6 +410,7 @@ pub(super) fn import(tx: &mut Tx<'_>, a: &RunArchive) -> Result<Imported> {
             "SELECT pg_advisory_xact_lock(hashtext('baton.events.' || current_schema()))",
             &[],
         )?;
+        tx.exec("SELECT pg_notify('baton_events', current_schema())", &[])?;
     }
     for x in &a.events {
         tx.exec(

@@ -1,9 +1,10 @@
 //! `LISTEN baton_jobs`: hears other processes enqueue, release and requeue jobs (their
 //! transactions `pg_notify('baton_jobs', <schema>)` on commit) and wakes this process's
-//! idle claimers through a [`JobSignal`].
+//! idle claimers through a [`JobSignal`]. `LISTEN baton_events` does the same for every
+//! commit that writes events, for `baton serve`'s follower of the event log.
 //!
-//! One thread per store, with a connection of its own, started when a claimer first asks
-//! for the signal and ended soon after the last holder of the signal lets go. A lost
+//! One thread per store and channel, with a connection of its own, started when the
+//! signal is first asked for and ended soon after the last holder of the signal lets go. A lost
 //! connection is reopened with backoff; until then claimers fall back to polling, and a
 //! wake-up is sent on every reconnect, since what was said in between was not heard.
 
@@ -17,7 +18,10 @@ use super::PostgresUrl;
 use crate::JobSignal;
 
 /// The channel enqueue, release and requeue notify on; the payload is the schema.
-pub(crate) const CHANNEL: &str = "baton_jobs";
+pub(crate) const JOBS: &str = "baton_jobs";
+/// The channel every transaction that writes events notifies on; the payload is the
+/// schema.
+pub(crate) const EVENTS: &str = "baton_events";
 
 /// How long one wait for a notification lasts before the thread checks whether anyone
 /// still holds the signal.
@@ -30,42 +34,45 @@ const CHECK_EVERY: Duration = Duration::from_secs(15);
 const BACKOFF_START: Duration = Duration::from_millis(200);
 const BACKOFF_MAX: Duration = Duration::from_secs(10);
 
-/// Starts the listener for `url`'s schema and returns the signal it bumps.
-pub(crate) fn start(url: &PostgresUrl) -> Arc<JobSignal> {
+/// Starts the listener of `channel` for `url`'s schema and returns the signal it bumps.
+pub(crate) fn start(url: &PostgresUrl, channel: &'static str) -> Arc<JobSignal> {
     let signal = Arc::new(JobSignal::new());
     let weak = Arc::downgrade(&signal);
     let url = url.clone();
     let spawned = std::thread::Builder::new()
-        .name("baton-listen".into())
-        .spawn(move || listen(&url, &weak));
+        .name(format!(
+            "baton-listen-{}",
+            channel.trim_start_matches("baton_")
+        ))
+        .spawn(move || listen(&url, channel, &weak));
     if let Err(e) = spawned {
-        // Claimers poll instead: slower to start new work, never wrong.
-        tracing::warn!(error = %e, "cannot start the job listener; idle workers poll");
+        // Waiters poll instead: slower to notice, never wrong.
+        tracing::warn!(error = %e, channel, "cannot start a listener; its waiters poll");
     }
     signal
 }
 
-fn listen(url: &PostgresUrl, signal: &Weak<JobSignal>) {
+fn listen(url: &PostgresUrl, channel: &str, signal: &Weak<JobSignal>) {
     let mut backoff = BACKOFF_START;
     while signal.strong_count() > 0 {
         let mut client = match url.config.connect(NoTls) {
             Ok(client) => client,
             Err(e) => {
-                tracing::debug!(error = %e, retry_in = ?backoff, "job listener cannot connect");
+                tracing::debug!(error = %e, channel, retry_in = ?backoff, "listener cannot connect");
                 sleep_while_held(signal, backoff);
                 backoff = (backoff * 2).min(BACKOFF_MAX);
                 continue;
             }
         };
-        if let Err(e) = client.batch_execute(&format!("LISTEN {CHANNEL}")) {
-            tracing::debug!(error = %e, "job listener cannot LISTEN");
+        if let Err(e) = client.batch_execute(&format!("LISTEN {channel}")) {
+            tracing::debug!(error = %e, channel, "listener cannot LISTEN");
             sleep_while_held(signal, backoff);
             backoff = (backoff * 2).min(BACKOFF_MAX);
             continue;
         }
         backoff = BACKOFF_START;
-        tracing::debug!(schema = %url.schema, "job listener connected");
-        // Anything enqueued while the listener was away was not heard.
+        tracing::debug!(schema = %url.schema, channel, "listener connected");
+        // Anything said while the listener was away was not heard.
         wake(signal);
         let mut checked = Instant::now();
         loop {
@@ -83,14 +90,14 @@ fn listen(url: &PostgresUrl, signal: &Weak<JobSignal>) {
                 Ok(None) if client.is_closed() => break,
                 Ok(None) => {}
                 Err(e) => {
-                    tracing::debug!(error = %e, "job listener lost its connection");
+                    tracing::debug!(error = %e, channel, "listener lost its connection");
                     break;
                 }
             }
             if checked.elapsed() >= CHECK_EVERY {
                 checked = Instant::now();
                 if let Err(e) = client.batch_execute("SELECT 1") {
-                    tracing::debug!(error = %e, "job listener lost its connection");
+                    tracing::debug!(error = %e, channel, "listener lost its connection");
                     break;
                 }
             }

@@ -60,6 +60,8 @@ pub struct PostgresStore {
     clock_offset_ms: AtomicI64,
     /// Bumped by the `LISTEN` thread, started on first use (`Store::job_signal`).
     signal: OnceLock<Arc<JobSignal>>,
+    /// The same for committed events (`Store::event_signal`).
+    event_signal: OnceLock<Arc<JobSignal>>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -118,6 +120,7 @@ impl PostgresStore {
             idle: Mutex::new(Vec::new()),
             clock_offset_ms: AtomicI64::new(0),
             signal: OnceLock::new(),
+            event_signal: OnceLock::new(),
         }
     }
 
@@ -154,7 +157,19 @@ impl PostgresStore {
 
 impl Store for PostgresStore {
     fn job_signal(&self) -> Option<Arc<JobSignal>> {
-        Some(self.signal.get_or_init(|| listen::start(&self.url)).clone())
+        Some(
+            (self.signal)
+                .get_or_init(|| listen::start(&self.url, listen::JOBS))
+                .clone(),
+        )
+    }
+
+    fn event_signal(&self) -> Option<Arc<JobSignal>> {
+        Some(
+            (self.event_signal)
+                .get_or_init(|| listen::start(&self.url, listen::EVENTS))
+                .clone(),
+        )
     }
 
     fn create_run(
