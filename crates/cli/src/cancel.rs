@@ -133,10 +133,10 @@ fn stopped_within(
             (CancelTarget::Run(run), None) => store
                 .run_lease_holder(run)?
                 .is_some_and(|h| h.owner == holder),
-            // On this machine, until the process is gone; on another, until it cleared
-            // the request (it does as it stops).
             // Not waited on (see `cancel`).
             (CancelTarget::Group(_), None) => false,
+            // In this pid space, until the process is gone; elsewhere, until it cleared
+            // the request (it does as it stops).
             (CancelTarget::Process(owner), None) => {
                 if baton_engine::lease::owner_is_here(owner) {
                     !baton_engine::lease::owner_is_dead(owner)

@@ -173,7 +173,8 @@ pub enum Command {
         )]
         id: Option<String>,
         /// Stop a whole `baton work` process: the owner name its leases carry
-        /// (`pid-<pid>@<host>`, shown by `baton jobs` and when `baton work` starts)
+        /// (`pid-<pid>@<host>#<space>`, shown by `baton jobs` and when `baton work`
+        /// starts)
         #[arg(long)]
         worker_process: Option<String>,
         /// Wait this long for it to stop (its lease released, the job ended, the

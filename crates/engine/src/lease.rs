@@ -1,10 +1,10 @@
 //! A run is advanced by one process at a time: the process takes the run's lease before
 //! its first model call, a heartbeat renews it, and every turn it commits is fenced with
 //! the lease's token. A second `baton resume` of the same run is refused before it
-//! spends anything; a process that died on this machine is recognised and taken over at
-//! once, one on another machine when its lease expires. Expiry is decided by the
-//! store's clock (the database's), never this process's: machines whose clocks
-//! disagree still agree on who holds a run.
+//! spends anything; a process that died in this pid space (this machine, or this
+//! container) is recognised and taken over at once, any other when its lease expires.
+//! Expiry is decided by the store's clock (the database's), never this process's:
+//! machines whose clocks disagree still agree on who holds a run.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -230,9 +230,20 @@ impl Drop for RunLease {
     }
 }
 
-/// This process, as lease owners name it: `pid-<pid>@<host>`.
+/// This process, as lease owners name it: `pid-<pid>@<host>#<space>`, where `<space>`
+/// names the pid space the pid counts in (see [`PidSpace`]). Where none can be named
+/// it is `pid-<pid>@<host>`, the form every baton wrote before.
+///
+/// Shown whole (`baton jobs`, `baton work --follow`, errors), suffix and all: it is
+/// also what `baton cancel --worker-process` is given, and `pid-1@app` alone would
+/// name the `baton work` of every replica of a container called `app`.
 pub fn this_owner() -> String {
-    format!("pid-{}@{}", std::process::id(), hostname())
+    let pid = std::process::id();
+    let host = hostname();
+    match this_space() {
+        PidSpace::Named(space) => format!("pid-{pid}@{host}#{space}"),
+        PidSpace::HostOnly | PidSpace::Unknown => format!("pid-{pid}@{host}"),
+    }
 }
 
 fn hostname() -> String {
@@ -243,21 +254,114 @@ fn hostname() -> String {
         .unwrap_or_else(|| "localhost".into())
 }
 
-/// The pid of the process `owner` names, when it is on this machine.
+/// Which pids this process sees. A host name does not say: containers given one
+/// `--hostname` (or replicas of one compose service), on one kernel or on several,
+/// each count pids of their own, and a pid that names no process here may be a live
+/// process there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum PidSpace {
+    /// A digest of this kernel's boot id, the pid namespace, and the machine id where
+    /// there is one. Two processes with the same digest see the same pids. The reverse
+    /// need not hold (containers that share a pid namespace but not a file system may
+    /// read different machine ids); a holder there is only left to its lease's expiry.
+    Named(String),
+    /// No /proc (not Linux): the host name is all there is to compare, as before
+    /// owners named a space. [`baton_gateway::process::is_gone`] needs /proc, so no
+    /// holder is judged dead here anyway; the host name only tells `baton cancel`
+    /// whether the holder's pid can be signalled from here.
+    HostOnly,
+    /// /proc is there but the space cannot be told (no boot id or pid namespace to
+    /// read, or a /proc mounted for another pid namespace, whose numbers are not this
+    /// process's): no holder is judged by its pid, every lease runs out instead.
+    Unknown,
+}
+
+fn this_space() -> PidSpace {
+    // Fixed for the life of the process: a process never changes pid namespace, and
+    // the boot id changes only with the kernel.
+    static SPACE: std::sync::OnceLock<PidSpace> = std::sync::OnceLock::new();
+    SPACE.get_or_init(read_space).clone()
+}
+
+fn read_space() -> PidSpace {
+    let Ok(proc_self) = std::fs::read_link("/proc/self") else {
+        return PidSpace::HostOnly;
+    };
+    // Liveness is read from /proc/<pid> (`is_gone`), so /proc must number pids as this
+    // process does: `unshare --pid --fork` without `--mount-proc` leaves the parent
+    // namespace's /proc in place.
+    if proc_self.to_str().and_then(|p| p.parse::<u32>().ok()) != Some(std::process::id()) {
+        return PidSpace::Unknown;
+    }
+    let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id");
+    match (boot_id, pid_namespace()) {
+        (Ok(boot_id), Some(namespace)) => {
+            let machine_id = std::fs::read_to_string("/etc/machine-id").ok();
+            PidSpace::Named(space_of(&boot_id, namespace, machine_id.as_deref()))
+        }
+        _ => PidSpace::Unknown,
+    }
+}
+
+/// The device and inode of this process's pid namespace: what tells namespaces apart
+/// on one kernel (namespaces(7)). Every machine's first namespace has the same inode,
+/// which is why the boot id goes into the digest too.
+#[cfg(unix)]
+fn pid_namespace() -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let ns = std::fs::metadata("/proc/self/ns/pid").ok()?;
+    Some((ns.dev(), ns.ino()))
+}
+
+#[cfg(not(unix))]
+fn pid_namespace() -> Option<(u64, u64)> {
+    None
+}
+
+/// Twelve hex digits: short enough to read in `baton jobs`, long enough that two
+/// spaces (which must also share a host name to be confused) get the same digest with
+/// a chance of one in 2^48.
+fn space_of(boot_id: &str, (dev, ino): (u64, u64), machine_id: Option<&str>) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(boot_id.trim());
+    h.update(format!("\0{dev}:{ino}\0"));
+    h.update(machine_id.unwrap_or_default().trim());
+    hex::encode(&h.finalize()[..6])
+}
+
+/// The pid of the process `owner` names, when its pid counts in this process's pid
+/// space (so /proc here says whether it runs).
+///
+/// An owner without a space was written by a baton from before owners named one
+/// (still running while the fleet is upgraded), or where there is no /proc. On Linux
+/// it is never judged here: it may as well be a live process in another container of
+/// the same host name, and taking its work early would run it twice; its lease simply
+/// expires, as another machine's does. Only a process that has no space to name
+/// either (no /proc) compares host names alone, as before.
 fn local_pid(owner: &str) -> Option<u32> {
-    let (pid, host) = owner.strip_prefix("pid-")?.split_once('@')?;
+    let (pid, at) = owner.strip_prefix("pid-")?.split_once('@')?;
+    let (host, space) = match at.split_once('#') {
+        Some((host, space)) => (host, Some(space)),
+        None => (at, None),
+    };
     if host != hostname() {
         return None;
+    }
+    match (this_space(), space) {
+        (PidSpace::Named(here), Some(there)) if here == there => {}
+        (PidSpace::HostOnly, None) => {}
+        _ => return None,
     }
     pid.parse().ok()
 }
 
-/// True when `owner` names a process on this machine (whether or not it still runs).
+/// True when `owner` names a process in this pid space (whether or not it still runs).
 pub fn owner_is_here(owner: &str) -> bool {
     local_pid(owner).is_some()
 }
 
-/// True when `owner` names a process on this machine that no longer exists.
+/// True when `owner` names a process in this pid space that no longer exists.
 pub fn owner_is_dead(owner: &str) -> bool {
     local_pid(owner).is_some_and(baton_gateway::process::is_gone)
 }
@@ -335,14 +439,82 @@ mod tests {
     #[test]
     fn a_dead_local_owner_is_recognised_and_a_live_one_is_not() {
         assert!(!owner_is_dead(&this_owner()), "this process is alive");
-        let host = hostname();
         // Pid numbers this high are never handed out.
-        assert!(owner_is_dead(&format!("pid-999999999@{host}")));
+        assert!(owner_is_dead(&format!("pid-999999999@{}", here())));
         assert!(
             !owner_is_dead("pid-999999999@some-other-machine"),
             "another machine's process: unknown"
         );
         assert!(!owner_is_dead("a worker"));
+    }
+
+    /// What follows the `@` in this process's owner name: the host and, where it can
+    /// be told, the pid space.
+    fn here() -> String {
+        this_owner().split_once('@').unwrap().1.to_string()
+    }
+
+    /// Regression: two containers given one `--hostname` (or replicas of one compose
+    /// service) sharing a database took each other's live jobs at once, since a pid
+    /// that does not exist in one's pid namespace was taken for a dead process. The
+    /// owner names its pid space now, and only a holder in this space is judged.
+    #[test]
+    fn a_holder_with_this_host_name_in_another_pid_space_is_neither_here_nor_dead() {
+        let at = here();
+        let (host, space) = at
+            .split_once('#')
+            .expect("Linux: the owner names its pid space");
+        assert_eq!(host, hostname());
+        let other = if space == "000000000000" {
+            "111111111111"
+        } else {
+            "000000000000"
+        };
+        let elsewhere = format!("pid-999999999@{host}#{other}");
+        assert!(!owner_is_here(&elsewhere), "{elsewhere}");
+        assert!(!owner_is_dead(&elsewhere), "{elsewhere}");
+    }
+
+    #[test]
+    fn a_missing_pid_in_this_pid_space_is_dead() {
+        let at = here();
+        let gone = format!("pid-999999999@{at}");
+        assert!(owner_is_here(&gone), "{gone}");
+        assert!(owner_is_dead(&gone), "{gone}");
+    }
+
+    /// On Linux, an owner without a pid space (written by a baton from before owners
+    /// named one, still running during an upgrade) cannot be told apart from a process
+    /// in another container of the same host name, so its lease is left to expire, as
+    /// another machine's is.
+    #[test]
+    fn an_owner_without_a_pid_space_is_not_judged_dead_early() {
+        let old = format!("pid-999999999@{}", hostname());
+        assert!(!owner_is_dead(&old), "{old}");
+        assert!(!owner_is_here(&old), "{old}");
+    }
+
+    #[test]
+    fn the_pid_space_differs_with_the_namespace_the_boot_and_the_machine() {
+        let boot = "0075bacf-34ff-4ecc-b47d-06951e674a6f\n";
+        let first = space_of(boot, (4, 4026531836), Some("3d1219c7\n"));
+        assert_eq!(first.len(), 12);
+        assert_eq!(
+            first,
+            space_of(boot.trim(), (4, 4026531836), Some("3d1219c7"))
+        );
+        for other in [
+            space_of(boot, (4, 4026532175), Some("3d1219c7")),
+            space_of(
+                "9f0e2c1a-0000-4ecc-b47d-06951e674a6f",
+                (4, 4026531836),
+                Some("3d1219c7"),
+            ),
+            space_of(boot, (4, 4026531836), Some("a1b2c3d4")),
+            space_of(boot, (4, 4026531836), None),
+        ] {
+            assert_ne!(first, other);
+        }
     }
 
     #[test]
@@ -354,9 +526,10 @@ mod tests {
         while !baton_gateway::process::is_gone(pid) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
-        assert!(owner_is_dead(&format!("pid-{pid}@{}", hostname())));
+        let owner = format!("pid-{pid}@{}", here());
+        assert!(owner_is_dead(&owner), "{owner}");
         child.wait().unwrap();
-        assert!(owner_is_dead(&format!("pid-{pid}@{}", hostname())));
+        assert!(owner_is_dead(&owner), "{owner}");
     }
 
     fn failing(times: usize) -> Renew {

@@ -93,7 +93,7 @@ pub enum Error {
     /// Another process holds the run's lease: it advances the run now.
     #[error(
         "run {run} is being advanced by {owner} (its lease runs until {until}); wait for it to finish — \
-         if that process died on another machine, `baton resume {run}` works once the lease expires"
+         if that process died on another machine or in another container, `baton resume {run}` works once the lease expires"
     )]
     RunBusy {
         run: String,
@@ -156,7 +156,7 @@ pub enum Error {
     )]
     NoJudge { roster: String },
     #[error(
-        "no process {owner} runs on this machine: there is nothing to stop (`baton jobs` shows who holds each running job)"
+        "no process {owner} runs here (this machine, or this container): there is nothing to stop (`baton jobs` shows who holds each running job)"
     )]
     NoSuchProcess { owner: String },
     #[error("no group \"{group}\" in this database; `baton jobs` lists the groups")]

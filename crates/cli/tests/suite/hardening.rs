@@ -10,7 +10,7 @@ use baton_store::{JobStatus, SqliteStore, Store};
 use super::*;
 
 /// A repository with one commit and a roster of one command worker `w` running `command`.
-fn repo_with_agent(d: &Path, command: &str, extra_options: &str) {
+pub(super) fn repo_with_agent(d: &Path, command: &str, extra_options: &str) {
     git(d, &["init", "-q", "-b", "main"]);
     git(d, &["config", "user.email", "dev@example.com"]);
     git(d, &["config", "user.name", "dev"]);

@@ -19,6 +19,7 @@ mod line;
 mod live_model;
 mod mcp;
 mod netns;
+mod pidns;
 mod pools;
 mod postgres;
 mod presets;
@@ -41,7 +42,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 pub fn baton(dir: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_baton"));
+    isolated(Command::new(env!("CARGO_BIN_EXE_baton")), dir)
+}
+
+/// `cmd`, which runs baton (itself, or through a wrapper such as `unshare`), in `dir`
+/// without the caller's baton settings.
+pub fn isolated(mut cmd: Command, dir: &Path) -> Command {
     cmd.current_dir(dir)
         .env_remove("BATON_DB")
         .env_remove("BATON_CONFIG")

@@ -180,8 +180,8 @@ pub fn work(
                         .try_claim_job(&options.owner, &token, clock.now(), lease_ms)
                         .map_err(Error::from)
                         .and_then(|outcome| match outcome {
-                            // A job whose holder died on this machine is taken now, not
-                            // once its lease runs out.
+                            // A job whose holder died in this pid space (this machine or
+                            // container) is taken now, not once its lease runs out.
                             ClaimOutcome::Skipped { .. } => expire_dead_owners(&*store, &*clock)
                                 .map(|expired| (outcome, expired)),
                             claimed => Ok((claimed, false)),
@@ -333,7 +333,7 @@ fn wait_for_work(signal: &baton_store::JobSignal, seen: u64, poll: Duration, can
     }
 }
 
-/// Leases of running jobs whose holder is a process on this machine that is gone
+/// Leases of running jobs whose holder is a process in this pid space that is gone
 /// (killed, or a zombie) are ended, so the next claim takes the job at once.
 /// Returns whether any was.
 fn expire_dead_owners(store: &dyn Store, clock: &dyn Clock) -> Result<bool> {
@@ -354,7 +354,7 @@ fn expire_dead_owners(store: &dyn Store, clock: &dyn Clock) -> Result<bool> {
 enum Takeover {
     /// Queued (first claim, or given back).
     No,
-    /// From a holder known to be dead (a process on this machine that is gone): its
+    /// From a holder known to be dead (a process in this pid space that is gone): its
     /// agent died with it, so its worktree can be reused.
     FromTheDead,
     /// From a lease that ran out: the holder may only be stopped, its agent still
