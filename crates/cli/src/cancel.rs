@@ -33,7 +33,7 @@ pub(crate) fn cancel(
     let store = ctx.existing_store()?;
     let target = match (id, process) {
         (Some(id), None) => resolve(store.as_ref(), id)?,
-        (None, Some(owner)) => baton_protocol::CancelTarget::Worker(owner.to_string()),
+        (None, Some(owner)) => baton_protocol::CancelTarget::Worker(in_this_space(owner)),
         _ => bail!(
             "name what to stop: a run or job id (`baton cancel RUN_OR_JOB`), a group being judged (`baton cancel GROUP`), or a whole `baton work` process (`baton cancel --worker-process OWNER`, the owner `baton jobs` shows)"
         ),
@@ -104,6 +104,28 @@ pub(crate) fn cancel(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `owner` as workers name themselves. One written as before owners named their pid
+/// space (`pid-N@host`, from an old script or typed from memory) is the process N here
+/// when it names this host and N runs in this pid space: a worker listens for requests
+/// under its whole name only. Anything else is taken as written (a worker of an older
+/// baton still goes by the short name).
+fn in_this_space(owner: &str) -> String {
+    let this = baton_engine::lease::this_owner();
+    let here = (owner.strip_prefix("pid-"))
+        .and_then(|rest| rest.split_once('@'))
+        .filter(|(_, host)| !host.contains('#'))
+        .and_then(|(pid, host)| {
+            let (this_host, space) = this.split_once('@')?.1.split_once('#')?;
+            let running =
+                pid.parse::<u32>().is_ok() && std::path::Path::new("/proc").join(pid).exists();
+            (host == this_host && running).then_some(space)
+        });
+    match here {
+        Some(space) => format!("{owner}#{space}"),
+        None => owner.to_string(),
+    }
 }
 
 /// Whether the holder let go of `target` within `limit`: polls until it did.

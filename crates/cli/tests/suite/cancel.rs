@@ -131,6 +131,43 @@ fn baton_cancel_worker_process_stops_an_idle_follower() {
     assert!(err.contains("nothing to stop"), "{err}");
 }
 
+/// An owner written as before owners named their pid space (`pid-N@host`, from an old
+/// script or typed from memory) still stops the `baton work` of that pid on this host:
+/// it was recorded under a name the worker does not listen to, and `baton cancel`
+/// waited its whole `--wait-s` and failed.
+#[test]
+fn baton_cancel_worker_process_takes_the_owner_without_its_pid_space() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut work = baton(dir.path())
+        .args(["work", "--follow"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(work.stderr.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let owner = first
+        .split("following the queue as ")
+        .nth(1)
+        .and_then(|rest| rest.split(';').next())
+        .unwrap_or_else(|| panic!("no owner in {first:?}"))
+        .to_string();
+    let Some((short, _space)) = owner.split_once('#') else {
+        // No pid space to leave out (not Linux).
+        let _ = work.kill();
+        let _ = work.wait();
+        return;
+    };
+    let out = baton(dir.path())
+        .args(["cancel", "--worker-process", short, "--wait-s", "20"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(exit_within(&mut work, STOPPED_WITHIN), Some(EXIT_CANCELLED));
+}
+
 /// Regression (issue 10): `baton cancel` returned at once, so nobody knew whether the
 /// work stopped. A holder that cannot stop (here a `baton step` frozen by SIGSTOP) is
 /// waited for `--wait-s`, then named, with what to do, and exit status 8.
