@@ -12,8 +12,13 @@ use super::App;
 use super::api::ApiError;
 
 /// The cookie the page's requests carry the token in (set when the page is opened with
-/// `?token=`): `EventSource` cannot send an `Authorization` header.
-pub(crate) const TOKEN_COOKIE: &str = "baton_token";
+/// `?token=`): `EventSource` cannot send an `Authorization` header. Named by the
+/// server's port: browsers keep cookies per host name, not per port, so two servers on
+/// one machine (each with its own token) would otherwise overwrite each other's, and
+/// opening one page signed the other out.
+pub(crate) fn token_cookie(port: u16) -> String {
+    format!("baton_token_{port}")
+}
 /// The header every action from the page carries.
 pub(crate) const CSRF_HEADER: &str = "x-baton-csrf";
 
@@ -137,7 +142,8 @@ pub(crate) async fn guard(State(app): State<Arc<App>>, request: Request, next: N
         _ => false,
     };
     if let Some(token) = &app.token {
-        let by_cookie = cookie(headers, TOKEN_COOKIE).is_some_and(|c| same(token, c));
+        let by_cookie =
+            cookie(headers, &token_cookie(app.bind.port())).is_some_and(|c| same(token, c));
         let by_query = query_param(request.uri().query(), "token").is_some_and(|q| same(token, q));
         if !(by_bearer || by_cookie || by_query) {
             return refuse(

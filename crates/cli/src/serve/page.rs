@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::App;
 use super::api::ApiError;
-use super::guard::{TOKEN_COOKIE, query_param, same};
+use super::guard::{query_param, same, token_cookie};
 
 const INDEX: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
@@ -46,7 +46,8 @@ pub(crate) async fn index(State(app): State<Arc<App>>, request: Request) -> Resp
     if let (Some(token), Some(given)) = (&app.token, query_param(request.uri().query(), "token"))
         && same(token, given)
         && let Ok(v) = header::HeaderValue::from_str(&format!(
-            "{TOKEN_COOKIE}={given}; HttpOnly; SameSite=Strict; Path=/"
+            "{}={given}; HttpOnly; SameSite=Strict; Path=/",
+            token_cookie(app.bind.port())
         ))
     {
         headers.insert(header::SET_COOKIE, v);

@@ -440,12 +440,34 @@ fn off_loopback_the_server_needs_a_token_and_checks_it_on_every_request() {
     let page = anonymous("/?token=s3cret-token");
     assert_eq!(page.status().as_u16(), 200);
     let cookie = page.headers().get("set-cookie").unwrap().to_str().unwrap();
+    // Named by the port: browsers send a host's cookies to all its ports, and two
+    // servers on one machine must not overwrite each other's.
+    let port = server.addr.rsplit(':').next().unwrap();
     assert!(
-        cookie.starts_with("baton_token=s3cret-token;")
+        cookie.starts_with(&format!("baton_token_{port}=s3cret-token;"))
             && cookie.contains("HttpOnly")
-            && cookie.contains("SameSite=Strict")
+            && cookie.contains("SameSite=Strict"),
+        "{cookie}"
     );
     assert!(anonymous("/").headers().get("set-cookie").is_none());
+    let with_cookie = |cookie: &str| {
+        ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .new_agent()
+            .get(format!("http://{}/api/runs", server.addr))
+            .header("cookie", cookie)
+            .call()
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    assert_eq!(
+        with_cookie(&format!("baton_token_{port}=s3cret-token")),
+        200
+    );
+    // Another server's cookie, even with this token, is not this one's.
+    assert_eq!(with_cookie("baton_token_1=s3cret-token"), 401);
     // A bearer client acts without the CSRF value (no page can make a browser send it).
     let (code, created) = server.post_with(
         "/api/runs",
