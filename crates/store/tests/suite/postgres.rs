@@ -383,3 +383,32 @@ fn a_connection_dropped_while_idle_is_replaced_not_reported() {
     link.restore();
     store.commit_turn(&commit).unwrap();
 }
+
+/// Processes started at once against a new schema (`baton work` on several hosts, a
+/// `baton serve` beside them) all open it: one creates and migrates it, the others wait
+/// for that and find it done.
+#[test]
+fn many_first_opens_of_one_new_schema_at_once_all_succeed() {
+    for round in 0..5 {
+        let schema = unique_schema("first");
+        let url = PostgresUrl::parse(&format!("{}?schema={schema}", server())).unwrap();
+        let start = std::sync::Barrier::new(6);
+        let results: Vec<Result<(), String>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..6)
+                .map(|_| {
+                    s.spawn(|| {
+                        start.wait();
+                        PostgresStore::open(&url)
+                            .and_then(|store| store.list_runs().map(|_| ()))
+                            .map_err(|e| e.to_string())
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let _ = raw_client().batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"));
+        for r in results {
+            assert_eq!(r, Ok(()), "round {round}");
+        }
+    }
+}
