@@ -407,10 +407,10 @@ pub(super) fn import(tx: &mut Tx<'_>, a: &RunArchive) -> Result<Imported> {
     // keys stay in commit order. Each event keeps its number in the run.
     if !a.events.is_empty() {
         tx.exec(
-            "SELECT pg_advisory_xact_lock(hashtext('baton.events.' || current_schema()))",
+            "SELECT pg_advisory_xact_lock(hashtext('baton.events.' || current_schema())),
+                    pg_notify('baton_events', current_schema())",
             &[],
         )?;
-        tx.exec("SELECT pg_notify('baton_events', current_schema())", &[])?;
     }
     for x in &a.events {
         tx.exec(

@@ -544,12 +544,13 @@ fn insert_events(tx: &mut Tx<'_>, events: &[EncodedEvent]) -> Result<Vec<u64>> {
     if events.is_empty() {
         return Ok(Vec::new());
     }
+    // With it, the notification every `baton serve` following the log hears on commit
+    // (`Store::event_signal`): one round trip for both.
     tx.exec(
-        "SELECT pg_advisory_xact_lock(hashtext('baton.events.' || current_schema()))",
+        "SELECT pg_advisory_xact_lock(hashtext('baton.events.' || current_schema())),
+                pg_notify('baton_events', current_schema())",
         &[],
     )?;
-    // Heard on commit by every `baton serve` following the log (`Store::event_signal`).
-    tx.exec("SELECT pg_notify('baton_events', current_schema())", &[])?;
     let mut last: Vec<(&str, i64)> = Vec::new();
     let mut seqs = Vec::with_capacity(events.len());
     for e in events {
