@@ -481,6 +481,21 @@ pub(crate) struct NewUnit {
     /// The offline mock workers of three families, whatever the configuration says.
     #[serde(default)]
     offline: bool,
+    /// A git repository on the server's machine (relative: to where the server was
+    /// started): the unit builds on a branch of its own in a worktree of it, as
+    /// `baton line --repo`.
+    #[serde(default)]
+    repo: Option<String>,
+    /// With `repo`: the branch, tag or commit to start from [default: what is checked
+    /// out].
+    #[serde(default)]
+    base: Option<String>,
+    /// With `repo`: gates, each `name=command` or `command`, run at the gate station.
+    #[serde(default)]
+    gates: Vec<String>,
+    /// With `repo`: land the branch on its base branch at the merge station.
+    #[serde(default)]
+    merge: bool,
 }
 
 /// `POST /api/units`: a new unit of the assembly line, run in the background (202).
@@ -490,7 +505,17 @@ pub(crate) async fn create_unit(
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let new: NewUnit = body(v)?;
     let (id, said) = blocking(&app, move |app| {
-        app.create_unit(&new.description, new.route.as_deref(), new.offline)
+        app.create_unit(
+            &new.description,
+            new.route.as_deref(),
+            new.offline,
+            &crate::line::InRepo {
+                repo: new.repo.map(std::path::PathBuf::from),
+                base: new.base,
+                gates: new.gates,
+                merge: new.merge,
+            },
+        )
     })
     .await?;
     app.start_background(&id, move |app, id| app.drive_unit(id))?;

@@ -94,12 +94,14 @@ impl App {
         )?)
     }
 
-    /// A new unit of the assembly line (no turn run yet), and what to say of it.
+    /// A new unit of the assembly line (no turn run yet), and what to say of it; in a
+    /// repository when `in_repo` names one.
     pub(crate) fn create_unit(
         &self,
         description: &str,
         route: Option<&str>,
         offline: bool,
+        in_repo: &crate::line::InRepo,
     ) -> Result<(RunId, String)> {
         let description = description.trim();
         if description.is_empty() {
@@ -107,13 +109,19 @@ impl App {
                 "say what the unit is: {\"description\": \"Add rate limiting to the public API\"}",
             ));
         }
+        if in_repo.repo.is_none()
+            && (in_repo.base.is_some() || !in_repo.gates.is_empty() || in_repo.merge)
+        {
+            return Err(exit::usage(
+                "base, gates and merge are for a unit in a repository: give \"repo\" too (a path on the server's machine)",
+            ));
+        }
         let route_name = route.unwrap_or("default");
         let (_, text) = crate::line::read_route(route_name)?;
         let parsed = baton_core::line::Route::parse(&text)
             .map_err(|e| exit::config(format!("{route_name}: {e}")))?;
         let engine = Engine::new(self.store.clone());
-        let in_repo = crate::line::InRepo::default();
-        crate::line::create(&self.ctx, &engine, description, &parsed, offline, &in_repo)
+        crate::line::create(&self.ctx, &engine, description, &parsed, offline, in_repo)
     }
 
     /// Advances unit `id` until it ends or stops, saying each turn in the server's log.

@@ -69,6 +69,11 @@ async def main(baton, cwd):
                   and r.structured_content["error"]["code"] == "not_found",
                   "an unknown run is a tool error that says where to look", r)
 
+            r = await call(session, "start_unit", {
+                "description": "Add a health check", "gates": ["tests=true"]})
+            check(r.is_error and 'give "repo" too' in text(r),
+                  "gates without a repository are a tool error that says what is missing", r)
+
             r = await call(session, "start_unit", {"descripton": "typo"})
             # rmcp answers this one itself, as a tool error the model can correct from.
             check(r.is_error and "unknown field `descripton`, expected one of `description`" in text(r),

@@ -761,6 +761,65 @@ fn two_servers_on_one_postgresql_show_the_same_runs_and_events_as_they_are_commi
     assert_eq!(from_a["state"], from_b["state"]);
 }
 
+/// `baton line --repo . --gate …` over the API: the unit builds on a branch of its own
+/// in a worktree of the server's repository, the gate sends it back once, and it ends
+/// approved with the user's checkout untouched.
+#[test]
+fn a_unit_in_a_repository_started_over_the_api_builds_on_its_branch_and_passes_its_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let agents = tempfile::tempdir().unwrap();
+    let base = super::line::repo_with_build_agent_at(d, agents.path(), "", 0);
+    let server = Server::start(d, &[]);
+    let spec = Spec::of(&server);
+
+    // Gates without a repository: refused, saying what is missing.
+    let (code, err) = server.post(
+        "/api/units",
+        json!({"description": "Add rate limiting", "gates": ["check=true"]}),
+    );
+    spec.check("post", "/api/units", code, &err);
+    assert_eq!(code, 400, "{err}");
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("give \"repo\" too"),
+        "{err}"
+    );
+
+    let (code, started) = server.post(
+        "/api/units",
+        json!({
+            "description": "Add rate limiting to the public API",
+            "repo": ".",
+            "gates": ["check=grep -q fixed impl.txt"],
+        }),
+    );
+    spec.check("post", "/api/units", code, &started);
+    assert_eq!(code, 202, "{started}");
+    let unit = started["unit"].as_str().unwrap().to_string();
+    let branch = format!("baton/job-{unit}");
+    assert!(
+        started["said"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("on branch {branch} (1 gate(s))")),
+        "{started}"
+    );
+    let done = server.wait_unit(&unit, |s| s["status"] == "finished");
+    assert!(
+        done["verdicts"][0].as_str().unwrap().ends_with("APPROVED"),
+        "{done}"
+    );
+    assert_eq!(git(d, &["rev-parse", "HEAD"]).trim(), base);
+    assert!(!d.join("impl.txt").exists());
+    assert_eq!(
+        git(d, &["show", &format!("{branch}:impl.txt")]),
+        "fixed after the gate failed\n"
+    );
+}
+
 #[test]
 fn jobs_queued_over_the_api_are_shown_with_their_commits_and_outbox() {
     let dir = tempfile::tempdir().unwrap();

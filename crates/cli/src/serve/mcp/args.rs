@@ -20,6 +20,21 @@ pub(crate) struct StartUnit {
     /// [default 30, at most 240].
     #[serde(default)]
     pub(crate) wait_seconds: Option<u64>,
+    /// A git repository on the server's machine (relative: to where the server was
+    /// started) to build in: the unit works on a branch of its own in a worktree of it.
+    #[serde(default)]
+    pub(crate) repo: Option<String>,
+    /// With `repo`: the branch, tag or commit to start from [default: what is checked
+    /// out].
+    #[serde(default)]
+    pub(crate) base: Option<String>,
+    /// With `repo`: gates run in the worktree at the gate station, each `name=command`
+    /// or `command` (e.g. `tests=cargo test`).
+    #[serde(default)]
+    pub(crate) gates: Vec<String>,
+    /// With `repo`: land the branch on its base branch at the merge station.
+    #[serde(default)]
+    pub(crate) merge: bool,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -119,8 +119,14 @@ impl Tools {
     /// with `answer`.
     #[tool]
     async fn start_unit(&self, Parameters(a): Parameters<StartUnit>) -> Answer {
+        let in_repo = crate::line::InRepo {
+            repo: a.repo.map(std::path::PathBuf::from),
+            base: a.base,
+            gates: a.gates,
+            merge: a.merge,
+        };
         let new = blocking(&self.app, move |app| {
-            app.create_unit(&a.description, a.route.as_deref(), a.offline)
+            app.create_unit(&a.description, a.route.as_deref(), a.offline, &in_repo)
         })
         .await;
         let (id, said) = match new {
