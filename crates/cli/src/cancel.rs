@@ -33,7 +33,9 @@ pub(crate) fn cancel(
     let store = ctx.existing_store()?;
     let target = match (id, process) {
         (Some(id), None) => resolve(store.as_ref(), id)?,
-        (None, Some(owner)) => baton_protocol::CancelTarget::Worker(in_this_space(owner)),
+        (None, Some(owner)) => {
+            baton_protocol::CancelTarget::Worker(in_this_space(store.as_ref(), owner)?)
+        }
         _ => bail!(
             "name what to stop: a run or job id (`baton cancel RUN_OR_JOB`), a group being judged (`baton cancel GROUP`), or a whole `baton work` process (`baton cancel --worker-process OWNER`, the owner `baton jobs` shows)"
         ),
@@ -107,25 +109,45 @@ pub(crate) fn cancel(
 }
 
 /// `owner` as workers name themselves. One written as before owners named their pid
-/// space (`pid-N@host`, from an old script or typed from memory) is the process N here
-/// when it names this host and N runs in this pid space: a worker listens for requests
-/// under its whole name only. Anything else is taken as written (a worker of an older
-/// baton still goes by the short name).
-fn in_this_space(owner: &str) -> String {
-    let this = baton_engine::lease::this_owner();
-    let here = (owner.strip_prefix("pid-"))
-        .and_then(|rest| rest.split_once('@'))
-        .filter(|(_, host)| !host.contains('#'))
-        .and_then(|(pid, host)| {
-            let (this_host, space) = this.split_once('@')?.1.split_once('#')?;
-            let running =
-                pid.parse::<u32>().is_ok() && std::path::Path::new("/proc").join(pid).exists();
-            (host == this_host && running).then_some(space)
-        });
-    match here {
-        Some(space) => format!("{owner}#{space}"),
-        None => owner.to_string(),
+/// space (`pid-N@host`, from an old script or typed from memory) is looked up among the
+/// holders of jobs: a worker of an older baton goes by that very name, a newer one by
+/// that name and its space (`pid-N@host#…`; more than one such is refused, naming
+/// them). Else, on this host, it is process N of this pid space, running or not (one
+/// that is gone then has nothing to stop). Anything else is taken as written.
+fn in_this_space(store: &dyn Store, owner: &str) -> Result<String> {
+    let Some((pid, host)) = (owner.strip_prefix("pid-")).and_then(|rest| rest.split_once('@'))
+    else {
+        return Ok(owner.to_string());
+    };
+    if host.contains('#') || pid.parse::<u32>().is_err() {
+        return Ok(owner.to_string());
     }
+    let mut holders: Vec<String> = (store.list_jobs()?.into_iter())
+        .filter_map(|j| j.lease_owner)
+        .filter(|o| o == owner || o.strip_prefix(owner).is_some_and(|s| s.starts_with('#')))
+        .collect();
+    holders.sort();
+    holders.dedup();
+    if holders.iter().any(|o| o == owner) {
+        return Ok(owner.to_string());
+    }
+    match holders.as_slice() {
+        [one] => return Ok(one.clone()),
+        [] => {}
+        many => bail!(
+            "{owner} names {} workers (one per pid space of host {host}): give the whole owner, one of {}",
+            many.len(),
+            many.join(", ")
+        ),
+    }
+    let this = baton_engine::lease::this_owner();
+    let here = (this.split_once('@'))
+        .and_then(|(_, rest)| rest.split_once('#'))
+        .filter(|(this_host, _)| *this_host == host);
+    Ok(match here {
+        Some((_, space)) => format!("{owner}#{space}"),
+        None => owner.to_string(),
+    })
 }
 
 /// Whether the holder let go of `target` within `limit`: polls until it did.

@@ -166,6 +166,9 @@ fn baton_cancel_worker_process_takes_the_owner_without_its_pid_space() {
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(exit_within(&mut work, STOPPED_WITHIN), Some(EXIT_CANCELLED));
+    // Gone: nothing to stop, said at once rather than after waiting.
+    let err = run_err(dir.path(), &["cancel", "--worker-process", short]);
+    assert!(err.contains("nothing to stop"), "{err}");
 }
 
 /// Regression (issue 10): `baton cancel` returned at once, so nobody knew whether the

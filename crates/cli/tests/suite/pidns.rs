@@ -67,8 +67,9 @@ fn worker_in_a_namespace(d: &Path, pid: u32) -> (Namespace, String) {
         "sh",
         "-c",
     ])
-    // The shell is the namespace's pid 1; the next pid it hands out is `pid`.
-    .arg("echo $(($1 - 1)) > /proc/sys/kernel/ns_last_pid && \"$0\" work --follow --lease-s 60")
+    // The shell is the namespace's pid 1; the next pid it hands out is `pid`. Not the
+    // list's last command: a bash `sh` would run baton in its own place, as pid 1.
+    .arg("echo $(($1 - 1)) > /proc/sys/kernel/ns_last_pid && \"$0\" work --follow --lease-s 60; exit $?")
     .arg(env!("CARGO_BIN_EXE_baton"))
     .arg(pid.to_string());
     let mut child = isolated(cmd, d)
