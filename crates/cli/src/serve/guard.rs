@@ -12,11 +12,21 @@ use super::App;
 use super::api::ApiError;
 
 /// The cookie the page's requests carry the token in (set when the page is opened with
-/// `?token=`): `EventSource` cannot send an `Authorization` header. Named by the
-/// server's port: browsers keep cookies per host name, not per port, so two servers on
-/// one machine (each with its own token) would otherwise overwrite each other's, and
-/// opening one page signed the other out.
-pub(crate) fn token_cookie(port: u16) -> String {
+/// `?token=`): `EventSource` cannot send an `Authorization` header. Named by the port
+/// the browser addressed (the `Host` header's, not the one the server bound: behind a
+/// container's published port they differ): browsers keep cookies per host name, not
+/// per port, so two servers on one machine, each with its own token, would otherwise
+/// overwrite each other's, and opening one page signed the other out.
+pub(crate) fn token_cookie(headers: &HeaderMap) -> String {
+    let host = (headers.get(header::HOST))
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    // `127.0.0.1:7878`, `[::1]:7878`, or `localhost` (the scheme's port).
+    let port = match host.rsplit_once(':') {
+        Some((name, port)) if !name.is_empty() && !port.is_empty() && !port.contains(']') => port,
+        _ => "80",
+    };
+    let port: String = port.chars().filter(char::is_ascii_digit).collect();
     format!("baton_token_{port}")
 }
 /// The header every action from the page carries.
@@ -142,8 +152,7 @@ pub(crate) async fn guard(State(app): State<Arc<App>>, request: Request, next: N
         _ => false,
     };
     if let Some(token) = &app.token {
-        let by_cookie =
-            cookie(headers, &token_cookie(app.bind.port())).is_some_and(|c| same(token, c));
+        let by_cookie = cookie(headers, &token_cookie(headers)).is_some_and(|c| same(token, c));
         let by_query = query_param(request.uri().query(), "token").is_some_and(|q| same(token, q));
         if !(by_bearer || by_cookie || by_query) {
             return refuse(
@@ -175,6 +184,22 @@ pub(crate) async fn guard(State(app): State<Arc<App>>, request: Request, next: N
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_token_cookie_is_named_by_the_port_the_browser_addressed() {
+        for (host, name) in [
+            ("127.0.0.1:8080", "baton_token_8080"),
+            ("[::1]:9", "baton_token_9"),
+            ("localhost", "baton_token_80"),
+            ("[::1]", "baton_token_80"),
+            ("example.com:7878", "baton_token_7878"),
+        ] {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::HOST, host.parse().unwrap());
+            assert_eq!(token_cookie(&headers), name, "{host}");
+        }
+        assert_eq!(token_cookie(&HeaderMap::new()), "baton_token_80");
+    }
 
     #[test]
     fn loopback_names_with_and_without_ports() {

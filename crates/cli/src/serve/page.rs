@@ -47,7 +47,7 @@ pub(crate) async fn index(State(app): State<Arc<App>>, request: Request) -> Resp
         && same(token, given)
         && let Ok(v) = header::HeaderValue::from_str(&format!(
             "{}={given}; HttpOnly; SameSite=Strict; Path=/",
-            token_cookie(app.bind.port())
+            token_cookie(request.headers())
         ))
     {
         headers.insert(header::SET_COOKIE, v);
