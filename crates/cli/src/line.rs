@@ -221,7 +221,7 @@ pub(crate) fn create(
                 gates.push(
                     baton_engine::jobs::gates::GateSpec::try_parse(g).ok_or_else(|| {
                         exit::usage(format!(
-                            "--gate {g:?} has no command; write `--gate tests=\"cargo test\"`"
+                            "gate {g:?} has no command; write it as name=command (`tests=cargo test`) or as a command alone"
                         ))
                     })?,
                 );
@@ -235,7 +235,7 @@ pub(crate) fn create(
             unit.merge = in_repo.merge;
             if unit.merge && unit.base_branch.is_none() {
                 return Err(exit::usage(format!(
-                    "--merge lands the unit on the branch it starts from, and {} is a commit, not a branch; give --base BRANCH (or leave --base out to start from the checked-out branch)",
+                    "merge lands the unit on the branch it starts from, and {} is a commit, not a branch; give a base branch (--base BRANCH, \"base\" over the API) or none, to start from the checked-out branch",
                     in_repo.base.as_deref().unwrap_or("HEAD (detached)")
                 )));
             }

@@ -46,6 +46,20 @@ impl From<anyhow::Error> for ApiError {
             if cause.downcast_ref::<NotFound>().is_some() {
                 return ApiError::new(StatusCode::NOT_FOUND, "not_found", message);
             }
+            // A repository the request names that is not one, or a base it lacks: the
+            // request's mistake, not the server's.
+            let workspace = match cause.downcast_ref::<baton_engine::Error>() {
+                Some(baton_engine::Error::Workspace(w)) => Some(w),
+                _ => cause.downcast_ref::<baton_workspace::Error>(),
+            };
+            if let Some(
+                baton_workspace::Error::NotARepository { .. }
+                | baton_workspace::Error::NoCommits { .. }
+                | baton_workspace::Error::RevisionNotFound { .. },
+            ) = workspace
+            {
+                return ApiError::new(StatusCode::BAD_REQUEST, "usage", message);
+            }
             if let Some(baton_engine::Error::NotAsked(_)) = cause.downcast_ref() {
                 // The unit's state, not the request, is what does not fit.
                 return ApiError::new(StatusCode::CONFLICT, "not_waiting", message);

@@ -981,7 +981,7 @@ fn merge_refuses_a_base_branch_that_changed_the_units_files_and_leaves_everythin
         &["line", "Fix it", "--repo", ".", "--base", &moved, "--merge"],
     );
     assert!(
-        err.contains("--merge lands the unit on the branch it starts from"),
+        err.contains("merge lands the unit on the branch it starts from"),
         "{err}"
     );
 }

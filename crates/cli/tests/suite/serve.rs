@@ -788,6 +788,20 @@ fn a_unit_in_a_repository_started_over_the_api_builds_on_its_branch_and_passes_i
         "{err}"
     );
 
+    // A path that is no repository, or a base it lacks: the request's mistake (400).
+    for (repo, base) in [("no-such-dir", None), (".", Some("no-such-branch"))] {
+        let (code, err) = server.post(
+            "/api/units",
+            json!({"description": "Add rate limiting", "repo": repo, "base": base}),
+        );
+        spec.check("post", "/api/units", code, &err);
+        assert_eq!(
+            (code, &err["error"]["code"]),
+            (400, &json!("usage")),
+            "{err}"
+        );
+    }
+
     let (code, started) = server.post(
         "/api/units",
         json!({
