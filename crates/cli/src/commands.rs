@@ -548,7 +548,11 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             follow,
             poll_ms,
         } => crate::jobs::work(&ctx, concurrency, lease_s, follow, poll_ms),
-        Command::Serve { bind, token } => crate::serve::serve(ctx, bind, token),
+        Command::Serve {
+            bind,
+            token,
+            poll_ms,
+        } => crate::serve::serve(ctx, bind, token, poll_ms.map(Duration::from_millis)),
         Command::Mcp => crate::serve::mcp::stdio(ctx),
         Command::Jobs { json } => crate::jobs::list(&ctx, json),
         Command::Requeue { job, roster } => requeue(&ctx, &job, roster.as_deref()),

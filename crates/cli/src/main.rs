@@ -405,6 +405,11 @@ pub enum Command {
         /// Bearer TOKEN`; the page is opened once at /?token=TOKEN)
         #[arg(long, env = "BATON_TOKEN", hide_env_values = true)]
         token: Option<String>,
+        /// How often the live event stream reads the database for new events while a
+        /// client is connected, in milliseconds [default: 10 on SQLite; 1000 on
+        /// PostgreSQL, where commits are also announced with NOTIFY]
+        #[arg(long, env = "BATON_SERVE_POLL_MS", value_parser = clap::value_parser!(u64).range(1..))]
+        poll_ms: Option<u64>,
     },
     /// The MCP server over stdio, for a coordinator agent (Claude Code, Codex, any MCP
     /// client) to start and follow units and runs, answer their questions, queue and

@@ -31,16 +31,6 @@ const POLL_NOTIFIED: Duration = Duration::from_secs(1);
 /// The same with no client connected.
 const POLL_IDLE: Duration = Duration::from_millis(250);
 
-/// `BATON_SERVE_POLL_MS`, when set: the follower's poll with a client connected, in
-/// place of `POLL` or `POLL_NOTIFIED` (more database reads for a lower latency, or fewer).
-fn poll_setting() -> Option<Duration> {
-    let ms: u64 = std::env::var("BATON_SERVE_POLL_MS")
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    Some(Duration::from_millis(ms.max(1)))
-}
 /// Events read from the store at once (a reconnect's replay, the follower's catch-up).
 const PAGE: usize = 500;
 /// Events a slow client may fall behind the live stream before it is caught up from
@@ -68,7 +58,9 @@ pub(crate) struct Hub {
 impl Hub {
     /// Starts following `store` from its end: events committed from now on are sent
     /// live; earlier ones are replayed to a client that asks for them.
-    pub(crate) fn start(store: Arc<dyn Store>) -> anyhow::Result<Arc<Hub>> {
+    /// `poll`: the read's interval while a client is connected, in place of `POLL` or
+    /// `POLL_NOTIFIED` (more database reads for a lower latency, or fewer).
+    pub(crate) fn start(store: Arc<dyn Store>, poll: Option<Duration>) -> anyhow::Result<Arc<Hub>> {
         let cursor = EventCursor(end_of_log(store.as_ref(), 0)?);
         let (tx, _) = broadcast::channel(LAG);
         let hub = Arc::new(Hub {
@@ -78,7 +70,7 @@ impl Hub {
         let follower = hub.clone();
         std::thread::Builder::new()
             .name("baton-serve-events".into())
-            .spawn(move || follower.follow(store, cursor))?;
+            .spawn(move || follower.follow(store, cursor, poll))?;
         Ok(hub)
     }
 
@@ -92,10 +84,10 @@ impl Hub {
         })
     }
 
-    fn follow(&self, store: Arc<dyn Store>, mut cursor: EventCursor) {
+    fn follow(&self, store: Arc<dyn Store>, mut cursor: EventCursor, poll: Option<Duration>) {
         let mut failing = false;
         let signal = store.event_signal();
-        let poll = poll_setting().unwrap_or(if signal.is_some() {
+        let poll = poll.unwrap_or(if signal.is_some() {
             POLL_NOTIFIED
         } else {
             POLL
@@ -120,7 +112,7 @@ impl Hub {
                         // Nobody connected: nobody waits for the next event (a client
                         // that connects reads up to the store's end itself).
                         let idle = self.tx.receiver_count() == 0;
-                        let wait = if idle { POLL_IDLE.max(poll) } else { poll };
+                        let wait = if idle { POLL_IDLE } else { poll };
                         match (&signal, seen) {
                             (Some(signal), Some(seen)) => {
                                 signal.wait_past(seen, wait);

@@ -235,7 +235,14 @@ pub(crate) fn router(app: Arc<App>) -> Router {
 }
 
 /// `baton serve [--bind ADDR] [--token T]`.
-pub(crate) fn serve(ctx: Context_, bind: SocketAddr, token: Option<String>) -> Result<ExitCode> {
+/// `poll`: how often the event follower reads the log while a client is connected
+/// (`--poll-ms`; `None`: the store's default, see `events`).
+pub(crate) fn serve(
+    ctx: Context_,
+    bind: SocketAddr,
+    token: Option<String>,
+    poll: Option<std::time::Duration>,
+) -> Result<ExitCode> {
     let token = token.filter(|t| !t.is_empty());
     if !bind.ip().is_loopback() && token.is_none() {
         return Err(exit::usage(format!(
@@ -243,7 +250,7 @@ pub(crate) fn serve(ctx: Context_, bind: SocketAddr, token: Option<String>) -> R
         )));
     }
     let store = ctx.store()?;
-    let hub = Hub::start(store.clone())?;
+    let hub = Hub::start(store.clone(), poll)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("baton-serve")

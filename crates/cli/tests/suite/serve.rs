@@ -737,7 +737,7 @@ fn two_servers_on_one_postgresql_show_the_same_runs_and_events_as_they_are_commi
     // turn below reaches its client only by that notification (the read times out at
     // 30 s otherwise).
     let mut b_cmd = on(b_dir.path());
-    b_cmd.env("BATON_SERVE_POLL_MS", "60000");
+    b_cmd.env("BATON_SERVE_POLL_MS", "60000"); // as --poll-ms 60000
     let b = Server::start_with(b_cmd, &[]);
     let (_, created) = a.post(
         "/api/runs",
