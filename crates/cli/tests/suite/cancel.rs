@@ -101,10 +101,9 @@ fn baton_cancel_stops_a_step_waiting_on_a_model_that_never_answers() {
     );
 }
 
-#[test]
-fn baton_cancel_worker_process_stops_an_idle_follower() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut work = baton(dir.path())
+/// A `baton work --follow` on an empty queue in `dir`, and its owner as it says it.
+fn idle_follower(dir: &Path) -> (std::process::Child, String) {
+    let mut work = baton(dir)
         .args(["work", "--follow"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -120,6 +119,13 @@ fn baton_cancel_worker_process_stops_an_idle_follower() {
         .and_then(|rest| rest.split(';').next())
         .unwrap_or_else(|| panic!("no owner in {first:?}"))
         .to_string();
+    (work, owner)
+}
+
+#[test]
+fn baton_cancel_worker_process_stops_an_idle_follower() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut work, owner) = idle_follower(dir.path());
     assert!(owner.starts_with(&format!("pid-{}@", work.id())), "{owner}");
     let asked = Instant::now();
     run_ok(dir.path(), &["cancel", "--worker-process", &owner]);
@@ -138,22 +144,7 @@ fn baton_cancel_worker_process_stops_an_idle_follower() {
 #[test]
 fn baton_cancel_worker_process_takes_the_owner_without_its_pid_space() {
     let dir = tempfile::tempdir().unwrap();
-    let mut work = baton(dir.path())
-        .args(["work", "--follow"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(work.stderr.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let owner = first
-        .split("following the queue as ")
-        .nth(1)
-        .and_then(|rest| rest.split(';').next())
-        .unwrap_or_else(|| panic!("no owner in {first:?}"))
-        .to_string();
+    let (mut work, owner) = idle_follower(dir.path());
     let Some((short, _space)) = owner.split_once('#') else {
         // No pid space to leave out (not Linux).
         let _ = work.kill();
