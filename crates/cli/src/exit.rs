@@ -110,7 +110,9 @@ fn engine(e: &baton_engine::Error) -> Exit {
         | E::UnknownCandidate { .. }
         | E::CannotJudge { .. }
         | E::NoJudge { .. } => Exit::Config,
-        E::GateWithoutCommand { .. } => Exit::Usage,
+        // The command named a run that is not a unit (as `line --resume` and
+        // `line --status` of one are).
+        E::GateWithoutCommand { .. } | E::NotAUnit(_) => Exit::Usage,
         E::JudgeAnswer { .. } => Exit::Provider,
         E::Workspace(_) | E::Drift(_) => Exit::Workspace,
         E::RunLeaseLost { .. } => Exit::LeaseLost,

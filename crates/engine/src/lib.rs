@@ -50,6 +50,11 @@ pub enum Error {
     /// says what the unit is waiting for instead.
     #[error("{0}")]
     NotAsked(String),
+    /// A unit's command (an answer, a step of the line) for a run that is not a unit
+    /// of the assembly line: the request names the wrong run. The message says what
+    /// continues that run instead.
+    #[error("{0}")]
+    NotAUnit(String),
     #[error("run {run} is {status}; {hint}")]
     NotRunnable {
         run: String,

@@ -283,6 +283,12 @@ fn a_unit_needs_a_description_pools_to_route_by_and_resumes_only_units() {
     let plain = created.trim();
     let err = run_err(d, &["line", "--resume", plain]);
     assert!(err.contains("is not a unit of the assembly line"), "{err}");
+    // Nor does an answer go to a plain run: the command names the wrong run (exit 2),
+    // as `line --resume` of it does, and says what continues it.
+    let out = baton(d).args(["answer", plain, "yes"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("`baton resume {plain}`")), "{err}");
 }
 
 #[test]

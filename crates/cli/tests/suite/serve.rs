@@ -720,6 +720,19 @@ fn a_unit_started_over_the_api_stops_on_its_question_is_answered_and_goes_on() {
             .contains("is not waiting for an answer"),
         "{err}"
     );
+    // A plain run asked nothing and is no unit: the request names the wrong run (400).
+    let (_, created) = server.post("/api/runs", json!({"objective": "o", "tasks": ["t"]}));
+    let plain = created["run"].as_str().unwrap();
+    let (code, err) = server.post(
+        &format!("/api/units/{plain}/answer"),
+        json!({"answer": "yes"}),
+    );
+    spec.check("post", "/api/units/{id}/answer", code, &err);
+    assert_eq!(
+        (code, &err["error"]["code"]),
+        (400, &json!("usage")),
+        "{err}"
+    );
 }
 
 #[test]

@@ -955,7 +955,7 @@ impl Engine {
         head: &str,
     ) -> Result<TurnSummary> {
         let Some(route) = session.config.line.clone() else {
-            return Err(Error::Config(format!(
+            return Err(Error::NotAUnit(format!(
                 "run {} is not a unit of the assembly line",
                 session.run
             )));
@@ -1002,7 +1002,7 @@ impl Engine {
     /// `line_step` on the route the unit keeps with its configuration.
     pub fn unit_step(&self, session: &mut Session) -> Result<LineStep> {
         let Some(route) = session.config.line.clone() else {
-            return Err(Error::Config(format!(
+            return Err(Error::NotAUnit(format!(
                 "run {} is not a unit of the assembly line (it keeps no route); `baton line \"…\"` starts one",
                 session.run
             )));
@@ -1049,9 +1049,9 @@ impl Engine {
     /// that is not waiting for an answer is refused, with what it is waiting for.
     pub fn answer_unit(&self, session: &mut Session, answer: &str) -> Result<TurnSummary> {
         let Some(route) = session.config.line.clone() else {
-            return Err(Error::NotAsked(format!(
-                "run {} is not a unit of the assembly line; nothing asked it a question",
-                session.run
+            return Err(Error::NotAUnit(format!(
+                "run {} is not a unit of the assembly line; nothing asked it a question (`baton resume {}` continues a run)",
+                session.run, session.run
             )));
         };
         let progress = session
