@@ -416,15 +416,20 @@ fn off_loopback_the_server_needs_a_token_and_checks_it_on_every_request() {
 
     let server = Server::start(d, &["--token", "s3cret-token"]);
     assert_eq!(server.get("/api/session").1["token_required"], true);
-    let anonymous = |path: &str| {
-        ureq::Agent::config_builder()
+    // A GET with no credential but, when given, a `Cookie` header.
+    let get_with = |path: &str, cookie: Option<&str>| {
+        let request = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .build()
             .new_agent()
-            .get(format!("http://{}{path}", server.addr))
-            .call()
-            .unwrap()
+            .get(format!("http://{}{path}", server.addr));
+        match cookie {
+            Some(c) => request.header("cookie", c).call(),
+            None => request.call(),
+        }
+        .unwrap()
     };
+    let anonymous = |path: &str| get_with(path, None);
     let mut refused = anonymous("/api/runs");
     assert_eq!(refused.status().as_u16(), 401);
     let body = refused.body_mut().read_to_string().unwrap();
@@ -450,18 +455,7 @@ fn off_loopback_the_server_needs_a_token_and_checks_it_on_every_request() {
         "{cookie}"
     );
     assert!(anonymous("/").headers().get("set-cookie").is_none());
-    let with_cookie = |cookie: &str| {
-        ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .build()
-            .new_agent()
-            .get(format!("http://{}/api/runs", server.addr))
-            .header("cookie", cookie)
-            .call()
-            .unwrap()
-            .status()
-            .as_u16()
-    };
+    let with_cookie = |cookie: &str| get_with("/api/runs", Some(cookie)).status().as_u16();
     assert_eq!(
         with_cookie(&format!("baton_token_{port}=s3cret-token")),
         200
